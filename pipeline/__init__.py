@@ -1,0 +1,1 @@
+"""docgraph domain library: pure functions and classes, no Dagster import."""

@@ -1,0 +1,119 @@
+"""Settings: every default declared once, here.
+
+Precedence (lowest first): these defaults, a YAML file (`DOCGRAPH_CONFIG` or an
+explicit path), environment variables `DOCGRAPH_<SECTION>__<FIELD>` (or
+`DOCGRAPH_<FIELD>` for top-level fields), then explicit overrides from code.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, Field
+
+PACKAGED_MODEL = "packaged:all-MiniLM-L6-v2"
+
+
+class ChunkingSettings(BaseModel):
+    chunk_size: int = Field(300, description="target max tokens (o200k) per text unit")
+    overlap: int = Field(30, description="tokens of trailing sentences repeated at the next unit")
+    min_size: int = Field(
+        100, description="a content-defined cut is allowed only after this many tokens"
+    )
+    cut_divisor: int = Field(
+        3, description="a sentence end is a cut point when its hash % divisor == 0"
+    )
+
+
+class ExtractionSettings(BaseModel):
+    extractor: str = "nlp"
+    max_entities_per_unit: int = 40
+    keyphrases_per_unit: int = 5
+    max_relation_distance: int = Field(
+        1, description="relate entities in the same sentence or up to N sentences apart"
+    )
+
+
+class GraphSettings(BaseModel):
+    description_max_tokens: int = 150
+    max_cluster_size: int = 10
+    seed: int = 42
+    max_levels: int = 4
+
+
+class ReportSettings(BaseModel):
+    max_findings: int = 5
+    max_report_tokens: int = 600
+
+
+class EmbeddingSettings(BaseModel):
+    model: str = Field(
+        PACKAGED_MODEL, description="sentence-transformers name or path, or the packaged model"
+    )
+    batch_size: int = 64
+    device: str = "cpu"
+
+
+class QuerySettings(BaseModel):
+    top_k_units: int = 10
+    top_k_entities: int = 10
+    max_context_tokens: int = 8000
+    text_unit_prop: float = 0.5
+    community_prop: float = 0.2
+    global_top_reports: int = 20
+
+
+class Settings(BaseModel):
+    input_dir: str = "data/input"
+    output_dir: str = "data/output"
+    chunking: ChunkingSettings = ChunkingSettings()
+    extraction: ExtractionSettings = ExtractionSettings()
+    graph: GraphSettings = GraphSettings()
+    reports: ReportSettings = ReportSettings()
+    embedding: EmbeddingSettings = EmbeddingSettings()
+    query: QuerySettings = QuerySettings()
+
+
+def _deep_update(base: dict[str, Any], upd: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in upd.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _deep_update(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    sections = {name for name, f in Settings.model_fields.items() if f.annotation is not str}
+    for key, value in environ.items():
+        if not key.startswith("DOCGRAPH_") or key == "DOCGRAPH_CONFIG":
+            continue
+        parts = key[len("DOCGRAPH_") :].lower().split("__")
+        if len(parts) == 2 and parts[0] in sections:
+            out.setdefault(parts[0], {})[parts[1]] = value
+        elif len(parts) == 1 and parts[0] in Settings.model_fields and parts[0] not in sections:
+            out[parts[0]] = value
+    return out
+
+
+def load_settings(
+    path: str | Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+) -> Settings:
+    environ = dict(os.environ) if environ is None else environ
+    data: dict[str, Any] = {}
+    path = path or environ.get("DOCGRAPH_CONFIG")
+    if path:
+        loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        if not isinstance(loaded, dict):
+            raise ValueError(f"config file {path} must hold a mapping")
+        data = _deep_update(data, loaded)
+    data = _deep_update(data, _env_overrides(environ))
+    data = _deep_update(data, overrides or {})
+    return Settings.model_validate(data)

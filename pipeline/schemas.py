@@ -1,0 +1,207 @@
+"""Every table's columns, declared once.
+
+Parquet tables are pyarrow schemas; `conform` turns a polars frame into exactly that
+schema (column order, types) and fails loudly on a missing column. Column names of the
+semantic layer follow GraphRAG's outputs so its tools can read ours.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pyarrow as pa
+
+_str = pa.string()
+_i64 = pa.int64()
+_f64 = pa.float64()
+_strs = pa.list_(pa.string())
+
+FINDING = pa.struct([("summary", _str), ("explanation", _str)])
+
+DOCUMENTS = pa.schema(
+    [
+        ("id", _str),
+        ("human_readable_id", _i64),
+        ("title", _str),
+        ("source_path", _str),
+        ("mime_type", _str),
+        ("sha256", _str),
+        ("byte_size", _i64),
+        ("n_pages", _i64),
+        ("language", _str),
+        ("metadata", _str),  # JSON object
+        ("text", _str),  # PDF pages are separated by "\f"
+        ("creation_date", _str),  # ISO 8601, file mtime (UTC)
+        ("warnings", _strs),
+    ]
+)
+
+REJECTED_DOCUMENTS = pa.schema(
+    [
+        ("source_path", _str),
+        ("sha256", _str),
+        ("byte_size", _i64),
+        ("stage", _str),  # load | chunk | extract ...
+        ("reason", _str),
+    ]
+)
+
+TEXT_UNITS = pa.schema(
+    [
+        ("id", _str),
+        ("human_readable_id", _i64),
+        ("text", _str),
+        ("n_tokens", _i64),
+        ("document_id", _str),
+        ("section_id", _str),
+        ("content_node_ids", _strs),
+        ("pages", pa.list_(_i64)),
+        ("seq", _i64),  # position of the unit inside its document
+        ("entity_ids", _strs),
+        ("relationship_ids", _strs),
+    ]
+)
+
+EXTRACTED_ENTITIES = pa.schema(
+    [
+        ("text_unit_id", _str),
+        ("title", _str),  # surface form as written
+        ("type", _str),
+        ("description", _str),  # evidence sentence
+        ("extractor", _str),
+        ("model", _str),
+        ("prompt_hash", _str),
+    ]
+)
+
+EXTRACTED_RELATIONSHIPS = pa.schema(
+    [
+        ("text_unit_id", _str),
+        ("source", _str),  # surface forms
+        ("target", _str),
+        ("type", _str),
+        ("description", _str),
+        ("weight", _f64),
+        ("extractor", _str),
+        ("model", _str),
+        ("prompt_hash", _str),
+    ]
+)
+
+ENTITIES = pa.schema(
+    [
+        ("id", _str),
+        ("human_readable_id", _i64),
+        ("title", _str),  # normalised title: the merge key
+        ("type", _str),
+        ("description", _str),
+        ("aliases", _strs),
+        ("text_unit_ids", _strs),
+        ("frequency", _i64),
+        ("degree", _i64),
+    ]
+)
+
+RELATIONSHIPS = pa.schema(
+    [
+        ("id", _str),
+        ("human_readable_id", _i64),
+        ("source", _str),  # entity titles, as GraphRAG
+        ("target", _str),
+        ("source_id", _str),
+        ("target_id", _str),
+        ("type", _str),
+        ("description", _str),
+        ("weight", _f64),
+        ("combined_degree", _i64),
+        ("text_unit_ids", _strs),
+    ]
+)
+
+COMMUNITIES = pa.schema(
+    [
+        ("id", _str),
+        ("human_readable_id", _i64),
+        ("community", _i64),
+        ("level", _i64),
+        ("parent", _i64),  # -1 at the top level
+        ("children", pa.list_(_i64)),
+        ("title", _str),
+        ("entity_ids", _strs),
+        ("relationship_ids", _strs),
+        ("text_unit_ids", _strs),
+        ("size", _i64),
+        ("period", _str),
+    ]
+)
+
+COMMUNITY_REPORTS = pa.schema(
+    [
+        ("id", _str),
+        ("human_readable_id", _i64),
+        ("community", _i64),
+        ("level", _i64),
+        ("parent", _i64),
+        ("children", pa.list_(_i64)),
+        ("title", _str),
+        ("summary", _str),
+        ("rating", _f64),
+        ("rating_explanation", _str),
+        ("findings", pa.list_(FINDING)),
+        ("full_content", _str),
+        ("full_content_json", _str),
+        ("size", _i64),
+        ("period", _str),
+    ]
+)
+
+TABLES: dict[str, pa.Schema] = {
+    "documents": DOCUMENTS,
+    "rejected_documents": REJECTED_DOCUMENTS,
+    "text_units": TEXT_UNITS,
+    "extracted_entities": EXTRACTED_ENTITIES,
+    "extracted_relationships": EXTRACTED_RELATIONSHIPS,
+    "entities": ENTITIES,
+    "relationships": RELATIONSHIPS,
+    "communities": COMMUNITIES,
+    "community_reports": COMMUNITY_REPORTS,
+}
+
+# Tables of DESIGN §3's semantic layer that a run over a non-empty corpus must fill.
+SEMANTIC_TABLES = (
+    "documents",
+    "text_units",
+    "extracted_entities",
+    "extracted_relationships",
+    "entities",
+    "relationships",
+    "communities",
+    "community_reports",
+)
+
+
+def vector_schema(dim: int, extra: list[tuple[str, pa.DataType]] | None = None) -> pa.Schema:
+    """Arrow schema of a LanceDB table: id, text (full-text indexed), vector, extras."""
+    fields = [("id", _str), ("text", _str), ("vector", pa.list_(pa.float32(), dim))]
+    return pa.schema(fields + list(extra or []))
+
+
+# Extra columns per Lance table, kept next to the Parquet schemas they mirror.
+VECTOR_TABLES: dict[str, list[tuple[str, pa.DataType]]] = {
+    "text_units": [("document_id", _str)],
+    "entities": [("title", _str), ("type", _str)],
+    "relationships": [("source", _str), ("target", _str)],
+    "community_reports": [("community", _i64), ("level", _i64)],
+}
+
+
+def conform(df: pl.DataFrame, name: str) -> pa.Table:
+    """The frame as an Arrow table with exactly table `name`'s schema."""
+    schema = TABLES[name]
+    missing = [f.name for f in schema if f.name not in df.columns]
+    if missing:
+        raise ValueError(f"table {name!r} is missing columns {missing}")
+    return df.select(schema.names).to_arrow().cast(schema)
+
+
+def empty(name: str) -> pl.DataFrame:
+    return pl.from_arrow(TABLES[name].empty_table())  # type: ignore[return-value]
