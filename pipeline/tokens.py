@@ -13,13 +13,20 @@ def _encoding():
 
 
 def count_tokens(text: str) -> int:
-    return len(_encoding().encode(text)) if text else 0
+    # encode_ordinary: text that spells a special token ("<|endoftext|>") is counted as text, not
+    # refused (encode() raises on it, and such strings occur in real documents).
+    return len(_encoding().encode_ordinary(text)) if text else 0
+
+
+def count_tokens_batch(texts: list[str]) -> list[int]:
+    """count_tokens over many texts in one call (the tokenizer batches natively)."""
+    return [len(t) for t in _encoding().encode_ordinary_batch(texts)] if texts else []
 
 
 def truncate_tokens(text: str, max_tokens: int) -> str:
     """The longest prefix of `text` with at most `max_tokens` tokens."""
     enc = _encoding()
-    toks = enc.encode(text)
+    toks = enc.encode_ordinary(text)
     if len(toks) <= max_tokens:
         return text
     return enc.decode(toks[:max_tokens])
