@@ -157,6 +157,7 @@ COMMUNITY_REPORTS = pa.schema(
 TABLES: dict[str, pa.Schema] = {
     "documents": DOCUMENTS,
     "rejected_documents": REJECTED_DOCUMENTS,
+    "chunks": TEXT_UNITS,  # text units before extraction fills entity/relationship ids
     "text_units": TEXT_UNITS,
     "extracted_entities": EXTRACTED_ENTITIES,
     "extracted_relationships": EXTRACTED_RELATIONSHIPS,

@@ -1,0 +1,19 @@
+"""Thin Dagster assets: read upstream tables, call pipeline/, write, attach metadata."""
+
+from assets.checks import integrity_checks
+from assets.ingest import documents
+from assets.semantic import chunks, communities, community_reports, extracted_graph, graph
+from assets.vectors import vector_assets
+
+index_assets = [
+    documents,
+    chunks,
+    extracted_graph,
+    graph,
+    communities,
+    community_reports,
+    *vector_assets,
+]
+index_checks = integrity_checks
+
+__all__ = ["index_assets", "index_checks"]

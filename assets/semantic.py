@@ -1,0 +1,118 @@
+"""The semantic layer: chunks -> extracted triplets -> entities/relationships -> communities -> reports."""
+
+from __future__ import annotations
+
+import time
+
+import polars as pl
+from dagster import AssetExecutionContext, AssetIn, AssetOut, Output, asset, multi_asset
+
+from assets.metadata import counts_md, frame_metadata
+from pipeline.chunking import chunk_documents
+from pipeline.communities import hierarchical_leiden
+from pipeline.extract import get_extractor
+from pipeline.graph import merge_graph
+from pipeline.reports import build_reports
+from resources import DocgraphConfig
+
+
+@asset(group_name="semantic", description="Content-anchored, token-sized chunks of every document.")
+def chunks(docgraph: DocgraphConfig, documents: pl.DataFrame) -> Output[pl.DataFrame]:
+    started = time.perf_counter()
+    df = chunk_documents(documents, docgraph.settings().chunking)
+    tokens = df.get_column("n_tokens")
+    return Output(
+        df,
+        metadata=frame_metadata(
+            df,
+            started,
+            tokens_total=int(tokens.sum() or 0),
+            tokens_mean=float(tokens.mean() or 0.0),
+            tokens_max=int(tokens.max() or 0),
+        ),
+    )
+
+
+@multi_asset(
+    outs={
+        "extracted_entities": AssetOut(description="Raw entity mentions per text unit."),
+        "extracted_relationships": AssetOut(description="Raw relations per text unit."),
+    },
+    group_name="semantic",
+)
+def extracted_graph(context: AssetExecutionContext, docgraph: DocgraphConfig, chunks: pl.DataFrame):
+    started = time.perf_counter()
+    extractor = get_extractor(docgraph.settings().extraction)
+    ents, rels = extractor.extract(chunks)
+    context.log.info(f"{extractor.name}: {ents.height} mentions, {rels.height} relations")
+    by_type = dict(ents.group_by("type").len().sort("len", descending=True).iter_rows())
+    yield Output(
+        ents,
+        output_name="extracted_entities",
+        metadata=frame_metadata(
+            ents, started, extractor=extractor.name, by_type=counts_md(by_type, ("type", "mentions"))
+        ),
+    )
+    yield Output(
+        rels, output_name="extracted_relationships", metadata=frame_metadata(rels, started)
+    )
+
+
+@multi_asset(
+    outs={
+        "entities": AssetOut(description="Merged entities: normalised titles, aliases, summaries."),
+        "relationships": AssetOut(description="Merged relationships between entities."),
+        "text_units": AssetOut(description="Chunks with the entity and relationship ids they hold."),
+    },
+    group_name="semantic",
+)
+def graph(
+    docgraph: DocgraphConfig,
+    chunks: pl.DataFrame,
+    extracted_entities: pl.DataFrame,
+    extracted_relationships: pl.DataFrame,
+):
+    started = time.perf_counter()
+    ents, rels, units = merge_graph(
+        extracted_entities, extracted_relationships, chunks, docgraph.settings().graph
+    )
+    by_type = dict(ents.group_by("type").len().sort("len", descending=True).iter_rows())
+    yield Output(
+        ents,
+        output_name="entities",
+        metadata=frame_metadata(ents, started, by_type=counts_md(by_type, ("type", "entities"))),
+    )
+    yield Output(rels, output_name="relationships", metadata=frame_metadata(rels, started))
+    yield Output(units, output_name="text_units", metadata=frame_metadata(units, started))
+
+
+@asset(group_name="communities", description="Hierarchical Leiden communities of the entity graph.")
+def communities(
+    docgraph: DocgraphConfig, entities: pl.DataFrame, relationships: pl.DataFrame
+) -> Output[pl.DataFrame]:
+    started = time.perf_counter()
+    df = hierarchical_leiden(entities, relationships, docgraph.settings().graph)
+    levels = dict(df.group_by("level").len().sort("level").iter_rows())
+    return Output(
+        df,
+        metadata=frame_metadata(
+            df, started, levels=counts_md({str(k): v for k, v in levels.items()}, ("level", "n"))
+        ),
+    )
+
+
+@asset(
+    group_name="communities",
+    description="One report per community (title, summary, rating, findings).",
+    ins={"text_units": AssetIn()},
+)
+def community_reports(
+    docgraph: DocgraphConfig,
+    communities: pl.DataFrame,
+    entities: pl.DataFrame,
+    relationships: pl.DataFrame,
+    text_units: pl.DataFrame,
+) -> Output[pl.DataFrame]:
+    started = time.perf_counter()
+    df = build_reports(communities, entities, relationships, text_units, docgraph.settings().reports)
+    return Output(df, metadata=frame_metadata(df, started))

@@ -1,0 +1,149 @@
+"""Indexing throughput: per-stage wall time and peak memory, and the whole index time
+against its floor — embedding the same text units alone with the same model.
+
+    python benchmarks/throughput.py [--corpus musique christmas_carol] [--work DIR]
+
+Each corpus is indexed into a fresh folder (empty embedding cache) by the real Dagster
+asset graph, in this process; a sampler thread reads the process RSS every 20 ms and
+each sample is attributed to the step running at that moment (from the run's events).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def write_musique(target: Path) -> None:
+    corpus = json.loads((SHARED / "musique" / "musique_train_corpus.json").read_text())
+    target.mkdir(parents=True)
+    for i, passage in enumerate(corpus):
+        (target / f"{i:05d}.txt").write_text(passage["title"] + "\n" + passage["text"])
+
+
+def write_christmas_carol(target: Path) -> None:
+    target.mkdir(parents=True)
+    shutil.copy(SHARED / "christmas_carol" / "mock_data.txt", target / "christmas_carol.txt")
+
+
+CORPORA = {"musique": write_musique, "christmas_carol": write_christmas_carol}
+
+
+class RssSampler(threading.Thread):
+    def __init__(self, interval: float = 0.02):
+        super().__init__(daemon=True)
+        self.interval, self.samples, self._stop = interval, [], threading.Event()
+
+    @staticmethod
+    def rss_mb() -> float:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    def run(self) -> None:
+        while not self._stop.is_set():
+            self.samples.append((time.time(), self.rss_mb()))
+            time.sleep(self.interval)
+
+    def stop(self) -> list[tuple[float, float]]:
+        self._stop.set()
+        self.join()
+        return self.samples
+
+
+def step_intervals(result) -> dict[str, tuple[float, float]]:
+    """Step key -> (start, end) wall timestamps from the run's event log."""
+    spans: dict[str, list[float]] = {}
+    for event in result.all_events:
+        if event.step_key is None:
+            continue
+        ts = event.timestamp if hasattr(event, "timestamp") else None
+        if ts is None:
+            continue
+        if event.event_type_value == "STEP_START":
+            spans.setdefault(event.step_key, [ts, ts])[0] = ts
+        elif event.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE"):
+            spans.setdefault(event.step_key, [ts, ts])[1] = ts
+    return {k: (v[0], v[1]) for k, v in spans.items()}
+
+
+def bench(name: str, work: Path) -> dict:
+    from assets.run import run_index
+    from pipeline import store
+    from pipeline.config import load_settings
+    from pipeline.embed import get_embedder
+
+    inp, out = work / name / "input", work / name / "output"
+    shutil.rmtree(work / name, ignore_errors=True)
+    CORPORA[name](inp)
+    # Load the model first so neither measurement includes it twice; the index still
+    # embeds everything itself (its cache folder is new).
+    embedder = get_embedder(load_settings().embedding)
+    embedder.embed(["warm up"])
+
+    sampler = RssSampler()
+    sampler.start()
+    started = time.time()
+    result = run_index(input_dir=str(inp), output_dir=str(out))
+    total = time.time() - started
+    samples = sampler.stop()
+    assert result.success
+
+    stages = []
+    for step, (t0, t1) in sorted(step_intervals(result).items(), key=lambda kv: kv[1][0]):
+        peak = max((mb for ts, mb in samples if t0 <= ts <= t1), default=float("nan"))
+        stages.append((step, t1 - t0, peak))
+
+    texts = store.read_table(out, "text_units")["text"].to_list()
+    t0 = time.perf_counter()
+    embedder.embed(texts)
+    floor = time.perf_counter() - t0
+    tokens = int(store.read_table(out, "text_units")["n_tokens"].sum())
+    return {
+        "corpus": name,
+        "documents": store.read_table(out, "documents").height,
+        "text_units": len(texts),
+        "tokens": tokens,
+        "entities": store.read_table(out, "entities").height,
+        "relationships": store.read_table(out, "relationships").height,
+        "communities": store.read_table(out, "communities").height,
+        "stages": stages,
+        "total_s": total,
+        "floor_s": floor,
+        "peak_mb": max(mb for _, mb in samples),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--corpus", nargs="+", default=list(CORPORA), choices=list(CORPORA))
+    parser.add_argument("--work", default=None, help="scratch folder (default: a temp dir)")
+    args = parser.parse_args()
+    if not SHARED.is_dir():
+        raise SystemExit(f"benchmarks need {SHARED}")
+    work = Path(args.work or tempfile.mkdtemp(prefix="docgraph-throughput-"))
+
+    for name in args.corpus:
+        r = bench(name, work)
+        print(f"\n## {r['corpus']}: {r['documents']} documents, {r['text_units']} text units, "
+              f"{r['tokens']} tokens -> {r['entities']} entities, {r['relationships']} "
+              f"relationships, {r['communities']} communities")
+        print(f"| {'stage':<32} | {'wall s':>8} | {'peak RSS MB':>11} |")
+        print(f"|{'-' * 34}|{'-' * 10}|{'-' * 13}|")
+        for step, secs, peak in r["stages"]:
+            print(f"| {step:<32} | {secs:>8.2f} | {peak:>11.0f} |")
+        print(f"| {'whole index (wall)':<32} | {r['total_s']:>8.2f} | {r['peak_mb']:>11.0f} |")
+        print(f"| {'floor: embed text units alone':<32} | {r['floor_s']:>8.2f} | {'':>11} |")
+        print(f"ratio whole index / floor: {r['total_s'] / r['floor_s']:.2f}x (target <= 2.0x)")
+
+
+if __name__ == "__main__":
+    main()

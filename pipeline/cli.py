@@ -1,0 +1,163 @@
+"""`docgraph` command line: index a folder (through the Dagster asset graph), query, check.
+
+Heavy imports (dagster, torch) happen inside the commands so `docgraph --help` is instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from importlib import resources
+from pathlib import Path
+
+from pipeline.config import load_settings
+
+QUERY_MODES = ("naive", "local", "global")
+
+
+def write_sample_corpus(target: str | Path) -> list[Path]:
+    """Copy the bundled sample corpus (a few linked documents) into `target`."""
+    target = Path(target)
+    target.mkdir(parents=True, exist_ok=True)
+    written = []
+    for item in sorted((resources.files("pipeline") / "sample_corpus").iterdir(), key=str):
+        if item.name.endswith((".md", ".txt")):
+            dest = target / item.name
+            with resources.as_file(item) as src:
+                shutil.copyfile(src, dest)
+            written.append(dest)
+    return written
+
+
+def _has_files(folder: Path) -> bool:
+    return folder.is_dir() and any(p.is_file() for p in folder.rglob("*"))
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    settings = load_settings(args.config, _folder_overrides(args))
+    input_dir = Path(settings.input_dir)
+    if not _has_files(input_dir):
+        written = write_sample_corpus(input_dir)
+        print(f"{input_dir} was empty: wrote the sample corpus ({len(written)} documents)")
+    from assets.run import run_index
+
+    result = run_index(args.config, settings.input_dir, settings.output_dir, raise_on_error=False)
+    failed_checks = [
+        f"{e.check_name} on {e.asset_key.to_user_string()}"
+        for e in result.get_asset_check_evaluations()
+        if not e.passed
+    ]
+    print(_summary(settings.output_dir))
+    if not result.success:
+        print("index run FAILED; see the log above", file=sys.stderr)
+        return 1
+    if failed_checks:
+        print("asset checks failed: " + ", ".join(failed_checks), file=sys.stderr)
+        return 1
+    print(f"index written to {settings.output_dir}")
+    return 0
+
+
+def _summary(output_dir: str) -> str:
+    from pipeline import store
+    from pipeline.schemas import TABLES
+
+    rows = []
+    for name in TABLES:
+        path = store.table_path(output_dir, name)
+        if path.exists():
+            rows.append(f"  {name:<24} {store.read_table(output_dir, name).height:>8} rows")
+    return "tables:\n" + "\n".join(rows)
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    from pipeline.query import GraphIndex
+
+    settings = load_settings(args.config, _folder_overrides(args))
+    index = GraphIndex.open(settings.output_dir, settings)
+    if args.mode == "naive":
+        result = index.naive_search(args.query, top_k=args.top_k)
+    elif args.mode == "local":
+        result = index.local_search(args.query, top_k=args.top_k)
+    else:
+        result = index.global_search(args.query, level=args.level)
+    if args.json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        print(result.answer)
+        if args.show_context:
+            print("\n" + result.context_text)
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from pipeline import validate
+    from pipeline.schemas import TABLES
+
+    settings = load_settings(args.config, _folder_overrides(args))
+    bad = 0
+    for name in TABLES:
+        problems = validate.schema_problems(settings.output_dir, name)
+        problems = problems or validate.integrity_problems(settings.output_dir, name)
+        bad += bool(problems)
+        print(f"{name}: {'; '.join(problems) or 'ok'}")
+    return 1 if bad else 0
+
+
+def cmd_sample(args: argparse.Namespace) -> int:
+    for path in write_sample_corpus(args.target):
+        print(path)
+    return 0
+
+
+def _folder_overrides(args: argparse.Namespace) -> dict[str, str]:
+    pairs = (("input_dir", getattr(args, "input", None)), ("output_dir", args.output))
+    return {k: v for k, v in pairs if v}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="docgraph", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--config", help="YAML settings file (default: $DOCGRAPH_CONFIG)")
+        p.add_argument("--output", help="output folder (default: settings output_dir)")
+
+    p = sub.add_parser("index", help="index the input folder (runs the Dagster asset graph)")
+    common(p)
+    p.add_argument("--input", help="input folder (default: settings input_dir)")
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("query", help="query an index")
+    common(p)
+    p.add_argument("mode", choices=QUERY_MODES)
+    p.add_argument("query")
+    p.add_argument("--top-k", type=int, default=None)
+    p.add_argument("--level", type=int, default=None, help="community level (global)")
+    p.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    p.add_argument("--show-context", action="store_true", help="print the context too")
+    p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser("check", help="check schemas and references of an index")
+    common(p)
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("sample", help="write the sample corpus to a folder")
+    p.add_argument("target")
+    p.set_defaults(func=cmd_sample)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"docgraph: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""Integrity rules of the output tables: schemas, unique ids, no dangling references.
+
+Pure functions over the files in an output folder, so asset checks, tests and users
+(`docgraph check`) all run the same rules.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+
+from pipeline import schemas, store
+
+# (child table, column, parent table, parent column): every child value must exist in the parent.
+REFERENCES: list[tuple[str, str, str, str]] = [
+    ("chunks", "document_id", "documents", "id"),
+    ("extracted_entities", "text_unit_id", "chunks", "id"),
+    ("extracted_relationships", "text_unit_id", "chunks", "id"),
+    ("text_units", "document_id", "documents", "id"),
+    ("text_units", "entity_ids", "entities", "id"),
+    ("text_units", "relationship_ids", "relationships", "id"),
+    ("entities", "text_unit_ids", "text_units", "id"),
+    ("relationships", "source_id", "entities", "id"),
+    ("relationships", "target_id", "entities", "id"),
+    ("relationships", "text_unit_ids", "text_units", "id"),
+    ("communities", "entity_ids", "entities", "id"),
+    ("communities", "relationship_ids", "relationships", "id"),
+    ("communities", "text_unit_ids", "text_units", "id"),
+    ("communities", "children", "communities", "community"),
+    ("community_reports", "community", "communities", "community"),
+]
+
+# Column that must be unique per table.
+KEYS = {name: "id" for name in schemas.TABLES if "id" in schemas.TABLES[name].names}
+KEYS["communities"] = "community"
+
+
+def schema_problems(root: str | Path, name: str) -> list[str]:
+    path = store.table_path(root, name)
+    if not path.exists():
+        return [f"{path.name} does not exist"]
+    found, expected = pq.read_schema(path), schemas.TABLES[name]
+    if found.names != expected.names:
+        return [f"columns {found.names} != expected {expected.names}"]
+    return [
+        f"column {f.name}: {found.field(f.name).type} != {f.type}"
+        for f in expected
+        if not found.field(f.name).type.equals(f.type)
+    ]
+
+
+def dangling(child: pl.DataFrame, column: str, parent: pl.DataFrame, parent_column: str) -> list:
+    """Distinct values of child[column] (exploded if a list) missing from parent[parent_column]."""
+    values = child.get_column(column)
+    if isinstance(values.dtype, pl.List):
+        values = values.explode()
+    values = values.drop_nulls().unique()
+    return sorted(values.filter(~values.is_in(parent.get_column(parent_column).implode())))
+
+
+def integrity_problems(root: str | Path, name: str) -> list[str]:
+    """Duplicate keys in table `name` and references from it that point nowhere."""
+    df = store.read_table(root, name)
+    problems = []
+    key = KEYS.get(name)
+    if key and df.height and df.get_column(key).n_unique() != df.height:
+        problems.append(f"{df.height - df.get_column(key).n_unique()} duplicate {key} values")
+    for child, column, parent, parent_column in REFERENCES:
+        if child != name:
+            continue
+        parent_df = df if parent == name else store.read_table(root, parent)
+        missing = dangling(df, column, parent_df, parent_column)
+        if missing:
+            problems.append(
+                f"{len(missing)} {column} values not in {parent}.{parent_column}, "
+                f"e.g. {missing[:3]}"
+            )
+    return problems

@@ -1,0 +1,48 @@
+"""Tier 4: the code location loads and holds the whole asset graph, its checks and the job."""
+
+from __future__ import annotations
+
+from dagster import AssetKey
+
+from definitions import defs
+
+EXPECTED_ASSETS = {
+    "documents",
+    "rejected_documents",
+    "chunks",
+    "extracted_entities",
+    "extracted_relationships",
+    "entities",
+    "relationships",
+    "text_units",
+    "communities",
+    "community_reports",
+    "text_units_vectors",
+    "entities_vectors",
+    "relationships_vectors",
+    "community_reports_vectors",
+}
+
+
+def test_definitions_load_with_every_asset_and_check():
+    repo = defs.get_repository_def()
+    graph = repo.asset_graph
+    keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
+    assert keys == EXPECTED_ASSETS
+    checked = {k.asset_key.to_user_string() for k in graph.asset_check_keys}
+    assert {"documents", "entities", "relationships", "communities", "community_reports"} <= checked
+    job = defs.resolve_job_def("index_job")
+    assert job is not None
+
+
+def test_lineage_follows_the_design():
+    graph = defs.get_repository_def().asset_graph
+
+    def parents(name: str) -> set[str]:
+        return {k.to_user_string() for k in graph.get(AssetKey(name)).parent_keys}
+
+    assert parents("chunks") == {"documents"}
+    assert parents("entities") == {"chunks", "extracted_entities", "extracted_relationships"}
+    assert parents("communities") == {"entities", "relationships"}
+    assert "communities" in parents("community_reports")
+    assert parents("text_units_vectors") == {"text_units"}

@@ -1,0 +1,111 @@
+"""Tier 3: dagster.materialize of the whole asset graph into a temp folder on a tiny corpus."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pymupdf
+import pytest
+
+from assets.run import run_index
+from pipeline import store, validate
+from pipeline.cli import write_sample_corpus
+from pipeline.schemas import SEMANTIC_TABLES, TABLES
+
+
+def _bad_inputs(folder: Path) -> dict[str, str]:
+    """Bad files next to the good ones; maps file name -> a word its rejection reason holds."""
+    (folder / "empty.txt").write_bytes(b"")
+    (folder / "binary.pdf").write_bytes(bytes(range(256)) * 8)
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "A real page that will be cut short.")
+    (folder / "corrupt.pdf").write_bytes(doc.tobytes()[:200])
+    (folder / "latin1.txt").write_bytes("Caf\xe9 au lait in Z\xfcrich".encode("latin-1"))
+    return {"empty.txt": "empty", "binary.pdf": "", "corrupt.pdf": "", "latin1.txt": "utf-8"}
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory) -> tuple[Path, Path, object]:
+    root = tmp_path_factory.mktemp("index")
+    inp, out = root / "input", root / "output"
+    write_sample_corpus(inp)
+    bad = _bad_inputs(inp)
+    result = run_index(input_dir=str(inp), output_dir=str(out))
+    return inp, out, (result, bad)
+
+
+def test_every_semantic_table_is_written_and_non_empty(indexed):
+    _, out, (result, _) = indexed
+    assert result.success
+    for name in SEMANTIC_TABLES:
+        df = store.read_table(out, name)
+        assert df.height > 0, name
+        assert validate.schema_problems(out, name) == [], name
+
+
+def test_every_asset_check_passes(indexed):
+    _, _, (result, _) = indexed
+    evaluations = result.get_asset_check_evaluations()
+    assert len(evaluations) >= 10
+    failed = [(e.asset_key.to_user_string(), e.metadata) for e in evaluations if not e.passed]
+    assert failed == []
+
+
+def test_bad_files_are_rejected_with_reasons_and_nothing_else_is_lost(indexed):
+    inp, out, (_, bad) = indexed
+    rejected = store.read_table(out, "rejected_documents")
+    reasons = dict(rejected.select("source_path", "reason").iter_rows())
+    assert set(bad) <= set(reasons)
+    for name, word in bad.items():
+        assert word.lower() in reasons[name].lower(), (name, reasons[name])
+    docs = store.read_table(out, "documents")
+    assert sorted(docs["source_path"]) == sorted(p.name for p in inp.iterdir() if p.name not in bad)
+
+
+def test_graph_links_documents_entities_and_communities(indexed):
+    _, out, _ = indexed
+    entities = store.read_table(out, "entities")
+    titles = set(entities["title"])
+    for name in ("Marie Curie", "Albert Einstein", "Brussels", "Niels Bohr"):
+        assert name in titles, name
+    curie = entities.filter(pl.col("title") == "Marie Curie").row(0, named=True)
+    assert curie["frequency"] >= 4 and curie["degree"] >= 5
+    reports = store.read_table(out, "community_reports")
+    assert reports["rating"].is_between(0, 10).all()
+    assert all(len(f) > 0 for f in reports["findings"])
+
+
+def test_vector_tables_hold_every_row(indexed):
+    _, out, _ = indexed
+    db = store.lance_db(out)
+    for name in ("text_units", "entities", "relationships", "community_reports"):
+        assert db.open_table(name).count_rows() == store.read_table(out, name).height, name
+
+
+def test_rerun_on_unchanged_input_gives_identical_tables(indexed, tmp_path):
+    inp, out, _ = indexed
+    out2 = tmp_path / "again"
+    assert run_index(input_dir=str(inp), output_dir=str(out2)).success
+    for name in TABLES:
+        if store.table_path(out, name).exists():
+            a, b = store.read_table(out, name), store.read_table(out2, name)
+            assert a.equals(b), name
+
+
+def test_failed_stage_keeps_earlier_outputs(indexed, tmp_path, monkeypatch):
+    inp, out, _ = indexed
+    out3 = tmp_path / "partial"
+    shutil.copytree(out, out3)
+    before = store.read_table(out3, "communities")
+    import assets.semantic as semantic
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("leiden exploded")
+
+    monkeypatch.setattr(semantic, "hierarchical_leiden", boom)
+    result = run_index(input_dir=str(inp), output_dir=str(out3), raise_on_error=False)
+    assert not result.success
+    assert store.read_table(out3, "communities").equals(before)
+    assert not list(out3.glob(".*.tmp"))
