@@ -21,7 +21,14 @@ CHECKED_TABLES = (
     "community_reports",
 )
 # Tables that must have rows whenever at least one document was loaded.
-NON_EMPTY = ("chunks", "entities", "relationships", "text_units", "communities", "community_reports")
+NON_EMPTY = (
+    "chunks",
+    "entities",
+    "relationships",
+    "text_units",
+    "communities",
+    "community_reports",
+)
 
 
 def _integrity_check(name: str) -> AssetChecksDefinition:
@@ -31,9 +38,9 @@ def _integrity_check(name: str) -> AssetChecksDefinition:
         problems = validate.schema_problems(root, name)
         if not problems:
             problems = validate.integrity_problems(root, name)
-        if name in NON_EMPTY and read_table(root, "documents").height:
-            if read_table(root, name).is_empty():
-                problems.append("no rows although documents were loaded")
+        loaded = read_table(root, "documents").height
+        if name in NON_EMPTY and loaded and read_table(root, name).is_empty():
+            problems.append("no rows although documents were loaded")
         return AssetCheckResult(
             passed=not problems,
             metadata={"problems": "\n".join(problems) or "none"},

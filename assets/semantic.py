@@ -1,4 +1,4 @@
-"""The semantic layer: chunks -> extracted triplets -> entities/relationships -> communities -> reports."""
+"""Semantic layer: chunks -> triplets -> entities/relationships -> communities -> reports."""
 
 from __future__ import annotations
 
@@ -50,7 +50,10 @@ def extracted_graph(context: AssetExecutionContext, docgraph: DocgraphConfig, ch
         ents,
         output_name="extracted_entities",
         metadata=frame_metadata(
-            ents, started, extractor=extractor.name, by_type=counts_md(by_type, ("type", "mentions"))
+            ents,
+            started,
+            extractor=extractor.name,
+            by_type=counts_md(by_type, ("type", "mentions")),
         ),
     )
     yield Output(
@@ -62,7 +65,9 @@ def extracted_graph(context: AssetExecutionContext, docgraph: DocgraphConfig, ch
     outs={
         "entities": AssetOut(description="Merged entities: normalised titles, aliases, summaries."),
         "relationships": AssetOut(description="Merged relationships between entities."),
-        "text_units": AssetOut(description="Chunks with the entity and relationship ids they hold."),
+        "text_units": AssetOut(
+            description="Chunks with the entity and relationship ids they hold."
+        ),
     },
     group_name="semantic",
 )
@@ -114,5 +119,7 @@ def community_reports(
     text_units: pl.DataFrame,
 ) -> Output[pl.DataFrame]:
     started = time.perf_counter()
-    df = build_reports(communities, entities, relationships, text_units, docgraph.settings().reports)
+    df = build_reports(
+        communities, entities, relationships, text_units, docgraph.settings().reports
+    )
     return Output(df, metadata=frame_metadata(df, started))

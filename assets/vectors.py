@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import polars as pl
-from dagster import AssetsDefinition, AssetIn, MaterializeResult, asset
+from dagster import AssetIn, AssetsDefinition, MaterializeResult, asset
 
 from pipeline.vectors import build_vector_table
 from resources import DocgraphConfig, EmbedderResource
@@ -36,6 +36,5 @@ def _vector_asset(source: str) -> AssetsDefinition:
 
 
 vector_assets = [
-    _vector_asset(name)
-    for name in ("text_units", "entities", "relationships", "community_reports")
+    _vector_asset(name) for name in ("text_units", "entities", "relationships", "community_reports")
 ]

@@ -133,9 +133,11 @@ def main() -> None:
 
     for name in args.corpus:
         r = bench(name, work)
-        print(f"\n## {r['corpus']}: {r['documents']} documents, {r['text_units']} text units, "
-              f"{r['tokens']} tokens -> {r['entities']} entities, {r['relationships']} "
-              f"relationships, {r['communities']} communities")
+        print(
+            f"\n## {r['corpus']}: {r['documents']} documents, {r['text_units']} text units, "
+            f"{r['tokens']} tokens -> {r['entities']} entities, {r['relationships']} "
+            f"relationships, {r['communities']} communities"
+        )
         print(f"| {'stage':<32} | {'wall s':>8} | {'peak RSS MB':>11} |")
         print(f"|{'-' * 34}|{'-' * 10}|{'-' * 13}|")
         for step, secs, peak in r["stages"]:
