@@ -1,0 +1,532 @@
+"""Extractive community reports in GraphRAG's community-report shape (offline mode).
+
+Every report is built from evidence that already exists in the index, so it needs no model:
+
+- title: the two or three most central members (weighted degree inside the community).
+- summary: 2-3 sentences, chosen greedily from a pool of sentences (text units, relationship
+  and entity descriptions) by how many community members they mention, so that together they
+  cover as many members as possible.
+- rating: 0-10, a deterministic importance score from size, total internal relationship weight
+  and number of text units, normalised over all communities (see `_ratings`).
+- findings: one per key member (its type, strongest neighbours, its evidence sentence), then the
+  strongest relationships, each with GraphRAG-style references to human_readable_ids:
+  "[Data: Entities (12, 7); Relationships (40); Sources (3)]".
+
+Gathering (membership, internal edges, sentence mentions, rankings) is vectorised in polars;
+only the final per-community assembly of strings is a Python loop, linear in the number of
+communities. Parent communities are summarised from their members exactly like leaves; a
+bottom-up summary of child reports is for LLM mode.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import polars as pl
+
+from pipeline.config import ReportSettings
+from pipeline.ids import stable_id
+from pipeline.schemas import TABLES, empty
+from pipeline.tokens import truncate_tokens
+
+_SUMMARY_SENTENCES = 3
+_CANDIDATES_PER_COMMUNITY = 24
+_MAX_SENTENCE_CHARS = 320
+_MAX_EVIDENCE_CHARS = 260
+_MAX_REFS = 5
+_PARA = "\u2029"
+_ABBREV_DOT = "\u2024"  # ONE DOT LEADER: hides abbreviation dots from the sentence splitter
+# a sentence: runs of non-terminal characters, where ".!?" count as terminal only when a
+# space and an upper-case letter (or a paragraph break) follow; then its terminal punctuation
+_SENTENCE_RE = r"(?:[^.!?\u2029]|[.!?](?:[^\s.!?\u2029]|\s+[^\s\p{Lu}\"“«(\[\u2029]))+[.!?…]*"
+_ABBREV_RE = r"\b(Mr|Mrs|Ms|Dr|St|Prof|Sr|Jr|vs|etc|No|Fig|Vol|Inc|Ltd|Co|Gen|Capt|Rev)\."
+
+
+def _norm(expr: pl.Expr) -> pl.Expr:
+    """Lower-cased words separated by single spaces and padded, for whole-word `contains`."""
+    words = expr.str.to_lowercase().str.replace_all(r"[^\p{L}\p{N}]+", " ").str.strip_chars()
+    return pl.lit(" ") + words + pl.lit(" ")
+
+
+def _sentences(frame: pl.DataFrame, text_col: str) -> pl.DataFrame:
+    """Explode `text_col` into one row per sentence (`sentence`), keeping the other columns."""
+    text = (
+        pl.col(text_col)
+        .fill_null("")
+        .str.replace_all(r"\s*\n\s*\n\s*", f" {_PARA} ")
+        .str.replace_all(r"[ \t\r\n\f\v\u00a0]+", " ")
+        .str.replace_all(_ABBREV_RE, "${1}" + _ABBREV_DOT)
+        .str.extract_all(_SENTENCE_RE)
+    )
+    return (
+        frame.with_columns(text.alias("sentence"))
+        .drop(text_col)
+        .explode("sentence")
+        .with_columns(
+            pl.col("sentence").str.replace_all(_ABBREV_DOT, ".", literal=True).str.strip_chars()
+        )
+        .filter(pl.col("sentence").str.len_chars() >= 15)
+    )
+
+
+def _clip(text: str, limit: int) -> str:
+    """At most `limit` characters, cut at a word boundary with an ellipsis."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0].rstrip(",;:")
+    return cut + "…"
+
+
+def _first_sentences(text: str, limit: int) -> str:
+    """Leading whole sentences of `text` within `limit` characters (else a clipped prefix)."""
+    text = " ".join((text or "").split())
+    if len(text) <= limit:
+        return text
+    out = ""
+    for part in text.replace("! ", "!\n").replace("? ", "?\n").replace(". ", ".\n").split("\n"):
+        if len(out) + len(part) + 1 > limit:
+            break
+        out = f"{out} {part}".strip()
+    return out or _clip(text, limit)
+
+
+def _refs(kind: str, ids: list[int]) -> str:
+    uniq = sorted(dict.fromkeys(int(i) for i in ids if i is not None))
+    shown = ", ".join(str(i) for i in uniq[:_MAX_REFS])
+    return f"{kind} ({shown}{', +more' if len(uniq) > _MAX_REFS else ''})"
+
+
+def _data_refs(entities: list[int], relationships: list[int], sources: list[int]) -> str:
+    parts = [
+        _refs(kind, ids)
+        for kind, ids in (
+            ("Entities", entities),
+            ("Relationships", relationships),
+            ("Sources", sources),
+        )
+        if ids
+    ]
+    return f"[Data: {'; '.join(parts)}]" if parts else ""
+
+
+def _join_titles(titles: list[str]) -> str:
+    if len(titles) <= 1:
+        return "".join(titles)
+    return ", ".join(titles[:-1]) + " and " + titles[-1]
+
+
+def _hrid(frame: pl.DataFrame) -> pl.Expr:
+    """human_readable_id, or the row number where a frame has none."""
+    if "human_readable_id" in frame.columns:
+        return pl.col("human_readable_id").cast(pl.Int64)
+    return pl.int_range(pl.len(), dtype=pl.Int64)
+
+
+def _gather(
+    communities: pl.DataFrame,
+    entities: pl.DataFrame,
+    relationships: pl.DataFrame,
+    text_units: pl.DataFrame,
+    settings: ReportSettings,
+) -> pl.DataFrame:
+    """One row per community with everything the text assembly needs, as nested lists."""
+    ents = entities.select(
+        pl.col("id").alias("entity_id"),
+        _hrid(entities).alias("e_hrid"),
+        pl.col("title").cast(pl.Utf8).fill_null(""),
+        pl.col("type").cast(pl.Utf8).fill_null(""),
+        pl.col("description").cast(pl.Utf8).fill_null(""),
+        (pl.col("degree") if "degree" in entities.columns else pl.lit(0))
+        .cast(pl.Int64)
+        .fill_null(0)
+        .alias("g_degree"),
+        (pl.col("aliases") if "aliases" in entities.columns else pl.lit([], pl.List(pl.Utf8)))
+        .cast(pl.List(pl.Utf8))
+        .fill_null([])
+        .alias("aliases"),
+    )
+    members = (
+        communities.select("community", pl.col("entity_ids").alias("entity_id"))
+        .explode("entity_id")
+        .drop_nulls("entity_id")
+        .join(ents.drop("aliases"), on="entity_id", how="inner")
+    )
+    rels = relationships.select(
+        pl.col("id").alias("rel_id"),
+        _hrid(relationships).alias("r_hrid"),
+        "source_id",
+        "target_id",
+        (pl.col("type") if "type" in relationships.columns else pl.lit(""))
+        .cast(pl.Utf8)
+        .fill_null("")
+        .alias("r_type"),
+        pl.col("description").cast(pl.Utf8).fill_null("").alias("r_desc"),
+        pl.col("weight").cast(pl.Float64).fill_null(1.0).alias("weight"),
+    )
+    titles = ents.select("entity_id", "title", "e_hrid")
+    edges = (
+        communities.select("community", pl.col("relationship_ids").alias("rel_id"))
+        .explode("rel_id")
+        .drop_nulls("rel_id")
+        .join(rels, on="rel_id", how="inner")
+        .join(
+            titles.rename({"entity_id": "source_id", "title": "s_title", "e_hrid": "s_hrid"}),
+            on="source_id",
+        )
+        .join(
+            titles.rename({"entity_id": "target_id", "title": "t_title", "e_hrid": "t_hrid"}),
+            on="target_id",
+        )
+    )
+    # both directions: every edge seen from each endpoint, to rank members and their neighbours
+    cols = ["community", "r_hrid", "r_desc", "weight"]
+    ends = pl.concat(
+        [
+            edges.select(
+                *cols,
+                pl.col("source_id").alias("entity_id"),
+                pl.col("t_title").alias("n_title"),
+                pl.col("t_hrid").alias("n_hrid"),
+            ),
+            edges.select(
+                *cols,
+                pl.col("target_id").alias("entity_id"),
+                pl.col("s_title").alias("n_title"),
+                pl.col("s_hrid").alias("n_hrid"),
+            ),
+        ]
+    ).sort(
+        ["community", "entity_id", "weight", "n_title", "r_hrid"],
+        descending=[False, False, True, False, False],
+    )
+    per_member = ends.group_by(["community", "entity_id"], maintain_order=True).agg(
+        pl.col("weight").sum().alias("w_degree"),
+        pl.col("n_title").unique(maintain_order=True).head(3).alias("neighbours"),
+        pl.col("n_hrid").unique(maintain_order=True).head(4).alias("n_hrids"),
+        pl.col("r_hrid").head(3).alias("m_rel_hrids"),
+        pl.col("r_desc").filter(pl.col("r_desc") != "").first().alias("m_rel_desc"),
+    )
+    members = (
+        members.join(per_member, on=["community", "entity_id"], how="left")
+        .with_columns(pl.col("w_degree").fill_null(0.0))
+        .sort(
+            ["community", "w_degree", "g_degree", "title", "entity_id"],
+            descending=[False, True, True, False, False],
+        )
+        .with_columns(pl.int_range(pl.len()).over("community").alias("rank"))
+    )
+
+    sentences = _mentions(members, edges, rels, text_units, ents, communities)
+    # score each sentence inside each community: members mentioned, then their centrality
+    cand = (
+        sentences.join(
+            members.select("community", "entity_id", "rank"), on="entity_id", how="inner"
+        )
+        .group_by(["community", "sid"])
+        .agg(
+            pl.len().alias("n_mentioned"),
+            pl.col("rank").min().alias("best_rank"),
+            pl.col("rank").sort().alias("ranks"),
+        )
+        .join(
+            sentences.select("sid", "sentence", "kind", "ref", "length").unique("sid"),
+            on="sid",
+        )
+        .with_columns((pl.col("length") - 160).abs().alias("len_penalty"))
+        .sort(
+            ["community", "n_mentioned", "best_rank", "len_penalty", "sid"],
+            descending=[False, True, False, False, False],
+        )
+        .group_by("community", maintain_order=True)
+        .head(_CANDIDATES_PER_COMMUNITY)
+        .group_by("community", maintain_order=True)
+        .agg(pl.struct("sentence", "kind", "ref", "ranks").alias("sentences"))
+    )
+
+    top_members = (
+        members.filter(pl.col("rank") < max(settings.max_findings, 3))
+        .group_by("community", maintain_order=True)
+        .agg(
+            pl.struct(
+                "e_hrid",
+                "title",
+                "type",
+                "description",
+                "neighbours",
+                "n_hrids",
+                "m_rel_hrids",
+                "m_rel_desc",
+                "rank",
+            ).alias("members")
+        )
+    )
+    top_rels = (
+        edges.sort(["community", "weight", "r_hrid"], descending=[False, True, False])
+        .group_by("community", maintain_order=True)
+        .head(max(settings.max_findings, 1))
+        .group_by("community", maintain_order=True)
+        .agg(
+            pl.struct("r_hrid", "r_type", "r_desc", "s_title", "t_title", "s_hrid", "t_hrid").alias(
+                "rels"
+            )
+        )
+    )
+    stats = edges.group_by("community").agg(
+        pl.len().alias("n_rels"), pl.col("weight").sum().alias("total_weight")
+    )
+    return (
+        communities.select(
+            "id",
+            "community",
+            "level",
+            "parent",
+            "children",
+            "size",
+            "period",
+            pl.col("text_unit_ids").list.len().alias("n_units"),
+        )
+        .join(stats, on="community", how="left")
+        .with_columns(pl.col("n_rels").fill_null(0), pl.col("total_weight").fill_null(0.0))
+        .join(top_members, on="community", how="left")
+        .join(top_rels, on="community", how="left")
+        .join(cand, on="community", how="left")
+        .pipe(_ratings)
+        .sort("community")
+    )
+
+
+def _mentions(
+    members: pl.DataFrame,
+    edges: pl.DataFrame,
+    rels: pl.DataFrame,
+    text_units: pl.DataFrame,
+    ents: pl.DataFrame,
+    communities: pl.DataFrame,
+) -> pl.DataFrame:
+    """(sid, sentence, kind, ref, length, entity_id): which entity each evidence sentence names.
+
+    Candidate entities per sentence come from its origin (a text unit's entity_ids, a
+    relationship's endpoints, an entity and its neighbours), and a candidate counts when its
+    title or an alias occurs in the sentence as whole words (case-insensitive).
+    """
+    used_units = communities.select(pl.col("text_unit_ids").alias("unit_id")).explode("unit_id")
+    units = text_units.select(
+        pl.col("id").alias("unit_id"), _hrid(text_units).alias("ref"), "text", "entity_ids"
+    ).join(used_units.unique(), on="unit_id", how="semi")
+    unit_s = _sentences(units, "text").select(
+        pl.lit("Sources").alias("kind"), "ref", "sentence", pl.col("entity_ids").alias("cands")
+    )
+    member_ids = members.select("entity_id").unique()
+    used_rels = rels.join(edges.select("rel_id").unique(), on="rel_id", how="semi")
+    rel_s = _sentences(
+        used_rels.select(
+            pl.lit("Relationships").alias("kind"),
+            pl.col("r_hrid").alias("ref"),
+            pl.col("r_desc").alias("text"),
+            pl.concat_list("source_id", "target_id").alias("cands"),
+        ),
+        "text",
+    )
+    nbrs = pl.concat(
+        [
+            used_rels.select(
+                pl.col("source_id").alias("entity_id"), pl.col("target_id").alias("n")
+            ),
+            used_rels.select(
+                pl.col("target_id").alias("entity_id"), pl.col("source_id").alias("n")
+            ),
+        ]
+    )
+    ent_cands = (
+        ents.join(member_ids, on="entity_id", how="semi")
+        .select("entity_id", "e_hrid", "description")
+        .join(
+            nbrs.group_by("entity_id").agg(pl.col("n").unique().sort()), on="entity_id", how="left"
+        )
+        .select(
+            pl.lit("Entities").alias("kind"),
+            pl.col("e_hrid").alias("ref"),
+            pl.col("description").alias("text"),
+            pl.concat_list(pl.col("entity_id"), pl.col("n").fill_null([])).alias("cands"),
+        )
+    )
+    ent_s = _sentences(ent_cands, "text")
+    pool = (
+        pl.concat([ent_s, rel_s, unit_s.select(ent_s.columns)])
+        .with_columns(
+            pl.col("sentence").str.len_chars().alias("length"),
+            _norm(pl.col("sentence")).alias("norm"),
+        )
+        .with_row_index("sid")
+    )
+    forms = ents.select("entity_id", pl.concat_list("title", "aliases").alias("form"))
+    surface = (
+        forms.explode("form")
+        .drop_nulls("form")
+        .with_columns(_norm(pl.col("form")).alias("nform"))
+        .filter(pl.col("nform").str.len_chars() >= 4)  # " x " and blanks match everything
+        .select("entity_id", "nform")
+        .unique()
+    )
+    return (
+        pool.select("sid", "norm", pl.col("cands").alias("entity_id"))
+        .explode("entity_id")
+        .join(surface, on="entity_id", how="inner")
+        .filter(pl.col("norm").str.contains(pl.col("nform"), literal=True))
+        .select("sid", "entity_id")
+        .unique()
+        .join(pool.select("sid", "sentence", "kind", "ref", "length"), on="sid")
+    )
+
+
+def _ratings(frame: pl.DataFrame) -> pl.DataFrame:
+    """Importance 0-10: mean of log sizes (entities, relation weight, text units), / the max.
+
+    Logs keep a few huge communities from flattening all others to ~0; dividing by the maximum
+    over all communities makes the largest 10.0 and keeps every non-empty community above 0
+    (global search drops 0-rated reports).
+    """
+    raw = (
+        pl.col("size").cast(pl.Float64).log1p()
+        + pl.col("total_weight").log1p()
+        + pl.col("n_units").cast(pl.Float64).log1p()
+    ) / 3.0
+    top = (pl.col("total_weight").rank(method="min", descending=True) / pl.len() * 100.0).ceil()
+    return frame.with_columns(
+        raw.alias("raw"), top.cast(pl.Int64).alias("weight_top_pct")
+    ).with_columns(
+        pl.when(pl.col("raw").max() > 0)
+        .then((10.0 * pl.col("raw") / pl.col("raw").max()).round(1))
+        .otherwise(0.0)
+        .alias("rating")
+    )
+
+
+def _summary(row: dict[str, Any]) -> tuple[str, list[int]]:
+    """2-3 pool sentences covering the most members; falls back to a member listing."""
+    chosen: list[dict[str, Any]] = []
+    covered: set[int] = set()
+    seen: set[str] = set()
+    pool = list(row["sentences"] or [])
+    while pool and len(chosen) < _SUMMARY_SENTENCES:
+        best = max(
+            range(len(pool)),
+            key=lambda i: (len(set(pool[i]["ranks"]) - covered), len(pool[i]["ranks"]), -i),
+        )
+        s = pool.pop(best)
+        key = " ".join(s["sentence"].lower().split())
+        if key in seen:
+            continue
+        gain = len(set(s["ranks"]) - covered)
+        if gain == 0 and len(chosen) >= 2:
+            break
+        seen.add(key)
+        covered |= set(s["ranks"])
+        chosen.append(s)
+    if chosen:
+        text = " ".join(_clip(s["sentence"], _MAX_SENTENCE_CHARS) for s in chosen)
+        return text, [s["ref"] for s in chosen if s["kind"] == "Sources"]
+    members = row["members"] or []
+    listing = _join_titles(
+        [f"{m['title']} ({m['type']})" if m["type"] else m["title"] for m in members]
+    )
+    return f"A community of {row['size']} entities, most central {listing}.", []
+
+
+def _findings(row: dict[str, Any], max_findings: int) -> list[dict[str, str]]:
+    members = row["members"] or []
+    rels = row["rels"] or []
+    # key members first; keep one slot for the strongest relationship when there is room
+    n_members = min(len(members), max_findings - (1 if rels and max_findings > 1 else 0))
+    out: list[dict[str, str]] = []
+    for m in members[:n_members]:
+        head = f"{m['title']} — {m['type']}" if m["type"] else m["title"]
+        if m["neighbours"]:
+            head += ", linked to " + ", ".join(m["neighbours"])
+        evidence = [_first_sentences(m["description"], _MAX_EVIDENCE_CHARS)]
+        if m["m_rel_desc"]:
+            evidence.append(_first_sentences(m["m_rel_desc"], _MAX_EVIDENCE_CHARS))
+        text = " ".join(dict.fromkeys(e for e in evidence if e))
+        refs = _data_refs([m["e_hrid"], *(m["n_hrids"] or [])], m["m_rel_hrids"] or [], [])
+        out.append({"summary": head, "explanation": f"{text} {refs}".strip()})
+    # strongest relationships not already quoted as a member's evidence
+    quoted = {m["m_rel_hrids"][0] for m in members[:n_members] if m["m_rel_hrids"]}
+    for r in [r for r in rels if r["r_hrid"] not in quoted][: max_findings - len(out)]:
+        head = f"{r['s_title']} — {r['t_title']}" + (f" ({r['r_type']})" if r["r_type"] else "")
+        desc = _first_sentences(r["r_desc"], _MAX_EVIDENCE_CHARS) or (
+            f"{r['s_title']} is related to {r['t_title']}."
+        )
+        refs = _data_refs([r["s_hrid"], r["t_hrid"]], [r["r_hrid"]], [])
+        out.append({"summary": head, "explanation": f"{desc} {refs}"})
+    return out
+
+
+def _markdown(title: str, summary: str, findings: list[dict[str, str]]) -> str:
+    parts = [f"# {title}", summary]
+    for f in findings:
+        parts += [f"## {f['summary']}", f["explanation"]]
+    return "\n\n".join(parts) + "\n"
+
+
+def build_reports(
+    communities: pl.DataFrame,
+    entities: pl.DataFrame,
+    relationships: pl.DataFrame,
+    text_units: pl.DataFrame,
+    settings: ReportSettings,
+) -> pl.DataFrame:
+    """community_reports frame with exactly schemas.COMMUNITY_REPORTS columns; one per community."""
+    if communities.is_empty():
+        return empty("community_reports")
+    gathered = _gather(communities, entities, relationships, text_units, settings)
+    rows: list[dict[str, Any]] = []
+    for row in gathered.iter_rows(named=True):
+        members = row["members"] or []
+        title = _join_titles([m["title"] for m in members[:3]]) or f"Community {row['community']}"
+        summary, _ = _summary(row)
+        rating = float(row["rating"])
+        explanation = (
+            f"{rating:.1f}: {row['size']} entities, {row['n_rels']} relations "
+            f"(total weight {row['total_weight']:g}) over {row['n_units']} text units; "
+            f"top {row['weight_top_pct']}% by weight"
+        )
+        findings = _findings(row, settings.max_findings)
+        content = _markdown(title, summary, findings)
+        if len(content) > settings.max_report_tokens:  # a token spans >= 1 character
+            content = truncate_tokens(content, settings.max_report_tokens)
+        doc = {
+            "title": title,
+            "summary": summary,
+            "rating": rating,
+            "rating_explanation": explanation,
+            "findings": findings,
+        }
+        rows.append(
+            {
+                "id": stable_id("report", row["id"]),
+                "human_readable_id": row["community"],
+                "community": row["community"],
+                "level": row["level"],
+                "parent": row["parent"],
+                "children": row["children"],
+                "title": title,
+                "summary": summary,
+                "rating": rating,
+                "rating_explanation": explanation,
+                "findings": findings,
+                "full_content": content,
+                "full_content_json": json.dumps(doc, sort_keys=True, ensure_ascii=False),
+                "size": row["size"],
+                "period": row["period"],
+            }
+        )
+    schema = TABLES["community_reports"]
+    table = pl.DataFrame(
+        rows,
+        schema_overrides={
+            "findings": pl.List(pl.Struct({"summary": pl.Utf8, "explanation": pl.Utf8}))
+        },
+    ).to_arrow()
+    return pl.from_arrow(table.select(schema.names).cast(schema))  # type: ignore[return-value]
