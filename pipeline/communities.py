@@ -48,8 +48,8 @@ def _edge_arrays(
     """Undirected, merged (summed weight), sorted edges as vertex-index arrays."""
     index = pl.DataFrame({"id": ids, "idx": np.arange(len(ids), dtype=np.int64)})
     rels = relationships.select(
-        pl.col("source_id"),
-        pl.col("target_id"),
+        pl.col("source_id").cast(pl.Utf8),
+        pl.col("target_id").cast(pl.Utf8),
         pl.col("weight").cast(pl.Float64).fill_null(1.0).fill_nan(1.0).clip(lower_bound=0.0),
     )
     rels = (
@@ -175,7 +175,7 @@ def hierarchical_leiden(
     entities: pl.DataFrame, relationships: pl.DataFrame, settings: GraphSettings
 ) -> pl.DataFrame:
     """communities frame with exactly schemas.COMMUNITIES columns."""
-    ids = entities["id"].unique().sort()
+    ids = entities["id"].cast(pl.Utf8).unique().sort()
     eu, ev, ew = _edge_arrays(ids, relationships)
     comms = _build_hierarchy(len(ids), eu, ev, ew, settings)
     if not comms:
@@ -204,7 +204,7 @@ def hierarchical_leiden(
     )
     members = membership.group_by("community").agg(pl.col("entity_id").sort().alias("entity_ids"))
 
-    rels = relationships.select("id", "source_id", "target_id")
+    rels = relationships.select(pl.col("id", "source_id", "target_id").cast(pl.Utf8))
     src = rels.join(membership, left_on="source_id", right_on="entity_id").select("id", "community")
     tgt = rels.join(membership, left_on="target_id", right_on="entity_id").select("id", "community")
     rel_ids = (
