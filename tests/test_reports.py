@@ -1,0 +1,385 @@
+"""Extractive community reports on a small hand-made story graph with obvious clusters."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+
+import polars as pl
+import pytest
+
+from pipeline.communities import hierarchical_leiden
+from pipeline.config import GraphSettings, ReportSettings
+from pipeline.ids import stable_id
+from pipeline.reports import build_reports
+from pipeline.schemas import TABLES, conform
+from pipeline.tokens import count_tokens
+
+UNITS = [
+    "Scrooge and Marley were partners for many years. Marley died seven years ago, "
+    "and Scrooge was his sole executor.",
+    "Bob Cratchit worked for Scrooge in a cold counting-house. Cratchit's son Tiny Tim was ill.",
+    "Fred invited Scrooge to Christmas dinner. Scrooge refused Fred and Cratchit laughed.",
+    "Tiny Tim blessed everyone at the Cratchit table.\n\nScrooge became a second father "
+    "to Tiny Tim.",
+    "Fezziwig held a Christmas ball for Dick Wilkins and the young apprentices. "
+    "Belle danced with Dick Wilkins at Fezziwig's ball.",
+    "Belle left Scrooge because he loved gold more than her.",
+    "Иван Петров встретил Марию в Москве. Мария и Иван Петров поженились весной.",
+]
+# title, type, description, aliases, units
+ENTITIES = [
+    ("Scrooge", "PERSON", "Scrooge and Marley were partners for many years.", [], [0, 1, 2, 3, 5]),
+    ("Marley", "PERSON", "Marley died seven years ago.", [], [0]),
+    (
+        "Cratchit",
+        "PERSON",
+        "Bob Cratchit worked for Scrooge in a cold counting-house.",
+        [],
+        [1, 2, 3],
+    ),
+    ("Tiny Tim", "PERSON", "Cratchit's son Tiny Tim was ill.", [], [1, 3]),
+    ("Fred", "PERSON", "Fred invited Scrooge to Christmas dinner.", [], [2]),
+    ("Fezziwig", "PERSON", "Fezziwig held a Christmas ball.", [], [4]),
+    ("Belle", "PERSON", "", [], [4, 5]),
+    ("Dick Wilkins", "PERSON", "Dick Wilkins was an apprentice.", [], [4]),
+    ("Иван Петров", "PERSON", "Иван Петров встретил Марию в Москве.", [], [6]),
+    ("Мария", "PERSON", "", ["Марию"], [6]),
+    ("Lonely", "THING", "Nobody relates to it.", [], []),
+]
+# source, target, weight, description
+RELATIONS = [
+    ("Scrooge", "Marley", 3.0, "Scrooge and Marley were partners for many years."),
+    ("Scrooge", "Cratchit", 3.0, "Bob Cratchit worked for Scrooge in a cold counting-house."),
+    ("Cratchit", "Tiny Tim", 3.0, "Cratchit's son Tiny Tim was ill."),
+    ("Fred", "Scrooge", 2.0, "Fred invited Scrooge to Christmas dinner."),
+    ("Scrooge", "Tiny Tim", 2.0, "Scrooge became a second father to Tiny Tim."),
+    ("Fred", "Cratchit", 1.0, "Scrooge refused Fred and Cratchit laughed."),
+    ("Marley", "Cratchit", 1.0, ""),
+    ("Fezziwig", "Dick Wilkins", 1.0, "Fezziwig held a Christmas ball for Dick Wilkins."),
+    ("Belle", "Dick Wilkins", 1.0, "Belle danced with Dick Wilkins at Fezziwig's ball."),
+    ("Fezziwig", "Belle", 1.0, "Belle danced with Dick Wilkins at Fezziwig's ball."),
+    ("Belle", "Scrooge", 0.3, "Belle left Scrooge because he loved gold more than her."),
+    ("Иван Петров", "Мария", 1.0, "Иван Петров встретил Марию в Москве."),
+]
+CLUSTER_A = {"Scrooge", "Marley", "Cratchit", "Tiny Tim", "Fred"}
+CLUSTER_B = {"Fezziwig", "Belle", "Dick Wilkins"}
+CLUSTER_C = {"Иван Петров", "Мария"}
+
+
+def _eid(title: str) -> str:
+    return stable_id("entity", title.casefold())
+
+
+@pytest.fixture(scope="module")
+def graph() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    text_units = pl.DataFrame(
+        {
+            "id": [f"unit{i}" for i in range(len(UNITS))],
+            "human_readable_id": list(range(len(UNITS))),
+            "text": UNITS,
+            "entity_ids": [[_eid(e[0]) for e in ENTITIES if i in e[4]] for i in range(len(UNITS))],
+        }
+    )
+    degree = {e[0]: 0 for e in ENTITIES}
+    for s, t, _, _ in RELATIONS:
+        degree[s] += 1
+        degree[t] += 1
+    entities = pl.DataFrame(
+        {
+            "id": [_eid(e[0]) for e in ENTITIES],
+            "human_readable_id": [100 + i for i in range(len(ENTITIES))],
+            "title": [e[0] for e in ENTITIES],
+            "type": [e[1] for e in ENTITIES],
+            "description": [e[2] for e in ENTITIES],
+            "aliases": [e[3] for e in ENTITIES],
+            "text_unit_ids": [[f"unit{i}" for i in e[4]] for e in ENTITIES],
+            "frequency": [len(e[4]) for e in ENTITIES],
+            "degree": [degree[e[0]] for e in ENTITIES],
+        },
+        schema_overrides={"aliases": pl.List(pl.Utf8), "text_unit_ids": pl.List(pl.Utf8)},
+    )
+    relationships = pl.DataFrame(
+        {
+            "id": [f"rel{i}" for i in range(len(RELATIONS))],
+            "human_readable_id": [200 + i for i in range(len(RELATIONS))],
+            "source": [r[0] for r in RELATIONS],
+            "target": [r[1] for r in RELATIONS],
+            "source_id": [_eid(r[0]) for r in RELATIONS],
+            "target_id": [_eid(r[1]) for r in RELATIONS],
+            "type": ["RELATED"] * len(RELATIONS),
+            "description": [r[3] for r in RELATIONS],
+            "weight": [r[2] for r in RELATIONS],
+        }
+    )
+    return entities, relationships, text_units
+
+
+def _titles(entities: pl.DataFrame) -> dict[str, str]:
+    return dict(zip(entities["id"].to_list(), entities["title"].to_list(), strict=True))
+
+
+@pytest.fixture(scope="module")
+def built(graph):
+    entities, relationships, text_units = graph
+    communities = hierarchical_leiden(entities, relationships, GraphSettings())
+    reports = build_reports(communities, entities, relationships, text_units, ReportSettings())
+    return communities, reports
+
+
+def _by_cluster(communities: pl.DataFrame, entities: pl.DataFrame) -> dict[str, int]:
+    titles = _titles(entities)
+    out = {}
+    for c, members in zip(
+        communities["community"].to_list(), communities["entity_ids"].to_list(), strict=True
+    ):
+        names = {titles[m] for m in members}
+        for key, cluster in (("A", CLUSTER_A), ("B", CLUSTER_B), ("C", CLUSTER_C)):
+            if names == cluster:
+                out[key] = c
+    return out
+
+
+def test_fixture_has_the_three_obvious_communities(graph, built) -> None:
+    communities, _ = built
+    assert set(_by_cluster(communities, graph[0])) == {"A", "B", "C"}
+    assert len(communities) == 3
+
+
+def test_schema_and_columns_copied(built) -> None:
+    communities, reports = built
+    assert reports.columns == TABLES["community_reports"].names
+    assert conform(reports, "community_reports").schema == TABLES["community_reports"]
+    assert len(reports) == len(communities)
+    joined = communities.join(reports, on="community", suffix="_r")
+    for col in ("level", "parent", "children", "size", "period"):
+        assert joined[col].to_list() == joined[f"{col}_r"].to_list()
+    assert reports["human_readable_id"].to_list() == reports["community"].to_list()
+    assert joined["id_r"].to_list() == [stable_id("report", i) for i in joined["id"].to_list()]
+
+
+def _row(reports: pl.DataFrame, community: int) -> dict:
+    return reports.filter(pl.col("community") == community).row(0, named=True)
+
+
+def test_reports_mention_the_right_members(graph, built) -> None:
+    entities = graph[0]
+    communities, reports = built
+    ids = _by_cluster(communities, entities)
+    for key, cluster in (("A", CLUSTER_A), ("B", CLUSTER_B), ("C", CLUSTER_C)):
+        row = _row(reports, ids[key])
+        names = re.split(r", | and ", row["title"])
+        assert set(names) <= cluster and len(names) == min(3, len(cluster))
+        mentioned = {n for n in cluster if n.casefold() in row["summary"].casefold()}
+        assert len(mentioned) >= 2, row["summary"]
+        for f in row["findings"]:
+            head = f["summary"].split(" — ")[0]
+            assert head in cluster, f
+    a = _row(reports, ids["A"])
+    assert a["title"].startswith("Scrooge")  # highest weighted degree inside A
+    assert a["findings"][0]["summary"].startswith("Scrooge — PERSON, linked to ")
+    assert "Scrooge" in a["summary"] and "Marley" in a["summary"]
+    c = _row(reports, ids["C"])
+    assert "Иван Петров" in c["summary"]  # Cyrillic evidence; "Марию" matched through an alias
+    assert c["title"] in ("Иван Петров and Мария", "Мария and Иван Петров")
+
+
+def test_ratings_follow_size_and_weight(graph, built) -> None:
+    communities, reports = built
+    ids = _by_cluster(communities, graph[0])
+    rating = {k: _row(reports, c)["rating"] for k, c in ids.items()}
+    assert rating["A"] > rating["B"] > rating["C"] > 0
+    assert reports["rating"].max() == 10.0
+    assert reports["rating"].is_between(0, 10).all()
+    a = _row(reports, ids["A"])
+    assert a["rating_explanation"].startswith("10.0: 5 entities, 7 relations")
+    assert "over 5 text units" in a["rating_explanation"]
+    assert "top 34% by weight" in a["rating_explanation"]
+
+
+_REF = re.compile(r"\[Data: ([^\]]*)\]")
+_PART = re.compile(r"(Entities|Relationships|Sources) \(([^)]*)\)")
+
+
+def _refs(text: str) -> dict[str, set[int]]:
+    out: dict[str, set[int]] = {}
+    for block in _REF.findall(text):
+        for kind, ids in _PART.findall(block):
+            out.setdefault(kind, set()).update(
+                int(i) for i in ids.split(", ") if i and i != "+more"
+            )
+    return out
+
+
+def test_findings_reference_valid_ids(graph, built) -> None:
+    entities, relationships, _ = graph
+    communities, reports = built
+    e_hrid = dict(entities.select("id", "human_readable_id").iter_rows())
+    r_hrid = dict(relationships.select("id", "human_readable_id").iter_rows())
+    for comm, report in zip(
+        communities.iter_rows(named=True), reports.iter_rows(named=True), strict=True
+    ):
+        assert comm["community"] == report["community"]
+        members = {e_hrid[e] for e in comm["entity_ids"]}
+        rels = {r_hrid[r] for r in comm["relationship_ids"]}
+        assert 1 <= len(report["findings"]) <= ReportSettings().max_findings
+        for f in report["findings"]:
+            assert f["summary"] and f["explanation"]
+            refs = _refs(f["explanation"])
+            assert refs.get("Entities"), f
+            assert refs["Entities"] <= members
+            assert refs.get("Relationships", set()) <= rels
+    # A's strongest relationship appears as a finding or as a member's evidence
+    ids = _by_cluster(communities, entities)
+    text = " ".join(f["explanation"] for f in _row(reports, ids["A"])["findings"])
+    assert "Scrooge and Marley were partners" in text
+
+
+def test_max_findings_setting(graph, built) -> None:
+    communities, _ = built
+    for n in (1, 2):
+        reports = build_reports(communities, *graph, ReportSettings(max_findings=n))
+        assert reports["findings"].list.len().max() == n
+
+
+def test_full_content_and_token_limit(graph, built) -> None:
+    communities, reports = built
+    for row in reports.iter_rows(named=True):
+        md = row["full_content"]
+        assert md.startswith(f"# {row['title']}\n\n{row['summary']}\n\n")
+        for f in row["findings"]:
+            assert f"## {f['summary']}\n\n{f['explanation']}" in md
+        assert count_tokens(md) <= ReportSettings().max_report_tokens
+    small = build_reports(communities, *graph, ReportSettings(max_report_tokens=25))
+    for full, cut in zip(reports["full_content"], small["full_content"], strict=True):
+        assert count_tokens(cut) <= 25
+        assert full.startswith(cut) and len(cut) < len(full)
+    # the structured columns are not truncated
+    assert small["findings"].to_list() == reports["findings"].to_list()
+
+
+def test_json_parses_and_matches_columns(built) -> None:
+    _, reports = built
+    for row in reports.iter_rows(named=True):
+        doc = json.loads(row["full_content_json"])
+        assert sorted(doc) == ["findings", "rating", "rating_explanation", "summary", "title"]
+        for key in ("title", "summary", "rating", "rating_explanation", "findings"):
+            assert doc[key] == row[key]
+        assert "\\u" not in row["full_content_json"]  # ensure_ascii=False keeps Cyrillic
+
+
+def test_deterministic_and_order_independent(graph, built) -> None:
+    entities, relationships, text_units = graph
+    communities, reports = built
+    again = build_reports(communities, entities, relationships, text_units, ReportSettings())
+    assert again.equals(reports)
+    shuffled = build_reports(
+        communities.sample(fraction=1.0, shuffle=True, seed=3),
+        entities.sample(fraction=1.0, shuffle=True, seed=4),
+        relationships.sample(fraction=1.0, shuffle=True, seed=5),
+        text_units.sample(fraction=1.0, shuffle=True, seed=6),
+        ReportSettings(),
+    )
+    assert shuffled.equals(reports)
+
+
+def test_parent_communities_get_reports_too(graph) -> None:
+    entities, relationships, text_units = graph
+    communities = hierarchical_leiden(entities, relationships, GraphSettings(max_cluster_size=3))
+    assert communities["level"].max() >= 1  # A (5 members) is split
+    reports = build_reports(communities, entities, relationships, text_units, ReportSettings())
+    assert reports["community"].to_list() == communities["community"].to_list()
+    assert reports["level"].to_list() == communities["level"].to_list()
+    titles = _titles(entities)
+    for comm, rep in zip(
+        communities.iter_rows(named=True), reports.iter_rows(named=True), strict=True
+    ):
+        names = {titles[e] for e in comm["entity_ids"]}
+        assert set(re.split(r", | and ", rep["title"])) <= names
+        if comm["children"]:
+            # the parent's summary covers members of more than one child
+            kids = communities.filter(pl.col("community").is_in(comm["children"]))
+            hit = [
+                any(titles[e] in rep["summary"] for e in members)
+                for members in kids["entity_ids"].to_list()
+            ]
+            assert sum(hit) >= 2, rep["summary"]
+
+
+def test_empty_and_sparse_inputs(graph) -> None:
+    entities, relationships, text_units = graph
+    empty_comms = pl.from_arrow(TABLES["communities"].empty_table())
+    out = build_reports(empty_comms, entities, relationships, text_units, ReportSettings())
+    assert out.is_empty() and out.columns == TABLES["community_reports"].names
+    # a community whose members have no descriptions and no text still gets a report
+    communities = hierarchical_leiden(entities, relationships, GraphSettings())
+    bare = entities.with_columns(pl.lit("").alias("description"))
+    no_text = text_units.with_columns(pl.lit("").alias("text"))
+    no_desc = relationships.with_columns(pl.lit("").alias("description"))
+    out = build_reports(communities, bare, no_desc, no_text, ReportSettings())
+    assert len(out) == len(communities)
+    assert out["summary"].str.starts_with("A community of ").all()
+    assert (out["findings"].list.len() > 0).all()
+
+
+def test_scale_thousands_of_communities() -> None:
+    rng = random.Random(0)
+    n_groups, group = 1500, 4  # 1,500 communities of 4 entities, chains of 3 text units
+    ids, titles, unit_rows, ent_units = [], [], [], []
+    src, dst = [], []
+    for g in range(n_groups):
+        base = len(ids)
+        names = [f"Person{g}x{k}" for k in range(group)]
+        ids += [stable_id("e", n) for n in names]
+        titles += names
+        ent_units += [[f"u{g}"] for _ in names]
+        text = " ".join(
+            f"{names[a]} met {names[b]} near the river {rng.randint(1, 9)}."
+            for a in range(group)
+            for b in range(a + 1, group)
+        )
+        unit_rows.append((f"u{g}", text, ids[base:]))
+        for a in range(group):
+            for b in range(a + 1, group):
+                src.append(ids[base + a])
+                dst.append(ids[base + b])
+    entities = pl.DataFrame(
+        {
+            "id": ids,
+            "human_readable_id": list(range(len(ids))),
+            "title": titles,
+            "type": ["PERSON"] * len(ids),
+            "description": [f"{t} lives near the river." for t in titles],
+            "text_unit_ids": ent_units,
+            "degree": [group - 1] * len(ids),
+        }
+    )
+    relationships = pl.DataFrame(
+        {
+            "id": [f"r{i}" for i in range(len(src))],
+            "human_readable_id": list(range(len(src))),
+            "source_id": src,
+            "target_id": dst,
+            "description": ["They met." for _ in src],
+            "weight": [1.0] * len(src),
+        }
+    )
+    text_units = pl.DataFrame(
+        {
+            "id": [u[0] for u in unit_rows],
+            "human_readable_id": list(range(len(unit_rows))),
+            "text": [u[1] for u in unit_rows],
+            "entity_ids": [u[2] for u in unit_rows],
+        }
+    )
+    communities = hierarchical_leiden(entities, relationships, GraphSettings())
+    assert len(communities) == n_groups
+    count_tokens("warm up the tokenizer")
+    start = time.perf_counter()
+    reports = build_reports(communities, entities, relationships, text_units, ReportSettings())
+    elapsed = time.perf_counter() - start
+    assert len(reports) == n_groups
+    assert elapsed < 10, elapsed  # ~0.5 s on 2 idle cores
+    assert reports["summary"].str.contains("met").all()
