@@ -32,6 +32,9 @@ class ExtractionSettings(BaseModel):
     extractor: str = "nlp"
     max_entities_per_unit: int = 40
     keyphrases_per_unit: int = 5
+    keyphrase_method: str = Field(
+        "rake", description="CONCEPT keyphrases: 'rake' (fast, default) or 'yake' (~50x slower)"
+    )
     max_relation_distance: int = Field(
         1, description="relate entities in the same sentence or up to N sentences apart"
     )
