@@ -39,7 +39,7 @@ _PARA = "\u2029"
 _ABBREV_DOT = "\u2024"  # ONE DOT LEADER: hides abbreviation dots from the sentence splitter
 # a sentence: runs of non-terminal characters, where ".!?" count as terminal only when a
 # space and an upper-case letter (or a paragraph break) follow; then its terminal punctuation
-_SENTENCE_RE = r"(?:[^.!?\u2029]|[.!?](?:[^\s.!?\u2029]|\s+[^\s\p{Lu}\"“«(\[\u2029]))+[.!?…]*"
+_SENTENCE_RE = r"(?:[^.!?\u2029]|[.!?](?:[^\s.!?\u2029]|\s+[^\s\p{Lu}\"'“‘«(\[\u2029]))+[.!?…]*"
 _ABBREV_RE = r"\b(Mr|Mrs|Ms|Dr|St|Prof|Sr|Jr|vs|etc|No|Fig|Vol|Inc|Ltd|Co|Gen|Capt|Rev)\."
 
 
@@ -219,30 +219,48 @@ def _gather(
     )
 
     sentences = _mentions(members, edges, rels, text_units, ents, communities)
-    # score each sentence inside each community: members mentioned, then their centrality
+    # score each sentence inside each community: the members it mentions, each counted
+    # 1 + log(1 + weighted degree) so that central members outweigh peripheral ones
     cand = (
         sentences.join(
-            members.select("community", "entity_id", "rank"), on="entity_id", how="inner"
+            members.select(
+                "community",
+                "entity_id",
+                "rank",
+                (1.0 + pl.col("w_degree").log1p()).alias("mw"),
+            ),
+            on="entity_id",
+            how="inner",
         )
+        .sort("community", "sid", "rank")
         .group_by(["community", "sid"])
         .agg(
-            pl.len().alias("n_mentioned"),
-            pl.col("rank").min().alias("best_rank"),
-            pl.col("rank").sort().alias("ranks"),
+            pl.col("mw").sum().alias("n_mentioned"),
+            pl.col("rank").first().alias("best_rank"),
+            pl.col("rank").alias("ranks"),
+            pl.col("mw").alias("weights"),
         )
         .join(
-            sentences.select("sid", "sentence", "kind", "ref", "length").unique("sid"),
+            sentences.select("sid", "sentence", "length").unique("sid"),
             on="sid",
         )
-        .with_columns((pl.col("length") - 160).abs().alias("len_penalty"))
+        .with_columns(
+            # a sentence longer than the clip limit loses part of its evidence: discount it
+            (
+                _MAX_SENTENCE_CHARS
+                / pl.max_horizontal(pl.col("length"), pl.lit(_MAX_SENTENCE_CHARS))
+            ).alias("factor"),
+            (pl.col("length") - 160).abs().alias("len_penalty"),
+        )
+        .with_columns((pl.col("n_mentioned") * pl.col("factor")).alias("score"))
         .sort(
-            ["community", "n_mentioned", "best_rank", "len_penalty", "sid"],
+            ["community", "score", "best_rank", "len_penalty", "sid"],
             descending=[False, True, False, False, False],
         )
         .group_by("community", maintain_order=True)
         .head(_CANDIDATES_PER_COMMUNITY)
         .group_by("community", maintain_order=True)
-        .agg(pl.struct("sentence", "kind", "ref", "ranks").alias("sentences"))
+        .agg(pl.struct("sentence", "ranks", "weights", "factor").alias("sentences"))
     )
 
     top_members = (
@@ -305,7 +323,7 @@ def _mentions(
     ents: pl.DataFrame,
     communities: pl.DataFrame,
 ) -> pl.DataFrame:
-    """(sid, sentence, kind, ref, length, entity_id): which entity each evidence sentence names.
+    """(sid, entity_id, sentence, length): which entities each evidence sentence names.
 
     Candidate entities per sentence come from its origin (a text unit's entity_ids, a
     relationship's endpoints, an entity and its neighbours), and a candidate counts when its
@@ -355,6 +373,7 @@ def _mentions(
     ent_s = _sentences(ent_cands, "text")
     pool = (
         pl.concat([ent_s, rel_s, unit_s.select(ent_s.columns)])
+        .sort("kind", "ref", "sentence")  # sid must not depend on the input row order
         .with_columns(
             pl.col("sentence").str.len_chars().alias("length"),
             _norm(pl.col("sentence")).alias("norm"),
@@ -377,7 +396,7 @@ def _mentions(
         .filter(pl.col("norm").str.contains(pl.col("nform"), literal=True))
         .select("sid", "entity_id")
         .unique()
-        .join(pool.select("sid", "sentence", "kind", "ref", "length"), on="sid")
+        .join(pool.select("sid", "sentence", "length"), on="sid")
     )
 
 
@@ -404,35 +423,41 @@ def _ratings(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _summary(row: dict[str, Any]) -> tuple[str, list[int]]:
+def _summary(row: dict[str, Any]) -> str:
     """2-3 pool sentences covering the most members; falls back to a member listing."""
-    chosen: list[dict[str, Any]] = []
+    pool = [
+        (dict(zip(s["ranks"], s["weights"], strict=True)), s["factor"], s["sentence"])
+        for s in row["sentences"] or []
+    ]
+    chosen: list[str] = []
     covered: set[int] = set()
     seen: set[str] = set()
-    pool = list(row["sentences"] or [])
+
+    def gain(i: int) -> float:
+        mentioned, factor, _ = pool[i]
+        return factor * sum(w for r, w in mentioned.items() if r not in covered)
+
     while pool and len(chosen) < _SUMMARY_SENTENCES:
-        best = max(
-            range(len(pool)),
-            key=lambda i: (len(set(pool[i]["ranks"]) - covered), len(pool[i]["ranks"]), -i),
-        )
-        s = pool.pop(best)
-        key = " ".join(s["sentence"].lower().split())
+        # most newly covered member weight (discounted for overlong sentences); candidates
+        # arrive best-first, so max() keeps the earliest among equals
+        best = max(range(len(pool)), key=gain)
+        mentioned, _, sentence = pool.pop(best)
+        ranks = set(mentioned)
+        key = " ".join(sentence.casefold().split())
         if key in seen:
             continue
-        gain = len(set(s["ranks"]) - covered)
-        if gain == 0 and len(chosen) >= 2:
+        if not ranks - covered and len(chosen) >= 2:
             break
         seen.add(key)
-        covered |= set(s["ranks"])
-        chosen.append(s)
+        covered |= ranks
+        chosen.append(_clip(sentence, _MAX_SENTENCE_CHARS))
     if chosen:
-        text = " ".join(_clip(s["sentence"], _MAX_SENTENCE_CHARS) for s in chosen)
-        return text, [s["ref"] for s in chosen if s["kind"] == "Sources"]
+        return " ".join(chosen)
     members = row["members"] or []
     listing = _join_titles(
         [f"{m['title']} ({m['type']})" if m["type"] else m["title"] for m in members]
     )
-    return f"A community of {row['size']} entities, most central {listing}.", []
+    return f"A community of {row['size']} entities, most central {listing}."
 
 
 def _findings(row: dict[str, Any], max_findings: int) -> list[dict[str, str]]:
@@ -485,7 +510,7 @@ def build_reports(
     for row in gathered.iter_rows(named=True):
         members = row["members"] or []
         title = _join_titles([m["title"] for m in members[:3]]) or f"Community {row['community']}"
-        summary, _ = _summary(row)
+        summary = _summary(row)
         rating = float(row["rating"])
         explanation = (
             f"{rating:.1f}: {row['size']} entities, {row['n_rels']} relations "
