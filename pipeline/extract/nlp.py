@@ -509,6 +509,22 @@ def _occupied(ranges: list[tuple[int, int]], a: int, b: int) -> bool:
     return any(a < e and s < b for s, e in ranges)
 
 
+def _starts_person(prev: str, tok: str, nxt: str) -> bool:
+    """True where a given name + surname starts inside a run of capitalised words:
+    "Глава Газпрома Алексей Миллер" -> split before "Алексей" ("Oklahoma City Thunder
+    Mike Conley" likewise). Not after another given name or a title ("Saint Peter")."""
+    if not (prev[:1].isupper() and nxt[:1].isupper()):
+        return False
+    p = _norm_tok(prev)
+    return (
+        _norm_tok(tok) in _GIVEN
+        and p not in _GIVEN
+        and p not in _PERSON_TITLES
+        and p.rstrip(".") not in gz.HONORIFICS_STRIP
+        and not p.endswith(".")
+    )
+
+
 def _spans_in_sentence(sentence: str) -> list[tuple[int, int, list[str], bool]]:
     """(start, end, tokens, sentence_initial) for every capitalised run, split at function words."""
     out = []
@@ -518,12 +534,26 @@ def _spans_in_sentence(sentence: str) -> list[tuple[int, int, list[str], bool]]:
         toks = [(t.start() + m.start(), t.group()) for t in _TOKEN_RE.finditer(m.group())]
         cur: list[tuple[int, str]] = []
         first_part = True
+        following = {
+            p: (toks[i + 1][1] if i + 1 < len(toks) else "") for i, (p, _) in enumerate(toks)
+        }
+        nxt_tok = following.__getitem__
         for pos, tok in toks + [(-1, "")]:
             is_break = pos < 0 or (tok[:1].isupper() and tok.lower().rstrip(".") in _FUNCTION_WORDS)
             if not is_break and tok[-2:] in ("'s", "’s"):
                 cur.append((pos, tok))  # "Sheridan's Valley Campaigns": a name ends at 's
                 is_break, tok = True, ""
             if not is_break:
+                if cur and _starts_person(cur[-1][1], tok, nxt_tok(pos)):
+                    out.append(
+                        (
+                            cur[0][0],
+                            cur[-1][0] + len(cur[-1][1]),
+                            [t for _, t in cur],
+                            initial and first_part,
+                        )
+                    )
+                    first_part, cur = False, []
                 if cur or tok[:1].isupper():  # nor start one
                     cur.append((pos, tok))
                 continue
@@ -649,6 +679,9 @@ def _extract_unit(text: str, settings: ExtractionSettings) -> _UnitResult:
             a = s.index(toks[1], a + len(toks[0])) if len(toks) > 1 else b
             toks = toks[1:]
             initial = False
+        while len(toks) > 1 and _norm_tok(toks[0]) in _NON_NAMES_N:  # "Глава Газпрома"
+            a = s.index(toks[1], a + len(toks[0]))
+            toks = toks[1:]
         if not toks:
             continue
         last = _strip_possessive(toks[-1])
@@ -875,7 +908,11 @@ def _stopwords(lang: str) -> frozenset[str]:
 _PHRASE_SPLIT_RE = re.compile(r"[^\w\s'’-]+|\s[-–—]\s|\d+")
 _WORD_RE = re.compile(r"[^\W\d_][\w'’-]*")
 _ADVERB_RE = re.compile(r"..ly$")
-_PARTICIPLE_RE = re.compile(r"...(?:ed|ing)$")
+# Verb-like word endings trimmed from phrase edges (a crude stand-in for POS tags).
+_VERB_END_RE = {
+    "en": re.compile(r"...(?:ed|ing)$"),
+    "ru": re.compile(r"..(?:л|ла|ло|ли|лся|лась|лись|ет|ут|ют|ит|ат|ят|ть|ться|ется|ются)$"),
+}
 
 
 def _fast_keyphrases(text: str, lang: str, k: int, taken: set[str]) -> list[str]:
@@ -888,9 +925,10 @@ def _fast_keyphrases(text: str, lang: str, k: int, taken: set[str]) -> list[str]
             if w and w.islower() and w not in stop and len(w) > 2 and not _ADVERB_RE.search(w):
                 run.append(w)
                 continue
-            while run and _PARTICIPLE_RE.search(run[-1]):  # "journal published" -> "journal"
+            verb = _VERB_END_RE.get(lang, _VERB_END_RE["en"])
+            while run and verb.search(run[-1]):  # "journal published" -> "journal"
                 run.pop()
-            while run and _PARTICIPLE_RE.search(run[0]) and "-" not in run[0]:
+            while run and verb.search(run[0]) and "-" not in run[0]:
                 run.pop(0)
             if run:
                 cands.append(run[-3:])
