@@ -257,7 +257,8 @@ ORG_WORDS = _words(
 
 HOLIDAYS = _words(
     """christmas|christmas day|christmas eve|easter|ramadan|thanksgiving|new year|new year's day
-    |hanukkah|passover|diwali|halloween|independence day|рождество|пасха|новый год"""
+    |hanukkah|passover|diwali|halloween|independence day|twelfth-night|twelfth night
+    |рождество|пасха|новый год"""
 )
 CITY_LAST = _words("city|town|village|township|municipality|город|село|деревня")
 # Endings of single unknown words that look like place names (Priozersk, Hochheim, ...).
@@ -280,6 +281,7 @@ NON_NAMES = _words(
     |chapter|section|part|volume|stave|page|figure|table|illustration|note|notes|preface
     |contents|introduction|appendix|index|title|author|edition|release|language|credits
     |lord|god|sir|madam|ma'am|mister|miss|yes|nay|aye|hallo|hello|hullo|ha|ho|eh|bah|humbug
+    |come|go|look|hear|behold|pooh|whereat|whereupon|wherefore|thereupon|heaven|transcriber
     |one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|hundred|thousand|first
     |second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|i'll|i'm|i'd|i've|o'clock
     |inc|inc.|ltd|ltd.|co.|corp.|llc|jr.|jr|sr.|sr|tv|fm|am|pm|bc|ad|bce|ce|dvd|cd|mw|kw|mhz

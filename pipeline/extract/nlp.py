@@ -73,10 +73,10 @@ _ABBR = r"(?:St|Mt|Ft|Mr|Mrs|Ms|Dr|Jr|Sr|Prof|Gen|Col|Capt|Lt|Sgt|Rev|Hon|Co|Inc
 _INITIAL = rf"[{_UP}]\.(?=\s)"
 _TOK = rf"(?:{_ABBR}|{_INITIAL}|{_WORD})"
 # Lower-case words that may sit inside a name. Not "and"/"и": they join two names.
-_CONN = (
-    r"(?:of|de|da|di|do|dos|du|del|della|der|den|des|la|le|von|van|zu|y|the|al|el|bin|ibn|upon|&)"
-)
-_SPAN_RE = re.compile(rf"{_TOK}(?:\s+(?:{_CONN}\s+){{0,2}}{_TOK})*")
+_CONN = r"(?:of|de|da|di|do|dos|du|del|della|der|den|des|von|van|zu|y|al|el|bin|ibn|upon|&)"
+# An article only after a connector: "Bank of the West", "de la Cruz"; not "Scrooge the Baleful".
+_CONN_SEQ = rf"{_CONN}\s+(?:(?:the|la|le|les)\s+)?"
+_SPAN_RE = re.compile(rf"{_TOK}(?:\s+(?:{_CONN_SEQ})?{_TOK})*")
 _TOKEN_RE = re.compile(rf"{_TOK}|\S+")
 _CYR_RE = re.compile(r"[а-яё]", re.IGNORECASE)
 _LATIN_RE = re.compile(r"[a-z]", re.IGNORECASE)
