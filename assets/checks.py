@@ -1,7 +1,5 @@
 """Asset checks: every table has its declared schema, unique keys and no dangling ids."""
 
-from __future__ import annotations
-
 from dagster import AssetCheckResult, AssetChecksDefinition, asset_check
 
 from pipeline import validate

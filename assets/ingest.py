@@ -1,7 +1,5 @@
 """Documents from the input folder; unreadable files land in rejected_documents with a reason."""
 
-from __future__ import annotations
-
 import time
 
 from dagster import AssetExecutionContext, AssetOut, Output, multi_asset

@@ -4,8 +4,6 @@ It is the same asset graph the Dagster UI, schedules and sensors run (no second 
 path); only the resources are built from the caller's folders and config file.
 """
 
-from __future__ import annotations
-
 import os
 
 from dagster import DagsterInstance, ExecuteInProcessResult, materialize

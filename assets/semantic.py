@@ -1,7 +1,5 @@
 """Semantic layer: chunks -> triplets -> entities/relationships -> communities -> reports."""
 
-from __future__ import annotations
-
 import time
 
 import polars as pl

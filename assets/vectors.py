@@ -1,7 +1,5 @@
 """LanceDB vector tables (explicit Arrow schemas, full-text index) for search."""
 
-from __future__ import annotations
-
 import time
 
 import polars as pl
