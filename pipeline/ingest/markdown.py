@@ -1,0 +1,64 @@
+"""Markdown loader: YAML front matter into metadata, title from the first heading.
+
+The Markdown itself is kept: its headings are the strongest chunk boundaries.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pipeline.ingest.loader import LoadedDoc, LoadError, register
+from pipeline.ingest.text import decode_text
+
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
+_ATX = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+
+
+def split_front_matter(text: str) -> tuple[dict[str, Any], str, list[str]]:
+    """(metadata, text without front matter, warnings)."""
+    m = _FRONT_MATTER.match(text)
+    if not m:
+        return {}, text, []
+    try:
+        meta = yaml.safe_load(m.group(1) or "") or {}
+    except yaml.YAMLError as e:
+        return {}, text, [f"invalid YAML front matter: {type(e).__name__}"]
+    if not isinstance(meta, dict):
+        return {}, text, ["front matter is not a mapping; kept as text"]
+    return {str(k): v for k, v in meta.items()}, text[m.end() :], []
+
+
+def first_heading(text: str) -> str | None:
+    """Text of the first ATX or Setext heading outside fenced code."""
+    lines = text.split("\n")
+    in_fence = False
+    for i, line in enumerate(lines):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        if in_fence:
+            continue
+        if m := _ATX.match(line):
+            return m.group(1).strip()
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if line.strip() and _SETEXT.match(nxt) and not _SETEXT.match(line):
+            return line.strip()
+    return None
+
+
+@register(".md", ".markdown")
+def load_markdown(path: Path, data: bytes) -> LoadedDoc:
+    meta, body, warnings = split_front_matter(decode_text(data))
+    fm_title = meta.get("title")
+    title = str(fm_title).strip() if fm_title else (first_heading(body) or path.stem)
+    if not body.strip():
+        raise LoadError("empty file (front matter only)")
+    return LoadedDoc(
+        title=title, mime_type="text/markdown", text=body, metadata=meta, warnings=warnings
+    )

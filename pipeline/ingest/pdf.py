@@ -1,0 +1,80 @@
+"""PDF loader (pymupdf): page texts joined by form feeds so chunks can map back to pages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pymupdf
+
+from pipeline.ingest.loader import LoadedDoc, LoadError, register
+
+PAGE_BREAK = "\f"
+_MAX_TITLE_CHARS = 120
+_META_KEYS = ("author", "subject", "keywords", "creator", "producer", "creationDate", "modDate")
+
+
+def _mupdf_messages() -> str:
+    """MuPDF's own warnings since the last call: the detail behind 'Failed to open stream'."""
+    msgs = [m for m in pymupdf.TOOLS.mupdf_warnings(reset=True).splitlines() if m.strip()]
+    return "; ".join(dict.fromkeys(msgs))[:300]
+
+
+def _open(data: bytes) -> pymupdf.Document:
+    pymupdf.TOOLS.mupdf_display_errors(False)  # keep stderr clean; reasons go to rejected rows
+    _mupdf_messages()
+    try:
+        return pymupdf.open(stream=data, filetype="pdf")
+    except Exception as e:  # pymupdf raises FileDataError (and others) on broken files
+        detail = _mupdf_messages()
+        reason = f"corrupt PDF: {type(e).__name__}: {e}"
+        raise LoadError(f"{reason} ({detail})" if detail else reason) from None
+
+
+def _page_text(page: pymupdf.Page) -> str:
+    text = page.get_text("text")
+    # A stray form feed inside a page would break the page mapping.
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace(PAGE_BREAK, "\n")
+
+
+@register(".pdf")
+def load_pdf(path: Path, data: bytes) -> LoadedDoc:
+    with _open(data) as doc:
+        if doc.needs_pass:
+            raise LoadError("encrypted PDF (password required)")
+        if doc.page_count == 0:
+            raise LoadError("PDF has no pages")
+        pages = [_page_text(p) for p in doc]
+        labels = [p.get_label() for p in doc]
+        raw_meta = doc.metadata or {}
+        toc_len = len(doc.get_toc())
+    if not any(t.strip() for t in pages):
+        raise LoadError("no text layer (image-only PDF; OCR not configured)")
+
+    warnings: list[str] = []
+    empty = sum(1 for t in pages if not t.strip())
+    if empty:
+        warnings.append(f"{empty} page{'s' if empty > 1 else ''} without text")
+    if detail := _mupdf_messages():
+        warnings.append(f"mupdf: {detail}")
+
+    meta: dict[str, Any] = {k: raw_meta[k] for k in _META_KEYS if raw_meta.get(k)}
+    if raw_meta.get("format"):
+        meta["pdf_format"] = raw_meta["format"]
+    if any(labels):
+        meta["page_labels"] = labels
+    if toc_len:
+        meta["toc_entries"] = toc_len
+
+    title = (raw_meta.get("title") or "").strip()
+    if not title:
+        first_line = next((ln.strip() for ln in pages[0].split("\n") if ln.strip()), "")
+        title = first_line if 0 < len(first_line) <= _MAX_TITLE_CHARS else path.stem
+    return LoadedDoc(
+        title=title,
+        mime_type="application/pdf",
+        text=PAGE_BREAK.join(pages),
+        n_pages=len(pages),
+        metadata=meta,
+        warnings=warnings,
+    )
