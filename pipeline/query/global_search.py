@@ -1,0 +1,154 @@
+"""Global search: map over community reports (rate 0–10), drop 0s, sort, reduce.
+
+Offline, the map step rates each report by the cosine of its embedding with the query,
+rescaled linearly so that cosine <= RATING_FLOOR is 0 and >= RATING_CEIL is 10 (MiniLM
+cosines of related text sit around 0.3–0.7, unrelated text around 0–0.15). The reduce
+step is extractive: the best reports' summaries and findings, best first, within the
+token budget.
+
+Level: `level=None` rates the reports of every level together (coarse and fine
+communities compete on relevance; a parent and its child may both appear when both
+are relevant). Pass a level to restrict to one (0 = coarsest).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+
+from pipeline.query.result import SearchResult, render_table
+from pipeline.tokens import count_tokens, truncate_tokens
+
+if TYPE_CHECKING:
+    from pipeline.query.index import GraphIndex
+
+RATING_FLOOR = 0.15
+RATING_CEIL = 0.65
+ANSWER_REPORTS = 5
+REPORT_TOKENS = 500
+
+
+def rate(similarity: np.ndarray) -> np.ndarray:
+    """Cosine -> rating 0–10 (one decimal)."""
+    scaled = (similarity - RATING_FLOOR) / (RATING_CEIL - RATING_FLOOR) * 10.0
+    return np.round(np.clip(scaled, 0.0, 10.0), 1)
+
+
+def global_search(index: GraphIndex, query: str, level: int | None = None) -> SearchResult:
+    if index.is_empty:
+        return index.empty_result(query, "global")
+    qs = index.settings.query
+    reps = index.community_reports
+    trace: list[str] = []
+    if reps.height == 0:
+        return SearchResult(
+            query=query,
+            mode="global",
+            answer="The index has no community reports, so global search has nothing to map over.",
+            trace=["no community reports"],
+        )
+    vecs = index.report_vectors
+    mask = np.ones(reps.height, dtype=bool)
+    if level is not None:
+        mask = (reps["level"] == level).to_numpy()
+        if not mask.any():
+            levels = sorted(set(reps["level"].to_list()))
+            return SearchResult(
+                query=query,
+                mode="global",
+                answer=f"No community reports at level {level}; levels present: {levels}.",
+                trace=[f"no reports at level {level}"],
+            )
+    trace.append(
+        f"map: rated {int(mask.sum())} reports "
+        + ("of every level" if level is None else f"at level {level}")
+        + " by embedding similarity (0-10)"
+    )
+    qvec = index.embed_query(query)
+    sims = index.similarities(vecs, qvec)
+    ratings = rate(sims)
+    frame = (
+        reps.with_row_index("row")
+        .with_columns(
+            similarity=pl.Series(sims.astype(np.float64)),
+            query_rating=pl.Series(ratings.astype(np.float64)),
+        )
+        .filter(pl.Series(mask))
+    )
+    n_all = frame.height
+    frame = frame.filter(pl.col("query_rating") > 0).sort(
+        ["query_rating", "similarity", "level", "community"],
+        descending=[True, True, False, False],
+    )
+    trace.append(f"dropped {n_all - frame.height} reports rated 0; sorted by rating")
+    if frame.height == 0:
+        return SearchResult(
+            query=query,
+            mode="global",
+            answer="No community report is relevant to the query (all were rated 0).",
+            trace=trace,
+        )
+
+    units = index.communities.select("community", "text_unit_ids")
+    frame = frame.head(qs.global_top_reports).join(
+        units, on="community", how="left", maintain_order="left"
+    )
+    budget = qs.max_context_tokens
+    table, records, used, answer_parts = [], [], 0, []
+    unit_ids: list[str] = []
+    for rep in frame.iter_rows(named=True):
+        content = truncate_tokens(rep["full_content"] or rep["summary"] or "", REPORT_TOKENS)
+        n = count_tokens(content) + 8
+        if records and used + n > budget:
+            trace.append(f"reduce budget {budget} tokens reached after {len(records)} reports")
+            break
+        used += n
+        table.append([rep["human_readable_id"], rep["title"], rep["query_rating"], content])
+        unit_list = list(rep["text_unit_ids"] or [])
+        records.append(_record(index, rep, content, unit_list))
+        unit_ids.extend(u for u in unit_list if u not in unit_ids)
+        if len(answer_parts) < ANSWER_REPORTS:
+            answer_parts.append(_answer_part(rep))
+    context = render_table("Reports", ["id", "title", "rating", "content"], table)
+    trace.append(f"reduce: extractive answer from the top {len(answer_parts)} reports")
+    return SearchResult(
+        query=query,
+        mode="global",
+        answer="\n".join(answer_parts),
+        context_text=context,
+        records=records,
+        text_unit_ids=unit_ids,
+        trace=trace,
+        context_tokens=count_tokens(context),
+    )
+
+
+def _answer_part(rep: dict[str, Any]) -> str:
+    """One bullet: the report's summary and its first finding, cited by report id."""
+    text = (rep["summary"] or "").strip()
+    findings = rep.get("findings") or []
+    if findings:
+        first = findings[0].get("summary") or ""
+        if first and first not in text:
+            text = f"{text} {first}".strip()
+    if not text:
+        text = truncate_tokens(rep["full_content"] or "", 80)
+    return f"- {rep['title']}: {text} [report {rep['human_readable_id']}, rating {rep['query_rating']}]"
+
+
+def _record(index: GraphIndex, rep: dict[str, Any], content: str, units: list[str]) -> dict:
+    return {
+        "kind": "report",
+        "id": rep["id"],
+        "human_readable_id": rep["human_readable_id"],
+        "score": float(rep["query_rating"]),
+        "rating": float(rep["query_rating"]),
+        "similarity": float(rep["similarity"]),
+        "title": rep["title"],
+        "text": content,
+        "community": rep["community"],
+        "level": rep["level"],
+        **index.provenance_of_units(units),
+    }

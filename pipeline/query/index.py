@@ -1,0 +1,357 @@
+"""GraphIndex: an output folder opened for querying.
+
+Parquet tables are read lazily (only what a search mode needs); the Lance tables'
+vectors are loaded once into numpy matrices aligned with those tables' rows, and
+search is an exact cosine matmul (~6 ms at 100k x 384, against ~140 ms for Lance's
+brute force). Lance stays the store and the full-text engine. The text unit–entity
+graph for local search is built once per index and cached.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from pipeline import store, vectors
+from pipeline.config import Settings, load_settings
+from pipeline.embed import Embedder, get_embedder
+from pipeline.query.result import SearchResult
+from pipeline.query.text import fold, is_stop_key, name_key, raw_words
+
+# Longest entity name (in words) tried when matching query n-grams against names.
+MAX_NAME_WORDS = 8
+
+
+@dataclass(frozen=True)
+class EntityMatch:
+    row: int  # entity row in the entities table
+    key: str  # the folded name that matched
+    proper: bool  # written like a name in the query (capitalised / digits)
+
+
+@dataclass
+class UnitEntityGraph:
+    """Bipartite graph: vertices 0..n_units-1 are text units, then one vertex per entity."""
+
+    graph: Any  # igraph.Graph
+    n_units: int
+    n_entities: int
+    entity_df: np.ndarray  # number of text units each entity occurs in
+    entity_weight: np.ndarray  # 1 / log(1 + df): rare entities link more specifically
+
+
+class GraphIndex:
+    """Read side of a docgraph output folder: naive, local and global search."""
+
+    def __init__(self, root: Path, settings: Settings, embedder: Embedder | None = None):
+        self.root = Path(root)
+        self.settings = settings
+        self._embedder = embedder
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        settings: Settings | None = None,
+        embedder: Embedder | None = None,
+    ) -> GraphIndex:
+        root = Path(path)
+        if not root.is_dir():
+            raise FileNotFoundError(
+                f"no index at {root}: run `docgraph index` first (or pass the output folder)"
+            )
+        has_tables = store.table_path(root, "text_units").exists()
+        if not has_tables and not (root / store.LANCE_DIR).exists():
+            raise FileNotFoundError(
+                f"{root} holds no docgraph index (no text_units.parquet): "
+                "run `docgraph index` first"
+            )
+        settings = settings or load_settings()
+        return cls(root, settings, embedder)
+
+    # ---- tables -------------------------------------------------------------------------
+
+    def table(self, name: str) -> pl.DataFrame:
+        return store.read_table(self.root, name)
+
+    @cached_property
+    def text_units(self) -> pl.DataFrame:
+        return self.table("text_units")
+
+    @cached_property
+    def documents(self) -> pl.DataFrame:
+        return self.table("documents").select("id", "title", "source_path")
+
+    @cached_property
+    def entities(self) -> pl.DataFrame:
+        return self.table("entities")
+
+    @cached_property
+    def relationships(self) -> pl.DataFrame:
+        return self.table("relationships")
+
+    @cached_property
+    def communities(self) -> pl.DataFrame:
+        return self.table("communities")
+
+    @cached_property
+    def community_reports(self) -> pl.DataFrame:
+        return self.table("community_reports")
+
+    @property
+    def is_empty(self) -> bool:
+        return self.text_units.height == 0
+
+    # ---- vectors ------------------------------------------------------------------------
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = get_embedder(self.settings.embedding)
+        return self._embedder
+
+    def embed_query(self, query: str) -> np.ndarray:
+        return self.embedder.embed([query])[0]
+
+    def _aligned_vectors(self, name: str, frame: pl.DataFrame) -> np.ndarray:
+        """Lance table `name`'s vectors in `frame`'s row order (zeros where a row has none)."""
+        ids, mat = vectors.read_vectors(self.root, name)
+        dim = mat.shape[1] if mat.size else self.embedder.dim
+        out = np.zeros((frame.height, dim), dtype=np.float32)
+        if not ids or frame.height == 0:
+            return out
+        pos = (
+            frame.select("id")
+            .with_row_index("row")
+            .join(
+                pl.DataFrame({"id": ids, "vi": np.arange(len(ids), dtype=np.int64)}).unique(
+                    "id", keep="first"
+                ),
+                on="id",
+                how="inner",
+            )
+        )
+        out[pos["row"].to_numpy()] = mat[pos["vi"].to_numpy()]
+        return out
+
+    @cached_property
+    def unit_vectors(self) -> np.ndarray:
+        return self._aligned_vectors("text_units", self.text_units)
+
+    @cached_property
+    def entity_vectors(self) -> np.ndarray:
+        return self._aligned_vectors("entities", self.entities)
+
+    @cached_property
+    def report_vectors(self) -> np.ndarray:
+        return self._aligned_vectors("community_reports", self.community_reports)
+
+    def similarities(self, matrix: np.ndarray, qvec: np.ndarray) -> np.ndarray:
+        """Cosine of every row with the query (rows and query are L2-normalised)."""
+        if matrix.shape[0] == 0:
+            return np.zeros(0, dtype=np.float32)
+        if matrix.shape[1] != qvec.shape[0]:
+            raise ValueError(
+                f"index vectors have {matrix.shape[1]} dims but the query embedder "
+                f"({self.embedder.model_id}) gives {qvec.shape[0]}: query with the "
+                "embedding model the index was built with"
+            )
+        return matrix @ qvec
+
+    # ---- provenance ---------------------------------------------------------------------
+
+    @cached_property
+    def unit_info(self) -> pl.DataFrame:
+        """Per text unit row: id, hrid, text, document provenance, pages (in row order)."""
+        tu = self.text_units.select(
+            "id", "human_readable_id", "text", "n_tokens", "document_id", "pages"
+        )
+        docs = self.documents.rename(
+            {"id": "document_id", "title": "document_title", "source_path": "source_path"}
+        )
+        return tu.join(docs, on="document_id", how="left", maintain_order="left")
+
+    @cached_property
+    def unit_row(self) -> dict[str, int]:
+        return {uid: i for i, uid in enumerate(self.text_units["id"].to_list())}
+
+    @cached_property
+    def entity_row(self) -> dict[str, int]:
+        return {eid: i for i, eid in enumerate(self.entities["id"].to_list())}
+
+    def unit_record(self, row: int, score: float, **extra: Any) -> dict[str, Any]:
+        r = self.unit_info.row(row, named=True)
+        return {
+            "kind": "text_unit",
+            "id": r["id"],
+            "human_readable_id": r["human_readable_id"],
+            "score": float(score),
+            "text": r["text"],
+            "n_tokens": r["n_tokens"],
+            **self._provenance(r),
+            **extra,
+        }
+
+    @staticmethod
+    def _provenance(r: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "document_id": r.get("document_id"),
+            "document_title": r.get("document_title"),
+            "source_path": r.get("source_path"),
+            "pages": list(r.get("pages") or []),
+        }
+
+    def provenance_of_units(self, unit_ids: list[str]) -> dict[str, Any]:
+        """Provenance of the first known unit of a list (entities, relationships, reports)."""
+        for uid in unit_ids or []:
+            row = self.unit_row.get(uid)
+            if row is not None:
+                prov = self._provenance(self.unit_info.row(row, named=True))
+                prov["text_unit_ids"] = list(unit_ids[:10])
+                return prov
+        return {
+            "document_id": None,
+            "document_title": None,
+            "source_path": None,
+            "pages": [],
+            "text_unit_ids": [],
+        }
+
+    # ---- graph --------------------------------------------------------------------------
+
+    @cached_property
+    def entity_units(self) -> pl.DataFrame:
+        """(entity_row, unit_row) pairs: which entity occurs in which text unit."""
+        ents = self.entities.select("text_unit_ids").with_row_index("entity_row")
+        units = self.text_units.select("id").with_row_index("unit_row")
+        return (
+            ents.explode("text_unit_ids")
+            .rename({"text_unit_ids": "id"})
+            .join(units, on="id", how="inner")
+            .select("entity_row", "unit_row")
+            .unique()
+            .sort("entity_row", "unit_row")
+        )
+
+    @cached_property
+    def unit_entity_graph(self) -> UnitEntityGraph:
+        import igraph as ig
+
+        n_units, n_ents = self.text_units.height, self.entities.height
+        pairs = self.entity_units
+        df = np.bincount(pairs["entity_row"].to_numpy(), minlength=n_ents).astype(np.float64)
+        weight = 1.0 / np.log1p(np.maximum(df, 1.0))
+        src = pairs["unit_row"].to_numpy()
+        dst = pairs["entity_row"].to_numpy() + n_units
+        g = ig.Graph(n=n_units + n_ents, edges=np.column_stack([src, dst]).tolist())
+        g.es["weight"] = weight[pairs["entity_row"].to_numpy()].tolist()
+        return UnitEntityGraph(g, n_units, n_ents, df, weight)
+
+    @cached_property
+    def name_index(self) -> dict[str, list[int]]:
+        """Entity name key (title and aliases, casefolded words) -> entity rows."""
+        ents = self.entities.select("title", "aliases").with_row_index("row")
+        names = pl.concat(
+            [
+                ents.select("row", pl.col("title").alias("name")),
+                ents.select("row", pl.col("aliases").alias("name")).explode("name"),
+            ]
+        ).drop_nulls("name")
+        out: dict[str, list[int]] = {}
+        for row, name in zip(names["row"].to_list(), names["name"].to_list(), strict=True):
+            key = name_key(name)
+            if is_stop_key(key) or (key.isdigit() and len(key) < 3):
+                continue
+            rows = out.setdefault(key, [])
+            if row not in rows:
+                rows.append(row)
+        return out
+
+    def match_entities(self, query: str) -> list[EntityMatch]:
+        """Entities named in the query: greedy longest n-gram match, left to right.
+
+        Folded (casefolded, accent-free) word n-grams of the query are looked up against
+        titles and aliases, so 'new york city' matches 'NEW YORK CITY' and not also
+        'YORK'. A match is `proper` when the query writes it with a capital or digit
+        (past the first word): a stronger sign of a name than a lower-case common word
+        that happens to equal an entity title.
+        """
+        raw = raw_words(query)
+        toks = [fold(w) for w in raw]
+        index = self.name_index
+        out: list[EntityMatch] = []
+        i = 0
+        while i < len(toks):
+            for n in range(min(MAX_NAME_WORDS, len(toks) - i), 0, -1):
+                key = " ".join(toks[i : i + n])
+                if key in index:
+                    span = raw[i : i + n]
+                    proper = any(
+                        w[:1].isupper() or w[:1].isdigit()
+                        for j, w in enumerate(span)
+                        if i + j > 0 or n > 1 or w[:1].isdigit()
+                    )
+                    out.extend(EntityMatch(row, key, proper) for row in index[key])
+                    i += n
+                    break
+            else:
+                i += 1
+        return out
+
+    # ---- search modes -------------------------------------------------------------------
+
+    def _check_query(self, query: str) -> str:
+        if query is None or not str(query).strip():
+            raise ValueError("empty query")
+        return str(query).strip()
+
+    def empty_result(self, query: str, mode: str) -> SearchResult:
+        return SearchResult(
+            query=query,
+            mode=mode,
+            answer=f"The index at {self.root} is empty: no text units were indexed, "
+            "so there is nothing to search. Add documents to the input folder and re-index.",
+            trace=["index is empty"],
+        )
+
+    def naive_search(self, query: str, top_k: int | None = None) -> SearchResult:
+        from pipeline.query.naive import naive_search
+
+        return naive_search(self, self._check_query(query), top_k)
+
+    def local_search(self, query: str, top_k: int | None = None) -> SearchResult:
+        from pipeline.query.local import local_search
+
+        return local_search(self, self._check_query(query), top_k)
+
+    def global_search(self, query: str, level: int | None = None) -> SearchResult:
+        from pipeline.query.global_search import global_search
+
+        return global_search(self, self._check_query(query), level)
+
+
+def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k highest scores, best first; ties broken by index (deterministic)."""
+    n = scores.shape[0]
+    k = min(k, n)
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    if k < n:
+        part = np.argpartition(-scores, k - 1)[:k]
+        # Include every tie of the k-th score so the final order does not depend on partition.
+        kth = scores[part].min()
+        part = np.flatnonzero(scores >= kth)
+    else:
+        part = np.arange(n)
+    order = np.lexsort((part, -scores[part]))
+    return part[order][:k]
+
+
+def idf_weight(df: float) -> float:
+    return 1.0 / math.log1p(max(df, 1.0))

@@ -1,0 +1,350 @@
+"""Local search (GraphRAG / RAGU local): entities -> relations, neighbours, reports -> sources.
+
+1. The query's entities: by name (casefolded n-grams of the query against entity titles
+   and aliases) and by embedding (nearest entity descriptions).
+2. Text units are ranked by graph evidence blended with dense similarity: personalised
+   PageRank over the text unit–entity bipartite graph, its restart mass on the query's
+   entities (weighted ~1/log(document frequency), so common entities matter less) and
+   on the top dense units. Mass flows unit -> shared entity -> unit, so a passage that
+   shares a bridge entity with a relevant one is found even when it shares no words
+   with the query (multi-hop questions).
+3. The context is built GraphRAG-style within a token budget: Entities, Relationships,
+   Reports, Sources tables with human-readable ids; the records carry provenance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+
+from pipeline.query.result import SearchResult, render_table
+from pipeline.query.text import extractive_answer
+from pipeline.tokens import count_tokens, truncate_tokens
+
+if TYPE_CHECKING:
+    from pipeline.query.index import GraphIndex
+
+
+@dataclass(frozen=True)
+class LocalParams:
+    """Ranking knobs of local search (tuned on MuSiQue; see benchmarks/retrieval.py)."""
+
+    damping: float = 0.85  # PageRank continuation probability (1 - restart)
+    graph_weight: float = 0.7  # blend: graph_weight * PPR (max-normalised) + rest * cosine
+    dense_seeds: int = 5  # top dense units added to the restart set
+    dense_seed_mass: float = 1.0  # their share of the restart mass vs name-matched entities
+    entity_sim_mass: float = 0.5  # share given to embedding-matched entities
+    min_entity_sim: float = 0.35  # an entity description must be this close to count
+    name_mass: float = 1.0  # share given to entities named in the query
+    common_word_factor: float = 0.1  # weight of a lower-case query word matching a name
+    idf_power: float = 1.0  # restart weight of an entity = (1 / log(1 + df)) ** idf_power
+    answer_units: int = 3
+    answer_sentences: int = 3
+
+
+DEFAULT_PARAMS = LocalParams()
+
+
+def rank_units(
+    index: GraphIndex, query: str, qvec: np.ndarray, params: LocalParams, trace: list[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]:
+    """(blended unit scores, dense unit sims, PPR entity scores, matched entity rows->name)."""
+    from pipeline.query.index import top_indices
+
+    sims = index.similarities(index.unit_vectors, qvec)
+    g = index.unit_entity_graph
+    n_u, n_e = g.n_units, g.n_entities
+    reset = np.zeros(n_u + n_e, dtype=np.float64)
+
+    matches = index.match_entities(query) if n_e else []
+    matched_rows = {m.row: m.key for m in matches}
+    if matches and params.name_mass > 0:
+        rows = np.array([m.row for m in matches], dtype=np.int64)
+        proper = np.array([1.0 if m.proper else params.common_word_factor for m in matches])
+        w = g.entity_weight[rows] ** params.idf_power * proper
+        if w.sum() > 0:
+            np.add.at(reset, n_u + rows, params.name_mass * w / w.sum())
+        names = sorted({k for k in matched_rows.values()})
+        trace.append(f"name match: {len(rows)} entities ({', '.join(names[:10])})")
+
+    if n_e and params.entity_sim_mass > 0:
+        esims = index.similarities(index.entity_vectors, qvec)
+        top = top_indices(esims, index.settings.query.top_k_entities)
+        top = top[esims[top] >= params.min_entity_sim]
+        if top.size:
+            w = esims[top] * g.entity_weight[top] ** params.idf_power
+            reset[n_u + top] += params.entity_sim_mass * w / w.sum()
+            trace.append(
+                f"embedding match: {top.size} entities (cosine >= {params.min_entity_sim})"
+            )
+
+    seeds = top_indices(sims, params.dense_seeds)
+    if seeds.size and params.dense_seed_mass > 0:
+        w = np.maximum(sims[seeds], 1e-6).astype(np.float64)
+        reset[seeds] += params.dense_seed_mass * w / w.sum()
+        trace.append(f"dense seeds: top {seeds.size} text units")
+
+    ent_scores = np.zeros(n_e, dtype=np.float64)
+    if n_e and reset[n_u:].sum() + reset[:n_u].sum() > 0 and g.graph.ecount():
+        ppr = np.asarray(
+            g.graph.personalized_pagerank(
+                damping=params.damping,
+                reset=reset.tolist(),
+                weights="weight",
+                implementation="prpack",
+            )
+        )
+        unit_ppr, ent_scores = ppr[:n_u], ppr[n_u:]
+        top_ppr = unit_ppr.max()
+        graph = unit_ppr / top_ppr if top_ppr > 0 else unit_ppr
+        scores = params.graph_weight * graph + (1 - params.graph_weight) * sims
+        trace.append(
+            f"personalised PageRank over {n_u} units + {n_e} entities "
+            f"(damping {params.damping}), blended {params.graph_weight:.2f} with cosine"
+        )
+    else:
+        scores = sims.astype(np.float64)
+        trace.append("no entity graph: ranked by dense similarity alone")
+    return scores, sims, ent_scores, matched_rows
+
+
+def local_search(
+    index: GraphIndex,
+    query: str,
+    top_k: int | None = None,
+    params: LocalParams = DEFAULT_PARAMS,
+) -> SearchResult:
+    from pipeline.query.index import top_indices
+
+    if index.is_empty:
+        return index.empty_result(query, "local")
+    qs = index.settings.query
+    top_k = top_k or qs.top_k_units
+    trace = [f"embedded query with {index.embedder.model_id}"]
+    qvec = index.embed_query(query)
+    scores, sims, ent_scores, matched = rank_units(index, query, qvec, params, trace)
+    unit_rows = top_indices(scores, top_k)
+
+    # ---- context within the token budget -----------------------------------------------
+    budget = qs.max_context_tokens
+    unit_budget = int(budget * qs.text_unit_prop)
+    report_budget = int(budget * qs.community_prop)
+    graph_budget = budget - unit_budget - report_budget
+
+    ent_rows = _select_entities(ent_scores, matched, qs.top_k_entities)
+    records: list[dict[str, Any]] = []
+    sections: list[str] = []
+
+    ent_section, ent_records, used = _entities_section(
+        index, ent_rows, ent_scores, matched, graph_budget // 2
+    )
+    rel_section, rel_records, _ = _relationships_section(
+        index, ent_rows, ent_scores, graph_budget - used
+    )
+    rep_section, rep_records, _ = _reports_section(index, ent_rows, report_budget)
+    src_section, src_records = _sources_section(index, unit_rows, scores, sims, unit_budget)
+    for sec, recs in (
+        (ent_section, ent_records),
+        (rel_section, rel_records),
+        (rep_section, rep_records),
+        (src_section, src_records),
+    ):
+        sections.append(sec)
+        records.extend(recs)
+    trace.append(
+        f"context: {len(ent_records)} entities, {len(rel_records)} relationships, "
+        f"{len(rep_records)} reports, {len(src_records)} text units"
+    )
+    context = "\n\n".join(sections)
+
+    mention_titles = [index.entities["title"][r] for r in matched]
+    answer = extractive_answer(
+        query,
+        [r["text"] for r in src_records[: params.answer_units]],
+        max_sentences=params.answer_sentences,
+        must_mention=mention_titles,
+    )
+    trace.append("extractive answer from the top units' sentences mentioning the query entities")
+    ids = index.text_units["id"]
+    return SearchResult(
+        query=query,
+        mode="local",
+        answer=answer or "No sentence of the retrieved text matches the query.",
+        context_text=context,
+        records=records,
+        text_unit_ids=[ids[int(r)] for r in unit_rows],
+        trace=trace,
+        context_tokens=count_tokens(context),
+    )
+
+
+def _select_entities(ent_scores: np.ndarray, matched: dict[int, str], k: int) -> list[int]:
+    """The query's named entities first, then the entities PageRank reached most."""
+    from pipeline.query.index import top_indices
+
+    rows = list(dict.fromkeys(sorted(matched, key=lambda r: (-ent_scores[r], r))))
+    if ent_scores.size:
+        for r in top_indices(ent_scores, k + len(rows)).tolist():
+            if len(rows) >= max(k, len(matched)):
+                break
+            if ent_scores[r] > 0 and r not in rows:
+                rows.append(r)
+    return rows
+
+
+def _entities_section(
+    index: GraphIndex,
+    rows: list[int],
+    ent_scores: np.ndarray,
+    matched: dict[int, str],
+    budget: int,
+) -> tuple[str, list[dict[str, Any]], int]:
+    ents = index.entities
+    table, records, used = [], [], 0
+    for r in rows:
+        e = ents.row(r, named=True)
+        desc = truncate_tokens(e["description"] or "", 100)
+        row = [e["human_readable_id"], e["title"], e["type"], desc, e["degree"]]
+        n = count_tokens(" ".join(map(str, row)))
+        if records and used + n > budget:
+            break
+        used += n
+        table.append(row)
+        records.append(
+            {
+                "kind": "entity",
+                "id": e["id"],
+                "human_readable_id": e["human_readable_id"],
+                "score": float(ent_scores[r]) if ent_scores.size else 0.0,
+                "title": e["title"],
+                "type": e["type"],
+                "text": desc,
+                "matched_name": matched.get(r),
+                **index.provenance_of_units(list(e["text_unit_ids"] or [])),
+            }
+        )
+    header = ["id", "entity", "type", "description", "number of relationships"]
+    return render_table("Entities", header, table), records, used
+
+
+def _relationships_section(
+    index: GraphIndex, ent_rows: list[int], ent_scores: np.ndarray, budget: int
+) -> tuple[str, list[dict[str, Any]], int]:
+    """Relationships touching the selected entities: both ends selected first, then weight."""
+    rels = index.relationships
+    header = ["id", "source", "target", "description", "weight"]
+    if not ent_rows or rels.height == 0:
+        return render_table("Relationships", header, []), [], 0
+    ents = index.entities
+    score_of = pl.DataFrame(
+        {
+            "eid": [ents["id"][r] for r in ent_rows],
+            "s": [float(ent_scores[r]) if ent_scores.size else 0.0 for r in ent_rows],
+        }
+    )
+    cand = (
+        rels.join(score_of.rename({"eid": "source_id", "s": "s1"}), on="source_id", how="left")
+        .join(score_of.rename({"eid": "target_id", "s": "s2"}), on="target_id", how="left")
+        .filter(pl.col("s1").is_not_null() | pl.col("s2").is_not_null())
+        .with_columns(
+            both=(pl.col("s1").is_not_null() & pl.col("s2").is_not_null()).cast(pl.Int8),
+            s=pl.col("s1").fill_null(0) + pl.col("s2").fill_null(0),
+        )
+        .sort(["both", "s", "weight", "human_readable_id"], descending=[True, True, True, False])
+        .head(200)
+    )
+    table, records, used = [], [], 0
+    for rel in cand.iter_rows(named=True):
+        desc = truncate_tokens(rel["description"] or "", 80)
+        row = [rel["human_readable_id"], rel["source"], rel["target"], desc, rel["weight"]]
+        n = count_tokens(" ".join(map(str, row)))
+        if used + n > budget:
+            break
+        used += n
+        table.append(row)
+        records.append(
+            {
+                "kind": "relationship",
+                "id": rel["id"],
+                "human_readable_id": rel["human_readable_id"],
+                "score": float(rel["s"]),
+                "title": f"{rel['source']} -> {rel['target']}",
+                "text": desc,
+                **index.provenance_of_units(list(rel["text_unit_ids"] or [])),
+            }
+        )
+    return render_table("Relationships", header, table), records, used
+
+
+def _reports_section(
+    index: GraphIndex, ent_rows: list[int], budget: int
+) -> tuple[str, list[dict[str, Any]], int]:
+    """Reports of the communities holding the most selected entities (then finer, then rating)."""
+    reps, comms = index.community_reports, index.communities
+    header = ["id", "title", "level", "content"]
+    if not ent_rows or reps.height == 0 or comms.height == 0:
+        return render_table("Reports", header, []), [], 0
+    eids = [index.entities["id"][r] for r in ent_rows]
+    hits = (
+        comms.select("community", "entity_ids", "text_unit_ids")
+        .explode("entity_ids")
+        .filter(pl.col("entity_ids").is_in(eids))
+        .group_by("community")
+        .agg(pl.len().alias("hits"))
+    )
+    units = comms.select("community", "text_unit_ids")
+    cand = (
+        reps.join(hits, on="community", how="inner")
+        .join(units, on="community", how="left")
+        .sort(
+            ["hits", "level", "rating", "community"],
+            descending=[True, True, True, False],
+        )
+    )
+    table, records, used = [], [], 0
+    for rep in cand.iter_rows(named=True):
+        content = rep["summary"] or rep["full_content"] or ""
+        content = truncate_tokens(content, 300)
+        n = count_tokens(content) + 8
+        if used + n > budget:
+            if records:
+                break
+            continue
+        used += n
+        table.append([rep["human_readable_id"], rep["title"], rep["level"], content])
+        records.append(
+            {
+                "kind": "report",
+                "id": rep["id"],
+                "human_readable_id": rep["human_readable_id"],
+                "score": float(rep["hits"]),
+                "title": rep["title"],
+                "text": content,
+                "community": rep["community"],
+                "level": rep["level"],
+                **index.provenance_of_units(list(rep["text_unit_ids"] or [])),
+            }
+        )
+    return render_table("Reports", header, table), records, used
+
+
+def _sources_section(
+    index: GraphIndex,
+    unit_rows: np.ndarray,
+    scores: np.ndarray,
+    sims: np.ndarray,
+    budget: int,
+) -> tuple[str, list[dict[str, Any]]]:
+    table, records, used = [], [], 0
+    for rank, row in enumerate(unit_rows.tolist()):
+        rec = index.unit_record(row, float(scores[row]), rank=rank + 1, dense=float(sims[row]))
+        n = rec["n_tokens"] or count_tokens(rec["text"])
+        if records and used + n > budget:
+            break
+        used += n
+        records.append(rec)
+        table.append([rec["human_readable_id"], rec["document_title"], rec["text"]])
+    return render_table("Sources", ["id", "document", "text"], table), records

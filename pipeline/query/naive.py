@@ -1,0 +1,55 @@
+"""Naive search: dense retrieval over text units, the baseline every benchmark compares against."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pipeline.query.result import SearchResult, render_table
+from pipeline.query.text import extractive_answer
+from pipeline.tokens import count_tokens
+
+if TYPE_CHECKING:
+    from pipeline.query.index import GraphIndex
+
+ANSWER_UNITS = 3  # the extractive answer reads the best sentences of this many top units
+ANSWER_SENTENCES = 3
+
+
+def naive_search(index: GraphIndex, query: str, top_k: int | None = None) -> SearchResult:
+    from pipeline.query.index import top_indices
+
+    if index.is_empty:
+        return index.empty_result(query, "naive")
+    qs = index.settings.query
+    top_k = top_k or qs.top_k_units
+    trace = [f"embedded query with {index.embedder.model_id}"]
+    sims = index.similarities(index.unit_vectors, index.embed_query(query))
+    rows = top_indices(sims, top_k)
+    trace.append(f"dense search over {sims.shape[0]} text units -> top {len(rows)}")
+
+    budget = qs.max_context_tokens
+    records, table_rows, used = [], [], 0
+    for rank, row in enumerate(rows.tolist()):
+        rec = index.unit_record(row, float(sims[row]), rank=rank + 1)
+        n = rec["n_tokens"] or count_tokens(rec["text"])
+        if records and used + n > budget:
+            trace.append(f"context budget {budget} tokens reached after {len(records)} units")
+            break
+        used += n
+        records.append(rec)
+        table_rows.append([rec["human_readable_id"], rec["document_title"], rec["text"]])
+    context = render_table("Sources", ["id", "document", "text"], table_rows)
+    answer = extractive_answer(
+        query, [r["text"] for r in records[:ANSWER_UNITS]], max_sentences=ANSWER_SENTENCES
+    )
+    trace.append("extractive answer from the top units' best sentences")
+    return SearchResult(
+        query=query,
+        mode="naive",
+        answer=answer or "No sentence of the retrieved text matches the query's words.",
+        context_text=context,
+        records=records,
+        text_unit_ids=[index.text_units["id"][int(r)] for r in rows],
+        trace=trace,
+        context_tokens=count_tokens(context),
+    )

@@ -1,0 +1,46 @@
+"""The one result shape every search mode returns, and the context-table rendering they share."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class SearchResult:
+    """What a search produced: the answer, the exact context an LLM would get, and why.
+
+    `records` carry kind (text_unit / entity / relationship / report), id,
+    human_readable_id, score, text or title, and provenance (document_id,
+    document_title, source_path, pages). `text_unit_ids` is the ranked unit list that
+    retrieval benchmarks score; `trace` lists the actions taken, in order.
+    """
+
+    query: str
+    mode: str
+    answer: str
+    context_text: str = ""
+    records: list[dict[str, Any]] = field(default_factory=list)
+    text_unit_ids: list[str] = field(default_factory=list)
+    trace: list[str] = field(default_factory=list)
+    context_tokens: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, default=str, **kwargs)
+
+
+def _cell(value: Any) -> str:
+    """One table cell on one line: the delimiter and newlines would break the row."""
+    text = "" if value is None else str(value)
+    return text.replace("\r", " ").replace("\n", " ").replace("|", "/")
+
+
+def render_table(title: str, header: list[str], rows: list[list[Any]]) -> str:
+    """A GraphRAG-style context section: '-----Title-----' then '|'-delimited rows."""
+    lines = [f"-----{title}-----", "|".join(header)]
+    lines.extend("|".join(_cell(v) for v in row) for row in rows)
+    return "\n".join(lines)

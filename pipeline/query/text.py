@@ -1,0 +1,96 @@
+"""Query-side text helpers: word tokens, name keys, sentence split, extractive answers.
+
+Offline mode answers by extraction: the sentences of the retrieved text that share the
+most (rarer) words with the query. Cheap (no model call) and always grounded.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Sentence end: . ! ? … (optionally closing quotes/brackets) followed by space, or a newline.
+_SENT_END = re.compile(r"(?<=[.!?…])[\"'»”)\]]*\s+|\n+")
+
+# Function words that never identify anything (English + Russian); used to skip
+# meaningless name matches ("The", "Who") and to weight answer sentences.
+STOPWORDS = frozenset(
+    ["a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "could", "did", "do", "does", "for", "from", "had", "has", "have", "he", "her", "his", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no", "not", "of", "on", "or", "our", "she", "so", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "whom", "whose", "why", "will", "with", "would", "you", "your", "about", "after", "before", "between", "during", "also", "other", "such", "only", "same", "some", "first", "last", "one", "two", "many", "much", "more", "most", "и", "в", "во", "не", "что", "он", "на", "я", "с", "со", "как", "а", "то", "все", "она", "так", "его", "но", "да", "ты", "к", "у", "же", "вы", "за", "бы", "по", "только", "ее", "мне", "было", "вот", "от", "меня", "еще", "нет", "о", "из", "ему", "теперь", "когда", "даже", "ну", "вдруг", "ли", "если", "уже", "или", "ни", "быть", "был", "него", "до", "вас", "нибудь", "опять", "уж", "вам", "ведь", "там", "потом", "себя", "ничего", "ей", "может", "они", "тут", "где", "есть", "надо", "ней", "для", "мы", "тебя", "их", "чем", "была", "сам", "чтоб", "без", "будто", "чего", "раз", "тоже", "себе", "под", "будет", "ж", "тогда", "кто", "этот", "того", "потому", "этого", "какой", "совсем", "ним", "здесь", "этом", "один", "почти", "мой", "тем", "чтобы", "нее", "сейчас", "были", "куда", "зачем", "всех", "никогда", "можно", "при", "наконец", "два", "об", "другой", "хоть", "после", "над", "больше", "тот", "через", "эти", "нас", "про", "всего", "них", "какая", "много", "разве", "три", "эту", "моя", "впрочем", "хорошо", "свою", "этой", "перед", "иногда", "лучше", "чуть", "том", "нельзя", "такой", "им", "более", "всегда", "конечно", "всю", "между"]
+)
+
+
+def words(text: str) -> list[str]:
+    """Casefolded word tokens (Unicode letters and digits)."""
+    return _WORD.findall(text.casefold())
+
+
+def fold(word: str) -> str:
+    """Casefold and drop accents, so 'Aschenbrödel' matches 'Aschenbrodel' (and ё matches е)."""
+    word = word.casefold()
+    if word.isascii():
+        return word
+    decomposed = unicodedata.normalize("NFKD", word)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def raw_words(text: str) -> list[str]:
+    """Word tokens as written (case kept)."""
+    return _WORD.findall(text)
+
+
+def name_key(name: str) -> str:
+    """The key a name is matched on: folded words joined by one space."""
+    return " ".join(fold(w) for w in raw_words(name))
+
+
+def is_stop_key(key: str) -> bool:
+    """A key made only of function words (or too short to name anything)."""
+    parts = key.split()
+    return not parts or len(key) < 2 or all(p in STOPWORDS for p in parts)
+
+
+def split_sentences(text: str) -> list[str]:
+    parts = (s.strip() for s in _SENT_END.split(text))
+    return [s for s in parts if len(s) > 1]
+
+
+def extractive_answer(
+    query: str,
+    passages: list[str],
+    max_sentences: int = 3,
+    must_mention: list[str] | None = None,
+) -> str:
+    """The sentences of `passages` (best first) that best cover the query's content words.
+
+    A sentence scores the idf-like weight of the query words it contains (rarer across
+    the candidates = more telling), plus a bonus when it mentions one of `must_mention`
+    (the query's entities), with earlier passages winning ties. Returns them joined in
+    score order; empty when nothing overlaps.
+    """
+    qwords = {w for w in words(query) if w not in STOPWORDS}
+    mentions = [m for m in (name_key(x) for x in must_mention or []) if m]
+    cands: list[tuple[int, int, str, set[str]]] = []
+    for pi, passage in enumerate(passages):
+        for si, sent in enumerate(split_sentences(passage)):
+            cands.append((pi, si, sent, set(words(sent))))
+    if not cands or not (qwords or mentions):
+        return ""
+    df = {w: sum(1 for c in cands if w in c[3]) for w in qwords}
+    n = len(cands)
+    scored = []
+    seen: set[str] = set()
+    for pi, si, sent, ws in cands:
+        key = sent.casefold()
+        if key in seen:
+            continue
+        seen.add(key)
+        score = sum(math.log(1 + n / df[w]) for w in qwords & ws if df[w])
+        if mentions:
+            padded = " " + " ".join(words(sent)) + " "
+            score += sum(1.0 for m in mentions if f" {m} " in padded)
+        if score > 0:
+            scored.append((-score, pi, si, sent))
+    scored.sort()
+    return " ".join(s[3] for s in scored[:max_sentences])
