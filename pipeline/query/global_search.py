@@ -135,7 +135,8 @@ def _answer_part(rep: dict[str, Any]) -> str:
             text = f"{text} {first}".strip()
     if not text:
         text = truncate_tokens(rep["full_content"] or "", 80)
-    return f"- {rep['title']}: {text} [report {rep['human_readable_id']}, rating {rep['query_rating']}]"
+    cite = f"[report {rep['human_readable_id']}, rating {rep['query_rating']}]"
+    return f"- {rep['title']}: {text} {cite}"
 
 
 def _record(index: GraphIndex, rep: dict[str, Any], content: str, units: list[str]) -> dict:
