@@ -60,15 +60,11 @@ def write_inputs(corpus: list[dict], input_dir: Path) -> None:
 
 def build_index(work: Path) -> Path:
     from assets.run import run_index
-    from pipeline.config import load_settings
 
     corpus, _, _ = load_musique()
     write_inputs(corpus, work / "input")
-    settings = load_settings(
-        overrides={"input_dir": str(work / "input"), "output_dir": str(work / "output")}
-    )
     t0 = time.perf_counter()
-    run_index(settings)
+    run_index(input_dir=str(work / "input"), output_dir=str(work / "output"))
     print(f"indexed {len(corpus)} passages in {time.perf_counter() - t0:.1f} s -> {work}/output")
     return work / "output"
 

@@ -140,5 +140,5 @@ def read_vectors(output_dir: str | Path, name: str) -> tuple[list[str], np.ndarr
 
 
 def _table_names(db) -> list[str]:
-    names = db.table_names() if hasattr(db, "table_names") else db.list_tables()
+    names = db.list_tables()
     return list(getattr(names, "tables", names))

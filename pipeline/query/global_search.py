@@ -67,13 +67,13 @@ def global_search(index: GraphIndex, query: str, level: int | None = None) -> Se
         + " by embedding similarity (0-10)"
     )
     qvec = index.embed_query(query)
-    sims = index.similarities(vecs, qvec)
+    sims = index.similarities(vecs, qvec).astype(np.float64)
     ratings = rate(sims)
     frame = (
         reps.with_row_index("row")
         .with_columns(
-            similarity=pl.Series(sims.astype(np.float64)),
-            query_rating=pl.Series(ratings.astype(np.float64)),
+            similarity=pl.Series(sims),
+            query_rating=pl.Series(ratings),
         )
         .filter(pl.Series(mask))
     )

@@ -1,0 +1,158 @@
+"""Embedder, embedding cache and Lance vector tables."""
+
+from __future__ import annotations
+
+import hashlib
+
+import lancedb
+import numpy as np
+import polars as pl
+import pytest
+
+from pipeline import schemas, store
+from pipeline.config import PACKAGED_MODEL, EmbeddingSettings
+from pipeline.embed import CachedEmbedder, Embedder, get_embedder, resolve_model
+from pipeline.vectors import (
+    build_vector_table,
+    build_vector_tables,
+    embedding_text,
+    read_vectors,
+)
+
+
+class FakeEmbedder:
+    """Deterministic hash vectors; counts what reaches the 'model'."""
+
+    def __init__(self, dim: int = 8, model_id: str = "fake-model"):
+        self._dim = dim
+        self._model_id = model_id
+        self.calls: list[list[str]] = []
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            seed = int.from_bytes(hashlib.sha256((self._model_id + t).encode()).digest()[:4])
+            v = np.random.default_rng(seed).standard_normal(self._dim)
+            out[i] = v / np.linalg.norm(v)
+        return out
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Embedder:
+    return get_embedder(EmbeddingSettings())
+
+
+def test_packaged_model_embeds_normalised_vectors(minilm: Embedder):
+    assert minilm.model_id == resolve_model(PACKAGED_MODEL)
+    assert isinstance(minilm.model_id, str) and minilm.model_id.endswith("model")
+    vecs = minilm.embed(["The cat sat on the mat.", "Кошка сидела на коврике.", "Stock prices"])
+    assert vecs.shape == (3, 384) and vecs.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    assert minilm.dim == 384
+    # Related sentences are closer than unrelated ones.
+    assert vecs[0] @ vecs[1] > vecs[0] @ vecs[2] - 0.5
+    assert minilm.embed([]).shape == (0, 384)
+
+
+def test_get_embedder_is_one_per_model_and_device(minilm: Embedder):
+    assert get_embedder(EmbeddingSettings()) is minilm
+    other = get_embedder(EmbeddingSettings(model="/nonexistent/model", device="cpu"))
+    assert other is not minilm and other.model_id == "/nonexistent/model"
+
+
+def test_cache_skips_seen_texts_and_keeps_order(tmp_path):
+    fake = FakeEmbedder()
+    cached = CachedEmbedder(fake, tmp_path / "cache")
+    first = cached.embed(["a", "b", "a", "c"])
+    assert fake.calls == [["a", "b", "c"]]  # duplicates embedded once
+    np.testing.assert_array_equal(first[0], first[2])
+
+    # A new CachedEmbedder (a new run) reads the shards: only "d" reaches the model.
+    again = CachedEmbedder(fake, tmp_path / "cache")
+    second = again.embed(["c", "d", "a"])
+    assert fake.calls[-1] == ["d"]
+    np.testing.assert_array_equal(second[0], first[3])
+    np.testing.assert_array_equal(second[2], first[0])
+    np.testing.assert_array_equal(second[1], fake.embed(["d"])[0])
+    assert (again.hits, again.misses) == (2, 1)
+    assert again.embed([]).shape == (0, 8)
+
+    # No temp files left behind; another model's vectors never serve this one.
+    assert not list((tmp_path / "cache").rglob("*.tmp"))
+    other = FakeEmbedder(dim=4, model_id="other")
+    out = CachedEmbedder(other, tmp_path / "cache").embed(["a"])
+    assert out.shape == (1, 4) and other.calls == [["a"]]
+
+
+def _frames() -> dict[str, pl.DataFrame]:
+    tu = pl.DataFrame(
+        {"id": ["u1", "u2"], "text": ["Cats purr softly.", "Ёжики живут в лесу."]}
+    ).with_columns(document_id=pl.lit("d1"))
+    ents = pl.DataFrame(
+        {
+            "id": ["e1"],
+            "title": ["CAT"],
+            "type": ["ANIMAL"],
+            "description": ["a small domesticated feline " * 80],
+        }
+    )
+    rels = pl.DataFrame(
+        {"id": ["r1"], "source": ["CAT"], "target": ["MOUSE"], "description": ["chases"]}
+    )
+    reps = pl.DataFrame(
+        {
+            "id": ["c1"],
+            "title": ["Animals"],
+            "summary": ["Cats and hedgehogs."],
+            "full_content": [""],
+            "community": [3],
+            "level": [0],
+        }
+    )
+    return {"text_units": tu, "entities": ents, "relationships": rels, "community_reports": reps}
+
+
+def test_embedding_text_renders_and_truncates():
+    f = _frames()
+    ent = embedding_text("entities", f["entities"])[0]
+    assert ent.startswith("CAT (ANIMAL): a small domesticated feline")
+    assert len(ent.split()) < 120  # the 400-word description is cut to ~100 tokens
+    assert embedding_text("relationships", f["relationships"]) == ["CAT -> MOUSE: chases"]
+    # An empty full_content falls back to title + summary.
+    assert embedding_text("community_reports", f["community_reports"]) == [
+        "Animals\nCats and hedgehogs."
+    ]
+    with pytest.raises(ValueError):
+        embedding_text("documents", f["text_units"])
+
+
+def test_vector_tables_have_explicit_schema_fts_and_roundtrip(tmp_path):
+    fake = FakeEmbedder(dim=8)
+    f = _frames()
+    counts = build_vector_tables(
+        tmp_path, f["text_units"], f["entities"], f["relationships"], f["community_reports"], fake
+    )
+    assert counts == {"text_units": 2, "entities": 1, "relationships": 1, "community_reports": 1}
+    db = lancedb.connect(str(tmp_path / store.LANCE_DIR))
+    for name in counts:
+        tbl = db.open_table(name)
+        assert tbl.schema == schemas.vector_schema(8, schemas.VECTOR_TABLES[name])
+    hits = db.open_table("text_units").search("purr", query_type="fts").limit(3).to_arrow()
+    assert hits["id"].to_pylist() == ["u1"]
+    ids, mat = read_vectors(tmp_path, "text_units")
+    assert ids == ["u1", "u2"] and mat.shape == (2, 8)
+    np.testing.assert_allclose(mat, fake.embed(["Cats purr softly.", "Ёжики живут в лесу."]))
+
+    # An empty frame still makes a (typed, empty) table; a missing table reads as empty.
+    assert build_vector_table(tmp_path, "entities", f["entities"].clear(), fake) == 0
+    assert db.open_table("entities").count_rows() == 0
+    assert read_vectors(tmp_path, "nope")[0] == []
