@@ -232,8 +232,15 @@ EVENT_WORDS = _words(
     |election|elections|crisis|massacre|siege|summit|expo|tournament|grand prix|rebellion
     |uprising|coup|conquest|invasion|riots|marathon|derby|contest|reign|era|age|reformation
     |renaissance|crusade|crusades|holocaust|genocide|blitz|offensive|campaign|expedition
-    |olympiad|world series|super bowl|eurovision
+    |olympiad|world series|super bowl|eurovision|conference|conferences|symposium|exhibition
+    |exposition|congresses|lectures|trial
     |война|битва|революция|олимпиада|чемпионат|кубок|фестиваль|выборы|саммит|восстание"""
+)
+# Fields of study: "Nobel Prize in Physics" names a subject, not a place.
+DISCIPLINES = _words(
+    """physics|chemistry|medicine|physiology|literature|economics|mathematics|biology|peace
+    |philosophy|history|astronomy|geology|engineering|law|theology|physiology or medicine
+    |физика|химия|медицина|литература|экономика|математика|биология|философия|история"""
 )
 LAW_WORDS = _words("act|treaty|constitution|amendment|code|law|bill|charter|закон|кодекс|договор")
 AWARD_WORDS = _words(

@@ -429,6 +429,8 @@ def _type_span(
             return "NATIONALITY", 3.0
     if key in _HOLIDAYS:
         return "EVENT", 3.0
+    if key in gz.DISCIPLINES:
+        return "CONCEPT", 3.0
     nxt = _next_words(sentence, end, 2)
     prev = _prev_words(sentence, start, 2)
     if key in _LANGUAGES and (
