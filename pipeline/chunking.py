@@ -274,7 +274,12 @@ def _split_long(text: str, start: int, end: int, limit: int) -> list[tuple[int, 
         if offsets[first_tok] < cut:
             first_tok += 1
     out.append((start + offsets[first_tok], end))
-    return out
+    trimmed = []
+    for a, b in out:  # pieces start at the space a cut left behind: trim like sentences
+        part = text[a:b]
+        a += len(part) - len(part.lstrip())
+        trimmed.append((a, a + len(part.strip())))
+    return [(a, b) for a, b in trimmed if b > a]
 
 
 class SimpleChunker:
@@ -362,12 +367,14 @@ class SimpleChunker:
 
     def _best_split(self, a: int, b: int, cum: list[int], scores: list[float]) -> int:
         """The best-scoring boundary inside sentences a..b-1 that leaves both sides a fair size
-        (any inner boundary when none does): a choice made by the span's own content."""
+        (>= min_size each when possible): a choice made by the span's own content."""
         body = cum[b] - cum[a]
-        lo_tok = min(self.window // 2, body // 4)
         inner = range(a, b - 1)
-        fair = [i for i in inner if lo_tok <= cum[i + 1] - cum[a] <= body - lo_tok]
-        return max(fair or inner, key=lambda i: (scores[i], -i))
+        for lo_tok in (min(self.window, body // 2), body // 4, 0):
+            fair = [i for i in inner if lo_tok <= cum[i + 1] - cum[a] <= body - lo_tok]
+            if fair:
+                return max(fair, key=lambda i: (scores[i], -i))
+        return a
 
     def _fit(self, a: int, b: int, cum, scores, toks, levels) -> list[tuple[int, int]]:
         """Body sentences a..b-1 as spans that fit `chunk_size` with their overlap."""

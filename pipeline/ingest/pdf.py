@@ -44,19 +44,25 @@ def load_pdf(path: Path, data: bytes) -> LoadedDoc:
             raise LoadError("encrypted PDF (password required)")
         if doc.page_count == 0:
             raise LoadError("PDF has no pages")
+        repaired = bool(getattr(doc, "is_repaired", False))
         pages = [_page_text(p) for p in doc]
         labels = [p.get_label() for p in doc]
         raw_meta = doc.metadata or {}
         toc_len = len(doc.get_toc())
+    messages = _mupdf_messages()
     if not any(t.strip() for t in pages):
+        if repaired:  # e.g. a truncated file: MuPDF rebuilt a skeleton with no readable content
+            raise LoadError(f"corrupt PDF: repaired by MuPDF but no text recovered ({messages})")
         raise LoadError("no text layer (image-only PDF; OCR not configured)")
 
     warnings: list[str] = []
     empty = sum(1 for t in pages if not t.strip())
     if empty:
         warnings.append(f"{empty} page{'s' if empty > 1 else ''} without text")
-    if detail := _mupdf_messages():
-        warnings.append(f"mupdf: {detail}")
+    if repaired:
+        warnings.append("damaged PDF repaired by MuPDF")
+    if messages:
+        warnings.append(f"mupdf: {messages}")
 
     meta: dict[str, Any] = {k: raw_meta[k] for k in _META_KEYS if raw_meta.get(k)}
     if raw_meta.get("format"):
