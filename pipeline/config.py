@@ -21,10 +21,14 @@ class ChunkingSettings(BaseModel):
     chunk_size: int = Field(300, description="target max tokens (o200k) per text unit")
     overlap: int = Field(30, description="tokens of trailing sentences repeated at the next unit")
     min_size: int = Field(
-        100, description="a content-defined cut is allowed only after this many tokens"
+        100,
+        description="content-defined cuts are at least this many tokens apart (the anchor "
+        "window); only forced splits of an over-long span or the last unit may be shorter",
     )
     cut_divisor: int = Field(
-        3, description="a sentence end is a cut point when its hash % divisor == 0"
+        3,
+        description="a sentence end inside a paragraph is a cut candidate when its hash % "
+        "divisor == 0 (paragraph, page and heading boundaries always are)",
     )
 
 
