@@ -15,8 +15,8 @@ How:
    within `min_size` tokens on either side (a local maximum, as in LMC/AE content-defined
    chunking). Whether a boundary is an anchor depends only on the text within `min_size` tokens
    of it, so anchors far from an edit never move, and anchors are at least `min_size` apart.
-   Sentence ends inside a paragraph compete only when their hash is divisible by `cut_divisor`
-   (fewer, stronger candidates: paragraph ends win where they exist).
+   Sentence ends inside a paragraph are full candidates only when their hash is divisible by
+   `cut_divisor`; the others rank below every candidate (paragraph ends win where they exist).
 3. A span between anchors that does not fit `chunk_size` (with its overlap) is split at its
    best-scoring inner boundary, recursively: again a choice made by the span's own content.
 4. Each chunk after the first starts with the previous chunk's trailing whole sentences
