@@ -254,6 +254,9 @@ def test_name_match_is_accent_and_case_insensitive_longest_first(index: GraphInd
     assert keys == ["muhlhausen", "golden gate bridge"]  # not also a bare "bridge"
     assert [m.proper for m in matches] == [False, True]
     assert index.match_entities("what did quintessa build")[0].key == "quintessa"  # alias
+    # Document titles are names too (rows are text unit rows).
+    titles = index.match_titles("Is the Golden Gate like the Eiffel?")
+    assert [(m.key, m.row) for m in titles] == [("golden gate", 2), ("eiffel", 9)]
 
 
 def test_global_search_rates_sorts_and_drops_zeros(index: GraphIndex):

@@ -21,6 +21,7 @@ import polars as pl
 from pipeline import store, vectors
 from pipeline.config import Settings, load_settings
 from pipeline.embed import Embedder, get_embedder
+from pipeline.query.ppr import UnitEntityGraph
 from pipeline.query.result import SearchResult
 from pipeline.query.text import fold, is_stop_key, name_key, raw_words
 
@@ -29,21 +30,10 @@ MAX_NAME_WORDS = 8
 
 
 @dataclass(frozen=True)
-class EntityMatch:
-    row: int  # entity row in the entities table
+class NameMatch:
+    row: int  # entity row (match_entities) or text unit row (match_titles)
     key: str  # the folded name that matched
     proper: bool  # written like a name in the query (capitalised / digits)
-
-
-@dataclass
-class UnitEntityGraph:
-    """Bipartite graph: vertices 0..n_units-1 are text units, then one vertex per entity."""
-
-    graph: Any  # igraph.Graph
-    n_units: int
-    n_entities: int
-    entity_df: np.ndarray  # number of text units each entity occurs in
-    entity_weight: np.ndarray  # 1 / log(1 + df): rare entities link more specifically
 
 
 class GraphIndex:
@@ -241,68 +231,49 @@ class GraphIndex:
 
     @cached_property
     def unit_entity_graph(self) -> UnitEntityGraph:
-        import igraph as ig
-
-        n_units, n_ents = self.text_units.height, self.entities.height
         pairs = self.entity_units
-        df = np.bincount(pairs["entity_row"].to_numpy(), minlength=n_ents).astype(np.float64)
-        weight = 1.0 / np.log1p(np.maximum(df, 1.0))
-        src = pairs["unit_row"].to_numpy()
-        dst = pairs["entity_row"].to_numpy() + n_units
-        g = ig.Graph(n=n_units + n_ents, edges=np.column_stack([src, dst]).tolist())
-        g.es["weight"] = weight[pairs["entity_row"].to_numpy()].tolist()
-        return UnitEntityGraph(g, n_units, n_ents, df, weight)
+        return UnitEntityGraph.build(
+            self.text_units.height,
+            self.entities.height,
+            pairs["unit_row"].to_numpy(),
+            pairs["entity_row"].to_numpy(),
+        )
 
     @cached_property
     def name_index(self) -> dict[str, list[int]]:
-        """Entity name key (title and aliases, casefolded words) -> entity rows."""
+        """Entity name key (title and aliases, folded words) -> entity rows."""
         ents = self.entities.select("title", "aliases").with_row_index("row")
         names = pl.concat(
             [
                 ents.select("row", pl.col("title").alias("name")),
                 ents.select("row", pl.col("aliases").alias("name")).explode("name"),
             ]
-        ).drop_nulls("name")
-        out: dict[str, list[int]] = {}
-        for row, name in zip(names["row"].to_list(), names["name"].to_list(), strict=True):
-            key = name_key(name)
-            if is_stop_key(key) or (key.isdigit() and len(key) < 3):
-                continue
-            rows = out.setdefault(key, [])
-            if row not in rows:
-                rows.append(row)
-        return out
+        )
+        return _key_index(names)
 
-    def match_entities(self, query: str) -> list[EntityMatch]:
-        """Entities named in the query: greedy longest n-gram match, left to right.
+    @cached_property
+    def title_index(self) -> dict[str, list[int]]:
+        """Document title key -> text unit rows of the documents with that title.
 
-        Folded (casefolded, accent-free) word n-grams of the query are looked up against
-        titles and aliases, so 'new york city' matches 'NEW YORK CITY' and not also
-        'YORK'. A match is `proper` when the query writes it with a capital or digit
-        (past the first word): a stronger sign of a name than a lower-case common word
-        that happens to equal an entity title.
+        A document's title names what the document is about (a Wikipedia-style page
+        title, a heading, a file name), so a query naming it points at its units even
+        when the extractor never produced that title as an entity.
         """
-        raw = raw_words(query)
-        toks = [fold(w) for w in raw]
-        index = self.name_index
-        out: list[EntityMatch] = []
-        i = 0
-        while i < len(toks):
-            for n in range(min(MAX_NAME_WORDS, len(toks) - i), 0, -1):
-                key = " ".join(toks[i : i + n])
-                if key in index:
-                    span = raw[i : i + n]
-                    proper = any(
-                        w[:1].isupper() or w[:1].isdigit()
-                        for j, w in enumerate(span)
-                        if i + j > 0 or n > 1 or w[:1].isdigit()
-                    )
-                    out.extend(EntityMatch(row, key, proper) for row in index[key])
-                    i += n
-                    break
-            else:
-                i += 1
-        return out
+        units = self.text_units.select("document_id").with_row_index("row")
+        names = units.join(
+            self.documents.select(pl.col("id").alias("document_id"), pl.col("title").alias("name")),
+            on="document_id",
+            how="inner",
+        ).select("row", "name")
+        return _key_index(names)
+
+    def match_entities(self, query: str) -> list[NameMatch]:
+        """Entities named in the query (rows of the entities table); see `_greedy_match`."""
+        return _greedy_match(query, self.name_index)
+
+    def match_titles(self, query: str) -> list[NameMatch]:
+        """Document titles named in the query (rows are text unit rows)."""
+        return _greedy_match(query, self.title_index)
 
     # ---- search modes -------------------------------------------------------------------
 
@@ -355,3 +326,47 @@ def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
 
 def idf_weight(df: float) -> float:
     return 1.0 / math.log1p(max(df, 1.0))
+
+
+def _key_index(names: pl.DataFrame) -> dict[str, list[int]]:
+    """(row, name) pairs -> {name key: rows}, skipping keys that cannot name anything."""
+    names = names.drop_nulls("name").unique(maintain_order=True)
+    out: dict[str, list[int]] = {}
+    for row, name in zip(names["row"].to_list(), names["name"].to_list(), strict=True):
+        key = name_key(name)
+        if is_stop_key(key) or (key.isdigit() and len(key) < 3):
+            continue
+        rows = out.setdefault(key, [])
+        if row not in rows:
+            rows.append(row)
+    return out
+
+
+def _greedy_match(query: str, index: dict[str, list[int]]) -> list[NameMatch]:
+    """Names of `index` in the query: greedy longest n-gram match, left to right.
+
+    Folded (casefolded, accent-free) word n-grams of the query are looked up, so 'new
+    york city' matches 'NEW YORK CITY' and not also 'YORK'. A match is `proper` when
+    the query writes it with a capital or digit (past the first word): a stronger sign
+    of a name than a lower-case common word that happens to equal a title.
+    """
+    raw = raw_words(query)
+    toks = [fold(w) for w in raw]
+    out: list[NameMatch] = []
+    i = 0
+    while i < len(toks):
+        for n in range(min(MAX_NAME_WORDS, len(toks) - i), 0, -1):
+            key = " ".join(toks[i : i + n])
+            if key in index:
+                span = raw[i : i + n]
+                proper = any(
+                    w[:1].isupper() or w[:1].isdigit()
+                    for j, w in enumerate(span)
+                    if i + j > 0 or n > 1 or w[:1].isdigit()
+                )
+                out.extend(NameMatch(row, key, proper) for row in index[key])
+                i += n
+                break
+        else:
+            i += 1
+    return out

@@ -39,8 +39,11 @@ class LocalParams:
     entity_sim_mass: float = 0.5  # share given to embedding-matched entities
     min_entity_sim: float = 0.35  # an entity description must be this close to count
     name_mass: float = 1.0  # share given to entities named in the query
+    title_mass: float = 1.0  # share given to units of documents whose title the query names
     common_word_factor: float = 0.1  # weight of a lower-case query word matching a name
     idf_power: float = 1.0  # restart weight of an entity = (1 / log(1 + df)) ** idf_power
+    hops: int = 2  # PageRank runs on the units this many unit->entity->unit steps away
+    max_df: int = 1000  # entities in more units than this are not expanded through
     answer_units: int = 3
     answer_sentences: int = 3
 
@@ -70,6 +73,25 @@ def rank_units(
         names = sorted({k for k in matched_rows.values()})
         trace.append(f"name match: {len(rows)} entities ({', '.join(names[:10])})")
 
+    titles = index.match_titles(query) if params.title_mass > 0 else []
+    if titles:
+        rows = np.array([m.row for m in titles], dtype=np.int64)
+        per_key: dict[str, int] = {}
+        for m in titles:
+            per_key[m.key] = per_key.get(m.key, 0) + 1
+        w = np.array(
+            [
+                (1.0 if m.proper else params.common_word_factor)
+                / per_key[m.key]
+                / np.log1p(per_key[m.key])
+                for m in titles
+            ]
+        )
+        if w.sum() > 0:
+            np.add.at(reset, rows, params.title_mass * w / w.sum())
+            names = sorted({m.key for m in titles})
+            trace.append(f"title match: {len(names)} document titles ({', '.join(names[:10])})")
+
     if n_e and params.entity_sim_mass > 0:
         esims = index.similarities(index.entity_vectors, qvec)
         top = top_indices(esims, index.settings.query.top_k_entities)
@@ -87,23 +109,17 @@ def rank_units(
         reset[seeds] += params.dense_seed_mass * w / w.sum()
         trace.append(f"dense seeds: top {seeds.size} text units")
 
-    ent_scores = np.zeros(n_e, dtype=np.float64)
-    if n_e and reset[n_u:].sum() + reset[:n_u].sum() > 0 and g.graph.ecount():
-        ppr = np.asarray(
-            g.graph.personalized_pagerank(
-                damping=params.damping,
-                reset=reset.tolist(),
-                weights="weight",
-                implementation="prpack",
-            )
-        )
-        unit_ppr, ent_scores = ppr[:n_u], ppr[n_u:]
-        top_ppr = unit_ppr.max()
-        graph = unit_ppr / top_ppr if top_ppr > 0 else unit_ppr
+    unit_ppr, ent_scores = g.personalized_pagerank(
+        reset[:n_u], reset[n_u:], params.damping, hops=params.hops, max_df=params.max_df
+    )
+    top_ppr = unit_ppr.max() if n_u else 0.0
+    if top_ppr > 0:
+        graph = unit_ppr / top_ppr
         scores = params.graph_weight * graph + (1 - params.graph_weight) * sims
         trace.append(
-            f"personalised PageRank over {n_u} units + {n_e} entities "
-            f"(damping {params.damping}), blended {params.graph_weight:.2f} with cosine"
+            f"personalised PageRank over {int((unit_ppr > 0).sum())} of {n_u} units "
+            f"(damping {params.damping}, {params.hops} hops), blended "
+            f"{params.graph_weight:.2f} with cosine"
         )
     else:
         scores = sims.astype(np.float64)
