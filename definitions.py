@@ -1,11 +1,9 @@
 """The one place that assembles dagster.Definitions (loaded by `dagster dev` via workspace.yaml)."""
 
-from __future__ import annotations
-
 from dagster import AssetSelection, Definitions, define_asset_job
 
 from assets import index_assets, index_checks
-from assets.run import build_resources
+from resources import build_resources
 
 index_job = define_asset_job(
     "index_job",
@@ -13,9 +11,17 @@ index_job = define_asset_job(
     description="Index the input folder end to end: documents to communities and vectors.",
 )
 
-defs = Definitions(
-    assets=index_assets,
-    asset_checks=index_checks,
-    jobs=[index_job],
-    resources=build_resources(),
-)
+
+def make_definitions(
+    config_path: str | None = None, input_dir: str | None = None, output_dir: str | None = None
+) -> Definitions:
+    """Definitions whose resources read the given settings file and folders."""
+    return Definitions(
+        assets=index_assets,
+        asset_checks=index_checks,
+        jobs=[index_job],
+        resources=build_resources(config_path, input_dir, output_dir),
+    )
+
+
+defs = make_definitions()

@@ -1,26 +1,12 @@
-"""Run the index asset graph in-process: what `docgraph index`, benchmarks and tests call.
+"""Run the index job in-process: what `docgraph index`, benchmarks and tests call.
 
-It is the same asset graph the Dagster UI, schedules and sensors run (no second code
-path); only the resources are built from the caller's folders and config file.
+It is the same `index_job` over the same assets that the Dagster UI, schedules and
+sensors run (no second code path); only the resources get the caller's folders.
 """
 
 import os
 
-from dagster import DagsterInstance, ExecuteInProcessResult, materialize
-
-from assets import index_assets, index_checks
-from resources import DocgraphConfig, EmbedderResource, ParquetIOManager
-
-
-def build_resources(
-    config_path: str | None = None, input_dir: str | None = None, output_dir: str | None = None
-) -> dict[str, object]:
-    config = DocgraphConfig(config_path=config_path, input_dir=input_dir, output_dir=output_dir)
-    return {
-        "docgraph": config,
-        "io_manager": ParquetIOManager(config=config),
-        "embedder": EmbedderResource(config=config),
-    }
+from dagster import DagsterInstance, ExecuteInProcessResult
 
 
 def run_index(
@@ -32,11 +18,9 @@ def run_index(
 ) -> ExecuteInProcessResult:
     """Materialize every asset and run every check. Uses DAGSTER_HOME's instance if set,
     so CLI runs show up in the UI; otherwise an ephemeral one."""
+    from definitions import make_definitions
+
     if instance is None and os.environ.get("DAGSTER_HOME"):
         instance = DagsterInstance.get()
-    return materialize(
-        [*index_assets, *index_checks],
-        resources=build_resources(config_path, input_dir, output_dir),
-        instance=instance,
-        raise_on_error=raise_on_error,
-    )
+    job = make_definitions(config_path, input_dir, output_dir).resolve_job_def("index_job")
+    return job.execute_in_process(instance=instance, raise_on_error=raise_on_error)
