@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pymupdf
 import pytest
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -12,3 +13,28 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared data folder {SHARED_DATA} is absent")
     return SHARED_DATA
+
+
+def write_bad_inputs(folder: Path) -> dict[str, str]:
+    """Bad files next to the good ones; maps file name -> a word its rejection reason holds."""
+    (folder / "empty.txt").write_bytes(b"")
+    (folder / "binary.pdf").write_bytes(bytes(range(256)) * 8)
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "A real page that will be cut short.")
+    (folder / "corrupt.pdf").write_bytes(doc.tobytes()[:200])
+    (folder / "latin1.txt").write_bytes("Caf\xe9 au lait in Z\xfcrich".encode("latin-1"))
+    return {"empty.txt": "empty", "binary.pdf": "pdf", "corrupt.pdf": "pdf", "latin1.txt": "utf-8"}
+
+
+@pytest.fixture(scope="session")
+def sample_index(tmp_path_factory):
+    """The sample corpus plus bad files, indexed once by the real index job."""
+    from assets.run import run_index
+    from pipeline.cli import write_sample_corpus
+
+    root = tmp_path_factory.mktemp("index")
+    inp, out = root / "input", root / "output"
+    write_sample_corpus(inp)
+    bad = write_bad_inputs(inp)
+    result = run_index(input_dir=str(inp), output_dir=str(out))
+    return inp, out, result, bad

@@ -6,33 +6,16 @@ import shutil
 from pathlib import Path
 
 import polars as pl
-import pymupdf
 import pytest
 
 from assets.run import run_index
 from pipeline import store, validate
-from pipeline.cli import write_sample_corpus
 from pipeline.schemas import SEMANTIC_TABLES, TABLES
 
 
-def _bad_inputs(folder: Path) -> dict[str, str]:
-    """Bad files next to the good ones; maps file name -> a word its rejection reason holds."""
-    (folder / "empty.txt").write_bytes(b"")
-    (folder / "binary.pdf").write_bytes(bytes(range(256)) * 8)
-    doc = pymupdf.open()
-    doc.new_page().insert_text((72, 72), "A real page that will be cut short.")
-    (folder / "corrupt.pdf").write_bytes(doc.tobytes()[:200])
-    (folder / "latin1.txt").write_bytes("Caf\xe9 au lait in Z\xfcrich".encode("latin-1"))
-    return {"empty.txt": "empty", "binary.pdf": "", "corrupt.pdf": "", "latin1.txt": "utf-8"}
-
-
 @pytest.fixture(scope="module")
-def indexed(tmp_path_factory) -> tuple[Path, Path, object]:
-    root = tmp_path_factory.mktemp("index")
-    inp, out = root / "input", root / "output"
-    write_sample_corpus(inp)
-    bad = _bad_inputs(inp)
-    result = run_index(input_dir=str(inp), output_dir=str(out))
+def indexed(sample_index) -> tuple[Path, Path, object]:
+    inp, out, result, bad = sample_index
     return inp, out, (result, bad)
 
 

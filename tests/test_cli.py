@@ -1,0 +1,60 @@
+"""The `docgraph` command line over a real index: query modes, --json, check, errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline.cli import main
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("mode", ["naive", "local", "global"])
+def test_query_modes_return_json_with_provenance(sample_index, capsys, mode):
+    _, out, _, _ = sample_index
+    code, stdout, _ = run_cli(
+        capsys, "query", mode, "Who met Marie Curie in Brussels?", "--output", str(out), "--json"
+    )
+    assert code == 0
+    result = json.loads(stdout)
+    assert result["mode"] == mode
+    assert result["records"], "no records"
+    assert result["answer"].strip()
+    assert result["context_text"].strip()
+
+
+def test_local_query_finds_the_solvay_text(sample_index, capsys):
+    _, out, _, _ = sample_index
+    code, stdout, _ = run_cli(
+        capsys, "query", "local", "Solvay Conference Brussels 1911", "--output", str(out), "--json"
+    )
+    assert code == 0
+    records = json.loads(stdout)["records"]
+    sources = {r.get("source_path") for r in records if r.get("kind") == "text_unit"}
+    assert "solvay_conference.txt" in sources
+
+
+def test_check_passes_on_a_good_index(sample_index, capsys):
+    _, out, _, _ = sample_index
+    code, stdout, _ = run_cli(capsys, "check", "--output", str(out))
+    assert code == 0, stdout
+    assert "entities: ok" in stdout
+
+
+def test_query_on_a_missing_index_is_a_clear_error(tmp_path, capsys):
+    code, _, err = run_cli(capsys, "query", "naive", "anything", "--output", str(tmp_path / "no"))
+    assert code == 2
+    assert "docgraph index" in err
+
+
+def test_empty_query_is_refused(sample_index, capsys):
+    _, out, _, _ = sample_index
+    code, _, err = run_cli(capsys, "query", "local", "  ", "--output", str(out))
+    assert code == 2
+    assert "empty query" in err
