@@ -71,6 +71,11 @@ class QuerySettings(BaseModel):
     text_unit_prop: float = 0.5
     community_prop: float = 0.2
     global_top_reports: int = 20
+    local_dense_seeds: int = Field(3, description="top dense units that seed local PageRank")
+    local_damping: float = Field(0.85, description="local PageRank continuation probability")
+    local_graph_weight: float = Field(
+        0.7, description="local ranking = w * PageRank (max-normalised) + (1 - w) * cosine"
+    )
 
 
 class Settings(BaseModel):

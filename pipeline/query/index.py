@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+import scipy.sparse as sp
 
 from pipeline import store, vectors
 from pipeline.config import Settings, load_settings
@@ -240,6 +241,42 @@ class GraphIndex:
         )
 
     @cached_property
+    def entity_relationships(self) -> sp.csr_matrix:
+        """Entities x relationships incidence (1 at each endpoint)."""
+        rels = self.relationships.select("source_id", "target_id").with_row_index("rel")
+        ids = self.entities.select(pl.col("id").alias("eid")).with_row_index("ent")
+        ends = pl.concat(
+            [
+                rels.select("rel", pl.col("source_id").alias("eid")),
+                rels.select("rel", pl.col("target_id").alias("eid")),
+            ]
+        ).join(ids, on="eid", how="inner")
+        return _incidence(ends["ent"], ends["rel"], self.entities.height, rels.height)
+
+    @cached_property
+    def entity_reports(self) -> sp.csr_matrix:
+        """Entities x community reports incidence (entity is a member of the community)."""
+        reps = self.community_reports.select("community").with_row_index("rep")
+        members = (
+            self.communities.select("community", pl.col("entity_ids").alias("eid"))
+            .explode("eid")
+            .join(self.entities.select(pl.col("id").alias("eid")).with_row_index("ent"), on="eid")
+            .join(reps, on="community")
+        )
+        return _incidence(members["ent"], members["rep"], self.entities.height, reps.height)
+
+    @cached_property
+    def report_units(self) -> list[list[str]]:
+        """Text unit ids of each report's community, in report row order."""
+        units = self.community_reports.select("community").join(
+            self.communities.select("community", "text_unit_ids").unique("community"),
+            on="community",
+            how="left",
+            maintain_order="left",
+        )
+        return [list(u or []) for u in units["text_unit_ids"].to_list()]
+
+    @cached_property
     def name_index(self) -> dict[str, list[int]]:
         """Entity name key (title and aliases, folded words) -> entity rows."""
         ents = self.entities.select("title", "aliases").with_row_index("row")
@@ -370,3 +407,10 @@ def _greedy_match(query: str, index: dict[str, list[int]]) -> list[NameMatch]:
         else:
             i += 1
     return out
+
+
+def _incidence(rows: pl.Series, cols: pl.Series, n_rows: int, n_cols: int) -> sp.csr_matrix:
+    data = np.ones(len(rows))
+    m = sp.csr_matrix((data, (rows.to_numpy(), cols.to_numpy())), shape=(n_rows, n_cols))
+    m.data[:] = 1.0  # duplicates (a self-loop's two ends) count once
+    return m

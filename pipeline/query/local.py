@@ -14,12 +14,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
 
+from pipeline.config import QuerySettings
 from pipeline.query.result import SearchResult, render_table
 from pipeline.query.text import extractive_answer
 from pipeline.tokens import count_tokens, truncate_tokens
@@ -30,11 +30,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class LocalParams:
-    """Ranking knobs of local search (tuned on MuSiQue; see benchmarks/retrieval.py)."""
+    """Ranking knobs of local search (tuned on MuSiQue; see benchmarks/retrieval.py).
+
+    The first three come from QuerySettings (`params_from_settings`); the rest are
+    internal constants of the method.
+    """
 
     damping: float = 0.85  # PageRank continuation probability (1 - restart)
     graph_weight: float = 0.7  # blend: graph_weight * PPR (max-normalised) + rest * cosine
-    dense_seeds: int = 5  # top dense units added to the restart set
+    dense_seeds: int = 3  # top dense units added to the restart set
     dense_seed_mass: float = 1.0  # their share of the restart mass vs name-matched entities
     entity_sim_mass: float = 0.5  # share given to embedding-matched entities
     min_entity_sim: float = 0.35  # an entity description must be this close to count
@@ -49,6 +53,15 @@ class LocalParams:
 
 
 DEFAULT_PARAMS = LocalParams()
+
+
+def params_from_settings(qs: QuerySettings) -> LocalParams:
+    return replace(
+        DEFAULT_PARAMS,
+        dense_seeds=qs.local_dense_seeds,
+        damping=qs.local_damping,
+        graph_weight=qs.local_graph_weight,
+    )
 
 
 def rank_units(
@@ -131,13 +144,14 @@ def local_search(
     index: GraphIndex,
     query: str,
     top_k: int | None = None,
-    params: LocalParams = DEFAULT_PARAMS,
+    params: LocalParams | None = None,
 ) -> SearchResult:
     from pipeline.query.index import top_indices
 
     if index.is_empty:
         return index.empty_result(query, "local")
     qs = index.settings.query
+    params = params or params_from_settings(qs)
     top_k = top_k or qs.top_k_units
     trace = [f"embedded query with {index.embedder.model_id}"]
     qvec = index.embed_query(query)
@@ -249,31 +263,23 @@ def _entities_section(
 def _relationships_section(
     index: GraphIndex, ent_rows: list[int], ent_scores: np.ndarray, budget: int
 ) -> tuple[str, list[dict[str, Any]], int]:
-    """Relationships touching the selected entities: both ends selected first, then weight."""
+    """Relationships touching the selected entities: both ends selected first, then the
+    endpoints' PageRank, then weight (one sparse product, no per-query join)."""
     rels = index.relationships
     header = ["id", "source", "target", "description", "weight"]
     if not ent_rows or rels.height == 0:
         return render_table("Relationships", header, []), [], 0
-    ents = index.entities
-    score_of = pl.DataFrame(
-        {
-            "eid": [ents["id"][r] for r in ent_rows],
-            "s": [float(ent_scores[r]) if ent_scores.size else 0.0 for r in ent_rows],
-        }
-    )
-    cand = (
-        rels.join(score_of.rename({"eid": "source_id", "s": "s1"}), on="source_id", how="left")
-        .join(score_of.rename({"eid": "target_id", "s": "s2"}), on="target_id", how="left")
-        .filter(pl.col("s1").is_not_null() | pl.col("s2").is_not_null())
-        .with_columns(
-            both=(pl.col("s1").is_not_null() & pl.col("s2").is_not_null()).cast(pl.Int8),
-            s=pl.col("s1").fill_null(0) + pl.col("s2").fill_null(0),
-        )
-        .sort(["both", "s", "weight", "human_readable_id"], descending=[True, True, True, False])
-        .head(200)
-    )
+    sel = np.zeros(index.entities.height)
+    sel[ent_rows] = 1.0
+    inc = index.entity_relationships  # entities x relationships
+    ends = inc.T @ sel  # 0, 1 or 2 selected endpoints
+    score = inc.T @ (sel * ent_scores) if ent_scores.size else np.zeros_like(ends)
+    cand = np.flatnonzero(ends > 0)
+    weight = index.relationships["weight"].fill_null(0).to_numpy()[cand]
+    order = cand[np.lexsort((cand, -weight, -score[cand], -ends[cand]))][:200]
     table, records, used = [], [], 0
-    for rel in cand.iter_rows(named=True):
+    for r in order.tolist():
+        rel = rels.row(r, named=True)
         desc = truncate_tokens(rel["description"] or "", 80)
         row = [rel["human_readable_id"], rel["source"], rel["target"], desc, rel["weight"]]
         n = count_tokens(" ".join(map(str, row)))
@@ -286,7 +292,7 @@ def _relationships_section(
                 "kind": "relationship",
                 "id": rel["id"],
                 "human_readable_id": rel["human_readable_id"],
-                "score": float(rel["s"]),
+                "score": float(score[r]),
                 "title": f"{rel['source']} -> {rel['target']}",
                 "text": desc,
                 **index.provenance_of_units(list(rel["text_unit_ids"] or [])),
@@ -299,29 +305,21 @@ def _reports_section(
     index: GraphIndex, ent_rows: list[int], budget: int
 ) -> tuple[str, list[dict[str, Any]], int]:
     """Reports of the communities holding the most selected entities (then finer, then rating)."""
-    reps, comms = index.community_reports, index.communities
+    reps = index.community_reports
     header = ["id", "title", "level", "content"]
-    if not ent_rows or reps.height == 0 or comms.height == 0:
+    if not ent_rows or reps.height == 0:
         return render_table("Reports", header, []), [], 0
-    eids = [index.entities["id"][r] for r in ent_rows]
-    hits = (
-        comms.select("community", "entity_ids", "text_unit_ids")
-        .explode("entity_ids")
-        .filter(pl.col("entity_ids").is_in(eids))
-        .group_by("community")
-        .agg(pl.len().alias("hits"))
-    )
-    units = comms.select("community", "text_unit_ids")
-    cand = (
-        reps.join(hits, on="community", how="inner")
-        .join(units, on="community", how="left")
-        .sort(
-            ["hits", "level", "rating", "community"],
-            descending=[True, True, True, False],
-        )
-    )
+    sel = np.zeros(index.entities.height)
+    sel[ent_rows] = 1.0
+    hits = index.entity_reports.T @ sel  # selected entities per report
+    cand = np.flatnonzero(hits > 0)
+    level = reps["level"].to_numpy()[cand]
+    rating = reps["rating"].fill_null(0).to_numpy()[cand]
+    order = cand[np.lexsort((cand, -rating, -level, -hits[cand]))]
+    units = index.report_units
     table, records, used = [], [], 0
-    for rep in cand.iter_rows(named=True):
+    for r in order.tolist():
+        rep = reps.row(r, named=True)
         content = rep["summary"] or rep["full_content"] or ""
         content = truncate_tokens(content, 300)
         n = count_tokens(content) + 8
@@ -336,12 +334,12 @@ def _reports_section(
                 "kind": "report",
                 "id": rep["id"],
                 "human_readable_id": rep["human_readable_id"],
-                "score": float(rep["hits"]),
+                "score": float(hits[r]),
                 "title": rep["title"],
                 "text": content,
                 "community": rep["community"],
                 "level": rep["level"],
-                **index.provenance_of_units(list(rep["text_unit_ids"] or [])),
+                **index.provenance_of_units(units[r]),
             }
         )
     return render_table("Reports", header, table), records, used
