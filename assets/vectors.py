@@ -1,4 +1,8 @@
-"""LanceDB vector tables (explicit Arrow schemas, full-text index) for search."""
+"""LanceDB vector tables (explicit Arrow schemas, full-text index) for search.
+
+Text units are embedded first; entity, relationship and report vectors are derived from
+them by default (see pipeline.vectors), hence the chain of dependencies.
+"""
 
 import time
 
@@ -9,30 +13,63 @@ from pipeline.vectors import build_vector_table
 from resources import DocgraphConfig, EmbedderResource
 
 
-def _vector_asset(source: str) -> AssetsDefinition:
+def _materialize(
+    docgraph: DocgraphConfig,
+    embedder: EmbedderResource,
+    source: str,
+    frame: pl.DataFrame,
+    communities: pl.DataFrame | None = None,
+) -> MaterializeResult:
+    started = time.perf_counter()
+    settings = docgraph.settings()
+    emb = embedder.get()
+    rows = build_vector_table(
+        settings.output_dir, source, frame, emb, settings.embedding, communities
+    )
+    return MaterializeResult(
+        metadata={
+            "rows": rows,
+            "model": emb.model_id,
+            "embedding_cache_hits": emb.hits,
+            "embedding_cache_misses": emb.misses,
+            "elapsed_s": round(time.perf_counter() - started, 3),
+        }
+    )
+
+
+def _vector_asset(source: str, after: list[str]) -> AssetsDefinition:
     @asset(
         name=f"{source}_vectors",
         ins={"frame": AssetIn(source)},
+        deps=after,
         group_name="vectors",
-        description=f"LanceDB table `{source}`: embeddings + full-text index.",
+        description=f"LanceDB table `{source}`: vectors + full-text index.",
     )
     def _build(
         docgraph: DocgraphConfig, embedder: EmbedderResource, frame: pl.DataFrame
     ) -> MaterializeResult:
-        started = time.perf_counter()
-        emb = embedder.get()
-        rows = build_vector_table(docgraph.settings().output_dir, source, frame, emb)
-        return MaterializeResult(
-            metadata={
-                "rows": rows,
-                "model": emb.model_id,
-                "elapsed_s": round(time.perf_counter() - started, 3),
-            }
-        )
+        return _materialize(docgraph, embedder, source, frame)
 
     return _build
 
 
+@asset(
+    deps=["entities_vectors"],
+    group_name="vectors",
+    description="LanceDB table `community_reports`: vectors + full-text index.",
+)
+def community_reports_vectors(
+    docgraph: DocgraphConfig,
+    embedder: EmbedderResource,
+    community_reports: pl.DataFrame,
+    communities: pl.DataFrame,
+) -> MaterializeResult:
+    return _materialize(docgraph, embedder, "community_reports", community_reports, communities)
+
+
 vector_assets = [
-    _vector_asset(name) for name in ("text_units", "entities", "relationships", "community_reports")
+    _vector_asset("text_units", []),
+    _vector_asset("entities", ["text_units_vectors"]),
+    _vector_asset("relationships", ["text_units_vectors", "entities_vectors"]),
+    community_reports_vectors,
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, Field
@@ -62,6 +62,21 @@ class EmbeddingSettings(BaseModel):
     )
     batch_size: int = 64
     device: str = "cpu"
+    entity_vectors: Literal["name+context", "text"] = Field(
+        "name+context",
+        description="name+context: the embedded title plus the mean of its text units' vectors;"
+        " text: embed 'title (TYPE): description' (several times slower on CPU)",
+    )
+    relationship_vectors: Literal["context", "text"] = Field(
+        "context",
+        description="context: source + target entity vectors + mean of its text units' vectors"
+        " (no model call); text: embed 'source -> target: description'",
+    )
+    report_vectors: Literal["context", "text"] = Field(
+        "context",
+        description="context: mean of the member entities' vectors (no model call);"
+        " text: embed the report's full content",
+    )
 
 
 class QuerySettings(BaseModel):

@@ -1,9 +1,15 @@
 """The vector layer: one LanceDB table per semantic table, explicit Arrow schema, FTS on text.
 
-What gets embedded is chosen per table: a text unit's own text; for entities,
-relationships and reports a short rendering ("title (TYPE): description", "a -> b:
-description", the report truncated) because short strings embed ~5x faster than
-passages and the head of a description carries most of its meaning.
+The stored (full-text indexed) `text` is a short rendering per table: a text unit's own
+text, "title (TYPE): description", "a -> b: description", the report truncated.
+
+Vectors: text units are embedded by the model — that is the floor of indexing time. The
+other tables are many times more numerous (MuSiQue: 1.9k units, 18k entities, 32k
+relations, 4k reports), so by default they are derived rather than embedded whole
+(EmbeddingSettings): an entity is its embedded *title* (a few tokens, ~5x cheaper than a
+passage) plus the mean of the vectors of the text units it occurs in; a relationship is its
+two entities plus its units; a report is the mean of its members. Set a table's mode to
+"text" to embed its rendering instead (better on a GPU, slow on a CPU).
 """
 
 from __future__ import annotations
@@ -14,8 +20,10 @@ from typing import Protocol
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import scipy.sparse as sp
 
 from pipeline import schemas, store
+from pipeline.config import EmbeddingSettings
 from pipeline.tokens import truncate_tokens
 
 # Token caps on the embedded text (the stored `text` column is the same string).
@@ -77,12 +85,89 @@ def embedding_text(name: str, frame: pl.DataFrame) -> list[str]:
     raise ValueError(f"no vector table {name!r}; known: {sorted(schemas.VECTOR_TABLES)}")
 
 
-def vector_arrow(name: str, frame: pl.DataFrame, embedder: EmbedderLike) -> pa.Table:
-    """Table `name`'s rows with their vectors, as Arrow in the explicit vector schema."""
+def _normalise(mat: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(mat, axis=1, keepdims=True)
+    return (mat / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+
+
+def mean_vectors(members: pl.Series, ids: list[str], vectors: np.ndarray, dim: int) -> np.ndarray:
+    """Row i = normalised mean of `vectors` of the ids listed in members[i] (a list column);
+    one sparse product, no per-row loop. Unknown ids are ignored; no member -> zeros."""
+    n = len(members)
+    if n == 0 or len(ids) == 0:
+        return np.zeros((n, dim), dtype=np.float32)
+    pairs = (
+        pl.DataFrame({"members": members})
+        .with_row_index("row")
+        .explode("members")
+        .join(
+            pl.DataFrame({"members": ids}).with_row_index("col"),
+            on="members",
+            how="inner",
+        )
+    )
+    incidence = sp.csr_matrix(
+        (np.ones(pairs.height, dtype=np.float32), (pairs["row"], pairs["col"])),
+        shape=(n, len(ids)),
+    )
+    return _normalise(np.asarray(incidence @ vectors))
+
+
+def _lookup(keys: pl.Series, ids: list[str], vectors: np.ndarray, dim: int) -> np.ndarray:
+    """vectors[row of key] per key; zeros where the key is unknown."""
+    out = np.zeros((len(keys), dim), dtype=np.float32)
+    rows = (
+        pl.DataFrame({"k": keys})
+        .with_row_index("at")
+        .join(pl.DataFrame({"k": ids}).with_row_index("row"), on="k", how="inner")
+    )
+    out[rows["at"].to_numpy()] = vectors[rows["row"].to_numpy()]
+    return out
+
+
+def compute_vectors(
+    output_dir: str | Path,
+    name: str,
+    frame: pl.DataFrame,
+    texts: list[str],
+    embedder: EmbedderLike,
+    settings: EmbeddingSettings,
+    communities: pl.DataFrame | None = None,
+) -> np.ndarray:
+    """(n, dim) vectors of table `name`'s rows, embedded or derived as the settings say."""
     dim = embedder.dim
+    mode = {
+        "entities": settings.entity_vectors,
+        "relationships": settings.relationship_vectors,
+        "community_reports": settings.report_vectors if communities is not None else "text",
+    }.get(name, "text")
+    if mode == "text" or frame.height == 0:
+        return np.asarray(embedder.embed(texts), dtype=np.float32).reshape(len(texts), dim)
+    if name == "entities":
+        unit_ids, unit_vecs = read_vectors(output_dir, "text_units")
+        titles = embedder.embed(frame["title"].fill_null("").to_list())
+        context = mean_vectors(frame["text_unit_ids"], unit_ids, unit_vecs, dim)
+        return _normalise(titles + context)
+    if name == "relationships":
+        unit_ids, unit_vecs = read_vectors(output_dir, "text_units")
+        ent_ids, ent_vecs = read_vectors(output_dir, "entities")
+        ends = _lookup(frame["source_id"], ent_ids, ent_vecs, dim) + _lookup(
+            frame["target_id"], ent_ids, ent_vecs, dim
+        )
+        return _normalise(ends + mean_vectors(frame["text_unit_ids"], unit_ids, unit_vecs, dim))
+    # community_reports: the mean of the member entities' vectors
+    ent_ids, ent_vecs = read_vectors(output_dir, "entities")
+    members = frame.select("community").join(
+        communities.select("community", "entity_ids"), on="community", how="left"
+    )["entity_ids"]
+    return mean_vectors(members, ent_ids, ent_vecs, dim)
+
+
+def vector_arrow(
+    name: str, frame: pl.DataFrame, texts: list[str], vecs: np.ndarray, dim: int
+) -> pa.Table:
+    """Table `name`'s rows with their vectors, as Arrow in the explicit vector schema."""
     schema = schemas.vector_schema(dim, schemas.VECTOR_TABLES[name])
-    texts = embedding_text(name, frame)
-    vecs = np.asarray(embedder.embed(texts), dtype=np.float32).reshape(len(texts), dim)
     vector = pa.FixedSizeListArray.from_arrays(pa.array(vecs.ravel(), pa.float32()), dim)
     columns: dict[str, pa.Array] = {
         "id": pa.array(frame["id"].to_list() if frame.height else [], pa.string()),
@@ -96,10 +181,19 @@ def vector_arrow(name: str, frame: pl.DataFrame, embedder: EmbedderLike) -> pa.T
 
 
 def build_vector_table(
-    output_dir: str | Path, name: str, frame: pl.DataFrame, embedder: EmbedderLike
+    output_dir: str | Path,
+    name: str,
+    frame: pl.DataFrame,
+    embedder: EmbedderLike,
+    settings: EmbeddingSettings | None = None,
+    communities: pl.DataFrame | None = None,
 ) -> int:
-    """Embed `frame` (rows of table `name`) into Lance table `name`; returns the row count."""
-    table = vector_arrow(name, frame, embedder)
+    """Vectors for `frame` (rows of table `name`) into Lance table `name`; returns the row
+    count. Derived modes read the text_units (and entities) Lance tables: build those first."""
+    settings = settings or EmbeddingSettings()
+    texts = embedding_text(name, frame)
+    vecs = compute_vectors(output_dir, name, frame, texts, embedder, settings, communities)
+    table = vector_arrow(name, frame, texts, vecs, embedder.dim)
     store.write_lance(output_dir, name, table)
     return table.num_rows
 
@@ -111,14 +205,20 @@ def build_vector_tables(
     relationships: pl.DataFrame,
     community_reports: pl.DataFrame,
     embedder: EmbedderLike,
+    settings: EmbeddingSettings | None = None,
+    communities: pl.DataFrame | None = None,
 ) -> dict[str, int]:
+    """All four tables, in dependency order (derived vectors read the earlier ones)."""
     frames = {
         "text_units": text_units,
         "entities": entities,
         "relationships": relationships,
         "community_reports": community_reports,
     }
-    return {name: build_vector_table(output_dir, name, f, embedder) for name, f in frames.items()}
+    return {
+        name: build_vector_table(output_dir, name, f, embedder, settings, communities)
+        for name, f in frames.items()
+    }
 
 
 def read_vectors(output_dir: str | Path, name: str) -> tuple[list[str], np.ndarray]:

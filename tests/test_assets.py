@@ -20,6 +20,7 @@ class HashEmbedder:
 
     model_id = "hash-8"
     dim = 8
+    hits = misses = 0
 
     def embed(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

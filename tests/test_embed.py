@@ -103,10 +103,19 @@ def _frames() -> dict[str, pl.DataFrame]:
             "title": ["CAT"],
             "type": ["ANIMAL"],
             "description": ["a small domesticated feline " * 80],
+            "text_unit_ids": [["u1"]],
         }
     )
     rels = pl.DataFrame(
-        {"id": ["r1"], "source": ["CAT"], "target": ["MOUSE"], "description": ["chases"]}
+        {
+            "id": ["r1"],
+            "source": ["CAT"],
+            "target": ["MOUSE"],
+            "source_id": ["e1"],
+            "target_id": ["e-unknown"],
+            "description": ["chases"],
+            "text_unit_ids": [["u1", "u2"]],
+        }
     )
     reps = pl.DataFrame(
         {
@@ -153,6 +162,22 @@ def test_vector_tables_have_explicit_schema_fts_and_roundtrip(tmp_path):
     np.testing.assert_allclose(mat, fake.embed(["Cats purr softly.", "Ёжики живут в лесу."]))
 
     # An empty frame still makes a (typed, empty) table; a missing table reads as empty.
+    # Derived vectors (the default): entity = its title + its units; relationship = its
+    # known endpoint + its units; report = the mean of its members.
+    def unit(v: np.ndarray) -> np.ndarray:
+        return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+    units = fake.embed(["Cats purr softly.", "Ёжики живут в лесу."])
+    entity = unit(fake.embed(["CAT"])[0] + units[0])
+    np.testing.assert_allclose(read_vectors(tmp_path, "entities")[1][0], entity, atol=1e-6)
+    rel = unit(entity + unit(units[0] + units[1]))
+    np.testing.assert_allclose(read_vectors(tmp_path, "relationships")[1][0], rel, atol=1e-6)
+    communities = pl.DataFrame({"community": [3], "entity_ids": [["e1"]]})
+    build_vector_table(
+        tmp_path, "community_reports", f["community_reports"], fake, None, communities
+    )
+    np.testing.assert_allclose(read_vectors(tmp_path, "community_reports")[1][0], entity, atol=1e-6)
+
     assert build_vector_table(tmp_path, "entities", f["entities"].clear(), fake) == 0
     assert db.open_table("entities").count_rows() == 0
     assert read_vectors(tmp_path, "nope")[0] == []
