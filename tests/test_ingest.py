@@ -128,7 +128,7 @@ def test_good_documents(loaded, corpus):
     raw = (corpus / "plain.txt").read_bytes()
     assert plain["id"] == plain["sha256"] == sha256_hex(raw)
     assert plain["text"] == "Hello world.\nSecond line.\n"  # BOM gone, newlines normalised
-    assert plain["title"] == "plain"
+    assert plain["title"] == "plain"  # a first line ending like a sentence is no title
     assert (plain["mime_type"], plain["n_pages"], plain["byte_size"]) == ("text/plain", 1, len(raw))
     assert plain["language"] == "en" and plain["warnings"] == []
     assert plain["creation_date"].endswith("+00:00") and "T" in plain["creation_date"]
@@ -201,3 +201,14 @@ def test_shared_pdfs():
     multi = pdfs.filter(pl.col("source_path") == "multi-column.pdf")
     if multi.height:
         assert multi["n_pages"][0] == 13
+
+
+def test_text_title_from_a_short_first_line(tmp_path):
+    (tmp_path / "a.txt").write_text("Lakeside, Wisconsin\nLakeside is a town in Wisconsin.\n")
+    (tmp_path / "b.txt").write_text("One line only\n")
+    docs, rejected = load_folder(tmp_path)
+    assert rejected.is_empty()
+    assert dict(docs.select("source_path", "title").iter_rows()) == {
+        "a.txt": "Lakeside, Wisconsin",
+        "b.txt": "b",
+    }

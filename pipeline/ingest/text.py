@@ -21,6 +21,20 @@ def decode_text(data: bytes) -> str:
     return text
 
 
+TITLE_MAX_CHARS = 100
+
+
+def first_line_title(text: str) -> str | None:
+    """A short first line that is not a sentence, followed by more text, reads as the title
+    (as a person reads "The Solvay Conferences\n\nThe Solvay Conferences are..."); else None."""
+    head, _, rest = text.strip().partition("\n")
+    head = head.strip()
+    if rest.strip() and 0 < len(head) <= TITLE_MAX_CHARS and head[-1] not in ".!?;:,…":
+        return head
+    return None
+
+
 @register(".txt")
 def load_text(path: Path, data: bytes) -> LoadedDoc:
-    return LoadedDoc(title=path.stem, mime_type="text/plain", text=decode_text(data))
+    text = decode_text(data)
+    return LoadedDoc(title=first_line_title(text) or path.stem, mime_type="text/plain", text=text)
