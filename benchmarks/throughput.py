@@ -39,7 +39,7 @@ CORPORA = {"musique": write_musique, "christmas_carol": write_christmas_carol}
 class RssSampler(threading.Thread):
     def __init__(self, interval: float = 0.02):
         super().__init__(daemon=True)
-        self.interval, self.samples, self._stop = interval, [], threading.Event()
+        self.interval, self.samples, self._halt = interval, [], threading.Event()
 
     @staticmethod
     def rss_mb() -> float:
@@ -49,33 +49,34 @@ class RssSampler(threading.Thread):
         return 0.0
 
     def run(self) -> None:
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             self.samples.append((time.time(), self.rss_mb()))
             time.sleep(self.interval)
 
     def stop(self) -> list[tuple[float, float]]:
-        self._stop.set()
+        self._halt.set()
         self.join()
         return self.samples
 
 
-def step_intervals(result) -> dict[str, tuple[float, float]]:
+def step_intervals(instance, run_id: str) -> dict[str, tuple[float, float]]:
     """Step key -> (start, end) wall timestamps from the run's event log."""
     spans: dict[str, list[float]] = {}
-    for event in result.all_events:
-        if event.step_key is None:
+    for entry in instance.all_logs(run_id):
+        event = entry.dagster_event
+        if event is None or event.step_key is None:
             continue
-        ts = event.timestamp if hasattr(event, "timestamp") else None
-        if ts is None:
-            continue
+        span = spans.setdefault(event.step_key, [entry.timestamp, entry.timestamp])
         if event.event_type_value == "STEP_START":
-            spans.setdefault(event.step_key, [ts, ts])[0] = ts
+            span[0] = entry.timestamp
         elif event.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE"):
-            spans.setdefault(event.step_key, [ts, ts])[1] = ts
+            span[1] = entry.timestamp
     return {k: (v[0], v[1]) for k, v in spans.items()}
 
 
 def bench(name: str, work: Path) -> dict:
+    from dagster import DagsterInstance
+
     from assets.run import run_index
     from pipeline import store
     from pipeline.config import load_settings
@@ -92,13 +93,14 @@ def bench(name: str, work: Path) -> dict:
     sampler = RssSampler()
     sampler.start()
     started = time.time()
-    result = run_index(input_dir=str(inp), output_dir=str(out))
+    instance = DagsterInstance.ephemeral()
+    result = run_index(input_dir=str(inp), output_dir=str(out), instance=instance)
     total = time.time() - started
     samples = sampler.stop()
     assert result.success
 
     stages = []
-    for step, (t0, t1) in sorted(step_intervals(result).items(), key=lambda kv: kv[1][0]):
+    for step, (t0, t1) in sorted(step_intervals(instance, result.run_id).items(), key=lambda kv: kv[1][0]):
         peak = max((mb for ts, mb in samples if t0 <= ts <= t1), default=float("nan"))
         stages.append((step, t1 - t0, peak))
 

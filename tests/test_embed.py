@@ -104,6 +104,7 @@ def _frames() -> dict[str, pl.DataFrame]:
             "type": ["ANIMAL"],
             "description": ["a small domesticated feline " * 80],
             "text_unit_ids": [["u1"]],
+            "frequency": [1],
         }
     )
     rels = pl.DataFrame(
