@@ -100,7 +100,8 @@ def bench(name: str, work: Path) -> dict:
     assert result.success
 
     stages = []
-    for step, (t0, t1) in sorted(step_intervals(instance, result.run_id).items(), key=lambda kv: kv[1][0]):
+    spans = step_intervals(instance, result.run_id)
+    for step, (t0, t1) in sorted(spans.items(), key=lambda kv: kv[1][0]):
         peak = max((mb for ts, mb in samples if t0 <= ts <= t1), default=float("nan"))
         stages.append((step, t1 - t0, peak))
 
