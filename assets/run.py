@@ -15,12 +15,18 @@ def run_index(
     output_dir: str | None = None,
     instance: DagsterInstance | None = None,
     raise_on_error: bool = True,
+    log_level: str = "DEBUG",
 ) -> ExecuteInProcessResult:
     """Materialize every asset and run every check. Uses DAGSTER_HOME's instance if set,
-    so CLI runs show up in the UI; otherwise an ephemeral one."""
+    so CLI runs show up in the UI; otherwise an ephemeral one. `log_level` filters the
+    console log only; the run's event log keeps everything."""
     from definitions import make_definitions
 
     if instance is None and os.environ.get("DAGSTER_HOME"):
         instance = DagsterInstance.get()
     job = make_definitions(config_path, input_dir, output_dir).resolve_job_def("index_job")
-    return job.execute_in_process(instance=instance, raise_on_error=raise_on_error)
+    return job.execute_in_process(
+        run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
+        instance=instance,
+        raise_on_error=raise_on_error,
+    )

@@ -43,7 +43,13 @@ def cmd_index(args: argparse.Namespace) -> int:
         print(f"{input_dir} was empty: wrote the sample corpus ({len(written)} documents)")
     from assets.run import run_index
 
-    result = run_index(args.config, settings.input_dir, settings.output_dir, raise_on_error=False)
+    result = run_index(
+        args.config,
+        settings.input_dir,
+        settings.output_dir,
+        raise_on_error=False,
+        log_level=args.log_level,
+    )
     failed_checks = [
         f"{e.check_name} on {e.asset_key.to_user_string()}"
         for e in result.get_asset_check_evaluations()
@@ -128,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("index", help="index the input folder (runs the Dagster asset graph)")
     common(p)
     p.add_argument("--input", help="input folder (default: settings input_dir)")
+    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("query", help="query an index")

@@ -18,6 +18,9 @@ import pyarrow.parquet as pq
 from pipeline import schemas
 
 LANCE_DIR = "lancedb"
+# Lance's Rust logger warns on every first write of a table; keep real errors only. Read
+# when lancedb is first imported, which happens after this module is.
+os.environ.setdefault("LANCEDB_LOG", "error")
 
 
 def table_path(root: str | Path, name: str) -> Path:

@@ -1,10 +1,12 @@
 """Global search: map over community reports (rate 0–10), drop 0s, sort, reduce.
 
-Offline, the map step rates each report by the cosine of its embedding with the query,
-rescaled linearly so that cosine <= RATING_FLOOR is 0 and >= RATING_CEIL is 10 (MiniLM
-cosines of related text sit around 0.3–0.7, unrelated text around 0–0.15). The reduce
-step is extractive: the best reports' summaries and findings, best first, within the
-token budget.
+Offline, the map step rates each report from the cosine of its embedding with the query,
+relative to the other reports: the median cosine and below is 0, the best is 10, scaled
+by the community's own importance rating (half to full weight). Relative, because a
+broad question ("what are the main themes?") is close to no report in absolute terms
+yet has the most important communities as its answer, as an LLM map step would rate
+them. The reduce step is extractive: the best reports' summaries and findings, best
+first, within the token budget.
 
 Level: `level=None` rates the reports of every level together (coarse and fine
 communities compete on relevance; a parent and its child may both appear when both
@@ -24,16 +26,20 @@ from pipeline.tokens import count_tokens, truncate_tokens
 if TYPE_CHECKING:
     from pipeline.query.index import GraphIndex
 
-RATING_FLOOR = 0.15
-RATING_CEIL = 0.65
 ANSWER_REPORTS = 5
 REPORT_TOKENS = 500
 
 
-def rate(similarity: np.ndarray) -> np.ndarray:
-    """Cosine -> rating 0–10 (one decimal)."""
-    scaled = (similarity - RATING_FLOOR) / (RATING_CEIL - RATING_FLOOR) * 10.0
-    return np.round(np.clip(scaled, 0.0, 10.0), 1)
+def rate(similarity: np.ndarray, importance: np.ndarray) -> np.ndarray:
+    """(cosines, community ratings 0–10) -> query ratings 0–10 (one decimal)."""
+    if similarity.size == 0:
+        return similarity
+    lo, hi = float(np.median(similarity)), float(similarity.max())
+    if hi <= lo:
+        return np.zeros_like(similarity)
+    relevance = np.clip((similarity - lo) / (hi - lo), 0.0, 1.0)
+    weight = 0.5 + 0.05 * np.clip(np.nan_to_num(importance), 0.0, 10.0)
+    return np.round(10.0 * relevance * weight, 1)
 
 
 def global_search(index: GraphIndex, query: str, level: int | None = None) -> SearchResult:
@@ -68,7 +74,8 @@ def global_search(index: GraphIndex, query: str, level: int | None = None) -> Se
     )
     qvec = index.embed_query(query)
     sims = index.similarities(vecs, qvec).astype(np.float64)
-    ratings = rate(sims)
+    ratings = np.zeros_like(sims)
+    ratings[mask] = rate(sims[mask], reps["rating"].to_numpy()[mask])
     frame = (
         reps.with_row_index("row")
         .with_columns(

@@ -32,6 +32,7 @@ first last one two many much more most и в во не что он на я с с
 такой им более всегда конечно всю между
 """
 STOPWORDS = frozenset(_STOP_TEXT.split())
+MIN_ANSWER_WORDS = 4
 
 
 def words(text: str) -> list[str]:
@@ -87,7 +88,11 @@ def extractive_answer(
     cands: list[tuple[int, int, str, set[str]]] = []
     for pi, passage in enumerate(passages):
         for si, sent in enumerate(split_sentences(passage)):
-            cands.append((pi, si, sent, set(words(sent))))
+            ws = words(sent)
+            # Headings and titles are labels, not answers.
+            if sent.startswith("#") or len(ws) < MIN_ANSWER_WORDS:
+                continue
+            cands.append((pi, si, sent, set(ws)))
     if not cands or not (qwords or mentions):
         return ""
     df = {w: sum(1 for c in cands if w in c[3]) for w in qwords}
