@@ -3,10 +3,11 @@
 from dagster import AssetSelection, Definitions, define_asset_job
 
 from assets import index_assets, index_checks
+from assets.automation import INDEX_JOB, index_nightly, input_folder_changed
 from resources import build_resources
 
 index_job = define_asset_job(
-    "index_job",
+    INDEX_JOB,
     selection=AssetSelection.all(),
     description="Index the input folder end to end: documents to communities and vectors.",
 )
@@ -20,6 +21,8 @@ def make_definitions(
         assets=index_assets,
         asset_checks=index_checks,
         jobs=[index_job],
+        schedules=[index_nightly],
+        sensors=[input_folder_changed],
         resources=build_resources(config_path, input_dir, output_dir),
     )
 

@@ -46,3 +46,32 @@ def test_lineage_follows_the_design():
     assert parents("communities") == {"entities", "relationships"}
     assert "communities" in parents("community_reports")
     assert parents("text_units_vectors") == {"text_units"}
+
+
+def test_nightly_schedule_and_folder_sensor(tmp_path):
+    import time
+
+    from dagster import RunRequest, SkipReason, build_sensor_context
+
+    from resources import DocgraphConfig
+
+    assert defs.resolve_schedule_def("index_nightly").cron_schedule == "0 2 * * *"
+    sensor_def = defs.resolve_sensor_def("input_folder_changed")
+    config = DocgraphConfig(input_dir=str(tmp_path))
+    (tmp_path / "a.txt").write_text("Ada Lovelace met Charles Babbage.")
+
+    def tick(cursor: str | None):
+        ctx = build_sensor_context(cursor=cursor, resources={"docgraph": config})
+        return sensor_def(ctx), ctx.cursor
+
+    first, cursor = tick(None)
+    assert isinstance(first, RunRequest) and cursor
+    unchanged, same = tick(cursor)
+    assert isinstance(unchanged, SkipReason) and same == cursor
+    time.sleep(0.01)
+    (tmp_path / "b.md").write_text("# New\n\nA new document.")
+    added, cursor2 = tick(cursor)
+    assert isinstance(added, RunRequest) and cursor2 != cursor
+    (tmp_path / "b.md").unlink()
+    deleted, cursor3 = tick(cursor2)
+    assert isinstance(deleted, RunRequest) and cursor3 == cursor  # back to the first state

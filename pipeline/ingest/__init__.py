@@ -4,6 +4,22 @@ Importing the format modules registers their loaders with `loader.LOADERS`.
 """
 
 from pipeline.ingest import markdown, pdf, text  # noqa: F401  (registers loaders)
-from pipeline.ingest.loader import LOADERS, LoadedDoc, LoadError, load_bytes, load_folder, register
+from pipeline.ingest.loader import (
+    LOADERS,
+    LoadedDoc,
+    LoadError,
+    folder_fingerprint,
+    load_bytes,
+    load_folder,
+    register,
+)
 
-__all__ = ["LOADERS", "LoadError", "LoadedDoc", "load_bytes", "load_folder", "register"]
+__all__ = [
+    "LOADERS",
+    "LoadError",
+    "LoadedDoc",
+    "folder_fingerprint",
+    "load_bytes",
+    "load_folder",
+    "register",
+]

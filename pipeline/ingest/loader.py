@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Callable
@@ -57,6 +58,20 @@ def _walk(root: Path) -> list[Path]:
                 if p.is_file():
                     out.append(p)
     return sorted(out, key=lambda p: p.relative_to(root).as_posix())
+
+
+def folder_fingerprint(input_dir: str | Path) -> tuple[str, int]:
+    """(hash of every file's path, size and mtime, file count): changes when a file is
+    added, edited or deleted, without reading any content — what a sensor polls."""
+    root = Path(input_dir)
+    if not root.is_dir():
+        return "", 0
+    files = _walk(root)
+    h = hashlib.sha256()
+    for p in files:
+        st = p.stat()
+        h.update(f"{p.relative_to(root).as_posix()}\x1f{st.st_size}\x1f{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:32], len(files)
 
 
 def _mtime_iso(path: Path) -> str:

@@ -1,0 +1,43 @@
+"""When the index job runs by itself: nightly, and when the input folder changes.
+
+Both start stopped (switch them on in the UI or with `dagster schedule/sensor start`):
+a schedule that fires before anyone configured the input folder would index nothing.
+"""
+
+from dagster import (
+    DefaultScheduleStatus,
+    DefaultSensorStatus,
+    RunRequest,
+    ScheduleDefinition,
+    SensorEvaluationContext,
+    SkipReason,
+    sensor,
+)
+
+from pipeline.ingest import folder_fingerprint
+from resources import DocgraphConfig
+
+INDEX_JOB = "index_job"
+
+index_nightly = ScheduleDefinition(
+    name="index_nightly",
+    job_name=INDEX_JOB,
+    cron_schedule="0 2 * * *",
+    default_status=DefaultScheduleStatus.STOPPED,
+    description="Re-index the input folder every night at 02:00.",
+)
+
+
+@sensor(
+    name="input_folder_changed",
+    job_name=INDEX_JOB,
+    minimum_interval_seconds=60,
+    default_status=DefaultSensorStatus.STOPPED,
+    description="Index again when a file under the input folder is added, edited or deleted.",
+)
+def input_folder_changed(context: SensorEvaluationContext, docgraph: DocgraphConfig):
+    fingerprint, n_files = folder_fingerprint(docgraph.settings().input_dir)
+    if fingerprint == (context.cursor or ""):
+        return SkipReason(f"input folder unchanged ({n_files} files)")
+    context.update_cursor(fingerprint)
+    return RunRequest(run_key=fingerprint, tags={"docgraph/input_files": str(n_files)})
