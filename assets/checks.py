@@ -12,6 +12,7 @@ CHECKED_TABLES = (
     "chunks",
     "extracted_entities",
     "extracted_relationships",
+    "extraction_failures",
     "entities",
     "relationships",
     "text_units",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import time
 from typing import Any
 
@@ -10,8 +11,11 @@ from dagster import MetadataValue
 
 
 def _cell(value: Any, width: int) -> str:
-    text = str(value).replace("\n", " ").replace("|", "\\|")
-    return text if len(text) <= width else text[: width - 1] + "…"
+    """One Markdown table cell: shortened, pipes escaped, and HTML escaped — document text is
+    data, and the UI renders Markdown (raw HTML included)."""
+    text = str(value).replace("\n", " ")
+    text = text if len(text) <= width else text[: width - 1] + "…"
+    return html.escape(text).replace("|", "\\|")
 
 
 def markdown_preview(df: pl.DataFrame, n: int = 5, width: int = 60) -> str:

@@ -8,7 +8,7 @@ from dagster import AssetExecutionContext, AssetIn, AssetOut, Output, asset, mul
 from assets.metadata import counts_md, frame_metadata
 from pipeline.chunking import chunk_documents
 from pipeline.communities import hierarchical_leiden
-from pipeline.extract import get_extractor
+from pipeline.extract import extract_resilient, get_extractor
 from pipeline.graph import merge_graph
 from pipeline.reports import build_reports
 from resources import DocgraphConfig
@@ -35,14 +35,17 @@ def chunks(docgraph: DocgraphConfig, documents: pl.DataFrame) -> Output[pl.DataF
     outs={
         "extracted_entities": AssetOut(description="Raw entity mentions per text unit."),
         "extracted_relationships": AssetOut(description="Raw relations per text unit."),
+        "extraction_failures": AssetOut(description="Text units whose extraction failed, and why."),
     },
     group_name="semantic",
 )
 def extracted_graph(context: AssetExecutionContext, docgraph: DocgraphConfig, chunks: pl.DataFrame):
     started = time.perf_counter()
     extractor = get_extractor(docgraph.settings().extraction)
-    ents, rels = extractor.extract(chunks)
+    ents, rels, failures = extract_resilient(extractor, chunks)
     context.log.info(f"{extractor.name}: {ents.height} mentions, {rels.height} relations")
+    for row in failures.iter_rows(named=True):
+        context.log.warning(f"extraction failed for unit {row['text_unit_id']}: {row['reason']}")
     by_type = dict(ents.group_by("type").len().sort("len", descending=True).iter_rows())
     yield Output(
         ents,
@@ -56,6 +59,17 @@ def extracted_graph(context: AssetExecutionContext, docgraph: DocgraphConfig, ch
     )
     yield Output(
         rels, output_name="extracted_relationships", metadata=frame_metadata(rels, started)
+    )
+    yield Output(
+        failures,
+        output_name="extraction_failures",
+        metadata=frame_metadata(
+            failures,
+            started,
+            reasons=counts_md(
+                dict(failures.select("text_unit_id", "reason").iter_rows()), ("unit", "reason")
+            ),
+        ),
     )
 
 

@@ -87,6 +87,15 @@ EXTRACTED_RELATIONSHIPS = pa.schema(
     ]
 )
 
+EXTRACTION_FAILURES = pa.schema(
+    [
+        ("text_unit_id", _str),
+        ("document_id", _str),
+        ("extractor", _str),
+        ("reason", _str),
+    ]
+)
+
 ENTITIES = pa.schema(
     [
         ("id", _str),
@@ -161,6 +170,7 @@ TABLES: dict[str, pa.Schema] = {
     "text_units": TEXT_UNITS,
     "extracted_entities": EXTRACTED_ENTITIES,
     "extracted_relationships": EXTRACTED_RELATIONSHIPS,
+    "extraction_failures": EXTRACTION_FAILURES,
     "entities": ENTITIES,
     "relationships": RELATIONSHIPS,
     "communities": COMMUNITIES,

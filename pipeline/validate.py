@@ -18,6 +18,7 @@ REFERENCES: list[tuple[str, str, str, str]] = [
     ("chunks", "document_id", "documents", "id"),
     ("extracted_entities", "text_unit_id", "chunks", "id"),
     ("extracted_relationships", "text_unit_id", "chunks", "id"),
+    ("extraction_failures", "text_unit_id", "chunks", "id"),
     ("text_units", "document_id", "documents", "id"),
     ("text_units", "entity_ids", "entities", "id"),
     ("text_units", "relationship_ids", "relationships", "id"),

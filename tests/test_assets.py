@@ -81,3 +81,11 @@ def test_vector_asset_writes_a_lance_table_of_every_row(tmp_path):
     table = store.lance_db(tmp_path).open_table("text_units")
     assert table.count_rows() == 2
     assert table.schema.field("vector").type.list_size == HashEmbedder.dim
+
+
+def test_metadata_preview_escapes_html_and_pipes():
+    from assets.metadata import markdown_preview
+
+    md = markdown_preview(pl.DataFrame({"text": ["<script>alert(1)</script> a|b"]}))
+    assert "<script>" not in md
+    assert "&lt;script&gt;" in md and "a\\|b" in md

@@ -186,3 +186,26 @@ def test_musique_speed_and_yield():
     for typ in ("PERSON", "ORGANIZATION", "COUNTRY", "CITY", "DATE", "CONCEPT"):
         assert counts.get(typ, 0) > 100, typ
     assert rels.height < 25 * units.height  # no per-unit cliques
+
+
+def test_a_failing_unit_is_recorded_and_the_rest_extracted():
+    from pipeline.extract import extract_resilient
+
+    class Fragile(NlpExtractor):
+        def extract(self, text_units):
+            if text_units["text"].str.contains("BOOM").any():
+                raise RuntimeError("parser exploded")
+            return super().extract(text_units)
+
+    units = pl.DataFrame(
+        {
+            "id": ["u1", "u2", "u3"],
+            "document_id": ["d", "d", "d"],
+            "text": ["Ada Lovelace lived in London.", "BOOM", "Charles Babbage met Ada Lovelace."],
+        }
+    )
+    ents, rels, failures = extract_resilient(Fragile(ExtractionSettings()), units, batch_size=2)
+    assert failures.rows() == [("u2", "d", "nlp", "RuntimeError: parser exploded")]
+    assert set(ents["text_unit_id"]) == {"u1", "u3"}
+    assert "Charles Babbage" in set(ents["title"])
+    assert set(rels["text_unit_id"]) <= {"u1", "u3"}

@@ -3,12 +3,21 @@ one from `ExtractionSettings.extractor`."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
+import polars as pl
+
+from pipeline import schemas
 from pipeline.config import ExtractionSettings
 from pipeline.extract.nlp import NlpExtractor
 
-__all__ = ["NlpExtractor", "get_extractor"]
+__all__ = ["Extractor", "NlpExtractor", "extract_resilient", "get_extractor"]
+
+
+class Extractor(Protocol):
+    name: str
+
+    def extract(self, text_units: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]: ...
 
 
 def get_extractor(settings: ExtractionSettings, **kwargs: Any):
@@ -24,3 +33,46 @@ def get_extractor(settings: ExtractionSettings, **kwargs: Any):
 
         return LlmExtractor(settings, **kwargs)
     raise ValueError(f"unknown extractor {settings.extractor!r} (expected 'nlp' or 'llm')")
+
+
+def extract_resilient(
+    extractor: Extractor, text_units: pl.DataFrame, batch_size: int = 512
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(entities, relationships, failures): extraction in batches; a batch that raises is
+    retried unit by unit, so one bad unit costs only itself and is recorded with its reason
+    (the run goes on)."""
+    ents, rels, failures = [], [], []
+    for start in range(0, text_units.height, batch_size):
+        batch = text_units.slice(start, batch_size)
+        try:
+            e, r = extractor.extract(batch)
+            ents.append(e)
+            rels.append(r)
+            continue
+        except Exception:  # noqa: BLE001 - isolate the failing unit below
+            pass
+        for unit in batch.iter_slices(1):
+            try:
+                e, r = extractor.extract(unit)
+                ents.append(e)
+                rels.append(r)
+            except Exception as exc:  # noqa: BLE001 - recorded, not raised
+                failures.append(
+                    {
+                        "text_unit_id": unit["id"][0],
+                        "document_id": unit["document_id"][0]
+                        if "document_id" in unit.columns
+                        else None,
+                        "extractor": extractor.name,
+                        "reason": f"{type(exc).__name__}: {exc}",
+                    }
+                )
+
+    def concat(frames: list[pl.DataFrame], name: str) -> pl.DataFrame:
+        return pl.concat(frames) if frames else schemas.empty(name)
+
+    return (
+        concat(ents, "extracted_entities"),
+        concat(rels, "extracted_relationships"),
+        pl.DataFrame(failures, schema=schemas.empty("extraction_failures").schema),
+    )
