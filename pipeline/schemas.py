@@ -35,6 +35,64 @@ DOCUMENTS = pa.schema(
     ]
 )
 
+# ---- structure layer ----------------------------------------------------------------------
+
+POSITION = pa.struct(
+    [
+        ("page", _i64),  # 1-based PDF page (1 for text formats)
+        ("page_label", _str),  # the logical page label ("iv", "12"), "" when unknown
+        ("x0", _f64),
+        ("y0", _f64),
+        ("x1", _f64),
+        ("y1", _f64),
+    ]
+)
+
+SECTIONS = pa.schema(
+    [
+        ("id", _str),
+        ("human_readable_id", _i64),
+        ("document_id", _str),
+        ("parent_id", _str),  # null for the DOCUMENT root
+        ("component_type", _str),  # DOCUMENT, CHAPTER, SECTION, ..., NOTE (a notebook note)
+        ("title", _str),
+        ("level", _i64),  # 0 = the document root
+        ("seq", _i64),  # order among siblings
+        ("path", _strs),  # titles from the root down to this section
+        ("uri", _str),  # "<source_path>#<slug>" (a note's own uri for notebooks)
+        ("page_start", _i64),
+        ("page_end", _i64),
+        ("metadata", _str),  # JSON object
+    ]
+)
+
+CONTENT_NODES = pa.schema(
+    [
+        ("id", _str),
+        ("human_readable_id", _i64),
+        ("document_id", _str),
+        ("section_id", _str),
+        ("node_type", _str),  # PARAGRAPH, HEADING, LIST_ITEM, TABLE, CODE, NOTE, ...
+        ("text", _str),
+        ("description", _str),
+        ("seq_major", _i64),  # reading order in the document
+        ("seq_minor", _i64),  # order of parts inside one logical unit
+        ("positions", pa.list_(POSITION)),
+        ("metadata", _str),  # JSON object
+    ]
+)
+
+STRUCTURE_EDGES = pa.schema(
+    [
+        ("source_id", _str),
+        ("target_id", _str),  # null for an unresolved link (reason in metadata)
+        ("type", _str),  # CONTINUES, REFERENCES_NOTE, REFERS_TO, SAME_TOPIC, REIFIES, ...
+        ("weight", _f64),
+        ("marker_text", _str),
+        ("metadata", _str),  # JSON object
+    ]
+)
+
 REJECTED_DOCUMENTS = pa.schema(
     [
         ("source_path", _str),
@@ -166,6 +224,9 @@ COMMUNITY_REPORTS = pa.schema(
 TABLES: dict[str, pa.Schema] = {
     "documents": DOCUMENTS,
     "rejected_documents": REJECTED_DOCUMENTS,
+    "sections": SECTIONS,
+    "content_nodes": CONTENT_NODES,
+    "structure_edges": STRUCTURE_EDGES,
     "chunks": TEXT_UNITS,  # text units before extraction fills entity/relationship ids
     "text_units": TEXT_UNITS,
     "extracted_entities": EXTRACTED_ENTITIES,

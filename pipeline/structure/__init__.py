@@ -1,0 +1,89 @@
+"""The structure layer: sections, content nodes and structure edges of every document.
+
+Each format has a parser returning a DocStructure (`model.py`); links between documents
+are resolved once all documents are parsed (`links.py`). A parser that fails on a document
+falls back to the plain-text structure, with the reason kept as a warning, so one odd file
+never costs the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipeline import schemas
+from pipeline.ids import sha256_hex
+from pipeline.structure.model import DocStructure, position, slugify
+from pipeline.structure.text import parse_text
+
+__all__ = ["DocStructure", "build_structure", "position", "slugify", "PARSERS"]
+
+# mime type -> parser(document row, raw file bytes or None) -> DocStructure
+Parser = Callable[[dict[str, Any], bytes | None], DocStructure]
+PARSERS: dict[str, Parser] = {}
+
+
+def register(*mime_types: str) -> Callable[[Parser], Parser]:
+    def deco(fn: Parser) -> Parser:
+        for m in mime_types:
+            PARSERS[m] = fn
+        return fn
+
+    return deco
+
+
+def _plain(doc: dict[str, Any], _: bytes | None) -> DocStructure:
+    return parse_text(doc["id"], doc["source_path"], doc["title"], doc["text"] or "")
+
+
+def _raw_bytes(doc: dict[str, Any], input_dir: Path | None) -> bytes | None:
+    """The document's file, if it is still the one that was loaded (same sha256)."""
+    if input_dir is None:
+        return None
+    path = input_dir / doc["source_path"]
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return data if sha256_hex(data) == doc["sha256"] else None
+
+
+def parse_document(doc: dict[str, Any], input_dir: Path | None) -> DocStructure:
+    parser = PARSERS.get(doc["mime_type"], _plain)
+    try:
+        return parser(doc, _raw_bytes(doc, input_dir))
+    except Exception as exc:  # noqa: BLE001 - fall back, keep the reason
+        fallback = _plain(doc, None)
+        fallback.warnings.append(f"structure parser failed ({type(exc).__name__}: {exc})")
+        return fallback
+
+
+def _frame(rows: list[dict[str, Any]], name: str) -> pl.DataFrame:
+    schema = schemas.TABLES[name]
+    if name != "structure_edges":
+        rows = [{**r, "human_readable_id": i} for i, r in enumerate(rows)]
+    return pl.from_arrow(schemas.pa.Table.from_pylist(rows, schema=schema))  # type: ignore[return-value]
+
+
+def build_structure(
+    documents: pl.DataFrame, input_dir: str | Path | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict[str, list[str]]]:
+    """(sections, content_nodes, structure_edges, warnings by source_path)."""
+    from pipeline.structure.links import resolve_links
+
+    root = Path(input_dir) if input_dir is not None else None
+    docs = [parse_document(d, root) for d in documents.iter_rows(named=True)]
+    link_edges = resolve_links(docs)
+    sections = [s for d in docs for s in d.sections]
+    nodes = [n for d in docs for n in d.nodes]
+    edges = [e for d in docs for e in d.edges] + link_edges
+    warnings = {d.source_path: d.warnings for d in docs if d.warnings}
+    return (
+        _frame(sections, "sections"),
+        _frame(nodes, "content_nodes"),
+        _frame(edges, "structure_edges"),
+        warnings,
+    )

@@ -1,0 +1,20 @@
+"""Plain text as structure: one DOCUMENT section, a PARAGRAPH node per blank-line block
+(pages kept where the text holds "\\f" page breaks)."""
+
+from __future__ import annotations
+
+import re
+
+from pipeline.structure.model import DocStructure, position
+
+_PARAGRAPHS = re.compile(r"\n[ \t]*\n+")
+
+
+def parse_text(document_id: str, source_path: str, title: str, text: str) -> DocStructure:
+    doc = DocStructure(document_id, source_path, title)
+    for page_no, page in enumerate(text.split("\f"), start=1):
+        for para in _PARAGRAPHS.split(page):
+            para = para.strip()
+            if para:
+                doc.add_node(doc.root_id, "PARAGRAPH", para, [position(page_no)])
+    return doc
