@@ -3,10 +3,12 @@
 from assets.checks import integrity_checks
 from assets.ingest import documents
 from assets.semantic import chunks, communities, community_reports, extracted_graph, graph
+from assets.structure import document_structure
 from assets.vectors import vector_assets
 
 index_assets = [
     documents,
+    document_structure,
     chunks,
     extracted_graph,
     graph,

@@ -9,6 +9,9 @@ from resources import DocgraphConfig
 CHECKED_TABLES = (
     "documents",
     "rejected_documents",
+    "sections",
+    "content_nodes",
+    "structure_edges",
     "chunks",
     "extracted_entities",
     "extracted_relationships",
@@ -21,6 +24,8 @@ CHECKED_TABLES = (
 )
 # Tables that must have rows whenever at least one document was loaded.
 NON_EMPTY = (
+    "sections",
+    "content_nodes",
     "chunks",
     "entities",
     "relationships",

@@ -15,6 +15,10 @@ from pipeline import schemas, store
 
 # (child table, column, parent table, parent column): every child value must exist in the parent.
 REFERENCES: list[tuple[str, str, str, str]] = [
+    ("sections", "document_id", "documents", "id"),
+    ("sections", "parent_id", "sections", "id"),
+    ("content_nodes", "document_id", "documents", "id"),
+    ("content_nodes", "section_id", "sections", "id"),
     ("chunks", "document_id", "documents", "id"),
     ("extracted_entities", "text_unit_id", "chunks", "id"),
     ("extracted_relationships", "text_unit_id", "chunks", "id"),
@@ -61,6 +65,39 @@ def dangling(child: pl.DataFrame, column: str, parent: pl.DataFrame, parent_colu
     return sorted(values.filter(~values.is_in(parent.get_column(parent_column).implode())))
 
 
+def _nodes_in_own_document(root: str | Path, nodes: pl.DataFrame) -> list[str]:
+    sections = store.read_table(root, "sections").select(
+        pl.col("id").alias("section_id"), pl.col("document_id").alias("section_document_id")
+    )
+    wrong = nodes.join(sections, on="section_id", how="inner").filter(
+        pl.col("document_id") != pl.col("section_document_id")
+    )
+    return (
+        [f"{wrong.height} content nodes sit in another document's section"] if wrong.height else []
+    )
+
+
+def _edge_endpoints_exist(root: str | Path, edges: pl.DataFrame) -> list[str]:
+    """Structure edges join content nodes and sections; a null target is an unresolved link."""
+    known = pl.concat(
+        [store.read_table(root, "content_nodes")["id"], store.read_table(root, "sections")["id"]]
+    ).implode()
+    problems = []
+    for column in ("source_id", "target_id"):
+        values = edges[column].drop_nulls()
+        missing = values.filter(~values.is_in(known)).unique().sort()
+        if missing.len():
+            problems.append(f"{missing.len()} {column} values are no node or section")
+    return problems
+
+
+# Rules beyond key/reference checks, per table.
+EXTRA_RULES = {
+    "content_nodes": _nodes_in_own_document,
+    "structure_edges": _edge_endpoints_exist,
+}
+
+
 def integrity_problems(root: str | Path, name: str) -> list[str]:
     """Duplicate keys in table `name` and references from it that point nowhere."""
     df = store.read_table(root, name)
@@ -78,4 +115,6 @@ def integrity_problems(root: str | Path, name: str) -> list[str]:
                 f"{len(missing)} {column} values not in {parent}.{parent_column}, "
                 f"e.g. {missing[:3]}"
             )
+    if name in EXTRA_RULES:
+        problems += EXTRA_RULES[name](root, df)
     return problems

@@ -9,6 +9,9 @@ from definitions import defs
 EXPECTED_ASSETS = {
     "documents",
     "rejected_documents",
+    "sections",
+    "content_nodes",
+    "structure_edges",
     "chunks",
     "extracted_entities",
     "extracted_relationships",

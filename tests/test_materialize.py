@@ -92,3 +92,15 @@ def test_failed_stage_keeps_earlier_outputs(indexed, tmp_path, monkeypatch):
     assert not result.success
     assert store.read_table(out3, "communities").equals(before)
     assert not list(out3.glob(".*.tmp"))
+
+
+def test_structure_layer_is_written(indexed):
+    _, out, _ = indexed
+    docs = store.read_table(out, "documents")
+    sections = store.read_table(out, "sections")
+    roots = sections.filter(pl.col("component_type") == "DOCUMENT")
+    assert sorted(roots["document_id"]) == sorted(docs["id"])
+    assert roots["parent_id"].is_null().all()
+    nodes = store.read_table(out, "content_nodes")
+    assert set(nodes["document_id"]) == set(docs["id"])
+    assert nodes.height > docs.height
