@@ -30,6 +30,24 @@ class ChunkingSettings(BaseModel):
         description="a sentence end inside a paragraph is a cut candidate when its hash % "
         "divisor == 0 (paragraph, page and heading boundaries always are)",
     )
+    method: Literal["smart", "simple", "semantic"] = Field(
+        "smart",
+        description="smart: chunks inside sections with a section-path prefix, tables whole, "
+        "tiny sections merged; simple: the document text alone; semantic: smart's structure, "
+        "cut where adjacent sentences' embeddings diverge (embeds every sentence: slow on CPU)",
+    )
+    heading_prefix: bool = Field(
+        True,
+        description="smart/semantic: start each unit with '# section path' (counted in chunk_size)",
+    )
+    semantic_percentile: float = Field(
+        10.0,
+        description="semantic: a boundary is a topic cut when its adjacent-sentence cosine is "
+        "at or below this percentile of the section's boundaries",
+    )
+    semantic_window: int = Field(
+        2, description="semantic: sentences averaged on each side of a boundary"
+    )
 
 
 class ExtractionSettings(BaseModel):
@@ -72,10 +90,25 @@ class EmbeddingSettings(BaseModel):
         description="context: source + target entity vectors + mean of its text units' vectors"
         " (no model call); text: embed 'source -> target: description'",
     )
+    node_vectors: Literal["derived", "text"] = Field(
+        "derived",
+        description="derived: PARAGRAPH/LIST_ITEM nodes take the mean vector of the text units "
+        "holding them (no model call), other node types are embedded; text: embed every node",
+    )
     report_vectors: Literal["context", "text"] = Field(
         "context",
         description="context: mean of the member entities' vectors (no model call);"
         " text: embed the report's full content",
+    )
+
+
+class SameTopicSettings(BaseModel):
+    enabled: bool = True
+    min_similarity: float = Field(0.6, description="cosine of two sections' vectors to link")
+    max_connections: int = Field(5, description="SAME_TOPIC edges per section at most")
+    cross_doc_only: bool = Field(True, description="link sections of different documents only")
+    text_tokens: int = Field(
+        128, description="a section's vector embeds its path and its first N tokens of text"
     )
 
 
@@ -93,6 +126,26 @@ class QuerySettings(BaseModel):
     )
 
 
+class StructureSettings(BaseModel):
+    pdf_tables: bool = Field(
+        False,
+        description="detect tables with pymupdf find_tables (~0.15 s/page; the time spent is "
+        "kept in the document section's metadata)",
+    )
+    header_footer_margin: float = Field(
+        0.12, description="top/bottom page fraction where running headers/footers are looked for"
+    )
+    header_footer_min_repeat: float = Field(
+        0.3,
+        description="a margin line repeating (digits ignored) on this share of pages is a "
+        "running header/footer",
+    )
+    heading_max_words: int = Field(20, description="longer lines are never headings")
+    footnote_zone: float = Field(
+        0.4, description="footnotes are looked for in this bottom fraction of the page"
+    )
+
+
 class Settings(BaseModel):
     input_dir: str = "data/input"
     output_dir: str = "data/output"
@@ -102,6 +155,8 @@ class Settings(BaseModel):
     reports: ReportSettings = ReportSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
     query: QuerySettings = QuerySettings()
+    same_topic: SameTopicSettings = SameTopicSettings()
+    structure: StructureSettings = StructureSettings()
 
 
 def _deep_update(base: dict[str, Any], upd: dict[str, Any]) -> dict[str, Any]:

@@ -87,3 +87,9 @@ def build_structure(
         _frame(edges, "structure_edges"),
         warnings,
     )
+
+
+from pipeline.structure import pdf as _pdf  # noqa: E402,F401  (registers application/pdf)
+
+
+from pipeline.structure import markdown  # noqa: E402, F401  (registers the Markdown parser)

@@ -1,0 +1,254 @@
+"""Page layout for the PDF parser: pymupdf text blocks -> visual lines -> units (paragraph-like
+blocks split where font size or weight changes), running headers/footers, and reading order
+by recursive XY-cut (so one-, two- and three-column pages read column by column)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import pymupdf
+
+# No TEXT_PRESERVE_LIGATURES: "ﬁ" comes out as "fi", which search and matching need.
+TEXT_FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_LIGATURES
+MATH_FONT = re.compile(r"CMMI|CMSY|CMEX|Math|Symbol|MSAM|MSBM", re.I)
+MARKER = re.compile(r"^(\d{1,3}|[*†‡§¶#]+|[a-z])$")
+ROMAN = re.compile(r"^[ivxlcdm]+$", re.I)
+PAGE_NO = re.compile(r"^(?:page\s+)?(\d{1,4}|[ivxlcdm]{1,7})(?:\s*(?:/|of)\s*\d+)?$", re.I)
+
+
+@dataclass
+class Line:
+    text: str
+    bbox: tuple[float, float, float, float]
+    size: float  # dominant font size by characters
+    bold: float  # share of characters in bold
+    math: float  # share of characters in math fonts
+    markers: list[str] = field(default_factory=list)  # superscript note markers
+    first_small: str = ""  # leading small/superscript token (a footnote's own marker)
+
+
+@dataclass
+class Unit:
+    lines: list[Line]
+    page: int  # 0-based
+    kind: str = "PARAGRAPH"
+    image: bool = False
+
+    @property
+    def bbox(self) -> tuple[float, float, float, float]:
+        xs0, ys0, xs1, ys1 = zip(*(ln.bbox for ln in self.lines), strict=True)
+        return min(xs0), min(ys0), max(xs1), max(ys1)
+
+    @property
+    def size(self) -> float:
+        c: Counter[float] = Counter()
+        for ln in self.lines:
+            c[ln.size] += len(ln.text)
+        return c.most_common(1)[0][0] if c else 0.0
+
+    @property
+    def bold(self) -> float:
+        n = sum(len(ln.text) for ln in self.lines) or 1
+        return sum(ln.bold * len(ln.text) for ln in self.lines) / n
+
+    @property
+    def math(self) -> float:
+        n = sum(len(ln.text) for ln in self.lines) or 1
+        return sum(ln.math * len(ln.text) for ln in self.lines) / n
+
+    @property
+    def text(self) -> str:
+        return join_lines([ln.text for ln in self.lines])
+
+    @property
+    def markers(self) -> list[str]:
+        return [m for ln in self.lines for m in ln.markers]
+
+
+def join_lines(lines: list[str]) -> str:
+    """Lines to one clean string: line-end hyphens of split words removed, spaces between."""
+    out = ""
+    for raw in lines:
+        t = " ".join(raw.split())
+        if not t:
+            continue
+        if out.endswith("-") and len(out) > 1 and out[-2].isalpha() and t[:1].islower():
+            out = out[:-1] + t
+        else:
+            out = f"{out} {t}" if out else t
+    return out
+
+
+def _line(all_spans: list[dict[str, Any]]) -> Line | None:
+    spans = [s for s in all_spans if s["text"].strip()]  # blank spans: text only, no metrics
+    if not spans:
+        return None
+    sizes: Counter[float] = Counter()
+    bold = math = total = 0
+    for s in spans:
+        n = len(s["text"].strip()) or 1
+        sizes[round(s["size"] * 2) / 2] += n
+        total += n
+        bold += n if s["flags"] & 16 or "Bold" in s["font"] or ".B" in s["font"] else 0
+        math += n if MATH_FONT.search(s["font"]) else 0
+    size = sizes.most_common(1)[0][0]
+    x0 = min(s["bbox"][0] for s in spans)
+    y0 = min(s["bbox"][1] for s in spans)
+    x1 = max(s["bbox"][2] for s in spans)
+    y1 = max(s["bbox"][3] for s in spans)
+    markers: list[str] = []
+    parts: list[str] = []
+    first_small = ""
+    for s in all_spans:
+        t = s["text"]
+        small = s["size"] < 0.8 * size and (s["flags"] & 1 or s["bbox"][3] < y1 - 0.2 * size)
+        tok = t.strip()
+        if tok and small and MARKER.match(tok) and not tok.isalpha():
+            if not "".join(p for p in parts).strip():
+                first_small = tok
+            else:
+                markers.append(tok)
+        parts.append(t)
+    text = "".join(parts)
+    return Line(text, (x0, y0, x1, y1), size, bold / total, math / total, markers, first_small)
+
+
+def _merge_same_row(lines: list[Line]) -> list[Line]:
+    """pymupdf splits '5.1' and 'Hyper Parameter Optimization' into two lines on one baseline:
+    join lines of a block that share a row."""
+    out: list[Line] = []
+    for ln in sorted(lines, key=lambda ln: (round(ln.bbox[3]), ln.bbox[0])):
+        prev = out[-1] if out else None
+        if prev is not None:
+            h = min(prev.bbox[3] - prev.bbox[1], ln.bbox[3] - ln.bbox[1])
+            same_row = abs(prev.bbox[3] - ln.bbox[3]) < 0.5 * h and ln.bbox[0] >= prev.bbox[2] - 1
+            if same_row:
+                n1, n2 = len(prev.text), len(ln.text)
+                total = n1 + n2 or 1
+                out[-1] = Line(
+                    f"{prev.text.rstrip()} {ln.text.lstrip()}",
+                    (
+                        prev.bbox[0],
+                        min(prev.bbox[1], ln.bbox[1]),
+                        ln.bbox[2],
+                        max(prev.bbox[3], ln.bbox[3]),
+                    ),
+                    prev.size if n1 >= n2 else ln.size,
+                    (prev.bold * n1 + ln.bold * n2) / total,
+                    (prev.math * n1 + ln.math * n2) / total,
+                    prev.markers + ln.markers,
+                    prev.first_small,
+                )
+                continue
+        out.append(ln)
+    return out
+
+
+def _split_block(lines: list[Line], page: int) -> list[Unit]:
+    """A block splits where size or boldness changes (a heading set inside a text block),
+    at bullets, and at vertical gaps wider than a line."""
+    units: list[Unit] = []
+    cur: list[Line] = []
+    for ln in lines:
+        if cur:
+            prev = cur[-1]
+            ratio = max(ln.size, prev.size) / max(min(ln.size, prev.size), 0.1)
+            gap = ln.bbox[1] - prev.bbox[3]
+            weight_change = (prev.bold > 0.9) != (ln.bold > 0.9)
+            bullet = bool(BULLET.match(ln.text.strip()))
+            if ratio > 1.12 or weight_change or bullet or gap > 1.2 * prev.size:
+                units.append(Unit(cur, page))
+                cur = []
+        cur.append(ln)
+    if cur:
+        units.append(Unit(cur, page))
+    return units
+
+
+BULLET = re.compile(r"^([•·▪◦‣●○■□–—\-*]|\(?[a-z0-9]{1,2}\)|\d{1,2}\.)\s+\S")
+
+
+def page_units(page: pymupdf.Page, pno: int) -> list[Unit]:
+    """Text and image units of one page, duplicates (text drawn twice) dropped."""
+    d = page.get_text("dict", flags=TEXT_FLAGS, sort=False)
+    units: list[Unit] = []
+    seen: set[tuple[str, int, int]] = set()
+    for b in d["blocks"]:
+        if b["type"] == 1:
+            x0, y0, x1, y1 = b["bbox"]
+            if (x1 - x0) * (y1 - y0) > 400:
+                units.append(Unit([Line("", tuple(b["bbox"]), 0.0, 0.0, 0.0)], pno, image=True))
+            continue
+        lines: list[Line] = []
+        for raw in b["lines"]:
+            ln = _line(raw["spans"])
+            if ln is None:
+                continue
+            key = (ln.text, round(ln.bbox[0]), round(ln.bbox[1]))
+            if key in seen:
+                continue
+            seen.add(key)
+            lines.append(ln)
+        if lines:
+            units.extend(_split_block(_merge_same_row(lines), pno))
+    return units
+
+
+def page_number_token(text: str) -> str | None:
+    """The printed page number at either end of a header/footer line ('2 Title', 'iii')."""
+    t = text.strip()
+    m = PAGE_NO.match(t)
+    if m:
+        return m.group(1)
+    words = t.split()
+    if len(words) >= 2:
+        for w in (words[0], words[-1]):
+            if w.isdigit() and len(w) <= 4 or (ROMAN.match(w) and len(w) <= 5 and w.islower()):
+                return w
+    return None
+
+
+def normalise_margin_text(text: str) -> str:
+    return re.sub(r"\d+", "#", " ".join(text.lower().split()))
+
+
+# ---- reading order: recursive XY-cut -------------------------------------------------------
+
+
+def _gaps(intervals: list[tuple[float, float]], min_gap: float) -> list[tuple[float, float]]:
+    ivs = sorted(intervals)
+    gaps = []
+    end = ivs[0][1]
+    for a, b in ivs[1:]:
+        if a - end >= min_gap:
+            gaps.append((end, a))
+        end = max(end, b)
+    return gaps
+
+
+def xy_cut(units: list[Unit], min_vgap: float, min_hgap: float) -> list[Unit]:
+    """Order units: split at a vertical whitespace strip (columns, left to right) when one
+    crosses the whole region, else at horizontal strips (top to bottom), recursively."""
+    if len(units) <= 1:
+        return list(units)
+    boxes = [u.bbox for u in units]
+    vg = _gaps([(b[0], b[2]) for b in boxes], min_vgap)
+    if vg:
+        cut = max(vg, key=lambda g: g[1] - g[0])
+        x = (cut[0] + cut[1]) / 2
+        left = [u for u in units if u.bbox[2] <= x]
+        right = [u for u in units if u.bbox[2] > x]
+        return xy_cut(left, min_vgap, min_hgap) + xy_cut(right, min_vgap, min_hgap)
+    hg = _gaps([(b[1], b[3]) for b in boxes], min_hgap)
+    if hg:
+        out: list[Unit] = []
+        rest = units
+        for _, y in hg:
+            top = [u for u in rest if u.bbox[3] <= y]
+            rest = [u for u in rest if u.bbox[3] > y]
+            out += xy_cut(top, min_vgap, min_hgap)
+        return out + xy_cut(rest, min_vgap, min_hgap)
+    return sorted(units, key=lambda u: (u.bbox[1], u.bbox[0]))
