@@ -1,24 +1,197 @@
-"""Cross-document links -> REFERS_TO edges (a placeholder that keeps every link unresolved
-until the Markdown link resolver lands)."""
+"""Cross-document links -> REFERS_TO edges (and REIFIES edges of notebook notes).
+
+Every link a parser found (`DocStructure.links`: source_id, href, text, kind, optional
+type) becomes one edge row: source = the content node (or section) holding the link,
+target = the section it points to — the target document's root for a document-level link,
+the heading's section for `#anchor` — or None when it cannot be resolved, with the reason
+in the metadata ("external URL", "target document not in corpus", ...). An anchor that is
+not found still points to the document root, with `anchor_resolved: false`.
+
+Resolution, in order: a note uri (exact); an external scheme (http:, mailto:, ...); a
+path relative to the linking file (`../`, `./`, `/` = corpus root, URL-encoded characters,
+missing `.md`, directory -> index.md / README.md, `.html` -> `.md`); wikilinks by path,
+file stem or title (notes: note title). Anchors match section slugs, then other anchors a
+section declares (`anchors` in its metadata), then the slugified anchor text.
+"""
 
 from __future__ import annotations
 
 import json
+import posixpath
+import re
 from typing import Any
+from urllib.parse import unquote
 
-from pipeline.structure.model import DocStructure
+from pipeline.structure.model import DocStructure, slugify
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_DOC_SUFFIXES = (".md", ".markdown")
+
+
+def _norm_name(name: str) -> str:
+    """Wikilink page name key: case, spaces, hyphens and underscores do not matter."""
+    return re.sub(r"[\s_-]+", " ", name).strip().casefold()
+
+
+class _Corpus:
+    """Lookup tables over all parsed documents (built once, a dict lookup per link)."""
+
+    def __init__(self, docs: list[DocStructure]) -> None:
+        self.by_path: dict[str, DocStructure] = {}
+        self.anchors: dict[str, dict[str, str]] = {}
+        self.note_uri: dict[str, str] = {}
+        self.note_title: dict[str, list[tuple[str, str]]] = {}  # key -> [(doc id, section)]
+        self.page: dict[str, list[DocStructure]] = {}  # wikilink page keys
+        for d in sorted(docs, key=lambda d: d.source_path):
+            self.by_path.setdefault(d.source_path, d)
+            anchors: dict[str, str] = {}
+            aliases: dict[str, str] = {}
+            for s in d.sections:
+                uri = s["uri"] or ""
+                if s["component_type"] == "NOTE":
+                    self.note_uri.setdefault(uri, s["id"])
+                    key = _norm_name(s["title"])
+                    self.note_title.setdefault(key, []).append((d.document_id, s["id"]))
+                    continue
+                if s["parent_id"] is not None and "#" in uri:
+                    anchors.setdefault(uri.split("#", 1)[1], s["id"])
+                meta = json.loads(s["metadata"] or "{}")
+                for a in meta.get("anchors", []):
+                    aliases.setdefault(a, s["id"])
+            self.anchors[d.document_id] = {**aliases, **anchors}
+            stem = posixpath.splitext(d.source_path)[0]
+            for key in {stem, posixpath.basename(stem), d.title}:
+                self.page.setdefault(_norm_name(key), []).append(d)
+
+    def find_path(self, path: str) -> DocStructure | None:
+        candidates = [path]
+        stem, ext = posixpath.splitext(path)
+        if path.endswith("/") or not path:
+            base = path.rstrip("/")
+            candidates = [posixpath.join(base, "index.md"), posixpath.join(base, "README.md")]
+        elif ext.lower() in (".html", ".htm"):
+            candidates += [stem + ".md", posixpath.join(posixpath.dirname(stem), "index.md")]
+        elif ext.lower() not in _DOC_SUFFIXES:
+            candidates += [path + ".md", path + "/index.md", path + "/README.md"]
+        for c in candidates:
+            c = posixpath.normpath(c) if c else c
+            if c in self.by_path:
+                return self.by_path[c]
+        return None
+
+    def anchor(self, doc: DocStructure, anchor: str) -> str | None:
+        """Section id for `anchor` in `doc` (slug, declared anchor, slugified text, or the
+        longest declared dotted prefix: `pkg.mod.Class` under a `::: pkg.mod` directive)."""
+        table = self.anchors.get(doc.document_id, {})
+        sid = table.get(anchor) or table.get(anchor.lower()) or table.get(slugify(anchor))
+        parts = anchor.split(".")
+        for k in range(len(parts) - 1, 0, -1):
+            if sid is not None:
+                break
+            sid = table.get(".".join(parts[:k]))
+        return sid
+
+
+def _edge(link: dict[str, Any], target: str | None, **meta: Any) -> dict[str, Any]:
+    meta = {"href": link["href"], "kind": link.get("kind", "inline"), **meta}
+    if "line" in link:
+        meta["line"] = link["line"]
+    return {
+        "source_id": link["source_id"],
+        "target_id": target,
+        "type": link.get("type", "REFERS_TO"),
+        "weight": 1.0,
+        "marker_text": link.get("text", ""),
+        "metadata": json.dumps(meta, sort_keys=True, ensure_ascii=False),
+    }
+
+
+def _resolve(corpus: _Corpus, src: DocStructure, link: dict[str, Any]) -> dict[str, Any]:
+    href = (link.get("href") or "").strip()
+    kind = link.get("kind", "inline")
+    if not href:
+        return _edge(link, None, reason="empty link target")
+    if href in corpus.note_uri:
+        return _edge(link, corpus.note_uri[href], target_uri=href)
+    if kind == "object":  # a reification note's object that no note in the corpus has
+        return _edge(link, None, reason="object note not in corpus")
+    if kind == "autoref":
+        return _edge(link, None, reason="undefined reference label (mkdocs autorefs identifier?)")
+    if kind == "wikilink":
+        return _resolve_wikilink(corpus, src, link, href)
+    if _SCHEME.match(href):
+        return _edge(link, None, reason="external URL")
+    path, _, anchor = href.partition("#")
+    path = unquote(path.split("?", 1)[0])
+    anchor = unquote(anchor)
+    if not path:
+        target = src
+    else:
+        base = "" if path.startswith("/") else posixpath.dirname(src.source_path)
+        joined = posixpath.normpath(posixpath.join(base, path.lstrip("/")))
+        if joined == ".." or joined.startswith("../"):
+            return _edge(link, None, reason="target outside corpus")
+        joined = joined + "/" if path.endswith("/") and joined != "." else joined
+        target = corpus.find_path("" if joined == "." else joined)
+        if target is None:
+            return _edge(link, None, reason="target document not in corpus", target_path=joined)
+    return _with_anchor(corpus, link, target, anchor)
+
+
+def _with_anchor(
+    corpus: _Corpus, link: dict[str, Any], target: DocStructure, anchor: str
+) -> dict[str, Any]:
+    if not anchor:
+        return _edge(link, target.root_id, target_path=target.source_path)
+    sid = corpus.anchor(target, anchor)
+    if sid is None:
+        return _edge(
+            link,
+            target.root_id,
+            target_path=target.source_path,
+            anchor=anchor,
+            anchor_resolved=False,
+            reason=f"anchor not found in {target.source_path}",
+        )
+    return _edge(link, sid, target_path=target.source_path, anchor=anchor, anchor_resolved=True)
+
+
+def _resolve_wikilink(
+    corpus: _Corpus, src: DocStructure, link: dict[str, Any], href: str
+) -> dict[str, Any]:
+    page, _, anchor = href.partition("#")
+    if not page:
+        return _with_anchor(corpus, link, src, anchor)
+    key = _norm_name(page)
+    notes = corpus.note_title.get(key, [])
+    if notes:  # prefer a note of the same notebook
+        same = [sid for did, sid in notes if did == src.document_id]
+        extra = {"ambiguous": True} if len(notes) > 1 else {}
+        return _edge(link, (same or [notes[0][1]])[0], **extra)
+    target = (
+        corpus.find_path(posixpath.normpath(page)) if page.lower().endswith(_DOC_SUFFIXES) else None
+    )
+    if target is None:
+        candidates = corpus.page.get(key, [])
+        if not candidates:
+            return _edge(link, None, reason="no document or note with that name")
+        src_dir = posixpath.dirname(src.source_path)
+        target = min(
+            candidates,
+            key=lambda d: (
+                posixpath.dirname(d.source_path) != src_dir,
+                len(d.source_path),
+                d.source_path,
+            ),
+        )
+    return _with_anchor(corpus, link, target, anchor)
 
 
 def resolve_links(docs: list[DocStructure]) -> list[dict[str, Any]]:
-    return [
-        {
-            "source_id": link["source_id"],
-            "target_id": None,
-            "type": "REFERS_TO",
-            "weight": 1.0,
-            "marker_text": link.get("text", ""),
-            "metadata": json.dumps({"href": link["href"], "reason": "not resolved"}),
-        }
-        for d in docs
-        for link in d.links
-    ]
+    """REFERS_TO / REIFIES edge rows (schemas.STRUCTURE_EDGES) for every link of every doc."""
+    corpus = _Corpus(docs)
+    edges = []
+    for d in docs:
+        for link in d.links:
+            edges.append(_resolve(corpus, d, link))
+    return edges

@@ -13,11 +13,12 @@ from pipeline.ids import stable_id
 
 
 def slugify(title: str) -> str:
-    """Heading anchor as Markdown renderers (Python-Markdown toc / GitHub) make it:
-    lower case, punctuation dropped, spaces to hyphens; Unicode letters kept."""
-    text = unicodedata.normalize("NFKC", title).strip().lower()
-    text = re.sub(r"[^\w\s-]", "", text)
-    return re.sub(r"[\s]+", "-", text).strip("-")
+    """Heading anchor as Python-Markdown's toc makes it (`slugify_unicode`, as mkdocs sites
+    use): punctuation dropped, lower case, runs of spaces and hyphens to one hyphen
+    ("A - B" -> "a-b"); Unicode letters kept."""
+    text = unicodedata.normalize("NFKC", title)
+    text = re.sub(r"[^\w\s-]", "", text).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
 
 
 def position(

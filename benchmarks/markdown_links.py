@@ -1,0 +1,150 @@
+"""Cross-document link resolution on the pydantic docs (89 Markdown files).
+
+Loads the folder with pipeline.ingest.load_folder + pipeline.structure.build_structure and
+checks every inline link to another .md file against an answer computed here, from the
+href alone: the right document is the href's path normalised relative to the linking file
+(`../`, `./`, missing `.md`, directory -> index.md, URL-encoded characters); the right
+section is one whose slug (the fragment of its uri) equals the anchor. Reference-style
+links, wikilinks and autorefs are counted separately; unresolved reasons are tallied.
+
+    python benchmarks/markdown_links.py [folder]
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from urllib.parse import unquote
+
+import polars as pl
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pipeline.ingest import load_folder  # noqa: E402
+from pipeline.structure import build_structure  # noqa: E402
+
+DEFAULT = Path(__file__).resolve().parents[1].parent / "shared/data/markdown/pydantic/docs"
+
+
+def expected_path(source: str, href_path: str, known: set[str]) -> str:
+    """The document an href path means, worked out independently of the resolver."""
+    p = unquote(href_path)
+    base = "" if p.startswith("/") else posixpath.dirname(source)
+    full = posixpath.normpath(posixpath.join(base, p.lstrip("/")))
+    if p.endswith("/") or full in {d.rsplit("/", 1)[0] for d in known if "/" in d}:
+        return posixpath.join(full, "index.md")
+    if not full.endswith(".md") and full + ".md" in known:
+        return full + ".md"
+    return full
+
+
+def _id_lines(path: Path, anchor: str) -> list[int]:
+    """1-based lines of `path` that declare `anchor` other than as a heading slug."""
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except OSError:
+        return []
+    marks = (f"#{anchor}}}", f"#{anchor} ", f'name="{anchor}"', f'id="{anchor}"')
+    hits = [i + 1 for i, x in enumerate(lines) if any(m in x for m in marks)]
+    if not hits:  # mkdocstrings: `::: pkg.mod` documents pkg.mod.* ids
+        hits = [
+            i + 1
+            for i, x in enumerate(lines)
+            if x.startswith("::: ") and (anchor + ".").startswith(x[4:].strip() + ".")
+        ]
+    return hits
+
+
+def run(folder: str | Path = DEFAULT) -> list[str]:
+    folder = Path(folder)
+    t0 = time.perf_counter()
+    docs, rejected = load_folder(folder)
+    sections, nodes, edges, warnings = build_structure(docs, folder)
+    seconds = time.perf_counter() - t0
+
+    paths = dict(zip(docs["id"], docs["source_path"], strict=True))
+    sec = sections.select(
+        pl.col("id").alias("target_id"),
+        pl.col("document_id").replace_strict(paths).alias("target_doc"),
+        pl.col("uri").str.split("#").list.get(1, null_on_oob=True).alias("target_slug"),
+        pl.col("metadata").str.json_path_match("$.line_start").cast(pl.Int64).alias("lo"),
+        pl.col("metadata").str.json_path_match("$.line_end").cast(pl.Int64).alias("hi"),
+    )
+    node_doc = nodes.select(
+        pl.col("id").alias("source_id"),
+        pl.col("document_id").replace_strict(paths).alias("source_doc"),
+    )
+    links = (
+        edges.filter(pl.col("type") == "REFERS_TO")
+        .join(node_doc, on="source_id", how="left")
+        .join(sec, on="target_id", how="left")
+        .with_columns(
+            pl.col("metadata").str.json_path_match("$.href").alias("href"),
+            pl.col("metadata").str.json_path_match("$.kind").alias("kind"),
+            pl.col("metadata").str.json_path_match("$.reason").alias("reason"),
+        )
+    )
+    known = set(docs["source_path"])
+    inline = links.filter(
+        (pl.col("kind") == "inline")
+        & pl.col("href").str.split("#").list.first().str.contains(r"(?i)\.md$")
+        & ~pl.col("href").str.contains(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+    )
+    rows = inline.select("source_doc", "href", "target_doc", "target_slug", "lo", "hi").rows()
+    right_doc = anchored = right_section = other = other_ok = 0
+    for source, href, target_doc, slug, lo, hi in rows:
+        path, _, anchor = href.partition("#")
+        want = expected_path(source, path, known)
+        ok = target_doc == want
+        right_doc += ok
+        if anchor:
+            anchored += 1
+            right_section += ok and slug == unquote(anchor)
+            where = _id_lines(folder / want, unquote(anchor)) if ok else []
+            if where and slug != unquote(anchor):  # a non-heading id: the section holding it
+                other += 1
+                other_ok += any(lo - 3 <= w <= hi for w in where)
+    rows = [r[:4] for r in rows]
+
+    def pct(a: int, b: int) -> str:
+        return f"{100 * a / b:.1f}%" if b else "n/a"
+
+    kinds = Counter(links["kind"].to_list())
+    resolved = Counter(links.filter(pl.col("target_id").is_not_null())["kind"].to_list())
+    reasons = Counter(r for r in links["reason"].to_list() if r)
+    lines = [
+        f"markdown links: {folder}",
+        f"  documents {docs.height} (rejected {rejected.height}), sections {sections.height}, "
+        f"content nodes {nodes.height}, REFERS_TO edges {links.height}, "
+        f"parse warnings {sum(len(w) for w in warnings.values())}; load+structure {seconds:.2f} s",
+        f"  inline cross-doc links found {len(rows)}; resolved to the right document "
+        f"{right_doc} ({pct(right_doc, len(rows))})",
+        f"  anchored {anchored}; resolved to the right section {right_section} "
+        f"({pct(right_section, anchored)})",
+        f"  of those, anchors that are no heading ({{#id}} attributes, [](){{#id}}, ::: API "
+        f"directives) {other}; resolved to the section holding the id {other_ok}; "
+        f"right document or section overall {right_section + other_ok} "
+        f"({pct(right_section + other_ok, anchored)})",
+    ]
+    for kind in ("inline", "reference", "wikilink", "autoref"):
+        lines.append(f"  {kind:9} links {kinds.get(kind, 0):5}  resolved {resolved.get(kind, 0):5}")
+    lines.append("  unresolved / partly resolved reasons (top 10):")
+    lines += [f"    {n:5}  {r}" for r, n in reasons.most_common(10)]
+    wrong = [
+        (s, h, t)
+        for s, h, t, slug in rows
+        if t != expected_path(s, h.partition("#")[0], known)
+        or ("#" in h and slug != unquote(h.partition("#")[2]))
+    ]
+    if wrong:
+        lines.append("  examples of misses (source, href, resolved document):")
+        lines += [f"    {json.dumps(w)}" for w in wrong[:8]]
+    return lines
+
+
+if __name__ == "__main__":
+    print("\n".join(run(sys.argv[1] if len(sys.argv) > 1 else DEFAULT)))
