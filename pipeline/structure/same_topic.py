@@ -1,0 +1,151 @@
+"""SAME_TOPIC edges: sections of (by default) different documents that talk about the same
+thing, by the cosine of their embeddings.
+
+A section's vector embeds "path\\n" plus the first `text_tokens` tokens of its own text (its
+nodes, not its subsections', headings left to the path). One short string per section is the
+cheap choice: the mean of its nodes' vectors would embed every node (~10x the strings on
+Markdown docs) for a vector that the opening of a section already approximates. Sections
+with no own text beyond a heading (a chapter that only holds subsections) get no vector and
+no edge: a bare title such as "Introduction" would match every other "Introduction".
+
+Neighbours are found by an exact blocked top-k: rows of the (n, dim) matrix are multiplied
+by the whole matrix a block at a time, so memory stays ~BLOCK_ELEMENTS floats whatever n
+(100k sections: ~330-row blocks, one 100k x 100k x 384 pass). Each section proposes its top
+`max_connections` partners above `min_similarity`; the union is then thinned greedily, best
+pair first, so that no section ends with more than `max_connections` edges.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+
+from pipeline import schemas
+from pipeline.config import SameTopicSettings
+from pipeline.tokens import truncate_tokens
+
+BLOCK_ELEMENTS = 1 << 25  # similarity entries per block (128 MiB of float32)
+# Node types that are not a section's text: headings (the path says them), page furniture.
+SKIP_TYPES = ("HEADING", "TITLE", "PAGE_NUMBER")
+
+
+def section_texts(
+    sections: pl.DataFrame, content_nodes: pl.DataFrame, text_tokens: int
+) -> pl.DataFrame:
+    """(id, document_id, text) per section with own text: 'A > B > C\\n' + its first tokens."""
+    if sections.height == 0 or content_nodes.height == 0:
+        return pl.DataFrame(schema={"id": pl.Utf8, "document_id": pl.Utf8, "text": pl.Utf8})
+    own = (
+        content_nodes.filter(
+            ~pl.col("node_type").is_in(SKIP_TYPES) & (pl.col("text").str.strip_chars() != "")
+        )
+        .sort("seq_major", "seq_minor")
+        .group_by("section_id", maintain_order=True)
+        .agg(
+            # a cheap character cap before the exact token cut (a token is >= 1 char)
+            pl.col("text").str.join("\n").str.slice(0, text_tokens * 8).alias("body")
+        )
+    )
+    joined = sections.select(
+        "id", "document_id", pl.col("path").list.join(" > ").alias("head")
+    ).join(own, left_on="id", right_on="section_id", how="inner")
+    texts = [
+        h + "\n" + truncate_tokens(b, text_tokens)
+        for h, b in zip(joined["head"].to_list(), joined["body"].to_list(), strict=True)
+    ]
+    return joined.select("id", "document_id").with_columns(text=pl.Series(texts, dtype=pl.Utf8))
+
+
+def top_pairs(
+    vectors: np.ndarray,
+    groups: np.ndarray,
+    k: int,
+    min_similarity: float,
+    cross_group_only: bool,
+    block_elements: int = BLOCK_ELEMENTS,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Undirected pairs (a < b row indices, cosine) where b is among a's top-k or a among b's,
+    above `min_similarity`, never a row with itself, optionally never within one group."""
+    n = vectors.shape[0]
+    k = min(k, n - 1)
+    if n < 2 or k <= 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(0, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit = (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+    rows = max(1, block_elements // n)
+    srcs, dsts, sims = [], [], []
+    for start in range(0, n, rows):
+        stop = min(n, start + rows)
+        s = unit[start:stop] @ unit.T
+        idx = np.arange(start, stop)
+        s[idx - start, idx] = -np.inf
+        if cross_group_only:
+            s[groups[start:stop, None] == groups[None, :]] = -np.inf
+        s[s < min_similarity] = -np.inf
+        top = np.argpartition(-s, k - 1, axis=1)[:, :k]
+        val = np.take_along_axis(s, top, axis=1)
+        ok = np.isfinite(val)
+        srcs.append(np.broadcast_to(idx[:, None], top.shape)[ok])
+        dsts.append(top[ok])
+        sims.append(val[ok])
+    a = np.concatenate(srcs)
+    b = np.concatenate(dsts)
+    w = np.concatenate(sims)
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    key = lo.astype(np.int64) * n + hi
+    _, first = np.unique(key, return_index=True)
+    return lo[first], hi[first], w[first]
+
+
+def cap_degree(
+    a: np.ndarray, b: np.ndarray, w: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Greedy: best pair first (ties by index), keep it while both ends have < k edges."""
+    order = np.lexsort((b, a, -w))
+    degree: dict[int, int] = {}
+    keep = []
+    for i in order.tolist():
+        x, y = int(a[i]), int(b[i])
+        if degree.get(x, 0) < k and degree.get(y, 0) < k:
+            degree[x] = degree.get(x, 0) + 1
+            degree[y] = degree.get(y, 0) + 1
+            keep.append(i)
+    sel = np.asarray(keep, dtype=np.int64)
+    return a[sel], b[sel], w[sel]
+
+
+def same_topic_edges(
+    sections: pl.DataFrame,
+    content_nodes: pl.DataFrame,
+    embedder,
+    settings: SameTopicSettings,
+) -> pl.DataFrame:
+    """SAME_TOPIC rows of schemas.STRUCTURE_EDGES: source_id < target_id (each pair once),
+    weight = cosine of the two sections' vectors, in (source_id, target_id) order."""
+    if not settings.enabled:
+        return schemas.empty("structure_edges")
+    texts = section_texts(sections, content_nodes, settings.text_tokens).sort("id")
+    if texts.height < 2:
+        return schemas.empty("structure_edges")
+    vecs = np.asarray(embedder.embed(texts["text"].to_list()), dtype=np.float32)
+    groups = texts["document_id"].cast(pl.Categorical).to_physical().to_numpy()
+    a, b, w = top_pairs(
+        vecs, groups, settings.max_connections, settings.min_similarity, settings.cross_doc_only
+    )
+    a, b, w = cap_degree(a, b, w, settings.max_connections)
+    ids = texts["id"]
+    meta = json.dumps({"method": f"path+{settings.text_tokens} tokens"})
+    edges = pl.DataFrame(
+        {
+            "source_id": ids.gather(a),
+            "target_id": ids.gather(b),
+            "type": "SAME_TOPIC",
+            "weight": np.round(w.astype(np.float64), 6),
+            "marker_text": "",
+            "metadata": meta,
+        }
+    ).sort("source_id", "target_id")
+    return pl.from_arrow(schemas.conform(edges, "structure_edges"))  # type: ignore[return-value]
