@@ -557,7 +557,7 @@ def _caption_edges(out: DocStructure, items: list[dict[str, Any]]) -> None:
         if not cands:
             continue
 
-        def dist(c: dict[str, Any]) -> float:
+        def dist(c: dict[str, Any], u: Unit = u, want: str = want) -> float:
             b = c["unit"].bbox
             return max(0.0, b[1] - u.bbox[3], u.bbox[1] - b[3]) + (0 if c["kind"] == want else 50)
 

@@ -194,7 +194,30 @@ def page_units(page: pymupdf.Page, pno: int) -> list[Unit]:
             lines.append(ln)
         if lines:
             units.extend(_split_block(_merge_same_row(lines), pno))
-    return units
+    return _attach_markers(units)
+
+
+def _attach_markers(units: list[Unit]) -> list[Unit]:
+    """A superscript note marker drawn as its own block joins the line it follows."""
+    lines = [ln for u in units if not u.image for ln in u.lines]
+    out = []
+    for u in units:
+        m = u.lines[0]
+        if not u.image and len(u.lines) == 1 and MARKER.match(m.text.strip()):
+            host = [
+                ln
+                for ln in lines
+                if ln is not m
+                and abs(ln.bbox[2] - m.bbox[0]) < 3
+                and m.size < 0.8 * ln.size
+                and ln.bbox[1] - 2 <= m.bbox[1] <= ln.bbox[3]
+            ]
+            if host:
+                host[0].markers.append(m.text.strip())
+                host[0].text += m.text.strip()
+                continue
+        out.append(u)
+    return out
 
 
 def page_number_token(text: str) -> str | None:
