@@ -70,7 +70,8 @@ def main() -> None:
             f"   sections: {len(st.sections)}; edges: {dict(Counter(e['type'] for e in st.edges))}"
         )
         print(
-            f"   footnotes linked: {linked}/{notes}; pages with logical labels: {labelled}/{n_pages}"
+            f"   footnotes linked: {linked}/{notes}; "
+            f"pages with logical labels: {labelled}/{n_pages}"
         )
         if st.warnings:
             print(f"   warnings: {st.warnings[:5]}")
@@ -80,7 +81,8 @@ def main() -> None:
             gold = gt_headings(gt)
             p, r, hit = prf(pred, gold)
             print(
-                f"   headings: precision {p:.3f} recall {r:.3f} ({hit} of {len(pred)} predicted, {len(gold)} gold)"
+                f"   headings: precision {p:.3f} recall {r:.3f} "
+                f"({hit} of {len(pred)} predicted, {len(gold)} gold)"
             )
             if "-v" in sys.argv:
                 print("   missed:", sorted((Counter(gold) - Counter(pred)).elements()))
