@@ -263,6 +263,8 @@ VECTOR_TABLES: dict[str, list[tuple[str, pa.DataType]]] = {
     "entities": [("title", _str), ("type", _str)],
     "relationships": [("source", _str), ("target", _str)],
     "community_reports": [("community", _i64), ("level", _i64)],
+    # node_type etc. let node search pre-filter ("only TABLE nodes")
+    "content_nodes": [("node_type", _str), ("document_id", _str), ("section_id", _str)],
 }
 
 

@@ -10,6 +10,11 @@ relations, 4k reports), so by default they are derived rather than embedded whol
 passage) plus the mean of the vectors of the text units it occurs in; a relationship is its
 two entities plus its units; a report is the mean of its members. Set a table's mode to
 "text" to embed its rendering instead (better on a GPU, slow on a CPU).
+
+Content nodes (node search, "only TABLE nodes"): by default (`node_vectors: derived`) a
+PARAGRAPH or LIST_ITEM node takes the mean vector of the text units that hold it (no model
+call: prose is what the units already embed), and every other node type (TABLE, CAPTION,
+HEADING, FIGURE, CODE, NOTE, ...) embeds its own text (its description when it has no text).
 """
 
 from __future__ import annotations
@@ -30,6 +35,9 @@ from pipeline.tokens import truncate_tokens
 ENTITY_TOKENS = 100
 RELATIONSHIP_TOKENS = 100
 REPORT_TOKENS = 256
+NODE_TOKENS = 256
+# Node types whose vector is derived from their text units under node_vectors="derived".
+DERIVED_NODE_TYPES = ("PARAGRAPH", "LIST_ITEM")
 TEXT_UNIT_TOKENS = 512
 
 
@@ -82,6 +90,14 @@ def embedding_text(name: str, frame: pl.DataFrame) -> list[str]:
             .fill_null("")
         ).to_series()
         return _truncate(texts.to_list(), REPORT_TOKENS)
+    if name == "content_nodes":
+        texts = frame.select(
+            pl.when(pl.col("text").fill_null("").str.strip_chars() != "")
+            .then(pl.col("text"))
+            .otherwise(pl.col("description"))
+            .fill_null("")
+        ).to_series()
+        return _truncate(texts.to_list(), NODE_TOKENS)
     raise ValueError(f"no vector table {name!r}; known: {sorted(schemas.VECTOR_TABLES)}")
 
 
@@ -150,6 +166,8 @@ def compute_vectors(
 ) -> np.ndarray:
     """(n, dim) vectors of table `name`'s rows, embedded or derived as the settings say."""
     dim = embedder.dim
+    if name == "content_nodes":
+        return node_vectors(output_dir, frame, texts, embedder, settings)
     mode = {
         "entities": settings.entity_vectors,
         "relationships": settings.relationship_vectors,
@@ -177,6 +195,51 @@ def compute_vectors(
         communities.select("community", "entity_ids"), on="community", how="left"
     )["entity_ids"]
     return mean_vectors(members, ent_ids, ent_vecs, dim)
+
+
+def node_vectors(
+    output_dir: str | Path,
+    nodes: pl.DataFrame,
+    texts: list[str],
+    embedder: EmbedderLike,
+    settings: EmbeddingSettings,
+    text_units: pl.DataFrame | None = None,
+) -> np.ndarray:
+    """(n, dim) content-node vectors: PARAGRAPH/LIST_ITEM nodes derived from the text units
+    holding them (units' `content_node_ids`, vectors from the text_units Lance table), other
+    nodes (and prose held by no unit) embedded; everything embedded when node_vectors="text"."""
+    dim = embedder.dim
+    n = nodes.height
+    out = np.zeros((n, dim), dtype=np.float32)
+    embed_rows = np.arange(n)
+    if settings.node_vectors == "derived" and n:
+        if text_units is None:
+            text_units = store.read_table(output_dir, "text_units")
+        unit_ids, unit_vecs = read_vectors(output_dir, "text_units")
+        holders = (
+            text_units.select(pl.col("id").alias("unit"), pl.col("content_node_ids").alias("node"))
+            .explode("node")
+            .drop_nulls("node")
+            .group_by("node")
+            .agg(pl.col("unit").sort())
+        )
+        members = (
+            nodes.select(pl.col("id").alias("node"), "node_type")
+            .join(holders, on="node", how="left", maintain_order="left")
+            .with_columns(
+                pl.when(pl.col("node_type").is_in(DERIVED_NODE_TYPES))
+                .then(pl.col("unit"))
+                .otherwise(pl.lit(None, dtype=pl.List(pl.Utf8)))
+                .alias("unit")
+            )
+        )["unit"]
+        if unit_ids:
+            out = mean_vectors(members.fill_null([]), unit_ids, unit_vecs, dim)
+        embed_rows = np.flatnonzero(~out.any(axis=1))
+    if len(embed_rows):
+        vecs = embedder.embed([texts[i] for i in embed_rows.tolist()])
+        out[embed_rows] = np.asarray(vecs, dtype=np.float32).reshape(len(embed_rows), dim)
+    return out
 
 
 def vector_arrow(

@@ -336,3 +336,85 @@ def test_semantic_chunker_cuts_at_the_topic_change():
     assert smart.height == 1  # the same text fits one smart unit: the cut is the topic's
     with pytest.raises(ValueError):
         chunk_structured(docs, sections, nodes, settings)
+
+
+class WordEmbedder:
+    """Fake model for node search: one axis per vocabulary word."""
+
+    model_id = "fake-words"
+    vocab = ["volcano", "violin", "glacier", "table", "rows", "ash", "string"]
+    dim = len(vocab) + 1
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            low = t.lower()
+            out[i, :-1] = [low.count(w) for w in self.vocab]
+            out[i, -1] = 0.1
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def test_content_node_vectors_and_type_prefiltered_search(tmp_path):
+    from pipeline import store, vectors
+    from pipeline.config import EmbeddingSettings, Settings
+    from pipeline.query.index import GraphIndex
+
+    doc = DocStructure("d", "geo.md", "Geo")
+    a = doc.add_section(doc.root_id, "SECTION", "Volcano")
+    doc.add_node(a, "HEADING", "## Volcano")
+    doc.add_node(a, "PARAGRAPH", "The volcano spat ash. Volcano ash everywhere.", [position(2)])
+    tbl = doc.add_node(
+        a,
+        "TABLE",
+        "| volcano | ash |\n|---|---|\n| Etna | lots |",
+        [position(3, "iii", 10, 20, 300, 400)],
+    )
+    b = doc.add_section(doc.root_id, "SECTION", "Music")
+    doc.add_node(b, "HEADING", "## Music")
+    doc.add_node(b, "PARAGRAPH", "A violin has a string. The violin string sings.", [position(4)])
+    docs, sections, nodes = _frames([doc])
+    units = chunk_structured(docs, sections, nodes, ChunkingSettings(min_size=5))
+    full_docs = docs.with_columns(
+        mime_type=pl.lit("text/markdown"),
+        sha256=pl.lit(""),
+        byte_size=pl.lit(0),
+        n_pages=pl.lit(4),
+        language=pl.lit("en"),
+        metadata=pl.lit("{}"),
+        creation_date=pl.lit(""),
+        warnings=pl.lit([], dtype=pl.List(pl.Utf8)),
+    )
+    for name, frame in [
+        ("documents", full_docs),
+        ("sections", sections),
+        ("content_nodes", nodes),
+        ("text_units", units),
+    ]:
+        store.write_table(tmp_path, name, frame)
+    emb = WordEmbedder()
+    settings = EmbeddingSettings()
+    vectors.build_vector_table(tmp_path, "text_units", units, emb, settings)
+    calls: list[list[str]] = []
+
+    class Counting(WordEmbedder):
+        def embed(self, texts):
+            calls.append(list(texts))
+            return super().embed(texts)
+
+    vectors.build_vector_table(tmp_path, "content_nodes", nodes, Counting(), settings)
+    embedded = [t for c in calls for t in c]
+    assert not any(t.startswith(("The volcano", "A violin")) for t in embedded)  # derived
+    assert any(t.startswith("| volcano") for t in embedded)  # tables are embedded
+    ids, mat = vectors.read_vectors(tmp_path, "content_nodes")
+    assert len(ids) == nodes.height and np.all(np.abs(np.linalg.norm(mat, axis=1) - 1) < 1e-3)
+
+    index = GraphIndex(tmp_path, Settings(), embedder=WordEmbedder())
+    res = index.search_nodes("volcano ash", node_types=["table"], top_k=5)
+    assert [r["node_type"] for r in res.records] == ["TABLE"]
+    hit = res.records[0]
+    assert hit["id"] == tbl and hit["pages"] == [3] and hit["section_path"] == ["Geo", "Volcano"]
+    assert hit["bbox"][0]["x1"] == 300 and hit["bbox"][0]["page_label"] == "iii"
+    assert hit["document_title"] == "Geo" and res.text_unit_ids
+    every = index.search_nodes("violin string", top_k=3)
+    assert every.records[0]["node_type"] == "PARAGRAPH" and "violin" in every.records[0]["text"]
+    assert index.search_nodes("x", node_types=["FIGURE"]).records == []

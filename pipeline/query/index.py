@@ -343,6 +343,14 @@ class GraphIndex:
 
         return global_search(self, self._check_query(query), level)
 
+    def search_nodes(
+        self, query: str, node_types: list[str] | None = None, top_k: int = 10
+    ) -> SearchResult:
+        """Content nodes nearest the query, optionally only of `node_types` (e.g. TABLE)."""
+        from pipeline.query.nodes import search_nodes
+
+        return search_nodes(self, self._check_query(query), node_types, top_k)
+
 
 def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k highest scores, best first; ties broken by index (deterministic)."""
