@@ -1,9 +1,9 @@
-"""Document loaders: a folder of .txt / .md / .pdf files to the documents table.
+"""Document loaders: a folder of .txt / .md / .pdf / notes .json(l) files to the documents table.
 
 Importing the format modules registers their loaders with `loader.LOADERS`.
 """
 
-from pipeline.ingest import markdown, pdf, text  # noqa: F401  (registers loaders)
+from pipeline.ingest import markdown, notes, pdf, text  # noqa: F401  (registers loaders)
 from pipeline.ingest.loader import (
     LOADERS,
     LoadedDoc,

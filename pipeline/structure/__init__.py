@@ -89,7 +89,5 @@ def build_structure(
     )
 
 
+from pipeline.structure import markdown, notes  # noqa: E402,F401  (register Markdown, notes)
 from pipeline.structure import pdf as _pdf  # noqa: E402,F401  (registers application/pdf)
-
-
-from pipeline.structure import markdown  # noqa: E402, F401  (registers the Markdown parser)

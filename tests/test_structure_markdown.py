@@ -1,0 +1,234 @@
+"""Markdown structure: tree shape, node types, line numbers, links of every kind resolved
+across two documents (and unresolved ones with their reasons), determinism."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipeline.ingest import load_folder
+from pipeline.structure import build_structure
+from pipeline.structure.markdown import parse_blocks, plain_inline
+from pipeline.structure.model import slugify
+
+A_MD = """---
+title: Alpha Doc
+tags: [x, y]
+---
+Intro with [link to b](guide/b.md) and [b setup](guide/b.md#setup-steps).
+
+# Alpha
+
+Text under alpha.
+
+## Install {#custom-install}
+
+```bash
+# not a heading
+[not a link](guide/b.md)
+```
+
+| col | val |
+|-----|-----|
+| a   | 1   |
+
+- item one [ref link][b-ref]
+- item two
+    - nested [[b#Usage Notes]]
+
+Setext Title
+------------
+
+> quoted [encoded](guide/b%2Emd)
+
+!!! note "Careful"
+    Admonition text with [missing anchor](guide/b.md#nope).
+
+    ## not a section inside an admonition
+
+### Deep `code_name` & more
+
+[Missing doc](nothere.md), [ext](https://example.com), [[Unknown Page]] and [auto][pkg.Thing].
+
+[b-ref]: guide/b.md#usage-notes
+"""
+
+B_MD = """Setup Steps
+===========
+
+Do it. Back to [alpha](../a.md#alpha), to [a](../a) and [its start](/a.md#custom-install).
+
+## Usage Notes
+
+First.
+
+## Usage Notes
+
+Again.
+"""
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("md")
+    (root / "guide").mkdir()
+    (root / "a.md").write_text(A_MD, encoding="utf-8")
+    (root / "guide" / "b.md").write_text(B_MD, encoding="utf-8")
+    docs, rejected = load_folder(root)
+    assert rejected.height == 0
+    return root, docs, *build_structure(docs, root)
+
+
+def _by_path(docs: pl.DataFrame) -> dict[str, str]:
+    return dict(zip(docs["source_path"], docs["id"], strict=True))
+
+
+def test_section_tree_shape(built):
+    _, docs, sections, nodes, _, warnings = built
+    assert warnings == {}
+    ids = _by_path(docs)
+    a = sections.filter(pl.col("document_id") == ids["a.md"]).sort("human_readable_id")
+    got = a.select("title", "level", "seq", "uri", "component_type").rows()
+    assert got == [
+        ("Alpha Doc", 0, 0, "a.md", "DOCUMENT"),
+        ("Alpha", 1, 0, "a.md#alpha", "SECTION"),
+        ("Install", 2, 0, "a.md#custom-install", "SECTION"),
+        ("Setext Title", 2, 1, "a.md#setext-title", "SECTION"),
+        ("Deep code_name & more", 3, 0, "a.md#deep-code_name-more", "SECTION"),
+    ]
+    by_title = {r["title"]: r for r in a.iter_rows(named=True)}
+    assert by_title["Alpha"]["parent_id"] == by_title["Alpha Doc"]["id"]
+    assert by_title["Setext Title"]["parent_id"] == by_title["Alpha"]["id"]
+    assert by_title["Deep code_name & more"]["parent_id"] == by_title["Setext Title"]["id"]
+    assert by_title["Deep code_name & more"]["path"] == [
+        "Alpha Doc",
+        "Alpha",
+        "Setext Title",
+        "Deep code_name & more",
+    ]
+    root_meta = json.loads(by_title["Alpha Doc"]["metadata"])
+    assert root_meta["front_matter"] == {"title": "Alpha Doc", "tags": ["x", "y"]}
+    assert json.loads(by_title["Install"]["metadata"])["line_start"] == 11
+
+    b = sections.filter(pl.col("document_id") == ids["guide/b.md"]).sort("human_readable_id")
+    assert b.select("title", "level", "seq", "uri").rows() == [
+        ("Setup Steps", 0, 0, "guide/b.md"),  # the loader's title: the first heading
+        ("Setup Steps", 1, 0, "guide/b.md#setup-steps"),
+        ("Usage Notes", 2, 0, "guide/b.md#usage-notes"),
+        ("Usage Notes", 2, 1, "guide/b.md#usage-notes_1"),
+    ]
+
+
+def test_node_types_and_lines(built):
+    _, docs, sections, nodes, _, _ = built
+    a = nodes.filter(pl.col("document_id") == _by_path(docs)["a.md"]).sort("seq_major")
+    types = a["node_type"].to_list()
+    assert types.count("HEADING") == 4
+    assert types.count("TABLE") == 1 and types.count("CODE") == 1
+    assert types.count("LIST_ITEM") == 3 and types.count("BLOCK_QUOTATION") == 1
+    code = a.filter(pl.col("node_type") == "CODE").row(0, named=True)
+    assert code["text"] == "# not a heading\n[not a link](guide/b.md)"
+    meta = json.loads(code["metadata"])
+    assert (meta["line_start"], meta["line_end"], meta["language"]) == (13, 16, "bash")
+    table = a.filter(pl.col("node_type") == "TABLE")["text"][0]
+    assert table.count("\n") == 2 and table.startswith("| col")
+    items = a.filter(pl.col("node_type") == "LIST_ITEM")
+    assert [json.loads(m)["depth"] for m in items["metadata"]] == [0, 0, 1]
+    adm = a.filter(pl.col("text").str.contains("Admonition text"))
+    assert adm["node_type"].to_list() == ["PARAGRAPH"]
+    assert json.loads(adm["metadata"][0])["container"] == "admonition:note"
+    assert a.filter(pl.col("text").str.contains("not a section"))["node_type"][0] == "PARAGRAPH"
+    assert not a["text"].str.contains(r"\[b-ref\]:").any()  # definitions are no content
+    assert a["positions"].list.eval(pl.element().struct.field("page")).explode().eq(1).all()
+    # every node sits in its own document's sections
+    secs = set(sections.filter(pl.col("document_id") == a["document_id"][0])["id"])
+    assert set(a["section_id"]) <= secs
+
+
+def _links(built) -> dict[tuple[str, str], dict]:
+    _, docs, sections, nodes, edges, _ = built
+    paths = dict(zip(docs["id"], docs["source_path"], strict=True))
+    node_doc = dict(zip(nodes["id"], nodes["document_id"], strict=True))
+    uri = dict(zip(sections["id"], sections["uri"], strict=True))
+    out = {}
+    for e in edges.filter(pl.col("type") == "REFERS_TO").iter_rows(named=True):
+        meta = json.loads(e["metadata"])
+        key = (paths[node_doc[e["source_id"]]], meta["href"])
+        out[key] = {**meta, "target": uri.get(e["target_id"]), "text": e["marker_text"]}
+    return out
+
+
+def test_links_resolved_and_unresolved(built):
+    links = _links(built)
+    got = {k: (v["kind"], v["target"], v.get("reason")) for k, v in links.items()}
+    assert got == {
+        ("a.md", "guide/b.md"): ("inline", "guide/b.md", None),
+        ("a.md", "guide/b.md#setup-steps"): ("inline", "guide/b.md#setup-steps", None),
+        ("a.md", "guide/b.md#usage-notes"): ("reference", "guide/b.md#usage-notes", None),
+        ("a.md", "b#Usage Notes"): ("wikilink", "guide/b.md#usage-notes", None),
+        ("a.md", "guide/b%2Emd"): ("inline", "guide/b.md", None),
+        ("a.md", "guide/b.md#nope"): ("inline", "guide/b.md", "anchor not found in guide/b.md"),
+        ("a.md", "nothere.md"): ("inline", None, "target document not in corpus"),
+        ("a.md", "https://example.com"): ("inline", None, "external URL"),
+        ("a.md", "Unknown Page"): ("wikilink", None, "no document or note with that name"),
+        ("a.md", "pkg.Thing"): (
+            "autoref",
+            None,
+            "undefined reference label (mkdocs autorefs identifier?)",
+        ),
+        ("guide/b.md", "../a.md#alpha"): ("inline", "a.md#alpha", None),
+        ("guide/b.md", "../a"): ("inline", "a.md", None),
+        ("guide/b.md", "/a.md#custom-install"): ("inline", "a.md#custom-install", None),
+    }
+    assert links[("a.md", "guide/b.md#nope")]["anchor_resolved"] is False
+    assert links[("a.md", "guide/b.md#setup-steps")]["anchor_resolved"] is True
+    assert links[("a.md", "guide/b.md#usage-notes")]["text"] == "ref link"
+    assert links[("a.md", "b#Usage Notes")]["line"] == 24
+
+
+def test_deterministic(built):
+    root, docs, sections, nodes, edges, _ = built
+    again = build_structure(load_folder(root)[0], root)
+    assert again[0].equals(sections) and again[1].equals(nodes) and again[2].equals(edges)
+
+
+def test_slugs_and_inline_text():
+    assert slugify("Validating data") == "validating-data"
+    assert slugify("A - B: c/d") == "a-b-cd"
+    assert slugify("Модели и поля") == "модели-и-поля"
+    assert plain_inline("Use `__init__` with *care* and [links](x.md) {#id}") == (
+        "Use __init__ with care and links"
+    )
+
+
+def test_fences_and_tildes_are_opaque():
+    blocks = parse_blocks(["~~~", "# no", "```", "~~~", "# Yes"])
+    assert [(b.kind, b.text) for b in blocks] == [("CODE", "# no\n```"), ("HEADING", "Yes")]
+
+
+DOCS = Path(__file__).resolve().parents[1].parent / "shared/data/markdown/pydantic/docs"
+
+
+@pytest.mark.skipif(not DOCS.is_dir(), reason="shared pydantic docs absent")
+def test_pydantic_docs_link_acceptance():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "markdown_links", Path(__file__).resolve().parents[1] / "benchmarks/markdown_links.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    text = "\n".join(mod.run(DOCS))
+    import re
+
+    found, right = map(
+        int, re.search(r"links found (\d+); resolved to the right document (\d+)", text).groups()
+    )
+    anchored, sec = map(
+        int, re.search(r"anchored (\d+); resolved to the right section (\d+)", text).groups()
+    )
+    assert found == 340 and right >= 0.95 * found
+    assert anchored == 175 and sec >= 0.90 * anchored
