@@ -154,4 +154,4 @@ def test_docling_headings(name):
     pred = [bench.norm(n["text"]) for n in st.nodes if n["node_type"] in ("HEADING", "TITLE")]
     p, r, _ = bench.prf(pred, bench.gt_headings(gt))
     assert p >= 0.9, (p, Counter(pred))
-    assert r >= 0.8, r  # redp5110 is at 0.82 (target 0.9: see report)
+    assert r >= 0.9, r

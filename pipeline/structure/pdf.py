@@ -258,8 +258,7 @@ def _parse(
                 flow.append(u)
         ordered = xy_cut(flow, min_vgap=max(0.8 * body, 6.0), min_hgap=0.5)
         col_x0 = _column_lefts(ordered)
-        for i, u in enumerate(ordered):
-            nxt = ordered[i + 1] if i + 1 < len(ordered) else None
+        for u in ordered:
             text = u.text
             if u.image:
                 kind = "FIGURE"
@@ -267,7 +266,7 @@ def _parse(
                 kind = "TABLE"
             elif CAPTION.match(text):
                 kind = "CAPTION"
-            elif _is_heading(u, body, nxt, col_x0(u), cfg):
+            elif _is_heading(u, body, _below(u, ordered), col_x0(u), cfg):
                 kind = "HEADING"
             elif u.math > 0.4 and len(text) < 300:
                 kind = "FORMULA"
@@ -291,6 +290,7 @@ def _parse(
         if top["unit"].size >= 1.5 * body:
             top["kind"] = "TITLE"
     _cover_pages(items, pdf.page_count, body)
+    _dedupe_headings(items)
 
     merged = _merge_continuations(items)
     _build(out, pdf, merged, labels, body)
@@ -313,13 +313,33 @@ def _inside(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
     return b[0] <= cx <= b[2] and b[1] <= cy <= b[3]
 
 
+def _below(u: Unit, units: list[Unit]) -> Unit | None:
+    """The unit right under `u` in its column (nearest top edge below it, overlapping it
+    horizontally): what a heading is compared with. Reading order is no substitute: a
+    heading with a tiny gap under it is cut off as its own band by the XY-cut."""
+    cands = [
+        v
+        for v in units
+        if v is not u
+        and v.bbox[1] >= u.bbox[3] - 1
+        and v.bbox[0] < u.bbox[2]
+        and v.bbox[2] > u.bbox[0]
+    ]
+    return min(cands, key=lambda v: (v.bbox[1], v.bbox[0])) if cands else None
+
+
 def _column_lefts(units: list[Unit]):  # noqa: ANN202 - a small closure
-    """Left edge of the text column a unit sits in (the smallest x0 of units overlapping it
-    horizontally): headings must start there or be centred."""
+    """Left edge of the text column a unit sits in (the smallest x0 of multi-line units
+    overlapping it horizontally and near it vertically): headings must start there or be
+    centred. Nearness matters: a full-width banner elsewhere on the page is no column."""
     text = [u for u in units if not u.image and len(u.lines) >= 2]
 
     def left(u: Unit) -> tuple[float, float]:
         over = [v.bbox for v in text if v.bbox[0] < u.bbox[2] and v.bbox[2] > u.bbox[0]]
+        if over:
+            dist = [max(0.0, b[1] - u.bbox[3], u.bbox[1] - b[3]) for b in over]
+            near = min(dist) + 60
+            over = [b for b, d in zip(over, dist, strict=True) if d <= near]
         if not over:
             return u.bbox[0], (u.bbox[0] + u.bbox[2]) / 2
         x0, x1 = min(b[0] for b in over), max(b[2] for b in over)
@@ -341,11 +361,39 @@ def _cover_pages(items: list[dict[str, Any]], n_pages: int, body: float) -> None
         heads = [it for it in on if it["kind"] in ("HEADING", "TITLE")]
         multi = [it for it in heads if len(it["text"].split()) >= 3]
         keep = max(multi, key=lambda it: it["unit"].size) if multi else None
+        units = [it["unit"] for it in on]
         for it in heads:
-            if it is not keep:
+            if it is not keep and not _over_text(it["unit"], units):
                 it["kind"] = "PARAGRAPH"
         if keep is not None and pno == 0:
             keep["kind"] = "TITLE"
+
+
+def _over_text(u: Unit, units: list[Unit]) -> bool:
+    """A multi-word display line set right over a block of smaller running text (a cover's
+    blurb heading), as opposed to a free-standing slogan."""
+    b = _below(u, units)
+    if b is None or len(u.text.split()) < 3 or len(b.lines) < 3:
+        return False
+    return b.bbox[1] - u.bbox[3] < 2 * u.size and b.size < u.size and abs(b.bbox[0] - u.bbox[0]) < 3
+
+
+def _dedupe_headings(items: list[dict[str, Any]]) -> None:
+    """The same heading text twice on one page (a masthead over the display heading): only
+    the larger one heads a section."""
+    best: dict[tuple[int, str], dict[str, Any]] = {}
+    for it in items:
+        if it["kind"] != "HEADING":
+            continue
+        key = (it["unit"].page, _norm(it["text"]))
+        other = best.get(key)
+        if other is None:
+            best[key] = it
+        elif it["unit"].size > other["unit"].size:
+            other["kind"] = "PARAGRAPH"
+            best[key] = it
+        else:
+            it["kind"] = "PARAGRAPH"
 
 
 def _merge_continuations(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
