@@ -6,18 +6,29 @@ import polars as pl
 from dagster import AssetExecutionContext, AssetIn, AssetOut, Output, asset, multi_asset
 
 from assets.metadata import counts_md, frame_metadata
-from pipeline.chunking import chunk_documents
+from pipeline.chunking import chunk_structured
 from pipeline.communities import hierarchical_leiden
 from pipeline.extract import extract_resilient, get_extractor
 from pipeline.graph import merge_graph
 from pipeline.reports import build_reports
-from resources import DocgraphConfig
+from resources import DocgraphConfig, EmbedderResource
 
 
-@asset(group_name="semantic", description="Content-anchored, token-sized chunks of every document.")
-def chunks(docgraph: DocgraphConfig, documents: pl.DataFrame) -> Output[pl.DataFrame]:
+@asset(
+    group_name="semantic",
+    description="Token-sized chunks inside sections, content-anchored, citing nodes and pages.",
+)
+def chunks(
+    docgraph: DocgraphConfig,
+    embedder: EmbedderResource,
+    documents: pl.DataFrame,
+    sections: pl.DataFrame,
+    content_nodes: pl.DataFrame,
+) -> Output[pl.DataFrame]:
     started = time.perf_counter()
-    df = chunk_documents(documents, docgraph.settings().chunking)
+    settings = docgraph.settings().chunking
+    emb = embedder.get() if settings.method == "semantic" else None
+    df = chunk_structured(documents, sections, content_nodes, settings, emb)
     tokens = df.get_column("n_tokens")
     return Output(
         df,
@@ -27,6 +38,7 @@ def chunks(docgraph: DocgraphConfig, documents: pl.DataFrame) -> Output[pl.DataF
             tokens_total=int(tokens.sum() or 0),
             tokens_mean=float(tokens.mean() or 0.0),
             tokens_max=int(tokens.max() or 0),
+            method=settings.method,
         ),
     )
 

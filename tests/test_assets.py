@@ -53,21 +53,43 @@ def test_documents_asset_outputs_documents_and_rejections(tmp_path):
     assert outputs["documents"].metadata["rows"].value == 1
 
 
-def test_chunks_asset_reports_token_metadata(tmp_path):
-    docs = pl.DataFrame(
-        {
-            "id": ["d1"],
-            "human_readable_id": [0],
-            "text": ["Ada Lovelace wrote notes. " * 200],
-            "n_pages": [1],
-        }
+def test_chunks_asset_chunks_inside_sections(tmp_path):
+    from pipeline.ingest import load_folder
+    from pipeline.structure import build_structure
+
+    (tmp_path / "in").mkdir()
+    body = "Ada Lovelace wrote notes on the engine. " * 60
+    (tmp_path / "in" / "a.md").write_text(f"# Alpha\n\n## One\n\n{body}\n\n## Two\n\n{body}\n")
+    docs, _ = load_folder(tmp_path / "in")
+    sections, nodes, _, _ = build_structure(docs, tmp_path / "in")
+    config = DocgraphConfig(output_dir=str(tmp_path / "out"))
+    out = chunks(
+        docgraph=config,
+        embedder=FakeEmbedderResource(config=config),
+        documents=docs,
+        sections=sections,
+        content_nodes=nodes,
     )
-    config = DocgraphConfig(output_dir=str(tmp_path))
-    out = chunks(docgraph=config, documents=docs)
     df = out.value
-    assert df.height > 1
+    assert df.height > 2
     assert out.metadata["tokens_max"].value <= config.settings().chunking.chunk_size
-    assert set(df["document_id"]) == {"d1"}
+    titles = dict(sections.select("id", "title").iter_rows())
+    assert {"One", "Two"} <= {titles[s] for s in df["section_id"]}
+    parent = dict(sections.select("id", "parent_id").iter_rows())
+    node_section = dict(nodes.select("id", "section_id").iter_rows())
+
+    def ancestors(sid):
+        while sid:
+            yield sid
+            sid = parent[sid]
+
+    for sid, node_ids in df.select("section_id", "content_node_ids").iter_rows():
+        # never straddles sections: every node lies in the unit's section subtree
+        assert all(sid in set(ancestors(node_section[n])) for n in node_ids)
+    one = next(k for k, v in titles.items() if v == "One")
+    two = next(k for k, v in titles.items() if v == "Two")
+    for node_ids in df["content_node_ids"]:
+        assert not ({node_section[n] for n in node_ids} >= {one, two})
 
 
 def test_vector_asset_writes_a_lance_table_of_every_row(tmp_path):

@@ -45,7 +45,7 @@ def test_lineage_follows_the_design():
     def parents(name: str) -> set[str]:
         return {k.to_user_string() for k in graph.get(AssetKey(name)).parent_keys}
 
-    assert parents("chunks") == {"documents"}
+    assert parents("chunks") == {"documents", "sections", "content_nodes"}
     assert parents("entities") == {"chunks", "extracted_entities", "extracted_relationships"}
     assert parents("communities") == {"entities", "relationships"}
     assert "communities" in parents("community_reports")
