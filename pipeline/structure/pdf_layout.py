@@ -176,6 +176,7 @@ def page_units(page: pymupdf.Page, pno: int) -> list[Unit]:
     d = page.get_text("dict", flags=TEXT_FLAGS, sort=False)
     units: list[Unit] = []
     seen: set[tuple[str, int, int]] = set()
+    blocks: list[list[Line]] = []
     for b in d["blocks"]:
         if b["type"] == 1:
             x0, y0, x1, y1 = b["bbox"]
@@ -192,32 +193,69 @@ def page_units(page: pymupdf.Page, pno: int) -> list[Unit]:
                 continue
             seen.add(key)
             lines.append(ln)
+        blocks.append(lines)
+    blocks = _attach_markers(blocks)
+    for lines in blocks:
         if lines:
             units.extend(_split_block(_merge_same_row(lines), pno))
-    return _attach_markers(units)
+    return units
 
 
-def _attach_markers(units: list[Unit]) -> list[Unit]:
-    """A superscript note marker drawn as its own block joins the line it follows."""
-    lines = [ln for u in units if not u.image for ln in u.lines]
-    out = []
-    for u in units:
-        m = u.lines[0]
-        if not u.image and len(u.lines) == 1 and MARKER.match(m.text.strip()):
-            host = [
-                ln
-                for ln in lines
-                if ln is not m
-                and abs(ln.bbox[2] - m.bbox[0]) < 3
-                and m.size < 0.8 * ln.size
-                and ln.bbox[1] - 2 <= m.bbox[1] <= ln.bbox[3]
-            ]
-            if host:
-                host[0].markers.append(m.text.strip())
-                host[0].text += m.text.strip()
-                continue
-        out.append(u)
-    return out
+def _marker_host(m: Line, lines: list[Line]) -> tuple[Line, bool] | None:
+    """The line a lone small raised token belongs to, and whether the token follows it (a
+    reference marker) rather than leads it (a footnote's own marker)."""
+    tok = m.text.strip()
+    if not MARKER.match(tok) or tok.isalpha():
+        return None
+    for ln in lines:
+        h = ln.bbox[3] - ln.bbox[1]
+        if (
+            ln is m
+            or not ln.text.strip()
+            or m.size >= 0.8 * ln.size
+            or h >= ln.bbox[2] - ln.bbox[0]
+        ):
+            continue  # vertical text (a chart's axis label) carries no markers
+        raised = (
+            m.bbox[1] >= ln.bbox[1] - 0.5 * h
+            and (m.bbox[1] + m.bbox[3]) / 2 < (ln.bbox[1] + ln.bbox[3]) / 2 + 0.05 * h
+        )
+        if not raised:
+            continue
+        tol = 0.5 * ln.size
+        if -1 <= m.bbox[0] - ln.bbox[2] <= tol:
+            return ln, True
+        if -1 <= ln.bbox[0] - m.bbox[2] <= tol:
+            return ln, False
+    return None
+
+
+def _attach_markers(blocks: list[list[Line]]) -> list[list[Line]]:
+    """A superscript marker drawn as its own text object (pymupdf gives it its own line,
+    sometimes its own block) joins its host line: after it as a note reference, or before
+    it as a footnote's own marker. Checked across blocks of the page."""
+    lines = [ln for b in blocks for ln in b]
+    used: set[int] = set()
+    for m in lines:
+        if len(m.text.strip()) > 3:
+            continue
+        found = _marker_host(m, [ln for ln in lines if id(ln) not in used])
+        if found is None:
+            continue
+        host, after = found
+        tok = m.text.strip()
+        if after:
+            host.markers.append(tok)
+            host.text = host.text.rstrip() + tok
+        elif not host.first_small:
+            host.first_small = tok
+            host.text = f"{tok} {host.text.lstrip()}"
+        else:
+            continue
+        x0, y0, x1, y1 = host.bbox
+        host.bbox = (min(x0, m.bbox[0]), min(y0, m.bbox[1]), max(x1, m.bbox[2]), max(y1, m.bbox[3]))
+        used.add(id(m))
+    return [[ln for ln in b if id(ln) not in used] for b in blocks]
 
 
 def page_number_token(text: str) -> str | None:
