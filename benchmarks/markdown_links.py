@@ -141,7 +141,7 @@ def run(folder: str | Path = DEFAULT) -> list[str]:
         or ("#" in h and slug != unquote(h.partition("#")[2]))
     ]
     if wrong:
-        lines.append("  examples of misses (source, href, resolved document):")
+        lines.append("  strict misses (slug != anchor or wrong doc): source, href, target doc")
         lines += [f"    {json.dumps(w)}" for w in wrong[:8]]
     return lines
 
