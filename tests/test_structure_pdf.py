@@ -66,6 +66,26 @@ def test_running_header_and_page_labels():
     body = [n for n in st.nodes if n["node_type"] == "PARAGRAPH"]
     assert len(body) == 3
     assert [n["positions"][0]["page_label"] for n in body] == ["i", "ii", "iii"]
+    nums = [n for n in st.nodes if n["node_type"] == "PAGE_NUMBER"]
+    assert [(n["text"], n["positions"][0]["page"]) for n in nums] == [("1", 1), ("2", 2), ("3", 3)]
+
+
+def test_figure_between_split_paragraph_gives_continues():
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    _box(page, (50, 60, 550, 160), LOREM + " The sentence goes on and")
+    pix = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 40, 40), False)
+    pix.clear_with(128)
+    page.insert_image(pymupdf.Rect(50, 200, 250, 400), pixmap=pix)
+    _box(page, (50, 440, 550, 540), "ends below the figure. " + LOREM)
+    st = _parse(pdf)
+    assert "FIGURE" in {n["node_type"] for n in st.nodes}
+    paras = {n["id"]: n["text"] for n in st.nodes if n["node_type"] == "PARAGRAPH"}
+    assert len(paras) == 2  # not merged across the figure
+    cont = [e for e in st.edges if e["type"] == "CONTINUES"]
+    assert len(cont) == 1
+    assert paras[cont[0]["source_id"]].endswith("goes on and")
+    assert paras[cont[0]["target_id"]].startswith("ends below")
 
 
 def test_footnote_marker_edge():

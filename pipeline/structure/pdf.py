@@ -60,8 +60,10 @@ def _body_size(units: list[Unit]) -> float:
 
 def _margins(
     pages: list[list[Unit]], heights: list[float], cfg: StructureSettings
-) -> tuple[set[int], dict[int, str]]:
-    """Ids of running header/footer units, and printed page numbers found in them."""
+) -> tuple[set[int], dict[int, str], dict[int, str]]:
+    """Ids of running header/footer units (out of the body text), printed page numbers by
+    page, and the printed page number of each margin unit that carries one (a PAGE_NUMBER
+    node). A number that stays the same on every page ('vol. 3') is no page number."""
     band: list[tuple[int, Unit]] = []
     for pno, units in enumerate(pages):
         h = heights[pno]
@@ -71,28 +73,28 @@ def _margins(
             y0, y1 = u.bbox[1], u.bbox[3]
             if y1 <= cfg.header_footer_margin * h or y0 >= (1 - cfg.header_footer_margin) * h:
                 band.append((pno, u))
-    counts = Counter(
-        normalise_margin_text(u.text) for _, u in {(p, id(u)): (p, u) for p, u in band}.values()
-    )
-    pages_with = Counter()
+    pages_with: Counter[str] = Counter()
     for key in {(p, normalise_margin_text(u.text)) for p, u in band}:
         pages_with[key[1]] += 1
+    toks = {id(u): page_number_token(u.text) for _, u in band}
+    constant = Counter((" ".join(u.text.lower().split()), toks[id(u)]) for _, u in band)
     n = len(pages)
+    body = _body_size([u for us in pages for u in us])
     drop: set[int] = set()
     labels: dict[int, str] = {}
-    body = _body_size([u for us in pages for u in us])
+    numbers: dict[int, str] = {}
     for pno, u in band:
         key = normalise_margin_text(u.text)
         repeated = n >= 2 and pages_with[key] >= max(2, cfg.header_footer_min_repeat * n)
-        tok = page_number_token(u.text)
+        tok = toks[id(u)]
         words = len(u.text.split())
         small_numbered = tok is not None and words <= 15 and u.size <= body + 0.5
         if repeated or small_numbered or (tok is not None and words == 1):
             drop.add(id(u))
-            if tok is not None and pno not in labels:
-                labels[pno] = tok
-    del counts
-    return drop, labels
+            if tok is not None and constant[(" ".join(u.text.lower().split()), tok)] < 2:
+                numbers[id(u)] = tok
+                labels.setdefault(pno, tok)
+    return drop, labels, numbers
 
 
 def _is_heading(
@@ -215,7 +217,7 @@ def _parse(
         widths.append(page.rect.width or 612.0)
     all_units = [u for us in pages for u in us if not u.image]
     body = _body_size(all_units)
-    drop, printed = _margins(pages, heights, cfg)
+    drop, printed, page_numbers = _margins(pages, heights, cfg)
     labels = _label_pages(pdf, printed)
 
     # Tables (optional, costly): units inside a table's bbox become one TABLE unit.
@@ -282,6 +284,9 @@ def _parse(
             if text.startswith(marker):
                 text = text[len(marker) :].lstrip()
             items.append({"kind": "NOTE", "unit": u, "text": text, "marker": marker})
+        for u in sorted(units, key=lambda u: (u.bbox[1], u.bbox[0])):
+            if id(u) in page_numbers:
+                items.append({"kind": "PAGE_NUMBER", "unit": u, "text": page_numbers[id(u)]})
 
     # The document title: the largest heading on page 1 when clearly above body size.
     first = [it for it in items if it["kind"] == "HEADING" and it["unit"].page == 0]
@@ -398,24 +403,44 @@ def _dedupe_headings(items: list[dict[str, Any]]) -> None:
 
 def _merge_continuations(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One node for a paragraph split by a page or column break (or a block split by pymupdf):
-    the previous paragraph does not end a sentence and this one starts in lower case."""
+    the previous paragraph does not end a sentence and this one starts in lower case. Notes,
+    page numbers and running text in between do not stop the merge; when a figure, table,
+    caption or formula sits in between, merging would move text across it, so the second part
+    stays its own node and `continues` names the item it continues (a CONTINUES edge)."""
     out: list[dict[str, Any]] = []
     last_para: dict[str, Any] | None = None
+    between = False  # a figure/table/caption/formula since last_para
     for it in items:
         it = {**it, "units": [it["unit"]]}
         if it["kind"] == "PARAGRAPH" and last_para is not None:
             prev = last_para["text"]
             t = it["text"]
             if t[:1].islower() and not SENT_END.search(prev):
-                last_para["text"] = join_text(prev, t)
-                last_para["units"].append(it["unit"])
-                continue
+                if not between:
+                    last_para["text"] = join_text(prev, t)
+                    last_para["units"].append(it["unit"])
+                    continue
+                it["continues"] = last_para
         if it["kind"] in ("HEADING", "TITLE", "LIST_ITEM"):
             last_para = None
+        elif it["kind"] in ("FIGURE", "TABLE", "CAPTION", "FORMULA"):
+            between = True
         out.append(it)
         if it["kind"] == "PARAGRAPH":
-            last_para = it
+            smaller = last_para is not None and it["unit"].size < 0.9 * last_para["unit"].size
+            if _prose(it["text"]) and not smaller:
+                last_para = it
+                between = False
+            else:  # figure or table text drawn as lines: it intervenes like a figure
+                between = True
     return out
+
+
+def _prose(text: str) -> bool:
+    """Running text rather than a chart's labels or an undetected table's cells."""
+    chars = [c for c in text if not c.isspace()]
+    digits = sum(c.isdigit() for c in chars)
+    return len(text.split()) >= 2 and digits <= 0.2 * len(chars) and text[:1] not in "=+−-"
 
 
 def join_text(a: str, b: str) -> str:
@@ -507,6 +532,9 @@ def _build(
         ids.append(nid)
         if kind == "NOTE":
             notes_by_page.setdefault(it["unit"].page, {}).setdefault(it["marker"], nid)
+    for it in items:
+        if "continues" in it and "id" in it and "id" in it["continues"]:
+            out.add_edge(it["continues"]["id"], it["id"], "CONTINUES")
     _note_edges(out, items, notes_by_page)
     _citation_edges(out, items, bib)
     _caption_edges(out, items)
