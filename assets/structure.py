@@ -31,7 +31,9 @@ def document_structure(
 ):
     started = time.perf_counter()
     settings = docgraph.settings()
-    sections, nodes, edges, warnings = build_structure(documents, settings.input_dir)
+    sections, nodes, edges, warnings = build_structure(
+        documents, settings.input_dir, settings.structure
+    )
     for path, notes in warnings.items():
         for note in notes:
             context.log.warning(f"{path}: {note}")

@@ -15,14 +15,15 @@ from typing import Any
 import polars as pl
 
 from pipeline import schemas
+from pipeline.config import StructureSettings
 from pipeline.ids import sha256_hex
 from pipeline.structure.model import DocStructure, position, slugify
 from pipeline.structure.text import parse_text
 
 __all__ = ["DocStructure", "build_structure", "position", "slugify", "PARSERS"]
 
-# mime type -> parser(document row, raw file bytes or None) -> DocStructure
-Parser = Callable[[dict[str, Any], bytes | None], DocStructure]
+# mime type -> parser(document row, raw file bytes or None, StructureSettings) -> DocStructure
+Parser = Callable[[dict[str, Any], bytes | None, StructureSettings], DocStructure]
 PARSERS: dict[str, Parser] = {}
 
 
@@ -35,7 +36,7 @@ def register(*mime_types: str) -> Callable[[Parser], Parser]:
     return deco
 
 
-def _plain(doc: dict[str, Any], _: bytes | None) -> DocStructure:
+def _plain(doc: dict[str, Any], _: bytes | None, __: Any = None) -> DocStructure:
     return parse_text(doc["id"], doc["source_path"], doc["title"], doc["text"] or "")
 
 
@@ -51,10 +52,12 @@ def _raw_bytes(doc: dict[str, Any], input_dir: Path | None) -> bytes | None:
     return data if sha256_hex(data) == doc["sha256"] else None
 
 
-def parse_document(doc: dict[str, Any], input_dir: Path | None) -> DocStructure:
+def parse_document(
+    doc: dict[str, Any], input_dir: Path | None, settings: StructureSettings | None = None
+) -> DocStructure:
     parser = PARSERS.get(doc["mime_type"], _plain)
     try:
-        return parser(doc, _raw_bytes(doc, input_dir))
+        return parser(doc, _raw_bytes(doc, input_dir), settings or StructureSettings())
     except Exception as exc:  # noqa: BLE001 - fall back, keep the reason
         fallback = _plain(doc, None)
         fallback.warnings.append(f"structure parser failed ({type(exc).__name__}: {exc})")
@@ -69,13 +72,15 @@ def _frame(rows: list[dict[str, Any]], name: str) -> pl.DataFrame:
 
 
 def build_structure(
-    documents: pl.DataFrame, input_dir: str | Path | None = None
+    documents: pl.DataFrame,
+    input_dir: str | Path | None = None,
+    settings: StructureSettings | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict[str, list[str]]]:
     """(sections, content_nodes, structure_edges, warnings by source_path)."""
     from pipeline.structure.links import resolve_links
 
     root = Path(input_dir) if input_dir is not None else None
-    docs = [parse_document(d, root) for d in documents.iter_rows(named=True)]
+    docs = [parse_document(d, root, settings) for d in documents.iter_rows(named=True)]
     link_edges = resolve_links(docs)
     sections = [s for d in docs for s in d.sections]
     nodes = [n for d in docs for n in d.nodes]

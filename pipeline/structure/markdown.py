@@ -497,7 +497,9 @@ def parse_markdown(
 
 
 @register("text/markdown")
-def parse_markdown_document(doc: dict[str, Any], raw: bytes | None) -> DocStructure:
+def parse_markdown_document(
+    doc: dict[str, Any], raw: bytes | None, settings: Any = None
+) -> DocStructure:
     """Parses documents.text (what chunking sees); the file, when still there, only gives
     the front matter's line count so node line numbers are the file's."""
     text = doc["text"] or ""

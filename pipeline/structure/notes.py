@@ -21,7 +21,9 @@ from pipeline.structure.model import DocStructure, position
 
 
 @register(MIME_TYPE)
-def parse_notes_document(doc: dict[str, Any], raw: bytes | None) -> DocStructure:
+def parse_notes_document(
+    doc: dict[str, Any], raw: bytes | None, settings: Any = None
+) -> DocStructure:
     if raw is None:  # the file changed or is gone: its rendered text is all there is
         out = parse_markdown(doc["id"], doc["source_path"], doc["title"], doc["text"] or "")
         out.warnings.append("notes file not available; structure read from the rendered text")

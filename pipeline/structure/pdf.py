@@ -643,8 +643,10 @@ def _caption_edges(out: DocStructure, items: list[dict[str, Any]]) -> None:
 
 
 @register("application/pdf")
-def _parse_pdf_default(doc: dict[str, Any], data: bytes | None) -> DocStructure:
-    return parse_pdf(doc, data)
+def _parse_pdf_registered(
+    doc: dict[str, Any], data: bytes | None, settings: StructureSettings | None = None
+) -> DocStructure:
+    return parse_pdf(doc, data, settings)
 
 
 __all__ = ["parse_pdf", "ROMAN"]
