@@ -104,3 +104,22 @@ def test_structure_layer_is_written(indexed):
     nodes = store.read_table(out, "content_nodes")
     assert set(nodes["document_id"]) == set(docs["id"])
     assert nodes.height > docs.height
+
+
+def test_links_between_sample_documents_resolve(indexed):
+    _, out, (result, _) = indexed
+    edges = store.read_table(out, "structure_edges").filter(pl.col("type") == "REFERS_TO")
+    sections = store.read_table(out, "sections").select(pl.col("id").alias("target_id"), "uri")
+    targets = edges.join(sections, on="target_id", how="left")
+    uris = set(targets["uri"].drop_nulls())
+    for uri in ("nobel_prize.md", "solvay_conference.txt", "ernest_rutherford.txt"):
+        assert uri in uris, uri
+    assert "albert_einstein.md#albert-einstein" in uris
+    unresolved = targets.filter(pl.col("target_id").is_null())
+    assert any("quantum_theory.md" in m for m in unresolved["metadata"])
+    meta = [
+        m.materialization.metadata
+        for m in result.get_asset_materialization_events()
+        if m.asset_key.to_user_string() == "structure_edges"
+    ][0]
+    assert 0 < meta["link_resolution_rate"].value < 1
