@@ -8,6 +8,11 @@ Markdown docs) for a vector that the opening of a section already approximates. 
 with no own text beyond a heading (a chapter that only holds subsections) get no vector and
 no edge: a bare title such as "Introduction" would match every other "Introduction".
 
+Measured on the pydantic docs (89 files, 664 sections, 639 with own text; MiniLM, 2 CPU
+cores): path+128 tokens embeds 639 strings in ~40 s, the mean-of-nodes route would embed
+3,261 nodes in ~70 s. Edges (max 5, cross-doc): 1,044 at min_similarity 0.5, 919 at 0.6,
+527 at 0.7, 73 at 0.8; pairs near 0.6 are loosely related, near 0.85+ near-duplicates.
+
 Neighbours are found by an exact blocked top-k: rows of the (n, dim) matrix are multiplied
 by the whole matrix a block at a time, so memory stays ~BLOCK_ELEMENTS floats whatever n
 (100k sections: ~330-row blocks, one 100k x 100k x 384 pass). Each section proposes its top
