@@ -12,6 +12,7 @@ CHECKED_TABLES = (
     "sections",
     "content_nodes",
     "structure_edges",
+    "same_topic_edges",
     "chunks",
     "extracted_entities",
     "extracted_relationships",

@@ -7,9 +7,11 @@ them by default (see pipeline.vectors), hence the chain of dependencies.
 import time
 
 import polars as pl
-from dagster import AssetIn, AssetsDefinition, MaterializeResult, asset
+from dagster import AssetIn, AssetsDefinition, MaterializeResult, Output, asset
 
-from pipeline.vectors import build_vector_table
+from assets.metadata import frame_metadata
+from pipeline.structure.same_topic import same_topic_edges as build_same_topic_edges
+from pipeline.vectors import build_vector_table, read_vectors
 from resources import DocgraphConfig, EmbedderResource
 
 
@@ -67,9 +69,56 @@ def community_reports_vectors(
     return _materialize(docgraph, embedder, "community_reports", community_reports, communities)
 
 
+@asset(
+    deps=["text_units_vectors", "text_units"],
+    group_name="vectors",
+    description="LanceDB table `content_nodes` (node_type, section): node search, pre-filtered.",
+)
+def content_nodes_vectors(
+    docgraph: DocgraphConfig, embedder: EmbedderResource, content_nodes: pl.DataFrame
+) -> MaterializeResult:
+    return _materialize(docgraph, embedder, "content_nodes", content_nodes)
+
+
+@asset(
+    deps=["text_units_vectors"],
+    group_name="structure",
+    description="SAME_TOPIC edges between sections of different documents, by embedding.",
+)
+def same_topic_edges(
+    docgraph: DocgraphConfig,
+    embedder: EmbedderResource,
+    sections: pl.DataFrame,
+    content_nodes: pl.DataFrame,
+    text_units: pl.DataFrame,
+) -> Output[pl.DataFrame]:
+    started = time.perf_counter()
+    settings = docgraph.settings()
+    edges = build_same_topic_edges(
+        sections,
+        content_nodes,
+        embedder.get(),
+        settings.same_topic,
+        text_units,
+        read_vectors(settings.output_dir, "text_units"),
+    )
+    return Output(
+        edges,
+        metadata=frame_metadata(
+            edges,
+            started,
+            min_similarity=settings.same_topic.min_similarity,
+            max_connections=settings.same_topic.max_connections,
+            cross_doc_only=settings.same_topic.cross_doc_only,
+        ),
+    )
+
+
 vector_assets = [
     _vector_asset("text_units", []),
     _vector_asset("entities", ["text_units_vectors"]),
     _vector_asset("relationships", ["text_units_vectors", "entities_vectors"]),
     community_reports_vectors,
+    content_nodes_vectors,
+    same_topic_edges,
 ]

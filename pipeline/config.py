@@ -107,8 +107,13 @@ class SameTopicSettings(BaseModel):
     min_similarity: float = Field(0.6, description="cosine of two sections' vectors to link")
     max_connections: int = Field(5, description="SAME_TOPIC edges per section at most")
     cross_doc_only: bool = Field(True, description="link sections of different documents only")
+    vectors: Literal["units", "text"] = Field(
+        "units",
+        description="units: a section's vector is the mean of its text units' vectors (no model"
+        " call); text: embed its path and first `text_tokens` tokens",
+    )
     text_tokens: int = Field(
-        128, description="a section's vector embeds its path and its first N tokens of text"
+        128, description="text: a section's vector embeds its path and its first N tokens"
     )
 
 

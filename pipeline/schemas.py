@@ -227,6 +227,7 @@ TABLES: dict[str, pa.Schema] = {
     "sections": SECTIONS,
     "content_nodes": CONTENT_NODES,
     "structure_edges": STRUCTURE_EDGES,
+    "same_topic_edges": STRUCTURE_EDGES,  # SAME_TOPIC edges, computed from embeddings later
     "chunks": TEXT_UNITS,  # text units before extraction fills entity/relationship ids
     "text_units": TEXT_UNITS,
     "extracted_entities": EXTRACTED_ENTITIES,

@@ -95,6 +95,7 @@ def _edge_endpoints_exist(root: str | Path, edges: pl.DataFrame) -> list[str]:
 EXTRA_RULES = {
     "content_nodes": _nodes_in_own_document,
     "structure_edges": _edge_endpoints_exist,
+    "same_topic_edges": _edge_endpoints_exist,
 }
 
 

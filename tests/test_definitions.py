@@ -12,6 +12,8 @@ EXPECTED_ASSETS = {
     "sections",
     "content_nodes",
     "structure_edges",
+    "same_topic_edges",
+    "content_nodes_vectors",
     "chunks",
     "extracted_entities",
     "extracted_relationships",

@@ -123,3 +123,21 @@ def test_links_between_sample_documents_resolve(indexed):
         if m.asset_key.to_user_string() == "structure_edges"
     ][0]
     assert 0 < meta["link_resolution_rate"].value < 1
+
+
+def test_node_search_is_prefiltered_by_type_and_cites_sections(indexed):
+    from pipeline.query import GraphIndex
+
+    _, out, _ = indexed
+    index = GraphIndex.open(out)
+    headings = index.search_nodes("radioactivity", node_types=["HEADING"], top_k=3)
+    assert headings.records and all(r["node_type"] == "HEADING" for r in headings.records)
+    assert headings.records[0]["text"] == "Radioactivity"
+    paragraphs = index.search_nodes("gold foil experiment", node_types=["PARAGRAPH"])
+    top = paragraphs.records[0]
+    assert "gold foil" in top["text"] and top["source_path"] == "ernest_rutherford.txt"
+    assert store.lance_db(out).open_table("content_nodes").count_rows() == (
+        store.read_table(out, "content_nodes").height
+    )
+    same_topic = store.read_table(out, "same_topic_edges")
+    assert (same_topic["type"] == "SAME_TOPIC").all()

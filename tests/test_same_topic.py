@@ -123,3 +123,23 @@ def test_blocked_top_k_matches_brute_force():
     assert np.allclose(w, sim[a, b], atol=1e-5)
     ca, cb, _ = cap_degree(a, b, w, 4)
     assert np.bincount(np.concatenate([ca, cb])).max() <= 4
+
+
+def test_unit_mode_uses_text_unit_vectors_without_a_model_call():
+    docs = [DocStructure(f"d{i}", f"{i}.md", f"Doc {i}") for i in range(3)]
+    sec = [d.add_section(d.root_id, "SECTION", "S") for d in docs]
+    for d, s in zip(docs, sec, strict=True):
+        d.add_node(s, "PARAGRAPH", "text")
+    sections, nodes = _frames(docs)
+    units = pl.DataFrame({"id": ["u0", "u1", "u2"], "section_id": sec})
+    vecs = np.array([[1, 0.05, 0], [1, 0, 0.05], [0, 0, 1]], dtype=np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    before = KeywordEmbedder.calls
+    edges = same_topic_edges(
+        sections, nodes, KeywordEmbedder(), SameTopicSettings(), units, (["u0", "u1", "u2"], vecs)
+    )
+    assert KeywordEmbedder.calls == before  # nothing embedded
+    assert sorted(zip(edges["source_id"], edges["target_id"], strict=True)) == [
+        tuple(sorted((sec[0], sec[1])))
+    ]
+    assert edges["weight"][0] > 0.99

@@ -16,13 +16,15 @@ import numpy as np
 import polars as pl
 
 from pipeline.query.result import SearchResult, render_table
-from pipeline.query.text import extractive_answer
+from pipeline.query.text import STOPWORDS, extractive_answer, words
 from pipeline.tokens import count_tokens
 
 if TYPE_CHECKING:
     from pipeline.query.index import GraphIndex
 
 ANSWER_NODES = 3
+RERANK_FACTOR = 5  # shortlist size = top_k * this
+LEXICAL_WEIGHT = 0.1  # cosine bonus for holding every content word of the query
 
 
 @dataclass
@@ -96,10 +98,21 @@ def search_nodes(
             trace=[*trace, "nothing to search"],
         )
     sims = index.similarities(m.vectors[rows], index.embed_query(query))
-    best = rows[top_indices(sims, top_k)]
-    score = dict(zip(rows.tolist(), sims.tolist(), strict=True))
-    trace.append(f"dense search over {len(rows)} content nodes -> top {len(best)}")
-    records = [_record(m, int(r), score[int(r)], rank + 1) for rank, r in enumerate(best)]
+    # Prose nodes share their text unit's vector (derived mode), so dense ties are broken by
+    # the query words a node holds — on a shortlist only, never over all nodes.
+    shortlist = top_indices(sims, top_k * RERANK_FACTOR)
+    qwords = {w for w in words(query) if w not in STOPWORDS}
+    texts = m.info["text"]
+    score = {}
+    for i in shortlist.tolist():
+        held = qwords & set(words(texts[int(rows[i])] or "")) if qwords else set()
+        score[int(rows[i])] = float(sims[i]) + LEXICAL_WEIGHT * len(held) / max(len(qwords), 1)
+    best = sorted(score, key=lambda r: (-score[r], r))[:top_k]
+    trace.append(
+        f"dense search over {len(rows)} content nodes, top {len(shortlist)} reranked by query"
+        f" words -> top {len(best)}"
+    )
+    records = [_record(m, r, score[r], rank + 1) for rank, r in enumerate(best)]
     table = [
         [
             r["human_readable_id"],

@@ -122,27 +122,64 @@ def cap_degree(
     return a[sel], b[sel], w[sel]
 
 
+def unit_section_vectors(
+    sections: pl.DataFrame, text_units: pl.DataFrame, unit_ids: list[str], unit_vecs: np.ndarray
+) -> tuple[pl.DataFrame, np.ndarray]:
+    """(sections id/document_id, vectors): the mean of the vectors of the text units cut in
+    each section — free once text units are embedded, and the same text they were cut from.
+    Sections holding no unit of their own (bare chapters, merged tiny sections) get none."""
+    from pipeline.vectors import mean_vectors
+
+    members = (
+        text_units.select("section_id", "id")
+        .drop_nulls("section_id")
+        .group_by("section_id")
+        .agg(pl.col("id").sort())
+        .join(
+            sections.select(pl.col("id").alias("section_id"), "document_id"),
+            on="section_id",
+            how="inner",
+        )
+        .sort("section_id")
+    )
+    dim = unit_vecs.shape[1] if unit_vecs.ndim == 2 else 0
+    vecs = mean_vectors(members["id"], unit_ids, unit_vecs, dim)
+    keep = np.flatnonzero(vecs.any(axis=1)) if len(vecs) else np.zeros(0, dtype=np.int64)
+    rows = members.select(pl.col("section_id").alias("id"), "document_id")[keep]
+    return rows, vecs[keep]
+
+
 def same_topic_edges(
     sections: pl.DataFrame,
     content_nodes: pl.DataFrame,
     embedder,
     settings: SameTopicSettings,
+    text_units: pl.DataFrame | None = None,
+    unit_vectors: tuple[list[str], np.ndarray] | None = None,
 ) -> pl.DataFrame:
     """SAME_TOPIC rows of schemas.STRUCTURE_EDGES: source_id < target_id (each pair once),
-    weight = cosine of the two sections' vectors, in (source_id, target_id) order."""
+    weight = cosine of the two sections' vectors, in (source_id, target_id) order. With
+    settings.vectors == "units" (and the text units and their vectors given) no model call."""
     if not settings.enabled:
         return schemas.empty("structure_edges")
-    texts = section_texts(sections, content_nodes, settings.text_tokens).sort("id")
+    if settings.vectors == "units" and text_units is not None and unit_vectors is not None:
+        texts, vecs = unit_section_vectors(sections, text_units, *unit_vectors)
+        method = "mean of text unit vectors"
+    else:
+        texts = section_texts(sections, content_nodes, settings.text_tokens).sort("id")
+        vecs = np.zeros((0, 0), dtype=np.float32)
+        method = f"path+{settings.text_tokens} tokens"
     if texts.height < 2:
         return schemas.empty("structure_edges")
-    vecs = np.asarray(embedder.embed(texts["text"].to_list()), dtype=np.float32)
+    if not vecs.size:
+        vecs = np.asarray(embedder.embed(texts["text"].to_list()), dtype=np.float32)
     groups = texts["document_id"].cast(pl.Categorical).to_physical().to_numpy()
     a, b, w = top_pairs(
         vecs, groups, settings.max_connections, settings.min_similarity, settings.cross_doc_only
     )
     a, b, w = cap_degree(a, b, w, settings.max_connections)
     ids = texts["id"]
-    meta = json.dumps({"method": f"path+{settings.text_tokens} tokens"})
+    meta = json.dumps({"method": method})
     edges = pl.DataFrame(
         {
             "source_id": ids.gather(a),
