@@ -58,3 +58,17 @@ def test_empty_query_is_refused(sample_index, capsys):
     code, _, err = run_cli(capsys, "query", "local", "  ", "--output", str(out))
     assert code == 2
     assert "empty query" in err
+
+
+def test_text_unit_hits_cite_document_section_page_and_position(sample_index, capsys):
+    _, out, _, _ = sample_index
+    code, stdout, _ = run_cli(
+        capsys, "query", "naive", "polonium and radium", "--output", str(out), "--json"
+    )
+    assert code == 0
+    top = json.loads(stdout)["records"][0]
+    assert top["source_path"] == "marie_curie.md"
+    assert top["section_path"][0] == "Marie Curie"
+    assert top["section_uri"].startswith("marie_curie.md")
+    assert top["pages"] == [1]
+    assert top["positions"] and all(p["page"] == 1 for p in top["positions"])

@@ -158,15 +158,41 @@ class GraphIndex:
     # ---- provenance ---------------------------------------------------------------------
 
     @cached_property
+    def content_nodes(self) -> pl.DataFrame:
+        return self.table("content_nodes").select("id", "positions")
+
+    @cached_property
     def unit_info(self) -> pl.DataFrame:
-        """Per text unit row: id, hrid, text, document provenance, pages (in row order)."""
+        """Per text unit row: id, hrid, text, document and section provenance, pages."""
         tu = self.text_units.select(
-            "id", "human_readable_id", "text", "n_tokens", "document_id", "pages"
+            "id",
+            "human_readable_id",
+            "text",
+            "n_tokens",
+            "document_id",
+            "section_id",
+            "content_node_ids",
+            "pages",
         )
         docs = self.documents.rename(
             {"id": "document_id", "title": "document_title", "source_path": "source_path"}
         )
-        return tu.join(docs, on="document_id", how="left", maintain_order="left")
+        sections = self.table("sections").select(
+            pl.col("id").alias("section_id"),
+            pl.col("path").alias("section_path"),
+            pl.col("uri").alias("section_uri"),
+        )
+        return tu.join(docs, on="document_id", how="left", maintain_order="left").join(
+            sections, on="section_id", how="left", maintain_order="left"
+        )
+
+    def positions(self, node_ids: list[str]) -> list[dict[str, Any]]:
+        """Page, page label and bbox of each content node a unit holds (for citations)."""
+        if not node_ids or self.content_nodes.is_empty():
+            return []
+        found = self.content_nodes.filter(pl.col("id").is_in(node_ids))
+        by_id = dict(zip(found["id"].to_list(), found["positions"].to_list(), strict=True))
+        return [p for nid in node_ids for p in by_id.get(nid) or []]
 
     @cached_property
     def unit_row(self) -> dict[str, int]:
@@ -186,6 +212,7 @@ class GraphIndex:
             "text": r["text"],
             "n_tokens": r["n_tokens"],
             **self._provenance(r),
+            "positions": self.positions(list(r.get("content_node_ids") or [])),
             **extra,
         }
 
@@ -195,6 +222,9 @@ class GraphIndex:
             "document_id": r.get("document_id"),
             "document_title": r.get("document_title"),
             "source_path": r.get("source_path"),
+            "section_id": r.get("section_id"),
+            "section_path": list(r.get("section_path") or []),
+            "section_uri": r.get("section_uri"),
             "pages": list(r.get("pages") or []),
         }
 
@@ -210,6 +240,9 @@ class GraphIndex:
             "document_id": None,
             "document_title": None,
             "source_path": None,
+            "section_id": None,
+            "section_path": [],
+            "section_uri": None,
             "pages": [],
             "text_unit_ids": [],
         }
