@@ -31,8 +31,9 @@ def document_structure(
 ):
     started = time.perf_counter()
     settings = docgraph.settings()
+    stats: dict[str, float] = {}
     sections, nodes, edges, warnings = build_structure(
-        documents, settings.input_dir, settings.structure
+        documents, settings.input_dir, settings.structure, stats
     )
     for path, notes in warnings.items():
         for note in notes:
@@ -53,7 +54,13 @@ def document_structure(
     yield Output(
         nodes,
         output_name="content_nodes",
-        metadata=frame_metadata(nodes, started, by_type=counts_md(node_types, ("type", "nodes"))),
+        metadata=frame_metadata(
+            nodes,
+            started,
+            by_type=counts_md(node_types, ("type", "nodes")),
+            pdf_tables=settings.structure.pdf_tables,
+            **{k: round(v, 3) for k, v in stats.items()},
+        ),
     )
     yield Output(
         edges,

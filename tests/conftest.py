@@ -26,6 +26,32 @@ def write_bad_inputs(folder: Path) -> dict[str, str]:
     return {"empty.txt": "empty", "binary.pdf": "pdf", "corrupt.pdf": "pdf", "latin1.txt": "utf-8"}
 
 
+def write_report_pdf(path: Path) -> None:
+    """A real two-page PDF: a title, a heading per page, body paragraphs."""
+    doc = pymupdf.open()
+    for n, (head, body) in enumerate(
+        [
+            (
+                "1 Cavendish Laboratory",
+                "The Cavendish Laboratory in Cambridge was directed by "
+                "J. J. Thomson and later by Ernest Rutherford, who split the atom there in 1917.",
+            ),
+            (
+                "2 Copenhagen",
+                "Niels Bohr founded the Institute for Theoretical Physics in "
+                "Copenhagen in 1921, where Werner Heisenberg worked on quantum mechanics.",
+            ),
+        ],
+        start=1,
+    ):
+        page = doc.new_page()
+        if n == 1:
+            page.insert_text((72, 80), "Laboratories of Modern Physics", fontsize=20)
+        page.insert_text((72, 130), head, fontsize=14, fontname="helv")
+        page.insert_textbox(pymupdf.Rect(72, 150, 520, 400), body, fontsize=10)
+    doc.save(path)
+
+
 @pytest.fixture(scope="session")
 def sample_index(tmp_path_factory):
     """The sample corpus plus bad files, indexed once by the real index job."""
@@ -36,5 +62,6 @@ def sample_index(tmp_path_factory):
     inp, out = root / "input", root / "output"
     write_sample_corpus(inp)
     bad = write_bad_inputs(inp)
+    write_report_pdf(inp / "laboratories.pdf")
     result = run_index(input_dir=str(inp), output_dir=str(out))
     return inp, out, result, bad

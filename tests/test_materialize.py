@@ -141,3 +141,20 @@ def test_node_search_is_prefiltered_by_type_and_cites_sections(indexed):
     )
     same_topic = store.read_table(out, "same_topic_edges")
     assert (same_topic["type"] == "SAME_TOPIC").all()
+
+
+def test_a_real_pdf_goes_through_with_pages_and_sections(indexed):
+    _, out, _ = indexed
+    docs = store.read_table(out, "documents").filter(pl.col("source_path") == "laboratories.pdf")
+    assert docs["n_pages"].to_list() == [2]
+    doc_id = docs["id"][0]
+    sections = store.read_table(out, "sections").filter(pl.col("document_id") == doc_id)
+    assert {"1 Cavendish Laboratory", "2 Copenhagen"} <= set(sections["title"])
+    nodes = store.read_table(out, "content_nodes").filter(pl.col("document_id") == doc_id)
+    pages = {p["page"] for ps in nodes["positions"] for p in ps}
+    assert pages == {1, 2}
+    assert all(p["x1"] > p["x0"] and p["y1"] > p["y0"] for ps in nodes["positions"] for p in ps)
+    units = store.read_table(out, "text_units").filter(pl.col("document_id") == doc_id)
+    assert {p for ps in units["pages"] for p in ps} == {1, 2}
+    titles = set(store.read_table(out, "entities")["title"])
+    assert "Cavendish Laboratory" in titles and "Werner Heisenberg" in titles

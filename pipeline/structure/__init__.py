@@ -75,8 +75,10 @@ def build_structure(
     documents: pl.DataFrame,
     input_dir: str | Path | None = None,
     settings: StructureSettings | None = None,
+    stats: dict[str, float] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict[str, list[str]]]:
-    """(sections, content_nodes, structure_edges, warnings by source_path)."""
+    """(sections, content_nodes, structure_edges, warnings by source_path); parsers' run
+    statistics (e.g. PDF parse and table-detection seconds) are summed into `stats`."""
     from pipeline.structure.links import resolve_links
 
     root = Path(input_dir) if input_dir is not None else None
@@ -86,6 +88,10 @@ def build_structure(
     nodes = [n for d in docs for n in d.nodes]
     edges = [e for d in docs for e in d.edges] + link_edges
     warnings = {d.source_path: d.warnings for d in docs if d.warnings}
+    if stats is not None:
+        for d in docs:
+            for key, value in d.stats.items():
+                stats[key] = stats.get(key, 0.0) + value
     return (
         _frame(sections, "sections"),
         _frame(nodes, "content_nodes"),

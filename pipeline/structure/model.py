@@ -44,6 +44,8 @@ class DocStructure:
     # "wikilink")}; pipeline.structure.links turns them into REFERS_TO edges.
     links: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Run statistics (timings, counts) for metadata; never written to the tables.
+    stats: dict[str, float] = field(default_factory=dict)
     _children: dict[str, int] = field(default_factory=dict, repr=False)
     _slugs: dict[str, int] = field(default_factory=dict, repr=False)
     _index: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
