@@ -212,3 +212,14 @@ def test_text_title_from_a_short_first_line(tmp_path):
         "a.txt": "Lakeside, Wisconsin",
         "b.txt": "b",
     }
+
+
+def test_zero_page_pdf_is_rejected(tmp_path):
+    (tmp_path / "zero.pdf").write_bytes(
+        b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n"
+        b"2 0 obj<</Type/Pages/Kids[]/Count 0>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n"
+    )
+    (tmp_path / "ok.txt").write_text("Still loaded.")
+    docs, rejected = load_folder(tmp_path)
+    assert rejected.select("source_path", "reason").rows() == [("zero.pdf", "PDF has no pages")]
+    assert docs["source_path"].to_list() == ["ok.txt"]
