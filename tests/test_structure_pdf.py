@@ -52,6 +52,29 @@ def test_two_columns_reading_order():
     assert firsts == ["Left top", "Left bottom", "Right top", "Right bottom"]
 
 
+def test_three_columns_under_a_full_width_title_reading_order():
+    # Paragraph breaks at different heights in each column, as on real pages (a blank band
+    # across all columns would make two rows of columns, read row by row).
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    _box(page, (50, 60, 560, 100), "Full width opening statement. " + LOREM[:120])
+    for i, (x, split) in enumerate(((50, 180), (225, 240), (400, 300))):
+        top = (f"Column {i + 1} top. " + LOREM * 4)[: int((split - 120) * 2)]
+        _box(page, (x, 120, x + 160, split), top)
+        _box(page, (x, split + 4, x + 160, 700), (f"Column {i + 1} bottom. " + LOREM * 4)[:600])
+    st = _parse(pdf)
+    firsts = [n["text"].split(".")[0] for n in st.nodes if n["node_type"] == "PARAGRAPH"]
+    assert firsts == [
+        "Full width opening statement",
+        "Column 1 top",
+        "Column 1 bottom",
+        "Column 2 top",
+        "Column 2 bottom",
+        "Column 3 top",
+        "Column 3 bottom",
+    ]
+
+
 def test_running_header_and_page_labels():
     pdf = pymupdf.open()
     for i in range(3):
