@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr
 
 PACKAGED_MODEL = "packaged:all-MiniLM-L6-v2"
 
@@ -151,6 +151,37 @@ class StructureSettings(BaseModel):
     )
 
 
+def _env_secret(name: str) -> SecretStr | None:
+    value = os.environ.get(name)
+    return SecretStr(value) if value else None
+
+
+class LlmSettings(BaseModel):
+    """LLM mode: any OpenAI-compatible endpoint. The key is a SecretStr so it never shows in a
+    repr, a log line or Dagster metadata; it is read from env/config, never written anywhere."""
+
+    enabled: bool = Field(False, description="offline default; true: the LLM extracts/reports")
+    base_url: str | None = Field(
+        default_factory=lambda: os.environ.get("OPENAI_BASE_URL") or None,
+        description="OpenAI-compatible base URL (default: $OPENAI_BASE_URL, else api.openai.com)",
+    )
+    api_key: SecretStr | None = Field(
+        default_factory=lambda: _env_secret("OPENAI_API_KEY"),
+        description="default: $OPENAI_API_KEY; local servers accept any value",
+    )
+    chat_model: str = "gpt-4o-mini"
+    temperature: float = 0.0
+    max_tokens: int = 2000
+    timeout_s: float = Field(60.0, description="per HTTP request")
+    max_retries: int = Field(5, description="on timeouts, connection errors, 429 and 5xx")
+    concurrency: int = Field(8, description="requests in flight at most, per client")
+    cache: bool = Field(True, description="disk cache of every call (needs a cache folder)")
+    prices: dict[str, tuple[float, float]] = Field(
+        default_factory=dict,
+        description="model -> (USD per 1M prompt tokens, USD per 1M completion tokens)",
+    )
+
+
 class Settings(BaseModel):
     input_dir: str = "data/input"
     output_dir: str = "data/output"
@@ -162,6 +193,7 @@ class Settings(BaseModel):
     query: QuerySettings = QuerySettings()
     same_topic: SameTopicSettings = SameTopicSettings()
     structure: StructureSettings = StructureSettings()
+    llm: LlmSettings = Field(default_factory=LlmSettings)
 
 
 def _deep_update(base: dict[str, Any], upd: dict[str, Any]) -> dict[str, Any]:
