@@ -121,6 +121,31 @@ def cmd_sample(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_fake_llm(args: argparse.Namespace) -> int:
+    """Serve the fake OpenAI-compatible server until Ctrl-C (LLM mode without a key)."""
+    import time
+
+    from pipeline.fake_llm import FakeLlm
+
+    server = FakeLlm(
+        fault_rate=args.fault_rate, seed=args.seed, host=args.host, port=args.port, quiet=False
+    )
+    with server:
+        print(f"fake OpenAI-compatible server at {server.base_url}", flush=True)
+        print(
+            f"  try: OPENAI_BASE_URL={server.base_url} OPENAI_API_KEY=any "
+            "DOCGRAPH_LLM__ENABLED=true docgraph index   (Ctrl-C stops)",
+            file=sys.stderr,
+            flush=True,
+        )
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
 def _folder_overrides(args: argparse.Namespace) -> dict[str, str]:
     pairs = (("input_dir", getattr(args, "input", None)), ("output_dir", args.output))
     return {k: v for k, v in pairs if v}
@@ -157,6 +182,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sample", help="write the sample corpus to a folder")
     p.add_argument("target")
     p.set_defaults(func=cmd_sample)
+
+    p = sub.add_parser("fake-llm", help="serve a fake OpenAI-compatible LLM (Ctrl-C stops)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8765, help="0: any free port")
+    p.add_argument("--fault-rate", type=float, default=0.0, help="share of requests to fail")
+    p.add_argument("--seed", type=int, default=0, help="fault RNG seed")
+    p.set_defaults(func=cmd_fake_llm)
     return parser
 
 

@@ -1,0 +1,338 @@
+"""A small OpenAI-compatible chat server on 127.0.0.1, for tests and for trying LLM mode without
+a key (`docgraph fake-llm`).
+
+Answers are deterministic functions of the messages (a pluggable responder). Faults (429 with
+Retry-After, 500, a stall past the client's timeout, malformed JSON content in a 200) are drawn
+per request from an RNG seeded by (seed, request body, how many times that body was seen), so a
+run's faults do not depend on the order in which concurrent requests arrive. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from pipeline.tokens import count_tokens
+
+FAULTS = ("429", "500", "timeout", "malformed")
+STAGE_HEADER = "X-Docgraph-Stage"
+JSON_MARKER = "return json"
+
+Responder = Callable[[list[dict]], str]
+
+_WORD = re.compile(r"[^\W\d_][\w'’-]*")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def message_text(message: dict) -> str:
+    """A message's text: a plain string or the text parts of a content list."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def default_responder(messages: list[dict]) -> str:
+    """Deterministic answer from the last user message (of the first turn).
+
+    A prompt that says "Return JSON" (any message, any case) gets
+    `{"entities": [{name, type, description}], "relationships": [{source, target, description,
+    strength}]}` with the capitalised words of the last user message as entities and consecutive
+    pairs as relationships; any other prompt gets the first sentence of the last user message.
+    """
+    # A re-ask appends (assistant answer, user correction): answer the original prompt, i.e.
+    # the last user message before the first assistant message.
+    first_turn = []
+    for m in messages:
+        if m.get("role") == "assistant":
+            break
+        first_turn.append(m)
+    users = [m for m in first_turn if m.get("role") == "user"]
+    text = message_text(users[-1]) if users else ""
+    if any(JSON_MARKER in message_text(m).lower() for m in messages):
+        names: list[str] = []
+        for word in _WORD.findall(text):
+            word = word.strip("'’-")
+            if word and word[0].isupper() and word not in names:
+                names.append(word)
+        entities = [
+            {"name": n, "type": "CONCEPT", "description": f"{n} is mentioned in the text."}
+            for n in names
+        ]
+        relationships = [
+            {"source": a, "target": b, "description": f"{a} appears near {b}.", "strength": 1.0}
+            for a, b in zip(names, names[1:], strict=False)
+        ]
+        return json.dumps(
+            {"entities": entities, "relationships": relationships}, ensure_ascii=False
+        )
+    first = _SENTENCE_END.split(text.strip(), maxsplit=1)[0] if text.strip() else ""
+    return first[:500] or "OK."
+
+
+def malform(answer: str, rng: random.Random) -> str:
+    """A broken rendering of a JSON answer: fenced with a trailing comma (repairable) or
+    truncated (not). A text answer is returned unchanged (text cannot be malformed JSON)."""
+    stripped = answer.strip()
+    if not stripped.startswith(("{", "[")):
+        return answer
+    if rng.random() < 0.5 and stripped.endswith("}"):
+        return "Here is the JSON:\n```json\n" + stripped[:-1] + ",}\n```"
+    return stripped[: max(1, len(stripped) // 2)]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.0"  # one response per connection: SSE needs no chunked encoding
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        if not self.server.fake.quiet:
+            super().log_message(format, *args)
+
+    def _send_json(self, status: int, body: dict, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        if self.path.rstrip("/").endswith("/models"):
+            model = {"id": "fake-model", "object": "model", "created": 0, "owned_by": "docgraph"}
+            self._send_json(200, {"object": "list", "data": [model]})
+        else:
+            self._send_json(404, {"error": {"message": "not found", "type": "not_found"}})
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        fake = self.server.fake
+        fake._enter()
+        try:
+            self._chat(fake)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (its timeout): nothing to answer
+        finally:
+            fake._leave()
+
+    def _chat(self, fake: FakeLlm) -> None:
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send_json(404, {"error": {"message": "not found", "type": "not_found"}})
+            return
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if fake.require_key is not None:
+            auth = self.headers.get("Authorization", "")
+            if auth != f"Bearer {fake.require_key}":
+                self._send_json(401, {"error": {"message": "bad key", "type": "auth_error"}})
+                return
+        try:
+            body = json.loads(raw)
+            messages = body["messages"]
+        except (ValueError, KeyError, TypeError):
+            self._send_json(400, {"error": {"message": "bad request", "type": "invalid_request"}})
+            return
+        stage = self.headers.get(STAGE_HEADER, "")
+        rng, fault = fake._draw(raw, stage)
+        if fault == "429":
+            err = {"error": {"message": "rate limited (fake)", "type": "rate_limit_error"}}
+            self._send_json(429, err, {"Retry-After": f"{fake.retry_after:g}"})
+            return
+        if fault == "500":
+            self._send_json(500, {"error": {"message": "server error (fake)", "type": "server"}})
+            return
+        if fault == "timeout":
+            time.sleep(fake.stall_s)
+        answer = fake.responder(messages)
+        if fault == "malformed":
+            answer = malform(answer, rng)
+        if fake.latency_s:
+            time.sleep(fake.latency_s)
+        model = str(body.get("model") or "fake-model")
+        prompt_tokens = sum(count_tokens(message_text(m)) for m in messages)
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": count_tokens(answer),
+            "total_tokens": prompt_tokens + count_tokens(answer),
+        }
+        ident = "chatcmpl-" + hashlib.sha256(raw).hexdigest()[:24]
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            self._stream(ident, model, answer, usage if include_usage else None)
+            return
+        choice = {
+            "index": 0,
+            "message": {"role": "assistant", "content": answer},
+            "finish_reason": "stop",
+            "logprobs": None,
+        }
+        self._send_json(
+            200,
+            {
+                "id": ident,
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [choice],
+                "usage": usage,
+            },
+        )
+
+    def _stream(self, ident: str, model: str, answer: str, usage: dict | None) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        created = int(time.time())
+
+        def chunk(delta: dict, finish: str | None, extra: dict | None = None) -> None:
+            obj = {
+                "id": ident,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
+                if delta is not None
+                else [],
+                **(extra or {}),
+            }
+            self.wfile.write(b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\n\n")
+            self.wfile.flush()
+
+        pieces = re.findall(r"\S+\s*|\s+", answer) or [""]
+        chunk({"role": "assistant", "content": ""}, None)
+        for piece in pieces:
+            chunk({"content": piece}, None)
+        chunk({}, "stop")
+        if usage is not None:
+            chunk(None, None, {"usage": usage})  # type: ignore[arg-type]
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+    fake: FakeLlm
+
+
+class FakeLlm:
+    """OpenAI-compatible chat server: `with FakeLlm() as srv: OpenAI(base_url=srv.base_url)`.
+
+    Counters (read them under no lock; they are ints updated under one): `requests`,
+    `by_fault`, `by_stage` (from the X-Docgraph-Stage header), `by_body` (sha256 of the request
+    body -> times seen, to prove no call is repeated), `in_flight`, `max_in_flight`.
+    `queue_faults("429", None, ...)` forces the next requests' faults in arrival order.
+    """
+
+    def __init__(
+        self,
+        responder: Responder | None = None,
+        *,
+        fault_rate: float = 0.0,
+        faults: Iterable[str] = FAULTS,
+        seed: int = 0,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        retry_after: float = 0.0,
+        stall_s: float = 2.0,
+        latency_s: float = 0.0,
+        require_key: str | None = None,
+        quiet: bool = True,
+    ) -> None:
+        self.responder: Responder = responder or default_responder
+        self.fault_rate = fault_rate
+        self.faults = tuple(faults)
+        unknown = set(self.faults) - set(FAULTS)
+        if unknown:
+            raise ValueError(f"unknown faults {sorted(unknown)}; known: {FAULTS}")
+        self.seed = seed
+        self.host, self.port = host, port
+        self.retry_after = retry_after
+        self.stall_s = stall_s
+        self.latency_s = latency_s
+        self.require_key = require_key
+        self.quiet = quiet
+        self._lock = threading.Lock()
+        self._queued: list[str | None] = []
+        self.reset_counters()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def reset_counters(self) -> None:
+        with self._lock:
+            self.requests = 0
+            self.by_fault: Counter[str] = Counter()
+            self.by_stage: Counter[str] = Counter()
+            self.by_body: Counter[str] = Counter()
+            self.in_flight = 0
+            self.max_in_flight = 0
+
+    def queue_faults(self, *faults: str | None) -> None:
+        """Force the faults of the next requests (None: no fault), then back to the RNG."""
+        with self._lock:
+            self._queued.extend(faults)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def _enter(self) -> None:
+        with self._lock:
+            self.requests += 1
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+    def _draw(self, raw: bytes, stage: str) -> tuple[random.Random, str | None]:
+        digest = hashlib.sha256(raw).hexdigest()
+        with self._lock:
+            self.by_body[digest] += 1
+            if stage:
+                self.by_stage[stage] += 1
+            rng = random.Random(f"{self.seed}:{digest}:{self.by_body[digest]}")
+            if self._queued:
+                fault = self._queued.pop(0)
+            elif self.faults and rng.random() < self.fault_rate:
+                fault = rng.choice(self.faults)
+            else:
+                fault = None
+            self.by_fault[fault or "none"] += 1
+        return rng, fault
+
+    def start(self) -> FakeLlm:
+        count_tokens("warm up")  # load the encoding now, not inside the first timed request
+        self._server = _Server((self.host, self.port), _Handler)
+        self._server.fake = self
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="fake-llm", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> FakeLlm:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

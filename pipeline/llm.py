@@ -1,0 +1,519 @@
+"""OpenAI-compatible LLM client: async, bounded concurrency, retries, JSON repair, disk cache,
+token accounting per stage.
+
+Why a wrapper round `openai.AsyncOpenAI`: a batch index makes tens of thousands of calls, so it
+must (1) never pay twice for the same call — a disk cache keyed by (model, messages, params)
+that survives a killed run, written atomically so a SIGKILL leaves no partial entry; (2) ride
+out 429/5xx/timeouts with its own counted retries (the SDK's are disabled); (3) turn near-JSON
+into validated pydantic objects, with one re-ask before a failure; (4) report failures as
+values from `run_many`, so one bad chunk never kills a run. The api key is never part of a
+cache key, a cache file, a log line or the metadata.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import hashlib
+import json
+import logging
+import os
+import random
+import re
+import tempfile
+from collections.abc import AsyncIterator, Awaitable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import openai
+from pydantic import BaseModel, ValidationError
+
+from pipeline.config import LlmSettings
+from pipeline.tokens import count_tokens
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+
+STAGE_HEADER = "X-Docgraph-Stage"
+BACKOFF_BASE_S = 0.5
+BACKOFF_CAP_S = 20.0
+REASK = (
+    "Your previous answer could not be used: {error}. Reply again with only the corrected JSON "
+    "(no prose, no code fences) matching the requested format."
+)
+_RETRYABLE = (
+    openai.APITimeoutError,
+    openai.APIConnectionError,
+    openai.RateLimitError,
+    openai.InternalServerError,
+)
+
+
+class LlmError(Exception):
+    """A call that failed for good (after retries, repair and the re-ask); `.reason` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class StageCounters:
+    """Per stage. Tokens count real calls only (what was paid for), not cache hits."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    retries: int = 0
+    repairs: int = 0
+    failures: int = 0
+
+
+# ---------------------------------------------------------------------------- JSON repair
+
+
+def _fix_outside_strings(text: str, single_quotes: bool) -> str:
+    """Drop trailing commas, map Python literals, and (optionally) turn 'x' strings into "x"
+    — all outside double-quoted strings, so string contents are never touched."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i : j + 1])
+            i = j + 1
+        elif ch == "'" and single_quotes:
+            j, buf = i + 1, []
+            while j < n and text[j] != "'":
+                if text[j] == "\\" and j + 1 < n:
+                    buf.append(text[j : j + 2] if text[j + 1] != "'" else "'")
+                    j += 2
+                    continue
+                buf.append('\\"' if text[j] == '"' else text[j])
+                j += 1
+            out.append('"' + "".join(buf) + '"')
+            i = j + 1
+        elif ch == ",":
+            j = i + 1
+            while j < n and text[j].isspace():
+                j += 1
+            if j < n and text[j] in "}]":
+                i += 1  # trailing comma
+                continue
+            out.append(ch)
+            i += 1
+        elif ch.isalpha():
+            j = i
+            while j < n and (text[j].isalnum() or text[j] == "_"):
+                j += 1
+            word = text[i:j]
+            out.append({"True": "true", "False": "false", "None": "null"}.get(word, word))
+            i = j
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+_FENCE = re.compile(r"```[\w-]*\s*\n?(.*?)```", re.S)
+
+
+def repair_json(text: str) -> str:
+    """Best-effort near-JSON -> JSON text: strip code fences, keep the outermost {...}/[...],
+    drop trailing commas, map True/False/None; single quotes are converted only when the text
+    still does not parse (an apostrophe inside a "..." string is safe either way)."""
+    fenced = _FENCE.search(text)
+    body = fenced.group(1) if fenced else text
+    starts = [i for i in (body.find("{"), body.find("[")) if i >= 0]
+    if starts:
+        start = min(starts)
+        end = body.rfind("}" if body[start] == "{" else "]")
+        if end > start:
+            body = body[start : end + 1]
+    fixed = _fix_outside_strings(body, single_quotes=False)
+    try:
+        json.loads(fixed, strict=False)
+        return fixed
+    except ValueError:
+        return _fix_outside_strings(body, single_quotes=True)
+
+
+def parse_json(text: str, schema: type[M]) -> tuple[M | None, bool, str]:
+    """(object or None, whether repair was needed, error text)."""
+    try:
+        return schema.model_validate_json(text), False, ""
+    except ValidationError as exc:
+        first_error = _short(exc)
+    try:
+        data = json.loads(repair_json(text), strict=False)
+        return schema.model_validate(data), True, ""
+    except ValueError as exc:  # JSONDecodeError and ValidationError are ValueErrors
+        return None, True, _short(exc) if isinstance(exc, ValidationError) else first_error
+
+
+def _short(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        errs = exc.errors()[:3]
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'root'}: {e['msg']}" for e in errs)
+    return str(exc)[:200]
+
+
+# ---------------------------------------------------------------------------- disk cache
+
+
+class DiskCache:
+    """One JSON file per key: `<root>/<key[:2]>/<key>.json`. Written to a temp file in the same
+    folder then `os.replace`d, so a reader sees a whole entry or none; stray temp files (a
+    killed writer) are never read. An unreadable entry is a miss."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+
+    def path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict | None:
+        try:
+            with open(self.path(key), encoding="utf-8") as fh:
+                entry = json.load(fh)
+        except (OSError, ValueError):
+            return None
+        return entry if isinstance(entry, dict) and isinstance(entry.get("text"), str) else None
+
+    def put(self, key: str, entry: dict) -> None:
+        target = self.path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{key[:16]}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(entry, fh, ensure_ascii=False, sort_keys=True)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def cache_key(model: str, messages: list[dict], params: dict[str, Any]) -> str:
+    """sha256 of (model, messages, params) — never the key or the endpoint."""
+    blob = json.dumps(
+        {"model": model, "messages": messages, "params": params},
+        sort_keys=True,
+        ensure_ascii=False,
+        default=str,
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+# ---------------------------------------------------------------------------- client
+
+
+class LlmClient:
+    """Chat calls against an OpenAI-compatible endpoint; see the module docstring.
+
+    `counters` holds one StageCounters per stage name. The SDK client and the semaphore are
+    bound to the running event loop and rebuilt when it changes (each `run_many` uses a fresh
+    loop).
+    """
+
+    def __init__(
+        self,
+        settings: LlmSettings,
+        cache_dir: str | Path | None,
+        *,
+        backoff_base_s: float = BACKOFF_BASE_S,
+        backoff_cap_s: float = BACKOFF_CAP_S,
+    ) -> None:
+        self.settings = settings
+        self.cache = DiskCache(cache_dir) if (cache_dir is not None and settings.cache) else None
+        self.backoff_base_s = backoff_base_s
+        self.backoff_cap_s = backoff_cap_s
+        self.counters: dict[str, StageCounters] = {}
+        self._model_tokens: dict[tuple[str, str], list[int]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: openai.AsyncOpenAI | None = None
+        self._sem: asyncio.Semaphore | None = None
+        self._inflight: dict[str, asyncio.Future] = {}
+        self._rng = random.Random()
+
+    def __repr__(self) -> str:
+        return f"LlmClient(model={self.settings.chat_model!r}, cache={self.cache is not None})"
+
+    # -- plumbing
+    def _stage(self, stage: str) -> StageCounters:
+        return self.counters.setdefault(stage, StageCounters())
+
+    def _bind(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._client is None or self._sem is None:
+            key = self.settings.api_key.get_secret_value() if self.settings.api_key else None
+            self._client = openai.AsyncOpenAI(
+                api_key=key or "not-needed",  # local servers want some value
+                base_url=self.settings.base_url or None,
+                timeout=self.settings.timeout_s,
+                max_retries=0,  # retries are ours, so they are counted
+            )
+            self._sem = asyncio.Semaphore(max(1, self.settings.concurrency))
+            self._inflight = {}
+            self._loop = loop
+        return self._client, self._sem
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+        self._client, self._sem, self._loop = None, None, None
+
+    def _request(self, messages: list[dict], params: dict[str, Any]) -> tuple[str, dict, str]:
+        params = dict(params)
+        model = params.pop("model", None) or self.settings.chat_model
+        merged = {"temperature": self.settings.temperature, "max_tokens": self.settings.max_tokens}
+        merged.update(params)
+        return model, merged, cache_key(model, messages, merged)
+
+    def _delay(self, attempt: int, exc: Exception) -> float:
+        if isinstance(exc, openai.RateLimitError):
+            after = _retry_after(exc.response.headers)
+            if after is not None:
+                return min(after, self.backoff_cap_s)
+        ceiling = min(self.backoff_cap_s, self.backoff_base_s * 2**attempt)
+        return ceiling / 2 + self._rng.uniform(0, ceiling / 2)
+
+    def _account(self, stage: str, model: str, prompt: int, completion: int) -> None:
+        c = self._stage(stage)
+        c.calls += 1
+        c.prompt_tokens += prompt
+        c.completion_tokens += completion
+        tokens = self._model_tokens.setdefault((stage, model), [0, 0])
+        tokens[0] += prompt
+        tokens[1] += completion
+
+    async def _with_retries(self, stage: str, call):
+        """Run `call()` (one HTTP request under the semaphore) with counted retries."""
+        _, sem = self._bind()
+        counters = self._stage(stage)
+        for attempt in range(self.settings.max_retries + 1):
+            try:
+                async with sem:
+                    return await call()
+            except _RETRYABLE as exc:
+                reason = _describe(exc)
+                if attempt >= self.settings.max_retries:
+                    counters.failures += 1
+                    raise LlmError(f"{reason} after {attempt + 1} attempts") from None
+                delay = self._delay(attempt, exc)
+                counters.retries += 1
+                log.info("llm %s: %s; retry %d in %.2fs", stage, reason, attempt + 1, delay)
+                await asyncio.sleep(delay)
+            except openai.OpenAIError as exc:
+                counters.failures += 1
+                raise LlmError(_describe(exc)) from None
+        raise AssertionError("unreachable")
+
+    # -- public API
+    async def chat(self, messages: list[dict], *, stage: str, **params: Any) -> str:
+        """The answer text; cached on disk and de-duplicated while in flight."""
+        model, merged, key = self._request(messages, params)
+        client, _ = self._bind()
+        counters = self._stage(stage)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                counters.cache_hits += 1
+                return hit["text"]
+        pending = self._inflight.get(key)
+        if pending is not None:  # the same call is already on its way: share its answer
+            counters.cache_hits += 1
+            return await asyncio.shield(pending)
+        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+
+            async def call():
+                return await client.chat.completions.create(
+                    model=model,
+                    messages=messages,
+                    extra_headers={STAGE_HEADER: stage},
+                    **merged,
+                )
+
+            resp = await self._with_retries(stage, call)
+            choice = resp.choices[0] if resp.choices else None
+            text = (choice.message.content if choice else None) or ""
+            usage = resp.usage
+            prompt = usage.prompt_tokens if usage else _estimate(messages)
+            completion = usage.completion_tokens if usage else count_tokens(text)
+            self._account(stage, model, prompt, completion)
+            if self.cache is not None:
+                self.cache.put(key, _entry(model, stage, text, prompt, completion))
+            future.set_result(text)
+            return text
+        except BaseException as exc:
+            future.set_exception(exc if isinstance(exc, Exception) else LlmError("cancelled"))
+            future.exception()  # mark retrieved: no "never retrieved" warning when unshared
+            raise
+        finally:
+            self._inflight.pop(key, None)
+
+    async def chat_json(
+        self, messages: list[dict], schema: type[M], *, stage: str, **params: Any
+    ) -> M:
+        """A validated `schema` instance: the answer as is, else repaired, else one re-ask
+        (the bad answer and a correction appended), else LlmError."""
+        counters = self._stage(stage)
+        text = await self.chat(messages, stage=stage, **params)
+        obj, repaired, error = parse_json(text, schema)
+        if obj is not None:
+            counters.repairs += repaired
+            return obj
+        counters.repairs += 1
+        log.info("llm %s: invalid JSON answer (%s); re-asking once", stage, error)
+        reask = [
+            *messages,
+            {"role": "assistant", "content": text},
+            {"role": "user", "content": REASK.format(error=error or "not valid JSON")},
+        ]
+        text = await self.chat(reask, stage=stage, **params)
+        obj, _, error = parse_json(text, schema)
+        if obj is not None:
+            return obj
+        counters.failures += 1
+        raise LlmError(f"invalid JSON for {schema.__name__} after one re-ask: {error}")
+
+    async def stream(
+        self, messages: list[dict], *, stage: str, **params: Any
+    ) -> AsyncIterator[str]:
+        """Answer text as it arrives. Retries only before the first piece is yielded; a cache
+        hit yields the whole cached text at once; the full answer is cached at the end."""
+        model, merged, key = self._request(messages, params)
+        client, sem = self._bind()
+        counters = self._stage(stage)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                counters.cache_hits += 1
+                yield hit["text"]
+                return
+        for attempt in range(self.settings.max_retries + 1):
+            pieces: list[str] = []
+            usage = None
+            try:
+                async with sem:
+                    resp = await client.chat.completions.create(
+                        model=model,
+                        messages=messages,
+                        stream=True,
+                        stream_options={"include_usage": True},
+                        extra_headers={STAGE_HEADER: stage},
+                        **merged,
+                    )
+                    async for chunk in resp:
+                        usage = chunk.usage or usage
+                        for choice in chunk.choices:
+                            if choice.delta and choice.delta.content:
+                                pieces.append(choice.delta.content)
+                                yield choice.delta.content
+                break
+            except _RETRYABLE as exc:
+                reason = _describe(exc)
+                if pieces or attempt >= self.settings.max_retries:
+                    counters.failures += 1
+                    raise LlmError(f"stream: {reason} after {attempt + 1} attempts") from None
+                delay = self._delay(attempt, exc)
+                counters.retries += 1
+                log.info("llm %s: %s; retry %d in %.2fs", stage, reason, attempt + 1, delay)
+                await asyncio.sleep(delay)
+            except openai.OpenAIError as exc:
+                counters.failures += 1
+                raise LlmError(f"stream: {_describe(exc)}") from None
+        text = "".join(pieces)
+        prompt = usage.prompt_tokens if usage else _estimate(messages)
+        completion = usage.completion_tokens if usage else count_tokens(text)
+        self._account(stage, model, prompt, completion)
+        if self.cache is not None:
+            self.cache.put(key, _entry(model, stage, text, prompt, completion))
+
+    def run_many(self, coros: list[Awaitable[T]]) -> list[T | LlmError]:
+        """Await all `coros` concurrently in a fresh event loop (HTTP bounded by
+        settings.concurrency); an LlmError comes back in its slot instead of being raised.
+        From inside a running loop (a notebook) it runs on a helper thread."""
+
+        async def one(coro: Awaitable[T]) -> T | LlmError:
+            try:
+                return await coro
+            except LlmError as exc:
+                return exc
+
+        async def main() -> list[T | LlmError]:
+            try:
+                return list(await asyncio.gather(*(one(c) for c in coros)))
+            finally:
+                await self.aclose()
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(main())
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, main()).result()
+
+    def metadata(self) -> dict[str, Any]:
+        """Totals and per-stage counters (plus USD cost where `prices` covers the model), as
+        plain values fit for Dagster metadata. No key, no endpoint."""
+        totals = StageCounters()
+        by_stage: dict[str, dict[str, Any]] = {}
+        for stage, c in sorted(self.counters.items()):
+            by_stage[stage] = asdict(c)
+            for field, value in asdict(c).items():
+                setattr(totals, field, getattr(totals, field) + value)
+        out: dict[str, Any] = {f"llm_{k}": v for k, v in asdict(totals).items()}
+        out["llm_model"] = self.settings.chat_model
+        prices = self.settings.prices
+        if prices:
+            total_cost, unpriced = 0.0, set()
+            for (stage, model), (p, c) in sorted(self._model_tokens.items()):
+                if model not in prices:
+                    unpriced.add(model)
+                    continue
+                cost = (p * prices[model][0] + c * prices[model][1]) / 1e6
+                by_stage[stage]["cost_usd"] = round(by_stage[stage].get("cost_usd", 0.0) + cost, 6)
+                total_cost += cost
+            out["llm_cost_usd"] = round(total_cost, 6)
+            if unpriced:
+                out["llm_unpriced_models"] = ", ".join(sorted(unpriced))
+        out["llm_by_stage"] = by_stage
+        return out
+
+
+def _entry(model: str, stage: str, text: str, prompt: int, completion: int) -> dict:
+    usage = {"prompt_tokens": prompt, "completion_tokens": completion}
+    return {"model": model, "stage": stage, "text": text, "usage": usage}
+
+
+def _estimate(messages: list[dict]) -> int:
+    return sum(count_tokens(m["content"]) for m in messages if isinstance(m.get("content"), str))
+
+
+def _retry_after(headers: Any) -> float | None:
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name) if headers is not None else None
+        if value is not None:
+            try:
+                return max(0.0, float(value) / scale)
+            except ValueError:
+                continue  # an HTTP date: fall back to backoff
+    return None
+
+
+def _describe(exc: Exception) -> str:
+    """A short reason without request details (no headers, so no key)."""
+    if isinstance(exc, openai.APIStatusError):
+        return f"HTTP {exc.status_code} {type(exc).__name__}"
+    return type(exc).__name__
