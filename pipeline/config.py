@@ -60,6 +60,16 @@ class ExtractionSettings(BaseModel):
     max_relation_distance: int = Field(
         1, description="relate entities in the same sentence or up to N sentences apart"
     )
+    llm_pack_tokens: int = Field(
+        1200, description="llm: short units of one document are packed into one call up to this"
+    )
+    llm_pack_max_units: int = Field(12, description="llm: at most this many units per call")
+    gleanings: int = Field(0, description="llm: extra 'what was missed?' rounds per call")
+    prompt_path: str | None = Field(
+        None,
+        description="llm: a file replacing extract_graph.txt, or a folder of <name>.txt prompt "
+        "overrides",
+    )
 
 
 class GraphSettings(BaseModel):
