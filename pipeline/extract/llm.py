@@ -1,10 +1,10 @@
 """LLM extractor: entities and relations as prompted JSON from an OpenAI-compatible endpoint.
 
 Cost (the target is <= 1.5 calls and <= 4,000 prompt tokens per 1k corpus tokens, reports
-included): the prompt is the NEREL type lists, a compact schema and one tiny example (~650
+included): the prompt is the NEREL type lists, a compact schema and one tiny example (620
 tokens), and short text units of one document are packed into one call up to
 `llm_pack_tokens` (default 1,200) / `llm_pack_max_units`, so a call carries ~1,200 text tokens
-for ~650 of overhead. Units are addressed in the prompt by short keys ("1", "2", ...) and the
+for 620 of overhead. Units are addressed in the prompt by short keys ("1", "2", ...) and the
 answer is keyed by them; packs never cross documents, so adding a document leaves every other
 document's calls (and LLM cache keys) unchanged.
 
