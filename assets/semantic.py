@@ -3,7 +3,15 @@
 import time
 
 import polars as pl
-from dagster import AssetExecutionContext, AssetIn, AssetOut, Output, asset, multi_asset
+from dagster import (
+    AssetExecutionContext,
+    AssetIn,
+    AssetOut,
+    MetadataValue,
+    Output,
+    asset,
+    multi_asset,
+)
 
 from assets.metadata import counts_md, frame_metadata
 from pipeline.chunking import chunk_structured
@@ -11,7 +19,7 @@ from pipeline.communities import hierarchical_leiden
 from pipeline.extract import extract_resilient, get_extractor
 from pipeline.graph import merge_graph
 from pipeline.reports import build_reports
-from resources import DocgraphConfig, EmbedderResource
+from resources import DocgraphConfig, EmbedderResource, LlmResource
 
 
 @asset(
@@ -51,10 +59,19 @@ def chunks(
     },
     group_name="semantic",
 )
-def extracted_graph(context: AssetExecutionContext, docgraph: DocgraphConfig, chunks: pl.DataFrame):
+def extracted_graph(
+    context: AssetExecutionContext, docgraph: DocgraphConfig, llm: LlmResource, chunks: pl.DataFrame
+):
     started = time.perf_counter()
-    extractor = get_extractor(docgraph.settings().extraction)
+    settings = docgraph.settings()
+    llm_mode = settings.llm.enabled or settings.extraction.extractor == "llm"
+    client = llm.get() if llm_mode else None
+    extraction = settings.extraction.model_copy(update={"extractor": "llm"} if llm_mode else {})
+    extractor = get_extractor(extraction, llm=client) if llm_mode else get_extractor(extraction)
+    llm_meta = client.metadata() if client is not None else {}
     ents, rels, failures = extract_resilient(extractor, chunks)
+    if client is not None:
+        llm_meta = _llm_delta(llm_meta, client.metadata())
     context.log.info(f"{extractor.name}: {ents.height} mentions, {rels.height} relations")
     for row in failures.iter_rows(named=True):
         context.log.warning(f"extraction failed for unit {row['text_unit_id']}: {row['reason']}")
@@ -67,6 +84,7 @@ def extracted_graph(context: AssetExecutionContext, docgraph: DocgraphConfig, ch
             started,
             extractor=extractor.name,
             by_type=counts_md(by_type, ("type", "mentions")),
+            **llm_meta,
         ),
     )
     yield Output(
@@ -147,3 +165,16 @@ def community_reports(
         communities, entities, relationships, text_units, docgraph.settings().reports
     )
     return Output(df, metadata=frame_metadata(df, started))
+
+
+def _llm_delta(before: dict, after: dict) -> dict:
+    """This step's LLM counters (the client may be shared by several steps of a process)."""
+    out = {}
+    for key, value in after.items():
+        if key == "llm_by_stage":
+            out[key] = MetadataValue.json(value)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            out[key] = value - before.get(key, 0)
+        else:
+            out[key] = value
+    return out

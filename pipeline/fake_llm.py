@@ -42,8 +42,43 @@ def message_text(message: dict) -> str:
     return ""
 
 
+_DOC_BLOCK = re.compile(r'<document id="([^"]+)">\n(.*?)\n</document>', re.S)
+
+
+def extraction_answer(blocks: list[tuple[str, str]]) -> str:
+    """What a capable model would answer to the extraction prompt: per data block, typed
+    entities and relationships — here found by the offline extractor, so the answer is
+    deterministic and realistic (types, evidence descriptions, strengths)."""
+    import polars as pl
+
+    from pipeline.config import ExtractionSettings
+    from pipeline.extract.nlp import NlpExtractor
+
+    units = pl.DataFrame({"id": [k for k, _ in blocks], "text": [t for _, t in blocks]})
+    ents, rels = NlpExtractor(ExtractionSettings()).extract(units)
+    out: dict[str, dict[str, list]] = {k: {"entities": [], "relationships": []} for k, _ in blocks}
+    for row in ents.iter_rows(named=True):
+        out[row["text_unit_id"]]["entities"].append(
+            {"title": row["title"], "type": row["type"], "description": row["description"]}
+        )
+    for row in rels.iter_rows(named=True):
+        out[row["text_unit_id"]]["relationships"].append(
+            {
+                "source": row["source"],
+                "target": row["target"],
+                "type": row["type"],
+                "description": row["description"],
+                "strength": max(1, min(10, round(row["weight"] * 5))),
+            }
+        )
+    return json.dumps(out, ensure_ascii=False)
+
+
 def default_responder(messages: list[dict]) -> str:
     """Deterministic answer from the last user message (of the first turn).
+
+    Document data blocks (`<document id="k">`, the extraction prompt) get the extraction
+    answer keyed by block id (see `extraction_answer`).
 
     A prompt that says "Return JSON" (any message, any case) gets
     `{"entities": [{name, type, description}], "relationships": [{source, target, description,
@@ -59,6 +94,9 @@ def default_responder(messages: list[dict]) -> str:
         first_turn.append(m)
     users = [m for m in first_turn if m.get("role") == "user"]
     text = message_text(users[-1]) if users else ""
+    blocks = _DOC_BLOCK.findall(text)
+    if blocks:  # the extraction prompt: documents as data blocks, answer keyed by block id
+        return extraction_answer(blocks)
     if any(JSON_MARKER in message_text(m).lower() for m in messages):
         names: list[str] = []
         for word in _WORD.findall(text):

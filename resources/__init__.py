@@ -2,6 +2,7 @@
 
 from resources.config import DocgraphConfig
 from resources.embedder import EmbedderResource
+from resources.llm import LlmResource
 from resources.parquet_io import ParquetIOManager
 
 
@@ -14,7 +15,14 @@ def build_resources(
         "docgraph": config,
         "io_manager": ParquetIOManager(config=config),
         "embedder": EmbedderResource(config=config),
+        "llm": LlmResource(config=config),
     }
 
 
-__all__ = ["DocgraphConfig", "EmbedderResource", "ParquetIOManager", "build_resources"]
+__all__ = [
+    "DocgraphConfig",
+    "EmbedderResource",
+    "LlmResource",
+    "ParquetIOManager",
+    "build_resources",
+]

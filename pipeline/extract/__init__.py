@@ -40,14 +40,33 @@ def extract_resilient(
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(entities, relationships, failures): extraction in batches; a batch that raises is
     retried unit by unit, so one bad unit costs only itself and is recorded with its reason
-    (the run goes on)."""
+    (the run goes on). Units an extractor handled by a fallback (its `failures` after a
+    call, e.g. an LLM call that failed after retries) are recorded too."""
     ents, rels, failures = [], [], []
+    doc_of = (
+        dict(text_units.select("id", "document_id").iter_rows())
+        if "document_id" in text_units.columns
+        else {}
+    )
+
+    def record_fallbacks() -> None:
+        for f in getattr(extractor, "failures", None) or []:
+            failures.append(
+                {
+                    "text_unit_id": f["text_unit_id"],
+                    "document_id": doc_of.get(f["text_unit_id"]),
+                    "extractor": extractor.name,
+                    "reason": f["reason"],
+                }
+            )
+
     for start in range(0, text_units.height, batch_size):
         batch = text_units.slice(start, batch_size)
         try:
             e, r = extractor.extract(batch)
             ents.append(e)
             rels.append(r)
+            record_fallbacks()
             continue
         except Exception:  # noqa: BLE001 - isolate the failing unit below
             pass

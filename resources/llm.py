@@ -1,0 +1,27 @@
+"""The LLM client as a resource: one per process and settings, its call cache under the
+output folder (so a killed run resumes without repeating a completed call)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dagster import ConfigurableResource
+
+from resources.config import DocgraphConfig
+
+_CLIENTS: dict[str, object] = {}
+
+
+class LlmResource(ConfigurableResource):
+    config: DocgraphConfig
+
+    def get(self):
+        from pipeline.llm import LlmClient
+
+        settings = self.config.settings()
+        cache_dir = Path(settings.output_dir) / "cache" / "llm"
+        # The key has no secret in it: the JSON of the settings holds the key as "**********".
+        key = f"{cache_dir}|{settings.llm.model_dump_json()}"
+        if key not in _CLIENTS:
+            _CLIENTS[key] = LlmClient(settings.llm, cache_dir)
+        return _CLIENTS[key]

@@ -1,0 +1,108 @@
+"""LLM mode through the whole index job: the real openai client over HTTP to the fake server."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from assets.run import run_index
+from pipeline import store, validate
+from pipeline.cli import write_sample_corpus
+from pipeline.fake_llm import FakeLlm
+from pipeline.schemas import SEMANTIC_TABLES, TABLES
+
+SECRET = "sk-test-SECRET-123"
+
+
+def _config(tmp_path: Path, server: FakeLlm, name: str = "llm.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(
+        "llm:\n"
+        "  enabled: true\n"
+        f"  base_url: {server.base_url}\n"
+        "  chat_model: fake-model\n"
+        "  timeout_s: 1.0\n"
+        "  max_retries: 4\n",
+        encoding="utf-8",
+    )
+    return str(path)
+
+
+def _extract_metadata(result) -> dict:
+    return [
+        m.materialization.metadata
+        for m in result.get_asset_materialization_events()
+        if m.asset_key.to_user_string() == "extracted_entities"
+    ][0]
+
+
+@pytest.fixture()
+def corpus(tmp_path) -> Path:
+    inp = tmp_path / "input"
+    write_sample_corpus(inp)
+    return inp
+
+
+def test_whole_graph_in_llm_mode_resumes_without_repeating_calls(
+    tmp_path, corpus, monkeypatch, caplog, capfd
+):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    caplog.set_level(logging.DEBUG)
+    out = tmp_path / "out"
+    with FakeLlm(require_key=SECRET) as server:
+        config = _config(tmp_path, server)
+        first = run_index(config_path=config, input_dir=str(corpus), output_dir=str(out))
+        assert first.success
+        calls_first = server.requests
+        assert calls_first > 0
+        second = run_index(config_path=config, input_dir=str(corpus), output_dir=str(out))
+        assert second.success
+        assert server.requests == calls_first  # every call answered from the disk cache
+        assert max(server.by_body.values()) == 1  # no request was ever sent twice
+
+    # Same schemas as offline, every semantic table filled, the LLM did the extraction.
+    for name in TABLES:
+        if store.table_path(out, name).exists():
+            assert validate.schema_problems(out, name) == [], name
+    for name in SEMANTIC_TABLES:
+        assert store.read_table(out, name).height > 0, name
+    ents = store.read_table(out, "extracted_entities")
+    assert set(ents["extractor"]) == {"llm"} and set(ents["model"]) == {"fake-model"}
+    assert "Marie Curie" in set(store.read_table(out, "entities")["title"])
+    meta = _extract_metadata(first)
+    assert meta["llm_calls"].value == calls_first
+    assert _extract_metadata(second)["llm_cache_hits"].value >= calls_first
+
+    # No secret anywhere: output files (tables, Lance, cache), metadata, logs.
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+    for result in (first, second):
+        for event in result.all_events:
+            assert SECRET not in repr(event)
+    assert SECRET not in caplog.text
+    captured = capfd.readouterr()
+    assert SECRET not in captured.out + captured.err
+
+
+def test_faulty_endpoint_run_completes_and_records_what_fell_back(tmp_path, corpus, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    out = tmp_path / "out"
+    with FakeLlm(fault_rate=0.2, seed=7, retry_after=0.0, stall_s=2.0) as server:
+        config = _config(tmp_path, server)
+        result = run_index(config_path=config, input_dir=str(corpus), output_dir=str(out))
+        assert result.success
+        assert sum(server.by_fault.values()) > 0  # faults were injected
+    meta = _extract_metadata(result)
+    assert meta["llm_retries"].value + meta["llm_repairs"].value > 0
+    ents = store.read_table(out, "extracted_entities")
+    failures = store.read_table(out, "extraction_failures")
+    units = set(store.read_table(out, "chunks")["id"])
+    # Every unit has rows: from the LLM, or from the offline fallback, recorded with a reason.
+    assert set(ents["text_unit_id"]) == units
+    fallback = set(ents.filter(pl.col("extractor") == "nlp")["text_unit_id"])
+    assert fallback == set(failures["text_unit_id"])
+    assert all(failures["reason"].str.len_chars() > 0)
