@@ -77,11 +77,18 @@ class GraphSettings(BaseModel):
     max_cluster_size: int = 10
     seed: int = 42
     max_levels: int = 4
+    llm_summary_min_descriptions: int = Field(
+        4, description="llm: items with more distinct raw descriptions than this get an LLM summary"
+    )
 
 
 class ReportSettings(BaseModel):
     max_findings: int = 5
     max_report_tokens: int = 600
+    llm_min_size: int = Field(
+        3, description="llm: smaller communities keep their extractive report (no call)"
+    )
+    llm_context_tokens: int = Field(1500, description="llm: context budget of one report prompt")
 
 
 class EmbeddingSettings(BaseModel):
