@@ -74,11 +74,44 @@ def extraction_answer(blocks: list[tuple[str, str]]) -> str:
     return json.dumps(out, ensure_ascii=False)
 
 
+REPORT_MARKER = "You write a report on one community of a knowledge graph"
+_ITEM_BLOCK = re.compile(r'<item id="([^"]+)"(?: \w+="[^"]*")*>\n(.*?)\n</item>', re.S)
+_CONTEXT_LINE = re.compile(r"^- (?:Report \d+: )?(.+?)(?: \[[A-Z_]+\]| —|:)", re.M)
+
+
+def report_answer(text: str) -> str:
+    """The community-report answer: title = the first two entity (or sub-report) titles of the
+    context, summary = its first data sentence, rating from the number of entities, one
+    finding per entity (at most 5)."""
+    context = text.split("<context>", 1)[-1].split("</context>", 1)[0]
+    names = list(dict.fromkeys(m.strip() for m in _CONTEXT_LINE.findall(context)))
+    data = [ln[2:] for ln in context.splitlines() if ln.startswith("- ")]
+    first = _SENTENCE_END.split(data[0].strip(), maxsplit=1)[0] if data else "No data."
+    answer = {
+        "title": " and ".join(names[:2]) or "Community",
+        "summary": first[:300],
+        "rating": min(10, len(names)),
+        "rating_explanation": f"{len(names)} entities.",
+        "findings": [
+            {"summary": n, "explanation": f"{n} belongs to this community."} for n in names[:5]
+        ],
+    }
+    return json.dumps(answer, ensure_ascii=False)
+
+
+def summaries_answer(blocks: list[tuple[str, str]]) -> str:
+    """The description-summary answer: per item, its first two descriptions joined."""
+    out = {k: " ".join(t.splitlines()[:2]) for k, t in blocks}
+    return json.dumps(out, ensure_ascii=False)
+
+
 def default_responder(messages: list[dict]) -> str:
     """Deterministic answer from the last user message (of the first turn).
 
     Document data blocks (`<document id="k">`, the extraction prompt) get the extraction
-    answer keyed by block id (see `extraction_answer`).
+    answer keyed by block id (see `extraction_answer`). The community-report prompt (its
+    system line) gets `report_answer`; `<item id="k">` blocks (description summaries) get
+    `summaries_answer`.
 
     A prompt that says "Return JSON" (any message, any case) gets
     `{"entities": [{name, type, description}], "relationships": [{source, target, description,
@@ -94,6 +127,11 @@ def default_responder(messages: list[dict]) -> str:
         first_turn.append(m)
     users = [m for m in first_turn if m.get("role") == "user"]
     text = message_text(users[-1]) if users else ""
+    if any(REPORT_MARKER in message_text(m) for m in first_turn):
+        return report_answer(text)
+    items = _ITEM_BLOCK.findall(text)
+    if items:  # the description-summary prompt: answer keyed by item id
+        return summaries_answer(items)
     blocks = _DOC_BLOCK.findall(text)
     if blocks:  # the extraction prompt: documents as data blocks, answer keyed by block id
         return extraction_answer(blocks)
