@@ -1,0 +1,295 @@
+"""LLM community reports (stage "report"), bottom-up, in the seed schema of pipeline.reports.
+
+Leaves (no children) are written from their members, relationships and text excerpts; a parent
+from its children's reports plus its own members that no child covers — level by level, deepest
+first, one `run_many` per level, so a parent always reads its children's final reports.
+
+Cost: a community smaller than `ReportSettings.llm_min_size` keeps its extractive report with
+no call (not a failure); every prompt's context is capped at `llm_context_tokens`
+(default 1,500). Incremental: the context holds only the community's own content, ordered
+deterministically (members by degree then title, relations by weight then names, excerpts by
+member mentions then id, children by community number) and names entities by title rather than
+by global row numbers, so an unchanged community re-runs from the client's disk cache.
+
+Failure policy: a community whose call fails (after retries, repair and one re-ask) keeps its
+extractive report and is recorded as {community, reason}.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import polars as pl
+from pydantic import BaseModel, field_validator, model_validator
+
+from pipeline.config import ReportSettings
+from pipeline.llm import LlmClient
+from pipeline.prompts import data_block, load_prompt
+from pipeline.reports import _markdown
+from pipeline.schemas import TABLES
+from pipeline.tokens import count_tokens, truncate_tokens
+
+__all__ = ["STAGE", "ReportAnswer", "build_reports_llm", "report_contexts"]
+
+STAGE = "report"
+_EXCERPT_TOKENS = 160
+_DESC_TOKENS = 60
+_SHARES = {"entities": 0.4, "relationships": 0.25, "excerpts": 0.35}  # leaves
+_PARENT_SHARES = {"reports": 0.6, "entities": 0.25, "relationships": 0.15}
+
+
+class Finding(BaseModel):
+    summary: str = ""
+    explanation: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text(cls, data: Any) -> Any:
+        if isinstance(data, str):
+            return {"summary": data, "explanation": ""}
+        return data
+
+    @field_validator("summary", "explanation", mode="before")
+    @classmethod
+    def _str(cls, v: Any) -> str:
+        return "" if v is None else " ".join(str(v).split())
+
+
+class ReportAnswer(BaseModel):
+    """The model's report; lenient on types, strict on having a title and a summary."""
+
+    title: str
+    summary: str
+    rating: float = 0.0
+    rating_explanation: str = ""
+    findings: list[Finding] = []
+
+    @field_validator("title", "summary", "rating_explanation", mode="before")
+    @classmethod
+    def _str(cls, v: Any) -> str:
+        return "" if v is None else " ".join(str(v).split())
+
+    @field_validator("title", "summary")
+    @classmethod
+    def _non_empty(cls, v: str) -> str:
+        if not v:
+            raise ValueError("must not be empty")
+        return v
+
+    @field_validator("rating", mode="before")
+    @classmethod
+    def _clamp(cls, v: Any) -> float:
+        try:
+            x = float(str(v).split("/")[0].strip()) if not isinstance(v, int | float) else float(v)
+        except ValueError:
+            return 0.0
+        return min(10.0, max(0.0, x)) if x == x else 0.0
+
+
+def _budgeted(lines: list[str], budget: int) -> list[str]:
+    out, used = [], 0
+    for line in lines:
+        n = count_tokens(line) + 1
+        if used + n > budget:
+            break
+        out.append(line)
+        used += n
+    return out
+
+
+def _short(text: str, n: int) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= 4 * n or count_tokens(text) <= n else truncate_tokens(text, n)
+
+
+def report_contexts(
+    communities: pl.DataFrame,
+    entities: pl.DataFrame,
+    relationships: pl.DataFrame,
+    text_units: pl.DataFrame,
+    settings: ReportSettings,
+) -> dict[int, dict[str, list[str]]]:
+    """Per community (only those that get a call): its data lines by section, ordered and cut
+    to the section budgets; `reports` is filled later from the children's final reports."""
+    budget = settings.llm_context_tokens
+    todo = communities.filter(pl.col("size") >= settings.llm_min_size)
+    ents = entities.select(
+        pl.col("id").alias("entity_id"),
+        "title",
+        pl.col("type").fill_null(""),
+        pl.col("description").fill_null(""),
+        pl.col("degree").fill_null(0),
+    )
+    child_cover = (
+        communities.select(pl.col("community").alias("child"), "entity_ids")
+        .join(
+            communities.select("community", pl.col("children").alias("child")).explode("child"),
+            on="child",
+        )
+        .explode("entity_ids")
+        .select("community", pl.col("entity_ids").alias("entity_id"))
+        .unique()
+    )
+    members = (
+        todo.select("community", pl.col("entity_ids").alias("entity_id"))
+        .explode("entity_id")
+        .join(child_cover, on=["community", "entity_id"], how="anti")  # parents: uncovered only
+        .join(ents, on="entity_id")
+        .sort(["community", "degree", "title", "entity_id"], descending=[False, True, False, False])
+    )
+    rels = (
+        todo.select("community", pl.col("relationship_ids").alias("id"))
+        .explode("id")
+        .join(
+            relationships.select("id", "source", "target", "type", "description", "weight"), on="id"
+        )
+        .sort(
+            ["community", "weight", "source", "target", "id"],
+            descending=[False, True, False, False, False],
+        )
+    )
+    leaves = todo.filter(pl.col("children").list.len() == 0)
+    excerpts = (
+        leaves.select("community", "entity_ids", pl.col("text_unit_ids").alias("id"))
+        .explode("id")
+        .join(text_units.select("id", "text", pl.col("entity_ids").alias("u_ents")), on="id")
+        .with_columns(
+            pl.col("u_ents").list.set_intersection("entity_ids").list.len().alias("mentions")
+        )
+        .sort(["community", "mentions", "id"], descending=[False, True, False])
+        .group_by("community", maintain_order=True)
+        .head(12)
+    )
+    out: dict[int, dict[str, list[str]]] = {
+        c: {"reports": [], "entities": [], "relationships": [], "excerpts": []}
+        for c in todo["community"].to_list()
+    }
+    is_leaf = set(leaves["community"].to_list())
+
+    def share(comm: int, section: str) -> int:
+        return int(budget * (_SHARES if comm in is_leaf else _PARENT_SHARES).get(section, 0))
+
+    for comm, frame in members.group_by("community", maintain_order=True):
+        c = comm[0]
+        lines = [
+            f"- {r['title']} [{r['type']}]: {_short(r['description'], _DESC_TOKENS)}"
+            for r in frame.head(60).iter_rows(named=True)
+        ]
+        out[c]["entities"] = _budgeted(lines, share(c, "entities"))
+    for comm, frame in rels.group_by("community", maintain_order=True):
+        c = comm[0]
+        lines = [
+            f"- {r['source']} -> {r['target']} ({r['type']}): "
+            f"{_short(r['description'], _DESC_TOKENS)}"
+            for r in frame.head(60).iter_rows(named=True)
+        ]
+        out[c]["relationships"] = _budgeted(lines, share(c, "relationships"))
+    for comm, frame in excerpts.group_by("community", maintain_order=True):
+        c = comm[0]
+        lines = [f"- {_short(t, _EXCERPT_TOKENS)}" for t in frame["text"].to_list()]
+        out[c]["excerpts"] = _budgeted(lines, share(c, "excerpts"))
+    return out
+
+
+def _render_context(sections: dict[str, list[str]]) -> str:
+    heads = {
+        "reports": "Sub-community reports",
+        "entities": "Entities",
+        "relationships": "Relationships",
+        "excerpts": "Text excerpts",
+    }
+    parts = [f"{heads[k]}:\n" + "\n".join(v) for k, v in sections.items() if v]
+    return "\n\n".join(parts)
+
+
+def _child_line(comm: int, rep: dict[str, Any], budget: int) -> str:
+    return f"- Report {comm}: {rep['title']} — {_short(rep['summary'], budget)}"
+
+
+def build_reports_llm(
+    communities: pl.DataFrame,
+    entities: pl.DataFrame,
+    relationships: pl.DataFrame,
+    text_units: pl.DataFrame,
+    extractive_reports: pl.DataFrame,
+    llm: LlmClient,
+    settings: ReportSettings,
+) -> tuple[pl.DataFrame, list[dict]]:
+    """(community_reports, failures): see the module docstring. Same columns as
+    pipeline.reports.build_reports; failures are [{community, reason}]."""
+    schema = TABLES["community_reports"]
+    base = {r["community"]: r for r in extractive_reports.iter_rows(named=True)}
+    if communities.is_empty():
+        return extractive_reports.select(schema.names), []
+    contexts = report_contexts(communities, entities, relationships, text_units, settings)
+    prompt = load_prompt("community_report")
+    info = {
+        r["community"]: r
+        for r in communities.select("community", "level", "children").iter_rows(named=True)
+    }
+    final: dict[int, dict[str, Any]] = dict(base)
+    failures: list[dict] = []
+    for level in sorted({info[c]["level"] for c in contexts}, reverse=True):
+        comms = sorted(c for c in contexts if info[c]["level"] == level)
+        msgs = []
+        for c in comms:
+            kids = sorted(k for k in (info[c]["children"] or []) if k in final)
+            if kids:
+                per = max(20, int(settings.llm_context_tokens * 0.6 / len(kids)) - 12)
+                lines = [_child_line(k, final[k], per) for k in kids]
+                share = int(settings.llm_context_tokens * _PARENT_SHARES["reports"])
+                contexts[c]["reports"] = _budgeted(lines, share)
+            context = data_block(_render_context(contexts[c]), "community", id=c)
+            msgs.append(
+                prompt.render(
+                    level=level,
+                    context=context,
+                    max_findings=settings.max_findings,
+                    max_tokens=settings.max_report_tokens,
+                )
+            )
+        results = llm.run_many([llm.chat_json(m, ReportAnswer, stage=STAGE) for m in msgs])
+        for c, res in zip(comms, results, strict=True):
+            if isinstance(res, BaseException):
+                reason = f"{type(res).__name__}: {getattr(res, 'reason', None) or res}"
+                failures.append({"community": c, "reason": reason})
+                continue
+            final[c] = _row(base[c], res, settings)
+    rows = [final[c] for c in sorted(final)]
+    table = pl.DataFrame(
+        rows,
+        schema_overrides={
+            "findings": pl.List(pl.Struct({"summary": pl.Utf8, "explanation": pl.Utf8}))
+        },
+    ).to_arrow()
+    out = pl.from_arrow(table.select(schema.names).cast(schema))
+    return out, failures  # type: ignore[return-value]
+
+
+def _row(base: dict[str, Any], ans: ReportAnswer, settings: ReportSettings) -> dict[str, Any]:
+    findings = [
+        {"summary": f.summary, "explanation": f.explanation}
+        for f in ans.findings
+        if f.summary or f.explanation
+    ][: settings.max_findings]
+    content = _markdown(ans.title, ans.summary, findings)
+    if count_tokens(content) > settings.max_report_tokens:
+        content = truncate_tokens(content, settings.max_report_tokens)
+    doc = {
+        "title": ans.title,
+        "summary": ans.summary,
+        "rating": ans.rating,
+        "rating_explanation": ans.rating_explanation,
+        "findings": findings,
+    }
+    return {
+        **base,
+        "title": ans.title,
+        "summary": ans.summary,
+        "rating": ans.rating,
+        "rating_explanation": ans.rating_explanation,
+        "findings": findings,
+        "full_content": content,
+        "full_content_json": json.dumps(doc, sort_keys=True, ensure_ascii=False),
+    }
