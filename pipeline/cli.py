@@ -83,14 +83,19 @@ def cmd_query(args: argparse.Namespace) -> int:
 
     settings = load_settings(args.config, _folder_overrides(args))
     index = GraphIndex.open(settings.output_dir, settings)
+    stream = args.stream and index.llm is not None and not args.json
     if args.mode == "naive":
-        result = index.naive_search(args.query, top_k=args.top_k)
+        result = index.naive_search(args.query, top_k=args.top_k, llm_answer=not stream)
     elif args.mode == "local":
-        result = index.local_search(args.query, top_k=args.top_k)
+        result = index.local_search(args.query, top_k=args.top_k, llm_answer=not stream)
     else:
         result = index.global_search(args.query, level=args.level)
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+    elif stream and args.mode != "global":
+        for piece in index.stream_answer(result):
+            print(piece, end="", flush=True)
+        print()
     else:
         print(result.answer)
         if args.show_context:
@@ -173,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--level", type=int, default=None, help="community level (global)")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
     p.add_argument("--show-context", action="store_true", help="print the context too")
+    p.add_argument("--stream", action="store_true", help="LLM mode: stream the answer")
     p.set_defaults(func=cmd_query)
 
     p = sub.add_parser("check", help="check schemas and references of an index")

@@ -40,10 +40,17 @@ class NameMatch:
 class GraphIndex:
     """Read side of a docgraph output folder: naive, local and global search."""
 
-    def __init__(self, root: Path, settings: Settings, embedder: Embedder | None = None):
+    def __init__(self, root: Path, settings: Settings, embedder: Embedder | None = None, llm=None):
         self.root = Path(root)
         self.settings = settings
         self._embedder = embedder
+        # LLM mode (settings.llm.enabled, or a client given): answers are written by the LLM
+        # over the same retrieved context; retrieval itself is identical to offline.
+        if llm is None and settings.llm.enabled:
+            from pipeline.llm import LlmClient
+
+            llm = LlmClient(settings.llm, self.root / "cache" / "llm")
+        self.llm = llm
 
     @classmethod
     def open(
@@ -51,6 +58,7 @@ class GraphIndex:
         path: str | Path,
         settings: Settings | None = None,
         embedder: Embedder | None = None,
+        llm=None,
     ) -> GraphIndex:
         root = Path(path)
         if not root.is_dir():
@@ -64,7 +72,7 @@ class GraphIndex:
                 "run `docgraph index` first"
             )
         settings = settings or load_settings()
-        return cls(root, settings, embedder)
+        return cls(root, settings, embedder, llm)
 
     # ---- tables -------------------------------------------------------------------------
 
@@ -361,20 +369,50 @@ class GraphIndex:
             trace=["index is empty"],
         )
 
-    def naive_search(self, query: str, top_k: int | None = None) -> SearchResult:
+    def naive_search(
+        self, query: str, top_k: int | None = None, llm_answer: bool = True
+    ) -> SearchResult:
+        """Dense retrieval over text units. In LLM mode the LLM answers from the context
+        unless `llm_answer=False` (e.g. to stream it with `stream_answer`)."""
         from pipeline.query.naive import naive_search
 
-        return naive_search(self, self._check_query(query), top_k)
+        result = naive_search(self, self._check_query(query), top_k)
+        return self._answer(result) if llm_answer else result
 
-    def local_search(self, query: str, top_k: int | None = None) -> SearchResult:
+    def local_search(
+        self, query: str, top_k: int | None = None, llm_answer: bool = True
+    ) -> SearchResult:
+        """Entities -> relations, neighbours, reports -> text units (see query/local.py).
+        In LLM mode the LLM answers from the context unless `llm_answer=False`."""
         from pipeline.query.local import local_search
 
-        return local_search(self, self._check_query(query), top_k)
+        result = local_search(self, self._check_query(query), top_k)
+        return self._answer(result) if llm_answer else result
 
     def global_search(self, query: str, level: int | None = None) -> SearchResult:
         from pipeline.query.global_search import global_search
 
-        return global_search(self, self._check_query(query), level)
+        result = global_search(self, self._check_query(query), level)
+        if self.llm is None:
+            return result
+        from pipeline.query.answer import global_map_reduce
+
+        return global_map_reduce(self.llm, result)
+
+    def _answer(self, result: SearchResult) -> SearchResult:
+        if self.llm is None:
+            return result
+        from pipeline.query.answer import answer_from_context
+
+        return answer_from_context(self.llm, result)
+
+    def stream_answer(self, result: SearchResult):
+        """The LLM answer to a naive/local result's context, streamed piece by piece."""
+        if self.llm is None:
+            raise ValueError("streaming needs LLM mode (settings llm.enabled)")
+        from pipeline.query.answer import stream_answer
+
+        return stream_answer(self.llm, result)
 
     def search_nodes(
         self, query: str, node_types: list[str] | None = None, top_k: int = 10

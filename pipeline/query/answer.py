@@ -1,0 +1,137 @@
+"""LLM answers over the contexts the search modes assemble (LLM mode).
+
+Retrieval is the same offline and in LLM mode; only the answer changes. Local and naive
+search answer from their context with the `local_search` prompt (streamable). Global search
+maps batches of community reports to rated partial answers (`global_map`, concurrent),
+drops the 0s, sorts, and reduces the best within a token budget (`global_reduce`). An
+answer call that fails keeps the extractive answer and says so in the trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+
+from pipeline.llm import LlmError
+from pipeline.prompts import load_prompt
+from pipeline.query.result import SearchResult, render_table
+from pipeline.tokens import count_tokens
+
+if TYPE_CHECKING:
+    from pipeline.llm import LlmClient
+
+RESPONSE_TYPE = "a few concise paragraphs"
+MAP_BATCH_TOKENS = 3000  # report text per map call
+REDUCE_TOKENS = 6000  # partial answers given to the reduce call
+
+
+class MapAnswer(BaseModel):
+    reasoning: str = ""
+    response: str = ""
+    rating: float = Field(0.0)
+
+
+def local_messages(result: SearchResult) -> list[dict[str, str]]:
+    return load_prompt("local_search").render(
+        context=result.context_text, question=result.query, response_type=RESPONSE_TYPE
+    )
+
+
+def answer_from_context(llm: LlmClient, result: SearchResult) -> SearchResult:
+    """`result` with its answer written by the LLM from its own context (same records)."""
+    if not result.context_text:
+        return result
+    try:
+        (answer,) = llm.run_many([llm.chat(local_messages(result), stage="answer")])
+    except Exception as exc:  # noqa: BLE001 - the extractive answer stays
+        answer = LlmError(str(exc))
+    if isinstance(answer, LlmError):
+        return replace(
+            result, trace=[*result.trace, f"LLM answer failed ({answer}); kept extractive"]
+        )
+    return replace(result, answer=answer, trace=[*result.trace, "answer: LLM over the context"])
+
+
+def stream_answer(llm: LlmClient, result: SearchResult) -> Iterator[str]:
+    """The LLM answer to `result`'s context, piece by piece (for a CLI or a notebook)."""
+    import asyncio
+    import queue
+    import threading
+
+    pieces: queue.Queue[str | None | BaseException] = queue.Queue()
+
+    async def pump() -> None:
+        try:
+            async for piece in llm.stream(local_messages(result), stage="answer"):
+                pieces.put(piece)
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+            pieces.put(exc)
+        finally:
+            await llm.aclose()
+            pieces.put(None)
+
+    threading.Thread(target=lambda: asyncio.run(pump()), daemon=True).start()
+    while (item := pieces.get()) is not None:
+        if isinstance(item, BaseException):
+            raise item
+        yield item
+
+
+def _batches(records: list[dict], budget: int) -> list[list[dict]]:
+    batches: list[list[dict]] = [[]]
+    used = 0
+    for rec in records:
+        n = count_tokens(rec.get("text") or "")
+        if batches[-1] and used + n > budget:
+            batches.append([])
+            used = 0
+        batches[-1].append(rec)
+        used += n
+    return [b for b in batches if b]
+
+
+def global_map_reduce(llm: LlmClient, result: SearchResult) -> SearchResult:
+    """LLM map (rated partial answers per batch of reports) and reduce, over the reports
+    the offline global search selected (its records)."""
+    reports = [r for r in result.records if r.get("kind") == "report"]
+    if not reports:
+        return result
+    mapper = load_prompt("global_map")
+    batches = _batches(reports, MAP_BATCH_TOKENS)
+    calls = []
+    for batch in batches:
+        context = render_table(
+            "Reports",
+            ["id", "title", "content"],
+            [[r["human_readable_id"], r.get("title", ""), r.get("text", "")] for r in batch],
+        )
+        messages = mapper.render(context=context, question=result.query)
+        calls.append(llm.chat_json(messages, MapAnswer, stage="global_map"))
+    answers = llm.run_many(calls)
+    trace = [*result.trace, f"map: {len(batches)} LLM calls over {len(reports)} reports"]
+    partial = [a for a in answers if isinstance(a, MapAnswer) and a.rating > 0 and a.response]
+    failed = sum(isinstance(a, LlmError) for a in answers)
+    if failed:
+        trace.append(f"map: {failed} calls failed after retries; their reports were skipped")
+    partial.sort(key=lambda a: -a.rating)
+    trace.append(f"map: {len(partial)} partial answers rated > 0, sorted by rating")
+    if not partial:
+        return replace(result, trace=[*trace, "reduce: nothing relevant; kept extractive answer"])
+    lines, used = [], 0
+    for i, a in enumerate(partial, 1):
+        line = f"Analyst {i} (importance {a.rating:g}): {a.response}"
+        n = count_tokens(line)
+        if lines and used + n > REDUCE_TOKENS:
+            break
+        lines.append(line)
+        used += n
+    messages = load_prompt("global_reduce").render(
+        analyses="\n\n".join(lines), question=result.query, response_type=RESPONSE_TYPE
+    )
+    (final,) = llm.run_many([llm.chat(messages, stage="global_reduce")])
+    if isinstance(final, LlmError):
+        return replace(result, trace=[*trace, f"reduce failed ({final}); kept extractive answer"])
+    return replace(result, answer=final, trace=[*trace, f"reduce: {len(lines)} partial answers"])
