@@ -1,0 +1,261 @@
+"""LLM description summaries and bottom-up LLM community reports, against the fake
+OpenAI-compatible server over HTTP (real openai client): thresholds, schema, bottom-up prompts,
+fallbacks on failure, cache on re-run, determinism."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+from pipeline import schemas
+from pipeline.config import GraphSettings, LlmSettings, ReportSettings
+from pipeline.fake_llm import FakeLlm, default_responder, message_text
+from pipeline.graph import merge_graph
+from pipeline.llm import LlmClient
+from pipeline.reports import build_reports
+from pipeline.reports_llm import ReportAnswer, build_reports_llm
+from pipeline.summarize_llm import summarize_descriptions
+
+ALICE = [f"Alice fact number {i} is here." for i in range(6)]  # 6 distinct > 4
+BOB = [f"Bob detail {i} is known." for i in range(4)]  # 4 distinct: not above 4
+
+
+def _graph():
+    units = [f"u{i}" for i in range(6)]
+    texts = [
+        "Alice met Bob and Carol in London.",
+        "Alice wrote to Bob. Carol answered Alice.",
+        "Дмитрий и Елена говорили с Фёдором.",
+        "Fyodor and Dmitri walked; Zed watched Alice and Fyodor.",
+        "Hank greeted Ivy.",
+        "Alice and Bob again, with Carol.",
+    ]
+    ee = []
+    for i, d in enumerate(ALICE):
+        ee.append((("u0", "u1", "u3", "u5")[i % 4], "Alice", "PERSON", d))
+    for i, d in enumerate(BOB):
+        ee.append((units[i], "Bob", "PERSON", d))
+    for u, t in [
+        ("u0", "Carol"),
+        ("u2", "Dmitri"),
+        ("u2", "Елена"),
+        ("u3", "Fyodor"),
+        ("u3", "Zed"),
+        ("u4", "Hank"),
+        ("u4", "Ivy"),
+    ]:
+        ee.append((u, t, "PERSON", f"{t} is a person in the story."))
+    er = [(units[i], "Alice", "Bob", "KNOWS", f"Alice and Bob link {i}.", 1.0) for i in range(5)]
+    er += [
+        ("u0", "Alice", "Carol", "KNOWS", "Alice knows Carol.", 1.0),
+        ("u2", "Dmitri", "Елена", "KNOWS", "Дмитрий знает Елену.", 1.0),
+        ("u3", "Fyodor", "Dmitri", "KNOWS", "Fyodor walked with Dmitri.", 1.0),
+        ("u3", "Zed", "Alice", "KNOWS", "Zed watched Alice.", 1.0),
+        ("u4", "Hank", "Ivy", "KNOWS", "Hank greeted Ivy.", 1.0),
+    ]
+    ee_df = pl.DataFrame(ee, schema=["text_unit_id", "title", "type", "description"], orient="row")
+    er_df = pl.DataFrame(
+        er,
+        schema=["text_unit_id", "source", "target", "type", "description", "weight"],
+        orient="row",
+    )
+    tu = pl.DataFrame(
+        {
+            "id": units,
+            "human_readable_id": list(range(6)),
+            "text": texts,
+            "n_tokens": [10] * 6,
+            "document_id": ["d"] * 6,
+        }
+    )
+    ents, rels, tu = merge_graph(ee_df, er_df, tu, GraphSettings())
+    eid = dict(zip(ents["title"], ents["id"], strict=True))
+
+    def comm(n, level, parent, children, titles):
+        ids = sorted(eid[t] for t in titles)
+        inside = rels.filter(pl.col("source_id").is_in(ids) & pl.col("target_id").is_in(ids))
+        units_ = sorted(
+            set(ents.filter(pl.col("id").is_in(ids))["text_unit_ids"].explode().to_list())
+        )
+        return {
+            "id": f"c{n}",
+            "human_readable_id": n,
+            "community": n,
+            "level": level,
+            "parent": parent,
+            "children": children,
+            "title": f"Community {n}",
+            "entity_ids": ids,
+            "relationship_ids": sorted(inside["id"].to_list()),
+            "text_unit_ids": units_,
+            "size": len(ids),
+            "period": "",
+        }
+
+    rows = [
+        comm(0, 0, -1, [1, 2], ["Alice", "Bob", "Carol", "Dmitri", "Елена", "Fyodor", "Zed"]),
+        comm(1, 1, 0, [], ["Alice", "Bob", "Carol"]),
+        comm(2, 1, 0, [], ["Dmitri", "Елена", "Fyodor"]),
+        comm(3, 0, -1, [], ["Hank", "Ivy"]),
+    ]
+    s = schemas.TABLES["communities"]
+    comms = pl.from_arrow(pl.DataFrame(rows).to_arrow().select(s.names).cast(s))
+    reports = build_reports(comms, ents, rels, tu, ReportSettings())
+    return ee_df, er_df, ents, rels, tu, comms, reports
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return _graph()
+
+
+class Recorder:
+    """A responder that records every prompt (joined text) and can break chosen ones."""
+
+    def __init__(self, garbage_if: str | None = None):
+        self.prompts: list[str] = []
+        self.garbage_if = garbage_if
+
+    def __call__(self, messages: list[dict]) -> str:
+        text = "\n".join(message_text(m) for m in messages)
+        self.prompts.append(text)
+        if self.garbage_if and self.garbage_if in text:
+            return "I refuse to write JSON today."
+        return default_responder(messages)
+
+
+def _client(srv: FakeLlm, cache=None) -> LlmClient:
+    return LlmClient(
+        LlmSettings(base_url=srv.base_url, api_key=None, max_retries=0), cache, backoff_base_s=0
+    )
+
+
+def _reports(graph, llm, settings=None):
+    _, _, ents, rels, tu, comms, reports = graph
+    return build_reports_llm(comms, ents, rels, tu, reports, llm, settings or ReportSettings())
+
+
+# --------------------------------------------------------------------------- summaries
+
+
+def test_summaries_only_above_threshold(graph):
+    ee, er, ents, rels, *_ = graph
+    rec = Recorder()
+    with FakeLlm(rec) as srv:
+        e2, r2, failures = summarize_descriptions(ents, rels, ee, er, _client(srv), GraphSettings())
+        assert srv.requests == 1  # Alice and the Alice->Bob relation share one packed call
+    assert failures == []
+    assert e2.columns == ents.columns and r2.columns == rels.columns
+    before = dict(zip(ents["title"], ents["description"], strict=True))
+    after = dict(zip(e2["title"], e2["description"], strict=True))
+    changed = {t for t in before if before[t] != after[t]}
+    assert changed == {"Alice"}  # Bob has exactly 4 descriptions: extractive
+    # the fake answers with an item's first two descriptions (most repeated first)
+    assert after["Alice"].count("Alice fact number") == 2
+    assert (
+        r2.filter(pl.col("source") == "Alice", pl.col("target") == "Bob")["description"]
+        .item()
+        .count("Alice and Bob link")
+        == 2
+    )
+    assert r2.filter(pl.col("target") == "Carol")["description"].item() == "Alice knows Carol."
+    prompt = rec.prompts[0]
+    assert '<item id="1"' in prompt and "Bob detail" not in prompt
+    # descriptions are data: inside <item> blocks, after the instructions' system message
+    assert prompt.index("Alice fact number 0") > prompt.index("<item")
+
+
+def test_summary_failure_keeps_extractive(graph):
+    ee, er, ents, rels, *_ = graph
+    with FakeLlm() as srv:
+        srv.queue_faults("500")
+        e2, r2, failures = summarize_descriptions(ents, rels, ee, er, _client(srv), GraphSettings())
+    assert e2.equals(ents) and r2.equals(rels)
+    assert len(failures) == 2 and all("500" in f["reason"] for f in failures)
+    assert {f["id"] for f in failures} >= {ents.filter(pl.col("title") == "Alice")["id"].item()}
+
+
+# --------------------------------------------------------------------------- reports
+
+
+def test_reports_schema_bottom_up_and_small_skipped(graph):
+    *_, comms, extractive = graph
+    rec = Recorder()
+    with FakeLlm(rec) as srv:
+        out, failures = _reports(graph, _client(srv))
+        assert srv.requests == 3  # communities 0, 1, 2; community 3 (size 2) has no call
+    assert failures == []
+    assert out.columns == schemas.TABLES["community_reports"].names
+    assert out.schema == extractive.schema
+    assert out["community"].to_list() == [0, 1, 2, 3]
+    by = {r["community"]: r for r in out.iter_rows(named=True)}
+    ext = {r["community"]: r for r in extractive.iter_rows(named=True)}
+    assert by[3] == ext[3]  # small: extractive, untouched
+    assert not any("Hank" in p for p in rec.prompts)
+    for c in (0, 1, 2):
+        r = by[c]
+        assert r["title"] != ext[c]["title"]
+        assert 0.0 <= r["rating"] <= 10.0
+        assert r["findings"] and all(f["summary"] and f["explanation"] for f in r["findings"])
+        assert r["full_content"].startswith(f"# {r['title']}\n")
+        assert json.loads(r["full_content_json"])["title"] == r["title"]
+        assert r["id"] == ext[c]["id"] and r["level"] == ext[c]["level"]
+    assert by[1]["title"] == "Alice and Bob"
+    # bottom-up: the children's prompts came first, the parent's prompt holds their titles
+    assert "Report 1: " + by[1]["title"] in rec.prompts[-1]
+    assert "Report 2: " + by[2]["title"] in rec.prompts[-1]
+    assert all("Report " not in p for p in rec.prompts[:2])
+    # the parent's own entities are only those no child covers
+    assert "- Zed [PERSON]" in rec.prompts[-1] and "- Alice [PERSON]" not in rec.prompts[-1]
+    # leaves get text excerpts; all document text sits inside the <community> data block
+    leaf = next(p for p in rec.prompts if "- Alice [PERSON]" in p)
+    assert "Text excerpts:" in leaf
+    block = leaf.split('<community id="1">', 1)[1].split("</community>", 1)[0]
+    assert "Alice met Bob and Carol in London." in block
+
+
+def test_failed_report_keeps_extractive_and_is_recorded(graph):
+    *_, extractive = graph
+    rec = Recorder(garbage_if="- Fyodor [PERSON]")  # community 2's prompt only
+    with FakeLlm(rec) as srv:
+        out, failures = _reports(graph, _client(srv))
+    assert [f["community"] for f in failures] == [2]
+    assert "invalid JSON" in failures[0]["reason"]
+    by = {r["community"]: r for r in out.iter_rows(named=True)}
+    ext = {r["community"]: r for r in extractive.iter_rows(named=True)}
+    assert by[2] == ext[2]
+    assert by[1]["title"] != ext[1]["title"] and by[0]["title"] != ext[0]["title"]
+    # the parent read the extractive report of the failed child
+    assert f"Report 2: {ext[2]['title']}" in rec.prompts[-1]
+
+
+def test_rating_is_clamped_and_findings_lenient():
+    a = ReportAnswer.model_validate(
+        {"title": "T", "summary": "S", "rating": 42, "findings": ["just text"]}
+    )
+    assert a.rating == 10.0 and a.findings[0].summary == "just text"
+    assert ReportAnswer.model_validate({"title": "T", "summary": "S", "rating": -3}).rating == 0
+    assert ReportAnswer.model_validate({"title": "T", "summary": "S", "rating": "7/10"}).rating == 7
+    with pytest.raises(ValueError):
+        ReportAnswer.model_validate({"title": "", "summary": "S"})
+
+
+def test_rerun_hits_cache_and_is_deterministic(graph, tmp_path):
+    ee, er, ents, rels, *_ = graph
+    with FakeLlm() as srv:
+        runs = []
+        for cache in (tmp_path / "a", tmp_path / "a", tmp_path / "b"):
+            n0 = srv.requests
+            llm = _client(srv, cache)
+            e2, r2, f1 = summarize_descriptions(ents, rels, ee, er, llm, GraphSettings())
+            out, f2 = build_reports_llm(
+                *graph[5:6], e2, r2, graph[4], graph[6], llm, ReportSettings()
+            )
+            runs.append((srv.requests - n0, e2, r2, out))
+    assert runs[0][0] == 4  # 1 summary pack + 3 reports
+    assert runs[1][0] == 0  # same cache: no HTTP request at all
+    assert runs[2][0] == 4  # fresh cache: same calls again
+    for _, e2, r2, out in runs[1:]:
+        assert e2.equals(runs[0][1]) and r2.equals(runs[0][2]) and out.equals(runs[0][3])
