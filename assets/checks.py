@@ -17,6 +17,8 @@ CHECKED_TABLES = (
     "extracted_entities",
     "extracted_relationships",
     "extraction_failures",
+    "summary_failures",
+    "report_failures",
     "entities",
     "relationships",
     "text_units",

@@ -5,7 +5,6 @@ import time
 import polars as pl
 from dagster import (
     AssetExecutionContext,
-    AssetIn,
     AssetOut,
     MetadataValue,
     Output,
@@ -19,6 +18,8 @@ from pipeline.communities import hierarchical_leiden
 from pipeline.extract import extract_resilient, get_extractor
 from pipeline.graph import merge_graph
 from pipeline.reports import build_reports
+from pipeline.reports_llm import build_reports_llm
+from pipeline.summarize_llm import summarize_descriptions
 from resources import DocgraphConfig, EmbedderResource, LlmResource
 
 
@@ -64,10 +65,12 @@ def extracted_graph(
 ):
     started = time.perf_counter()
     settings = docgraph.settings()
-    llm_mode = settings.llm.enabled or settings.extraction.extractor == "llm"
-    client = llm.get() if llm_mode else None
-    extraction = settings.extraction.model_copy(update={"extractor": "llm"} if llm_mode else {})
-    extractor = get_extractor(extraction, llm=client) if llm_mode else get_extractor(extraction)
+    client = llm.get() if llm_mode(settings) else None
+    if client is not None:
+        extraction = settings.extraction.model_copy(update={"extractor": "llm"})
+        extractor = get_extractor(extraction, llm=client)
+    else:
+        extractor = get_extractor(settings.extraction)
     llm_meta = client.metadata() if client is not None else {}
     ents, rels, failures = extract_resilient(extractor, chunks)
     if client is not None:
@@ -110,27 +113,42 @@ def extracted_graph(
         "text_units": AssetOut(
             description="Chunks with the entity and relationship ids they hold."
         ),
+        "summary_failures": AssetOut(description="LLM mode: summaries that failed, and why."),
     },
     group_name="semantic",
 )
 def graph(
     docgraph: DocgraphConfig,
+    llm: LlmResource,
     chunks: pl.DataFrame,
     extracted_entities: pl.DataFrame,
     extracted_relationships: pl.DataFrame,
 ):
     started = time.perf_counter()
+    settings = docgraph.settings()
     ents, rels, units = merge_graph(
-        extracted_entities, extracted_relationships, chunks, docgraph.settings().graph
+        extracted_entities, extracted_relationships, chunks, settings.graph
     )
+    failures, llm_meta = [], {}
+    if llm_mode(settings):
+        client = llm.get()
+        before = client.metadata()
+        ents, rels, failures = summarize_descriptions(
+            ents, rels, extracted_entities, extracted_relationships, client, settings.graph
+        )
+        llm_meta = _llm_delta(before, client.metadata())
     by_type = dict(ents.group_by("type").len().sort("len", descending=True).iter_rows())
     yield Output(
         ents,
         output_name="entities",
         metadata=frame_metadata(ents, started, by_type=counts_md(by_type, ("type", "entities"))),
     )
-    yield Output(rels, output_name="relationships", metadata=frame_metadata(rels, started))
+    yield Output(
+        rels, output_name="relationships", metadata=frame_metadata(rels, started, **llm_meta)
+    )
     yield Output(units, output_name="text_units", metadata=frame_metadata(units, started))
+    fails = _failures_frame("summarize", [(f["id"], f["reason"]) for f in failures])
+    yield Output(fails, output_name="summary_failures", metadata=frame_metadata(fails, started))
 
 
 @asset(group_name="communities", description="Hierarchical Leiden communities of the entity graph.")
@@ -148,23 +166,54 @@ def communities(
     )
 
 
-@asset(
+@multi_asset(
+    outs={
+        "community_reports": AssetOut(
+            description="One report per community (title, summary, rating, findings)."
+        ),
+        "report_failures": AssetOut(description="LLM mode: reports that stayed extractive."),
+    },
     group_name="communities",
-    description="One report per community (title, summary, rating, findings).",
-    ins={"text_units": AssetIn()},
 )
 def community_reports(
     docgraph: DocgraphConfig,
+    llm: LlmResource,
     communities: pl.DataFrame,
     entities: pl.DataFrame,
     relationships: pl.DataFrame,
     text_units: pl.DataFrame,
-) -> Output[pl.DataFrame]:
+):
     started = time.perf_counter()
-    df = build_reports(
-        communities, entities, relationships, text_units, docgraph.settings().reports
+    settings = docgraph.settings()
+    df = build_reports(communities, entities, relationships, text_units, settings.reports)
+    failures, llm_meta = [], {}
+    if llm_mode(settings):  # bottom-up LLM reports; a failed one keeps its extractive report
+        client = llm.get()
+        before = client.metadata()
+        df, failures = build_reports_llm(
+            communities, entities, relationships, text_units, df, client, settings.reports
+        )
+        llm_meta = _llm_delta(before, client.metadata())
+    yield Output(
+        df, output_name="community_reports", metadata=frame_metadata(df, started, **llm_meta)
     )
-    return Output(df, metadata=frame_metadata(df, started))
+    fails = _failures_frame("report", [(str(f["community"]), f["reason"]) for f in failures])
+    yield Output(fails, output_name="report_failures", metadata=frame_metadata(fails, started))
+
+
+def llm_mode(settings) -> bool:
+    return settings.llm.enabled or settings.extraction.extractor == "llm"
+
+
+def _failures_frame(stage: str, rows: list[tuple[str, str]]) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "stage": [stage] * len(rows),
+            "item_id": [r[0] for r in rows],
+            "reason": [r[1] for r in rows],
+        },
+        schema={"stage": pl.Utf8, "item_id": pl.Utf8, "reason": pl.Utf8},
+    )
 
 
 def _llm_delta(before: dict, after: dict) -> dict:

@@ -611,15 +611,14 @@ class _Tree:
         )
 
     def prefix(self, sid: str, first_text: str | None = None) -> str:
-        """'# A > B > C' + blank line for a unit of section `sid`. The document title leads
-        the path, except for an untitled document (its 'title' is the file name); a unit that
-        starts with its section's own heading (or a plain-text title line) leaves that title
-        out rather than say it twice — so a one-passage document keeps its text as is."""
+        """'# A > B > C' + blank line for a unit of section `sid`: the section path below the
+        document. The document title is left out: every unit of the document would repeat
+        it, so editing the title (a book's first line) would change every unit and re-bill
+        the whole document in LLM mode; units cite their document anyway. A unit that starts
+        with its section's own heading leaves that title out rather than say it twice."""
         if not self.enabled:
             return ""
-        path = list(self.path.get(sid) or [])
-        if self.untitled and path:
-            path = path[1:]
+        path = list(self.path.get(sid) or [])[1:]
         if path and first_text is not None:
             line = first_text.lstrip().split("\n", 1)[0].strip().lstrip("#").strip()
             if line.casefold() == path[-1].strip().casefold():

@@ -154,6 +154,14 @@ EXTRACTION_FAILURES = pa.schema(
     ]
 )
 
+LLM_FAILURES = pa.schema(
+    [
+        ("stage", _str),  # summarize | report
+        ("item_id", _str),  # entity/relationship id, or community number
+        ("reason", _str),
+    ]
+)
+
 ENTITIES = pa.schema(
     [
         ("id", _str),
@@ -233,6 +241,8 @@ TABLES: dict[str, pa.Schema] = {
     "extracted_entities": EXTRACTED_ENTITIES,
     "extracted_relationships": EXTRACTED_RELATIONSHIPS,
     "extraction_failures": EXTRACTION_FAILURES,
+    "summary_failures": LLM_FAILURES,  # LLM mode: summaries that kept the extractive text
+    "report_failures": LLM_FAILURES,  # LLM mode: reports that stayed extractive
     "entities": ENTITIES,
     "relationships": RELATIONSHIPS,
     "communities": COMMUNITIES,

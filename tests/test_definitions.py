@@ -18,6 +18,8 @@ EXPECTED_ASSETS = {
     "extracted_entities",
     "extracted_relationships",
     "extraction_failures",
+    "summary_failures",
+    "report_failures",
     "entities",
     "relationships",
     "text_units",

@@ -21,6 +21,9 @@ from pipeline.summarize_llm import summarize_descriptions
 ALICE = [f"Alice fact number {i} is here." for i in range(6)]  # 6 distinct > 4
 BOB = [f"Bob detail {i} is known." for i in range(4)]  # 4 distinct: not above 4
 
+# The fixture graph is small: communities of 3+ entities get LLM reports.
+SMALL = ReportSettings(llm_min_size=3)
+
 
 def _graph():
     units = [f"u{i}" for i in range(6)]
@@ -134,7 +137,7 @@ def _client(srv: FakeLlm, cache=None) -> LlmClient:
 
 def _reports(graph, llm, settings=None):
     _, _, ents, rels, tu, comms, reports = graph
-    return build_reports_llm(comms, ents, rels, tu, reports, llm, settings or ReportSettings())
+    return build_reports_llm(comms, ents, rels, tu, reports, llm, settings or SMALL)
 
 
 # --------------------------------------------------------------------------- summaries
@@ -250,9 +253,7 @@ def test_rerun_hits_cache_and_is_deterministic(graph, tmp_path):
             n0 = srv.requests
             llm = _client(srv, cache)
             e2, r2, f1 = summarize_descriptions(ents, rels, ee, er, llm, GraphSettings())
-            out, f2 = build_reports_llm(
-                *graph[5:6], e2, r2, graph[4], graph[6], llm, ReportSettings()
-            )
+            out, f2 = build_reports_llm(*graph[5:6], e2, r2, graph[4], graph[6], llm, SMALL)
             runs.append((srv.requests - n0, e2, r2, out))
     assert runs[0][0] == 4  # 1 summary pack + 3 reports
     assert runs[1][0] == 0  # same cache: no HTTP request at all
