@@ -221,7 +221,17 @@ def _llm_delta(before: dict, after: dict) -> dict:
     out = {}
     for key, value in after.items():
         if key == "llm_by_stage":
-            out[key] = MetadataValue.json(value)
+            old = before.get(key, {})
+            delta = {
+                stage: {
+                    k: v - old.get(stage, {}).get(k, 0) if isinstance(v, int | float) else v
+                    for k, v in counts.items()
+                }
+                for stage, counts in value.items()
+            }
+            out[key] = MetadataValue.json(
+                {stage: c for stage, c in delta.items() if any(c.values())}
+            )
         elif isinstance(value, int | float) and not isinstance(value, bool):
             out[key] = value - before.get(key, 0)
         else:

@@ -8,7 +8,7 @@ Cost: a community smaller than `ReportSettings.llm_min_size` keeps its extractiv
 no call (not a failure); every prompt's context is capped at `llm_context_tokens`
 (default 1,500). Incremental: the context holds only the community's own content, ordered
 deterministically (members by degree then title, relations by weight then names, excerpts by
-member mentions then id, children by community number) and names entities by title rather than
+member mentions then id, children by community number, named by title) and names entities by title rather than
 by global row numbers, so an unchanged community re-runs from the client's disk cache.
 
 Failure policy: a community whose call fails (after retries, repair and one re-ask) keeps its
@@ -204,7 +204,9 @@ def _render_context(sections: dict[str, list[str]]) -> str:
 
 
 def _child_line(comm: int, rep: dict[str, Any], budget: int) -> str:
-    return f"- Report {comm}: {rep['title']} — {_short(rep['summary'], budget)}"
+    # Named by title, not by community number: Leiden renumbers communities when the graph
+    # changes elsewhere, and a number in the prompt would miss the cache for no reason.
+    return f"- {rep['title']} — {_short(rep['summary'], budget)}"
 
 
 def build_reports_llm(

@@ -207,8 +207,9 @@ def test_reports_schema_bottom_up_and_small_skipped(graph):
         assert r["id"] == ext[c]["id"] and r["level"] == ext[c]["level"]
     assert by[1]["title"] == "Alice and Bob"
     # bottom-up: the children's prompts came first, the parent's prompt holds their titles
-    assert "Report 1: " + by[1]["title"] in rec.prompts[-1]
-    assert "Report 2: " + by[2]["title"] in rec.prompts[-1]
+    assert "- " + by[1]["title"] + " — " in rec.prompts[-1]  # children by title, not number
+    assert "- " + by[2]["title"] + " — " in rec.prompts[-1]
+    assert "Report 1" not in rec.prompts[-1]
     assert all("Report " not in p for p in rec.prompts[:2])
     # the parent's own entities are only those no child covers
     assert "- Zed [PERSON]" in rec.prompts[-1] and "- Alice [PERSON]" not in rec.prompts[-1]
@@ -231,7 +232,7 @@ def test_failed_report_keeps_extractive_and_is_recorded(graph):
     assert by[2] == ext[2]
     assert by[1]["title"] != ext[1]["title"] and by[0]["title"] != ext[0]["title"]
     # the parent read the extractive report of the failed child
-    assert f"Report 2: {ext[2]['title']}" in rec.prompts[-1]
+    assert f"- {ext[2]['title']} — " in rec.prompts[-1]
 
 
 def test_rating_is_clamped_and_findings_lenient():
