@@ -32,7 +32,6 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -580,11 +579,10 @@ class _Block:
 class _Tree:
     """One document's sections: parents, paths, and the prefix a unit of a section gets."""
 
-    def __init__(self, rows: list[dict], untitled: bool, settings: ChunkingSettings):
+    def __init__(self, rows: list[dict], settings: ChunkingSettings):
         self.parent = {r["id"]: r["parent_id"] for r in rows}
         self.title = {r["id"]: r["title"] or "" for r in rows}
         self.path = {r["id"]: [t or "" for t in (r["path"] or [])] for r in rows}
-        self.untitled = untitled
         self.enabled = settings.heading_prefix
 
     def chain(self, sid: str) -> list[str]:
@@ -809,9 +807,7 @@ def chunk_structured(
     else:
         raise ValueError(f"unknown chunking method {method!r}")
 
-    docs = documents.select("id", "human_readable_id", "title", "source_path", "text").sort(
-        "human_readable_id"
-    )
+    docs = documents.select("id", "human_readable_id", "text").sort("human_readable_id")
     nodes_by_doc = (
         {
             k[0]: g
@@ -827,15 +823,13 @@ def chunk_structured(
     )
     simple = SimpleChunker(settings)
     work: list[tuple[str, _Tree | None, list[_Node] | str]] = []
-    for doc_id, _, title, source_path, text in docs.iter_rows():
+    for doc_id, _, text in docs.iter_rows():
         secs = secs_by_doc.get(doc_id)
         nodes = nodes_by_doc.get(doc_id)
         if nodes is None or nodes.height == 0 or secs is None:
             work.append((doc_id, None, text or ""))
             continue
-        stem = Path(source_path or "").stem
-        untitled = not (title or "").strip() or title in (stem, Path(source_path or "").name)
-        tree = _Tree(secs.sort("level", "seq").to_dicts(), untitled, settings)
+        tree = _Tree(secs.sort("level", "seq").to_dicts(), settings)
         rows = nodes.select("id", "section_id", "node_type", "text", "pages").iter_rows()
         work.append((doc_id, tree, [_Node(*r) for r in rows]))
     if isinstance(smart, _SemanticSmart):

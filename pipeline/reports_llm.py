@@ -8,8 +8,9 @@ Cost: a community smaller than `ReportSettings.llm_min_size` keeps its extractiv
 no call (not a failure); every prompt's context is capped at `llm_context_tokens`
 (default 1,500). Incremental: the context holds only the community's own content, ordered
 deterministically (members by degree then title, relations by weight then names, excerpts by
-member mentions then id, children by community number, named by title) and names entities by title rather than
-by global row numbers, so an unchanged community re-runs from the client's disk cache.
+member mentions then id, children in community order) and names entities and children by
+title rather than by row or community numbers, so an unchanged community re-runs from the
+client's disk cache.
 
 Failure policy: a community whose call fails (after retries, repair and one re-ask) keeps its
 extractive report and is recorded as {community, reason}.
