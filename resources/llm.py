@@ -19,6 +19,12 @@ class LlmResource(ConfigurableResource):
         from pipeline.llm import LlmClient
 
         settings = self.config.settings()
+        if settings.llm.api_key is None and not settings.llm.base_url:
+            raise ValueError(
+                "LLM mode needs an endpoint: set OPENAI_API_KEY for OpenAI, or llm.base_url "
+                "(or OPENAI_BASE_URL) for a local server such as vLLM, Ollama or "
+                "`docgraph fake-llm`"
+            )
         cache_dir = Path(settings.output_dir) / "cache" / "llm"
         # The key has no secret in it: the JSON of the settings holds the key as "**********".
         key = f"{cache_dir}|{settings.llm.model_dump_json()}"

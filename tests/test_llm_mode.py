@@ -111,3 +111,15 @@ def test_faulty_endpoint_run_completes_and_records_what_fell_back(tmp_path, corp
     fallback = set(ents.filter(pl.col("extractor") == "nlp")["text_unit_id"])
     assert fallback == set(failures["text_unit_id"])
     assert all(failures["reason"].str.len_chars() > 0)
+
+
+def test_llm_mode_without_an_endpoint_fails_fast_with_a_clear_message(tmp_path, monkeypatch):
+    from resources import DocgraphConfig, LlmResource
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    config = tmp_path / "llm.yaml"
+    config.write_text("llm:\n  enabled: true\n", encoding="utf-8")
+    resource = LlmResource(config=DocgraphConfig(config_path=str(config)))
+    with pytest.raises(ValueError, match="OPENAI_API_KEY"):
+        resource.get()
