@@ -304,18 +304,26 @@ class LlmClient:
                 async with sem:
                     return await call()
             except _RETRYABLE as exc:
-                reason = _describe(exc)
-                if attempt >= self.settings.max_retries:
-                    counters.failures += 1
-                    raise LlmError(f"{reason} after {attempt + 1} attempts") from None
-                delay = self._delay(attempt, exc)
-                counters.retries += 1
-                log.info("llm %s: %s; retry %d in %.2fs", stage, reason, attempt + 1, delay)
-                await asyncio.sleep(delay)
+                await self._retry_or_raise(stage, attempt, exc, final=False)
             except openai.OpenAIError as exc:
                 counters.failures += 1
                 raise LlmError(_describe(exc)) from None
         raise AssertionError("unreachable")
+
+    async def _retry_or_raise(
+        self, stage: str, attempt: int, exc: Exception, final: bool, prefix: str = ""
+    ) -> None:
+        """Wait before the next attempt, or raise LlmError when retries are spent (or
+        `final`: e.g. a stream that already yielded text cannot be retried)."""
+        counters = self._stage(stage)
+        reason = _describe(exc)
+        if final or attempt >= self.settings.max_retries:
+            counters.failures += 1
+            raise LlmError(f"{prefix}{reason} after {attempt + 1} attempts") from None
+        delay = self._delay(attempt, exc)
+        counters.retries += 1
+        log.info("llm %s: %s; retry %d in %.2fs", stage, reason, attempt + 1, delay)
+        await asyncio.sleep(delay)
 
     # -- public API
     async def chat(self, messages: list[dict], *, stage: str, **params: Any) -> str:
@@ -422,14 +430,7 @@ class LlmClient:
                                 yield choice.delta.content
                 break
             except _RETRYABLE as exc:
-                reason = _describe(exc)
-                if pieces or attempt >= self.settings.max_retries:
-                    counters.failures += 1
-                    raise LlmError(f"stream: {reason} after {attempt + 1} attempts") from None
-                delay = self._delay(attempt, exc)
-                counters.retries += 1
-                log.info("llm %s: %s; retry %d in %.2fs", stage, reason, attempt + 1, delay)
-                await asyncio.sleep(delay)
+                await self._retry_or_raise(stage, attempt, exc, bool(pieces), "stream: ")
             except openai.OpenAIError as exc:
                 counters.failures += 1
                 raise LlmError(f"stream: {_describe(exc)}") from None
