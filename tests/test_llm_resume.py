@@ -138,7 +138,11 @@ def test_killed_run_resumes_without_repeating_completed_calls(tmp_path, monkeypa
         finally:
             proc.wait()
         assert proc.returncode == -signal.SIGKILL
-        time.sleep(0.5)  # let the server finish the requests the dead client left behind
+        # Let the server finish the requests the dead client left behind.
+        settle = time.monotonic() + 10
+        while server.in_flight and time.monotonic() < settle:
+            time.sleep(0.05)
+        time.sleep(0.2)
         first_bodies = dict(server.by_body)
         first_requests = server.requests
         first_keys = set(recorder.keys)
@@ -151,7 +155,8 @@ def test_killed_run_resumes_without_repeating_completed_calls(tmp_path, monkeypa
         completed_keys = {p.stem for p in completed}
         in_flight = first_keys - completed_keys  # sent, answer never stored
         assert 0 < len(completed_keys) < total, "killed before or after extraction"
-        assert completed_keys <= first_keys and first_requests == len(first_keys)
+        # A request the kill cut off mid-send reaches the server but never the responder.
+        assert completed_keys <= first_keys and len(first_keys) <= first_requests
 
         # 3. Run again to completion.
         server.latency_s = 0.0
