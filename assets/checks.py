@@ -2,29 +2,12 @@
 
 from dagster import AssetCheckResult, AssetChecksDefinition, asset_check
 
-from pipeline import validate
+from pipeline import schemas, validate
 from pipeline.store import read_table
 from resources import DocgraphConfig
 
-CHECKED_TABLES = (
-    "documents",
-    "rejected_documents",
-    "sections",
-    "content_nodes",
-    "structure_edges",
-    "same_topic_edges",
-    "chunks",
-    "extracted_entities",
-    "extracted_relationships",
-    "extraction_failures",
-    "summary_failures",
-    "report_failures",
-    "entities",
-    "relationships",
-    "text_units",
-    "communities",
-    "community_reports",
-)
+# Every table the index writes is an asset with an integrity check.
+CHECKED_TABLES = tuple(schemas.TABLES)
 # Tables that must have rows whenever at least one document was loaded.
 NON_EMPTY = (
     "sections",
