@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pipeline.config import load_settings
 
-QUERY_MODES = ("naive", "local", "global")
+QUERY_MODES = ("naive", "local", "global", "expand", "focus", "flow")
 
 
 def write_sample_corpus(target: str | Path) -> list[Path]:
@@ -84,15 +84,31 @@ def cmd_query(args: argparse.Namespace) -> int:
     settings = load_settings(args.config, _folder_overrides(args))
     index = GraphIndex.open(settings.output_dir, settings)
     stream = args.stream and index.llm is not None and not args.json
+    answer = not stream
     if args.mode == "naive":
-        result = index.naive_search(args.query, top_k=args.top_k, llm_answer=not stream)
+        result = index.naive_search(args.query, top_k=args.top_k, llm_answer=answer)
     elif args.mode == "local":
-        result = index.local_search(args.query, top_k=args.top_k, llm_answer=not stream)
+        result = index.local_search(args.query, top_k=args.top_k, llm_answer=answer)
+    elif args.mode == "expand":
+        result = index.expand_search(
+            args.query,
+            max_hops=args.max_hops,
+            max_nodes=args.max_nodes,
+            edge_types=args.edge_types.split(",") if args.edge_types else None,
+            top_k=args.top_k,
+            llm_answer=answer,
+        )
+    elif args.mode == "focus":
+        result = index.focus_context(args.query, args.budget, question=args.question)
+    elif args.mode == "flow":
+        result = index.flow_search(args.query, quick=args.quick, llm_answer=answer)
     else:
         result = index.global_search(args.query, level=args.level)
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
-    elif stream and args.mode != "global":
+    elif args.mode == "focus" and not args.question:
+        print(result.context_text)
+    elif stream and args.mode not in ("global", "focus"):
         for piece in index.stream_answer(result):
             print(piece, end="", flush=True)
         print()
@@ -173,9 +189,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("query", help="query an index")
     common(p)
     p.add_argument("mode", choices=QUERY_MODES)
-    p.add_argument("query")
+    p.add_argument("query", help="the question (focus: the uri of a note or section)")
     p.add_argument("--top-k", type=int, default=None)
     p.add_argument("--level", type=int, default=None, help="community level (global)")
+    p.add_argument("--max-hops", type=int, default=None, help="expand: graph hops")
+    p.add_argument("--max-nodes", type=int, default=None, help="expand: nodes kept")
+    p.add_argument("--edge-types", default=None, help="expand: comma-separated edge types")
+    p.add_argument("--budget", type=int, default=None, help="focus: token budget")
+    p.add_argument("--question", default=None, help="focus, LLM mode: a question to answer")
+    p.add_argument("--quick", action="store_true", help="flow: semantic search + graph growth")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
     p.add_argument("--show-context", action="store_true", help="print the context too")
     p.add_argument("--stream", action="store_true", help="LLM mode: stream the answer")

@@ -148,6 +148,11 @@ class QuerySettings(BaseModel):
     local_graph_weight: float = Field(
         0.7, description="local ranking = w * PageRank (max-normalised) + (1 - w) * cosine"
     )
+    expand_max_hops: int = Field(2, description="expand: graph hops from the vector seeds")
+    expand_max_nodes: int = Field(60, description="expand: nodes kept after expansion")
+    focus_budget_tokens: int = Field(2000, description="focus: token budget of the context")
+    flow_max_nodes: int = Field(15, description="flow: entities in the context at most")
+    flow_max_edges: int = Field(20, description="flow: relationships in the context at most")
 
 
 class StructureSettings(BaseModel):

@@ -10,7 +10,7 @@ graph for local search is built once per index and cached.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,7 @@ class NameMatch:
 
 
 class GraphIndex:
-    """Read side of a docgraph output folder: naive, local and global search."""
+    """Read side of a docgraph output folder: naive, local, global, expand, focus, flow."""
 
     def __init__(self, root: Path, settings: Settings, embedder: Embedder | None = None, llm=None):
         self.root = Path(root)
@@ -398,6 +398,54 @@ class GraphIndex:
         from pipeline.query.answer import global_map_reduce
 
         return global_map_reduce(self.llm, result)
+
+    def expand_search(
+        self,
+        query: str,
+        max_hops: int | None = None,
+        max_nodes: int | None = None,
+        edge_types: list[str] | None = None,
+        weights: dict[str, float] | None = None,
+        top_k: int | None = None,
+        llm_answer: bool = True,
+    ) -> SearchResult:
+        """Vector seeds over sections / content nodes / units, expanded over structure and
+        entity edges, reranked, context grouped by document and section (query/expand.py)."""
+        from pipeline.query.expand import expand_search
+
+        result = expand_search(
+            self,
+            self._check_query(query),
+            max_hops=max_hops,
+            max_nodes=max_nodes,
+            edge_types=edge_types,
+            weights=weights,
+            top_k=top_k,
+        )
+        return self._answer(result) if llm_answer else result
+
+    def focus_context(
+        self, uri: str, budget_tokens: int | None = None, question: str | None = None
+    ) -> SearchResult:
+        """The focus note (or section) `uri` and its related notes by priority within a token
+        budget (query/focus.py); `data` holds the Overall JSON, `context_text` the prompt.
+        In LLM mode with a `question`, the LLM answers it from that context."""
+        from pipeline.query.focus import focus_context
+
+        if uri is None or not str(uri).strip():
+            raise ValueError("empty uri: give the uri of a note or section")
+        result = focus_context(self, str(uri).strip(), budget_tokens)
+        if question and str(question).strip():
+            result = replace(result, query=str(question).strip())
+            return self._answer(result)
+        return result
+
+    def flow_search(self, query: str, quick: bool = False, llm_answer: bool = True) -> SearchResult:
+        """Knowledge flow (query/flow.py): query analysis, lexical + trigram + vector
+        retrieval with scoring, definitions / facts / Mermaid; quick: semantic + growth."""
+        from pipeline.query.flow import flow_search
+
+        return flow_search(self, self._check_query(query), quick=quick, llm_answer=llm_answer)
 
     def _answer(self, result: SearchResult) -> SearchResult:
         if self.llm is None:

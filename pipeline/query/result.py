@@ -25,6 +25,9 @@ class SearchResult:
     text_unit_ids: list[str] = field(default_factory=list)
     trace: list[str] = field(default_factory=list)
     context_tokens: int = 0
+    # Mode-specific structured output: focus -> the Overall JSON; flow -> query analysis,
+    # definitions, facts, Mermaid diagram; expand -> the expanded subgraph.
+    data: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
