@@ -80,6 +80,12 @@ class GraphSettings(BaseModel):
     llm_summary_min_descriptions: int = Field(
         4, description="llm: items with more distinct raw descriptions than this get an LLM summary"
     )
+    incremental_max_change: float = Field(
+        0.1,
+        description="re-runs: when at most this fraction of the previously clustered entities is "
+        "new or gone, kept entities keep their communities (new ones join their most strongly "
+        "linked neighbour's); above it, or without a previous table, Leiden runs from scratch",
+    )
 
 
 class ReportSettings(BaseModel):
@@ -143,6 +149,9 @@ class QuerySettings(BaseModel):
     text_unit_prop: float = 0.5
     community_prop: float = 0.2
     global_top_reports: int = 20
+    global_dynamic_threshold: float = Field(
+        1.0, description="global, level=None: descend into communities rated at least this"
+    )
     local_dense_seeds: int = Field(3, description="top dense units that seed local PageRank")
     local_damping: float = Field(0.85, description="local PageRank continuation probability")
     local_graph_weight: float = Field(

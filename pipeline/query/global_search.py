@@ -8,9 +8,13 @@ yet has the most important communities as its answer, as an LLM map step would r
 them. The reduce step is extractive: the best reports' summaries and findings, best
 first, within the token budget.
 
-Level: `level=None` rates the reports of every level together (coarse and fine
-communities compete on relevance; a parent and its child may both appear when both
-are relevant). Pass a level to restrict to one (0 = coarsest).
+Level: pass a level to map over that level's reports only (0 = coarsest). `level=None`
+chooses dynamically (GraphRAG's dynamic community selection): start from the top-level
+communities, keep those rated at least `global_dynamic_threshold`, and descend into the
+children of every kept one; a kept community whose children are relevant too gives way to
+them (the finer reports say the same more precisely), one whose children are all rated
+below the threshold stays. The selection uses the embedding ratings in both modes, so it
+costs no LLM call; in LLM mode the map step then rates the selected reports itself.
 """
 
 from __future__ import annotations
@@ -42,6 +46,41 @@ def rate(similarity: np.ndarray, importance: np.ndarray) -> np.ndarray:
     return np.round(10.0 * relevance * weight, 1)
 
 
+def dynamic_selection(
+    index: GraphIndex, ratings: np.ndarray, threshold: float, trace: list[str]
+) -> np.ndarray:
+    """Report rows chosen by descending the community tree while ratings say relevant."""
+    reps = index.community_reports
+    row_of = dict(zip(reps["community"].to_list(), range(reps.height), strict=True))
+    comms = index.communities.select("community", "level", "children").unique("community")
+    children = dict(zip(comms["community"].to_list(), comms["children"].to_list(), strict=True))
+    top = min(reps["level"].to_list())
+    frontier = [c for c, lvl in zip(reps["community"], reps["level"], strict=True) if lvl == top]
+    chosen = np.zeros(reps.height, dtype=bool)
+    rated = levels = 0
+    while frontier:
+        levels += 1
+        nxt: list[int] = []
+        for comm in sorted(frontier):
+            row = row_of.get(comm)
+            if row is None:
+                continue
+            rated += 1
+            if ratings[row] < threshold:
+                continue
+            chosen[row] = True
+            kids = [k for k in children.get(comm) or [] if k in row_of]
+            if any(ratings[row_of[k]] >= threshold for k in kids):
+                chosen[row] = False  # its relevant children replace it
+            nxt.extend(kids)
+        frontier = nxt
+    trace.append(
+        f"map: dynamic level selection rated {rated} reports over {levels} levels "
+        f"(threshold {threshold:g}) and kept {int(chosen.sum())}"
+    )
+    return chosen
+
+
 def global_search(index: GraphIndex, query: str, level: int | None = None) -> SearchResult:
     if index.is_empty:
         return index.empty_result(query, "global")
@@ -56,7 +95,9 @@ def global_search(index: GraphIndex, query: str, level: int | None = None) -> Se
             trace=["no community reports"],
         )
     vecs = index.report_vectors
-    mask = np.ones(reps.height, dtype=bool)
+    qvec = index.embed_query(query)
+    sims = index.similarities(vecs, qvec).astype(np.float64)
+    ratings = rate(sims, reps["rating"].to_numpy())
     if level is not None:
         mask = (reps["level"] == level).to_numpy()
         if not mask.any():
@@ -67,15 +108,12 @@ def global_search(index: GraphIndex, query: str, level: int | None = None) -> Se
                 answer=f"No community reports at level {level}; levels present: {levels}.",
                 trace=[f"no reports at level {level}"],
             )
-    trace.append(
-        f"map: rated {int(mask.sum())} reports "
-        + ("of every level" if level is None else f"at level {level}")
-        + " by embedding similarity (0-10)"
-    )
-    qvec = index.embed_query(query)
-    sims = index.similarities(vecs, qvec).astype(np.float64)
-    ratings = np.zeros_like(sims)
-    ratings[mask] = rate(sims[mask], reps["rating"].to_numpy()[mask])
+        ratings = np.zeros_like(sims)
+        ratings[mask] = rate(sims[mask], reps["rating"].to_numpy()[mask])
+        trace.append(f"map: rated the {int(mask.sum())} reports at level {level} (0-10)")
+    else:
+        mask = dynamic_selection(index, ratings, qs.global_dynamic_threshold, trace)
+    ratings = np.where(mask, ratings, 0.0)
     frame = (
         reps.with_row_index("row")
         .with_columns(
