@@ -13,6 +13,7 @@ from dagster import (
 )
 
 from assets.metadata import counts_md, frame_metadata
+from pipeline import store
 from pipeline.chunking import chunk_structured
 from pipeline.communities import hierarchical_leiden
 from pipeline.extract import extract_resilient, get_extractor
@@ -156,7 +157,11 @@ def communities(
     docgraph: DocgraphConfig, entities: pl.DataFrame, relationships: pl.DataFrame
 ) -> Output[pl.DataFrame]:
     started = time.perf_counter()
-    df = hierarchical_leiden(entities, relationships, docgraph.settings().graph)
+    settings = docgraph.settings()
+    # the last run's table (if any): a small graph change keeps its communities (and so their
+    # cached LLM reports); see pipeline.communities
+    previous = store.read_table(settings.output_dir, "communities")
+    df = hierarchical_leiden(entities, relationships, settings.graph, previous=previous)
     levels = dict(df.group_by("level").len().sort("level").iter_rows())
     return Output(
         df,

@@ -171,38 +171,196 @@ def _build_hierarchy(
     return everything
 
 
-def hierarchical_leiden(
-    entities: pl.DataFrame, relationships: pl.DataFrame, settings: GraphSettings
-) -> pl.DataFrame:
-    """communities frame with exactly schemas.COMMUNITIES columns."""
-    ids = entities["id"].cast(pl.Utf8).unique().sort()
-    eu, ev, ew = _edge_arrays(ids, relationships)
-    comms = _build_hierarchy(len(ids), eu, ev, ew, settings)
-    if not comms:
-        return empty("communities")
+def _propagate(
+    lab: np.ndarray,
+    todo: np.ndarray,
+    eu: np.ndarray,
+    ev: np.ndarray,
+    ew: np.ndarray,
+    scope: np.ndarray | None = None,
+) -> None:
+    """In place: every `todo` vertex still unlabelled (-1) takes the label with the largest
+    summed edge weight among its labelled neighbours (ties: the smallest label), round after
+    round, so chains of new vertices follow their labelled end. With `scope`, only edges whose
+    ends share a scope value count (a child community is chosen inside its parent)."""
+    a, b, w = np.concatenate([eu, ev]), np.concatenate([ev, eu]), np.concatenate([ew, ew])
+    keep = todo[a] if scope is None else todo[a] & (scope[a] == scope[b])
+    a, b, w = a[keep], b[keep], w[keep]
+    while True:
+        m = (lab[a] < 0) & (lab[b] >= 0)
+        if not m.any():
+            return
+        best = (
+            pl.DataFrame({"v": a[m], "c": lab[b[m]], "w": w[m]})
+            .group_by("v", "c")
+            .agg(pl.col("w").sum().round(9))  # summation order must not break ties
+            .sort(["v", "w", "c"], descending=[False, True, False])
+            .unique("v", keep="first", maintain_order=True)
+        )
+        lab[best["v"].to_numpy()] = best["c"].to_numpy()
 
-    sizes = np.array([len(c.members) for c in comms], dtype=np.int64)
+
+def _frames_of(comms: list[_Community], offset: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(head: community, level, parent, children; membership: community, v) of a hierarchy."""
     head = pl.DataFrame(
         {
-            "community": np.arange(len(comms), dtype=np.int64),
+            "community": np.array([c.number + offset for c in comms], dtype=np.int64),
             "level": np.array([c.level for c in comms], dtype=np.int64),
             "parent": np.array(
-                [c.parent.number if c.parent else -1 for c in comms], dtype=np.int64
+                [c.parent.number + offset if c.parent else -1 for c in comms], dtype=np.int64
             ),
             "children": pl.Series(
-                [[ch.number for ch in c.children] for c in comms], dtype=pl.List(pl.Int64)
+                [[ch.number + offset for ch in c.children] for c in comms], dtype=pl.List(pl.Int64)
             ),
-            "size": sizes,
-        }
+        },
+        schema={
+            "community": pl.Int64,
+            "level": pl.Int64,
+            "parent": pl.Int64,
+            "children": pl.List(pl.Int64),
+        },
     )
-    ids_np = ids.to_numpy()
+    sizes = [len(c.members) for c in comms]
     membership = pl.DataFrame(
         {
-            "community": np.repeat(np.arange(len(comms), dtype=np.int64), sizes),
-            "entity_id": ids_np[np.concatenate([c.members for c in comms])],
-        }
+            "community": np.repeat(head["community"].to_numpy(), sizes).astype(np.int64),
+            "v": (
+                np.concatenate([c.members for c in comms]).astype(np.int64)
+                if comms
+                else np.zeros(0, dtype=np.int64)
+            ),
+        },
+        schema={"community": pl.Int64, "v": pl.Int64},
     )
-    members = membership.group_by("community").agg(pl.col("entity_id").sort().alias("entity_ids"))
+    return head, membership
+
+
+def _update_hierarchy(
+    ids: pl.Series,
+    eu: np.ndarray,
+    ev: np.ndarray,
+    ew: np.ndarray,
+    previous: pl.DataFrame,
+    settings: GraphSettings,
+) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+    """The previous hierarchy carried over to the current graph, or None (recompute) when there
+    is none, it is deeper than `max_levels` allows, or more than `incremental_max_change` of
+    its entities are new or gone.
+
+    Why: Leiden from scratch reshuffles large communities after a small addition, and every
+    reshuffled community costs a new LLM report. Kept entities keep their community at every
+    level (so do the community numbers); a new entity joins, level by level, the community of
+    its most strongly linked neighbour (inside its parent below level 0); new entities linked
+    only to each other form new communities (Leiden on their subgraph), numbered after the
+    previous ones; gone entities leave, and communities left empty vanish."""
+    n = len(ids)
+    if len(eu) == 0 or previous.is_empty():
+        return None
+    max_level = int(previous["level"].max())
+    if max_level >= max(settings.max_levels, 1):
+        return None
+    linked = np.zeros(n, dtype=bool)
+    linked[eu] = True
+    linked[ev] = True
+    index = pl.DataFrame({"entity_id": ids, "v": np.arange(n, dtype=np.int64), "linked": linked})
+    prev = previous.select(
+        pl.col("community").cast(pl.Int64),
+        pl.col("level").cast(pl.Int64),
+        pl.col("parent").cast(pl.Int64),
+        pl.col("children").cast(pl.List(pl.Int64)),
+        pl.col("entity_ids").cast(pl.List(pl.Utf8)),
+    )
+    pm = (
+        prev.select("community", "level", pl.col("entity_ids").alias("entity_id"))
+        .explode("entity_id")
+        .drop_nulls("entity_id")
+    )
+    n_prev = pm.filter(pl.col("level") == 0)["entity_id"].n_unique()
+    kept = pm.join(index, on="entity_id").filter(pl.col("linked"))
+    kept0 = kept.filter(pl.col("level") == 0)["v"].unique().to_numpy()
+    was = np.zeros(n, dtype=bool)
+    was[kept0] = True
+    new = linked & ~was
+    n_changed = int(new.sum()) + (n_prev - len(kept0))
+    if n_prev == 0 or n_changed > settings.incremental_max_change * n_prev:
+        return None
+
+    top = int(prev["community"].max())
+    lab = np.full((max_level + 1, n), -1, dtype=np.int64)
+    lab[kept["level"].to_numpy(), kept["v"].to_numpy()] = kept["community"].to_numpy()
+    _propagate(lab[0], new, eu, ev, ew)
+    has_kids = np.zeros(top + 1, dtype=bool)
+    with_kids = prev.filter(pl.col("children").list.len() > 0)
+    has_kids[with_kids["community"].to_numpy()] = True
+    for level in range(1, max_level + 1):
+        up = lab[level - 1]
+        todo = (up >= 0) & has_kids[np.maximum(up, 0)] & (lab[level] < 0)
+        _propagate(lab[level], todo, eu, ev, ew, scope=up)
+        left = np.flatnonzero(todo & (lab[level] < 0))
+        if len(left):  # no link to any child: the parent's largest child (then smallest number)
+            counts = (
+                pl.DataFrame({"parent": up[lab[level] >= 0], "c": lab[level][lab[level] >= 0]})
+                .group_by("parent", "c")
+                .len()
+                .sort(["parent", "len", "c"], descending=[False, True, False])
+                .unique("parent", keep="first", maintain_order=True)
+            )
+            fallback = dict(counts.select("parent", "c").iter_rows())
+            for v in left.tolist():
+                lab[level, v] = fallback.get(int(up[v]), -1)
+
+    rest = new & (lab[0] < 0)  # only linked to other such vertices: a graph of their own
+    sub = rest[eu] & rest[ev]
+    fresh = _build_hierarchy(n, eu[sub], ev[sub], ew[sub], settings) if sub.any() else []
+    new_head, new_members = _frames_of(fresh, offset=top + 1)
+
+    lv, vv = np.nonzero(lab >= 0)
+    membership = pl.concat(
+        [pl.DataFrame({"community": lab[lv, vv], "v": vv.astype(np.int64)}), new_members]
+    )
+    alive = membership["community"].unique()
+    head = pl.concat(
+        [
+            prev.filter(pl.col("community").is_in(alive.implode()))
+            .select("community", "level", "parent", "children")
+            .with_columns(
+                pl.col("children").list.eval(pl.element().filter(pl.element().is_in(alive)))
+            ),
+            new_head,
+        ]
+    )
+    return head, membership
+
+
+def hierarchical_leiden(
+    entities: pl.DataFrame,
+    relationships: pl.DataFrame,
+    settings: GraphSettings,
+    previous: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """communities frame with exactly schemas.COMMUNITIES columns.
+
+    `previous` (the last run's communities table, if any) makes a re-run incremental: see
+    `_update_hierarchy`; without it, or after a large change, Leiden runs from scratch."""
+    ids = entities["id"].cast(pl.Utf8).unique().sort()
+    eu, ev, ew = _edge_arrays(ids, relationships)
+    update = (
+        _update_hierarchy(ids, eu, ev, ew, previous, settings) if previous is not None else None
+    )
+    if update is None:
+        comms = _build_hierarchy(len(ids), eu, ev, ew, settings)
+        if not comms:
+            return empty("communities")
+        head, vmembers = _frames_of(comms)
+    else:
+        head, vmembers = update
+
+    membership = vmembers.with_columns(
+        pl.Series("entity_id", ids.to_numpy()[vmembers["v"].to_numpy()], dtype=pl.Utf8)
+    ).select("community", "entity_id")
+    members = membership.group_by("community").agg(
+        pl.col("entity_id").sort().alias("entity_ids"), pl.len().cast(pl.Int64).alias("size")
+    )
 
     rels = relationships.select(pl.col("id", "source_id", "target_id").cast(pl.Utf8))
     src = rels.join(membership, left_on="source_id", right_on="entity_id").select("id", "community")
@@ -226,7 +384,7 @@ def hierarchical_leiden(
     )
 
     out = (
-        head.join(members, on="community", how="left")
+        head.join(members, on="community", how="inner")
         .join(rel_ids, on="community", how="left")
         .join(units, on="community", how="left")
         .with_columns(

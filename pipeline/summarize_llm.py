@@ -10,6 +10,12 @@ Cost: items are packed several per call (`summarize_descriptions_batch.txt`, ans
 ITEM_TOKENS of its descriptions (most repeated first). Packs are formed in id order, so an
 unchanged graph re-runs from the client's disk cache.
 
+Incremental: every summary is also remembered per item in the client's disk cache, keyed by a
+hash of what the item's summary reads (model, prompt, name, descriptions sent, token cap). On a
+re-run only the items whose input changed are packed, so a small addition costs one call
+instead of re-sending every pack that a shifted pack boundary touched. (Pack-level cache
+entries still make a re-run after a crash repeat no completed call.)
+
 Failure policy: a failed pack, or an item missing/empty in its answer, keeps the extractive
 description and is recorded as {id, reason}; nothing is raised.
 """
@@ -23,7 +29,7 @@ from pydantic import RootModel, field_validator
 
 from pipeline.config import GraphSettings
 from pipeline.graph import SYMMETRIC_TYPES, _key_map
-from pipeline.ids import stable_id_expr
+from pipeline.ids import sha256_hex, stable_id_expr
 from pipeline.llm import LlmClient
 from pipeline.prompts import data_block, load_prompt
 from pipeline.tokens import count_tokens, truncate_tokens
@@ -35,6 +41,7 @@ PACK_TOKENS = 1500
 PACK_ITEMS = 8
 ITEM_TOKENS = 250
 PROMPT_NAME = "summarize_descriptions_batch"
+MEMO_KIND = "summary-item-v1"
 
 
 class SummaryAnswer(RootModel[dict[str, str]]):
@@ -109,6 +116,14 @@ def _item_text(descriptions: list[str]) -> str:
     return "\n".join(out)
 
 
+def _memo_key(llm: LlmClient, prompt_hash: str, name: str, text: str, max_tok: int) -> str:
+    """Disk-cache key of one item's summary: everything its answer depends on but its
+    pack-mates (a different pack gives an equally valid summary)."""
+    cfg = llm.settings
+    parts = [MEMO_KIND, cfg.chat_model, str(cfg.temperature), prompt_hash, str(max_tok), name, text]
+    return sha256_hex("\x1f".join(parts).encode("utf-8"))
+
+
 def _packs(sizes: list[int]) -> list[list[int]]:
     packs: list[list[int]] = []
     cur, cur_tok = [], 0
@@ -170,9 +185,17 @@ def summarize_descriptions(
             max_tokens=max_tok,
         )
 
-    packs = _packs([count_tokens(t) for t in texts])
-    results = llm.run_many([llm.chat_json(messages(p), SummaryAnswer, stage=STAGE) for p in packs])
+    keys = [_memo_key(llm, prompt.hash, names[i], texts[i], max_tok) for i in range(len(ids))]
     new: dict[str, str] = {}
+    todo: list[int] = []
+    for i, key in enumerate(keys):
+        hit = llm.cache.get(key) if llm.cache is not None else None
+        if hit is not None and hit.get("kind") == MEMO_KIND and hit["text"]:
+            new[ids[i]] = hit["text"]
+        else:
+            todo.append(i)
+    packs = [[todo[j] for j in p] for p in _packs([count_tokens(texts[i]) for i in todo])]
+    results = llm.run_many([llm.chat_json(messages(p), SummaryAnswer, stage=STAGE) for p in packs])
     failures: list[dict] = []
     for pack, res in zip(packs, results, strict=True):
         if isinstance(res, BaseException):
@@ -186,6 +209,8 @@ def summarize_descriptions(
                 failures.append({"id": ids[i], "reason": "missing from the LLM answer"})
                 continue
             new[ids[i]] = text if count_tokens(text) <= max_tok else truncate_tokens(text, max_tok)
+            if llm.cache is not None:
+                llm.cache.put(keys[i], {"kind": MEMO_KIND, "stage": STAGE, "text": new[ids[i]]})
 
     upd = pl.DataFrame(
         {"id": list(new), "__new": list(new.values())}, schema={"id": pl.Utf8, "__new": pl.Utf8}
