@@ -1,4 +1,4 @@
-"""Passage retrieval on MuSiQue (100 multi-hop questions, 1,890 passages): naive vs local.
+"""Passage retrieval on MuSiQue (100 multi-hop questions, 1,890 passages): naive, local, expand.
 
     python benchmarks/retrieval.py                      # index into a temp folder, evaluate
     python benchmarks/retrieval.py --work /tmp/mq       # keep the index in /tmp/mq/output
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 DATA = ROOT.parent / "shared" / "data" / "musique"
 KS = (2, 5, 10)
-MODES = ("naive", "local")
+MODES = ("naive", "local", "expand")
 
 
 def load_musique(data: Path = DATA) -> tuple[list[dict], list[dict], list[set[int]]]:
@@ -139,10 +139,10 @@ def main(argv: list[str] | None = None) -> None:
         rec, ms, _ = evaluate(index, questions, gold, u2p, mode)
         rows.append((mode, rec, ms))
     print()
-    print("| mode  | R@2  | R@5  | R@10 | ms/query |")
-    print("|-------|------|------|------|----------|")
+    print("| mode   | R@2  | R@5  | R@10 | ms/query |")
+    print("|--------|------|------|------|----------|")
     for mode, rec, ms in rows:
-        print(f"| {mode:<5} | {rec[2]:4.1f} | {rec[5]:4.1f} | {rec[10]:4.1f} | {ms:8.1f} |")
+        print(f"| {mode:<6} | {rec[2]:4.1f} | {rec[5]:4.1f} | {rec[10]:4.1f} | {ms:8.1f} |")
     print("\nreference dense MiniLM (data README): R@2 47.2, R@5 62.2, R@10 70.3")
 
 
