@@ -419,3 +419,25 @@ def test_speed_100k():
     print(f"\nfocus at {g.n} sections: build {build_s:.2f} s, p50 {p50:.2f} ms")
     assert g.n == 100_000
     assert p50 < 25  # target 10 ms; loose for a busy CI machine
+
+
+def test_llm_question_over_the_focus_context(notes_index, tmp_path):
+    from pipeline.config import LlmSettings
+    from pipeline.fake_llm import FakeLlm, message_text
+    from pipeline.llm import LlmClient
+
+    def responder(messages: list[dict]) -> str:
+        user = message_text(messages[-1])
+        return "SAW " + ("focus" if '"uri_and_title": "[Bohr model]' in user else "nothing")
+
+    offline = notes_index.focus_context(FOCUS, budget_tokens=1500)
+    with FakeLlm(responder=responder) as server:
+        settings = LlmSettings(base_url=server.base_url, api_key="sk-test", timeout_s=2.0)
+        client = LlmClient(settings, tmp_path / "llm-cache", backoff_base_s=0.01)
+        index = GraphIndex.open(notes_index.root, settings=Settings(), llm=client)
+        asked = index.focus_context(FOCUS, budget_tokens=1500, question="What does it predict?")
+        plain = index.focus_context(FOCUS, budget_tokens=1500)  # no question: no LLM call
+    assert asked.answer == "SAW focus" and asked.query == "What does it predict?"
+    assert asked.context_text == offline.context_text and asked.data == offline.data
+    assert plain.answer == offline.answer
+    assert server.by_stage.get("answer") == 1

@@ -54,6 +54,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -384,6 +385,13 @@ def focus_note(g: NoteGraph, row: int, details_tokens: int, limit: int) -> dict[
     }
 
 
+@lru_cache(maxsize=1)
+def _min_note_tokens() -> int:
+    """Tokens of the smallest possible related note (empty details, no parent/object)."""
+    empty = {k: None for k in ("uri_and_title", "parent_uri_and_title", "object_uri_and_title")}
+    return count_tokens(_dumps({**empty, "uri_and_title": "[](x)", "details_truncated": ""}))
+
+
 def _dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False)
 
@@ -455,7 +463,11 @@ def focus_result(g: NoteGraph, row: int, budget: int, query: str) -> SearchResul
     chosen: list[tuple[int, str, int, str, int]] = []  # priority, relation, row, line, cost
     state = {"used": used, "skipped": 0, "in_row": 0}
 
+    floor = _min_note_tokens()
+
     def take(prio: int, rel: str, r: int) -> bool | None:
+        if budget - state["used"] < floor:  # not even an empty note fits any more
+            return None
         note = note_with_path(g, r) if rel in WITH_PATH else bare_note(g, r)
         line = _dumps(note)
         cost = count_tokens(line) + 1  # + the newline
