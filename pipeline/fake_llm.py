@@ -105,13 +105,47 @@ def summaries_answer(blocks: list[tuple[str, str]]) -> str:
     return json.dumps(out, ensure_ascii=False)
 
 
+ANALYSIS_MARKER = "You analyse a search question over a knowledge graph"
+FLOW_MARKER = "You answer questions from a knowledge flow"
+_QUESTION_WORDS = frozenset(
+    re.findall(r"\w+", "what who whom whose when where which why how is are was were do does did")
+)
+_INTENT_CUES = (
+    ("relationship", re.compile(r"\b(relat(ed|ion|ionship)|connect(ed|ion)?|link(ed)?|between)\b")),
+    ("summary", re.compile(r"\b(summar\w*|overview|main themes?)\b")),
+    ("factual", re.compile(r"^\W*(what|who|when|where|which)\b")),
+)
+
+
+def analysis_answer(text: str) -> str:
+    """The query-analysis answer: entities = the question's capitalised words (question words
+    left out), intent from cue words (relationship, summary, factual, else exploration)."""
+    question = text.split("<question>", 1)[-1].split("</question>", 1)[0].strip()
+    names: list[str] = []
+    for word in _WORD.findall(question):
+        word = word.strip("'’-")
+        if word[:1].isupper() and word.casefold() not in _QUESTION_WORDS and word not in names:
+            names.append(word)
+    low = question.casefold()
+    intent = next((name for name, cue in _INTENT_CUES if cue.search(low)), "exploration")
+    return json.dumps({"entities": names, "intent": intent}, ensure_ascii=False)
+
+
+def flow_answer(text: str) -> str:
+    """The flow answer: the first fact (else definition) line of the context, as a sentence."""
+    context = text.split("<context>", 1)[-1].split("</context>", 1)[0]
+    lines = [ln[2:] for ln in context.splitlines() if ln.startswith("- ")]
+    return f"From the knowledge flow: {lines[0]}" if lines else "The context holds no facts."
+
+
 def default_responder(messages: list[dict]) -> str:
     """Deterministic answer from the last user message (of the first turn).
 
     Document data blocks (`<document id="k">`, the extraction prompt) get the extraction
     answer keyed by block id (see `extraction_answer`). The community-report prompt (its
     system line) gets `report_answer`; `<item id="k">` blocks (description summaries) get
-    `summaries_answer`.
+    `summaries_answer`. The query-analysis prompt gets `analysis_answer`, the flow answer
+    prompt `flow_answer`.
 
     A prompt that says "Return JSON" (any message, any case) gets
     `{"entities": [{name, type, description}], "relationships": [{source, target, description,
@@ -129,6 +163,10 @@ def default_responder(messages: list[dict]) -> str:
     text = message_text(users[-1]) if users else ""
     if any(REPORT_MARKER in message_text(m) for m in first_turn):
         return report_answer(text)
+    if any(ANALYSIS_MARKER in message_text(m) for m in first_turn):
+        return analysis_answer(text)
+    if any(FLOW_MARKER in message_text(m) for m in first_turn):
+        return flow_answer(text)
     items = _ITEM_BLOCK.findall(text)
     if items:  # the description-summary prompt: answer keyed by item id
         return summaries_answer(items)
