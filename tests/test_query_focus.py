@@ -18,6 +18,7 @@ from pipeline.config import Settings
 from pipeline.ingest import load_folder
 from pipeline.query import GraphIndex
 from pipeline.query.focus import (
+    FOCUS_DETAILS_SHARE,
     FOCUS_DETAILS_TOKENS,
     RELATED_DETAILS_TOKENS,
     build_graph,
@@ -28,6 +29,7 @@ from pipeline.tokens import count_tokens
 
 FOCUS = "a:bohr-model"
 LONG = " ".join(f"Sentence {i} about electrons orbiting the nucleus." for i in range(300))
+MEDIUM = " ".join(f"Claim {i} of the model." for i in range(30))  # ~200 tokens
 
 
 def n(uri, title, parent=None, order=None, obj=None, details=""):
@@ -51,9 +53,9 @@ SCIENCE = {
         n("a:quantum", "Quantum physics", "a:physics", 2, details=LONG),  # parent
         n("a:planck", "Planck constant", "a:quantum", 1),  # prior sibling (2nd nearest)
         n("a:rutherford-model", "Rutherford model", "a:quantum", 2),  # prior sibling
-        n("a:bohr-model", "Bohr model", "a:quantum", 3, "b:hydrogen", LONG),  # FOCUS
-        n("a:levels", "Energy levels", FOCUS, 1, details="Discrete energies."),  # child
-        n("a:predicts", "predicts", FOCUS, 2, "b:spectrum"),  # reified child
+        n("a:bohr-model", "Bohr model", "a:quantum", 3, "b:hydrogen", MEDIUM),  # FOCUS
+        n("a:predicts", "predicts", FOCUS, 1, "b:spectrum"),  # reified child (first child)
+        n("a:levels", "Energy levels", FOCUS, 2, details="Discrete energies."),  # child
         n("a:orbits", "Orbits", FOCUS, 3),  # child
         n("a:schrodinger", "Schrödinger equation", "a:quantum", 4),  # younger sibling
         n("a:relativity", "Relativity", "a:physics", 3),  # parent's sibling
@@ -196,7 +198,7 @@ def test_focus_note_and_json_shapes(notes_index):
         "[Physics](a:physics)",
         "[Quantum physics](a:quantum)",
     ]
-    assert focus["children"] == ["[Energy levels](a:levels)", "[predicts](a:predicts)"] + [
+    assert focus["children"] == ["[predicts](a:predicts)", "[Energy levels](a:levels)"] + [
         "[Orbits](a:orbits)"
     ]
     assert focus["referrings"] == ["[proposed](c:proposed)", "[1913](c:1913)"]
@@ -205,10 +207,13 @@ def test_focus_note_and_json_shapes(notes_index):
         "[Rutherford model](a:rutherford-model)",
     ]
     assert focus["younger_siblings"] == ["[Schrödinger equation](a:schrodinger)"]
-    # the focus note's details: cut to FOCUS_DETAILS_TOKENS, marked by an ellipsis
-    assert focus["details_truncated"].startswith("Sentence 0 about electrons")
-    assert focus["details_truncated"].endswith("…")
-    assert count_tokens(focus["details_truncated"]) <= FOCUS_DETAILS_TOKENS + 1
+    assert focus["details_truncated"] == MEDIUM  # short enough to stay whole
+    # long details of a focus note: cut to FOCUS_DETAILS_TOKENS, marked by an ellipsis
+    quantum = notes_index.focus_context("a:quantum", budget_tokens=100_000).data["focusNote"]
+    assert quantum["details_truncated"].startswith("Sentence 0 about electrons")
+    assert quantum["details_truncated"].endswith("…")
+    cut = count_tokens(quantum["details_truncated"])
+    assert FOCUS_DETAILS_TOKENS - 5 <= cut <= FOCUS_DETAILS_TOKENS + 1  # noqa: SIM300
 
     related = data["related_notes"]
     assert related == [r["note"] for r in result.records]
@@ -247,7 +252,7 @@ def test_context_text_and_answer(notes_index):
     related = [json.loads(ln) for ln in lines[header + 2 :]]
     assert related == result.data["related_notes"]  # high to low, as in the data
     assert result.context_tokens == count_tokens(ctx)
-    assert result.answer.startswith("Bohr model (a:bohr-model): Sentence 0 about")
+    assert result.answer.startswith("Bohr model (a:bohr-model): Claim 0 of the model.")
     assert f"{len(EXPECTED)} related notes: 1 parent, 1 object" in result.answer
     assert "1 distant object link" in result.answer
     assert any("P1 8" in t for t in result.trace)
@@ -261,6 +266,7 @@ def test_budget(notes_index):
     # a budget that holds the focus note and about three related notes
     budget = base + sum(tokens[:3]) + 2
     small = notes_index.focus_context(FOCUS, budget_tokens=budget)
+    assert small.data["focusNote"] == full.data["focusNote"]  # the same focus block
     assert small.context_tokens <= budget and small.context_tokens == count_tokens(
         small.context_text
     )
@@ -278,10 +284,14 @@ def test_budget(notes_index):
     assert tight.context_tokens <= base + room
     # a budget below the focus note's own size shortens its details; the total holds
     squeezed = notes_index.focus_context(FOCUS, budget_tokens=300)
-    assert squeezed.context_tokens <= 300
+    assert squeezed.context_tokens <= 300 and squeezed.data["focusNote"]["details_truncated"]
     assert len(squeezed.data["focusNote"]["details_truncated"]) < len(
         full.data["focusNote"]["details_truncated"]
     )
+    # the focus note's details take at most FOCUS_DETAILS_SHARE of the budget: room is left
+    mid = notes_index.focus_context("a:quantum", budget_tokens=900)
+    details = mid.data["focusNote"]["details_truncated"]
+    assert count_tokens(details) <= 900 * FOCUS_DETAILS_SHARE + 1 and len(mid.records) >= 3
     with pytest.raises(ValueError, match="too small"):
         notes_index.focus_context(FOCUS, budget_tokens=20)
     # the default budget comes from the settings

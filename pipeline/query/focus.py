@@ -68,6 +68,7 @@ if TYPE_CHECKING:
 
 RELATED_DETAILS_TOKENS = 80  # a related note's details are cut to this many tokens
 FOCUS_DETAILS_TOKENS = 600  # the focus note's details (shortened further to fit a budget)
+FOCUS_DETAILS_SHARE = 0.4  # ... and at most this share of the budget (room for related notes)
 ANSWER_DETAILS_TOKENS = 40  # details shown in the offline answer
 LIST_LIMIT = 50  # entries of each focus-note list (children, referrings, siblings)
 CANDIDATES_PER_RELATION = 200  # notes considered per relation type (a hub has thousands)
@@ -404,9 +405,11 @@ def _focus_block(note: dict[str, Any]) -> str:
 
 
 def _fit_focus(g: NoteGraph, row: int, budget: int) -> tuple[dict[str, Any], str, int]:
-    """The focus note and its context block within the budget: details shortened first,
-    then the lists; a budget too small for even that is an error."""
-    details_tokens, limit = FOCUS_DETAILS_TOKENS, LIST_LIMIT
+    """The focus note and its context block within the budget: details at most
+    FOCUS_DETAILS_SHARE of it, shortened further, then the lists, until the block fits; a
+    budget too small for even that is an error."""
+    details_tokens = min(FOCUS_DETAILS_TOKENS, int(budget * FOCUS_DETAILS_SHARE))
+    limit = LIST_LIMIT
     while True:
         note = focus_note(g, row, details_tokens, limit)
         block = _focus_block(note)
