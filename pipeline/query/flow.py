@@ -489,6 +489,7 @@ def retrieve_quick(index: GraphIndex, query: str, trace: list[str]) -> Subgraph:
 
 
 _MERMAID_ESCAPES = {
+    "#": "#35;",
     '"': "#quot;",
     "[": "#91;",
     "]": "#93;",
@@ -506,12 +507,11 @@ _MERMAID_ESCAPES = {
 
 def mermaid_label(text: Any, limit: int = LABEL_CHARS) -> str:
     """`text` safe inside a quoted Mermaid label: one line, entity codes for the characters
-    that could end the label or the statement ('#' first, so no code can be smuggled in)."""
+    that could end the label or the statement ('#' too, so no code can be smuggled in)."""
     s = " ".join(str(text or "").split())
     if len(s) > limit:
         s = s[: limit - 1].rstrip() + "…"
-    s = s.replace("#", "#35;")
-    return "".join(_MERMAID_ESCAPES.get(c, c) for c in s)
+    return "".join(_MERMAID_ESCAPES.get(c, c) for c in s)  # one pass: codes stay codes
 
 
 def mermaid(nodes: list[tuple[str, str]], edges: list[tuple[str, str, str]]) -> str:
