@@ -601,11 +601,11 @@ def _context(
     doc_best: dict[str, int] = {}
     for rec in records:
         doc_best.setdefault(rec["document_id"] or "", rec["rank"])
+    # Documents by their best unit; inside one, reading order (sections stay contiguous).
     grouped = sorted(
         records,
         key=lambda r: (
             doc_best[r["document_id"] or ""],
-            r["section_path"],
             (seq[index.unit_row[r["id"]]] if seq is not None else 0) or 0,
             r["rank"],
         ),
