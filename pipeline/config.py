@@ -97,6 +97,12 @@ class ReportSettings(BaseModel):
         "a whole index within ~1.5 calls per 1k corpus tokens",
     )
     llm_context_tokens: int = Field(1500, description="llm: context budget of one report prompt")
+    llm_reuse_max_change: float = Field(
+        0.2,
+        description="llm re-runs: a community whose report context differs from the one its last "
+        "LLM report was written from by at most this fraction (added + removed lines over "
+        "all lines) keeps that report, with no call; 0: re-report on any change",
+    )
 
 
 class EmbeddingSettings(BaseModel):

@@ -12,6 +12,15 @@ member mentions then id, children in community order) and names entities and chi
 title rather than by row or community numbers, so an unchanged community re-runs from the
 client's disk cache.
 
+Re-runs: every LLM report is remembered per community (number and level) in the client's
+disk cache with the context lines it was written from. When a community's context changed
+only a little since then (`ReportSettings.llm_reuse_max_change`: the share of lines added or
+removed), its remembered report is kept with no call, and its parent then sees
+the same child line: one new document touching a few large communities does not re-bill every
+ancestor for a changed excerpt or one extra relation. Drift cannot accumulate unseen: the
+comparison is always with the lines the kept report was written from. An unchanged context
+re-runs from the exact-prompt cache as before.
+
 Failure policy: a community whose call fails (after retries, repair and one re-ask) keeps its
 extractive report and is recorded as {community, reason}.
 """
@@ -25,6 +34,7 @@ import polars as pl
 from pydantic import BaseModel, field_validator, model_validator
 
 from pipeline.config import ReportSettings
+from pipeline.ids import sha256_hex
 from pipeline.llm import LlmClient
 from pipeline.prompts import data_block, load_prompt
 from pipeline.reports import _markdown
@@ -34,6 +44,7 @@ from pipeline.tokens import count_tokens, truncate_tokens
 __all__ = ["STAGE", "ReportAnswer", "build_reports_llm", "report_contexts"]
 
 STAGE = "report"
+MEMO_KIND = "report-memo-v1"
 _EXCERPT_TOKENS = 160
 _DESC_TOKENS = 60
 _SHARES = {"entities": 0.4, "relationships": 0.25, "excerpts": 0.35}  # leaves
@@ -235,7 +246,7 @@ def build_reports_llm(
     failures: list[dict] = []
     for level in sorted({info[c]["level"] for c in contexts}, reverse=True):
         comms = sorted(c for c in contexts if info[c]["level"] == level)
-        msgs = []
+        msgs, seen, keys, kept = [], [], [], {}
         for c in comms:
             kids = sorted(k for k in (info[c]["children"] or []) if k in final)
             if kids:
@@ -252,7 +263,18 @@ def build_reports_llm(
                     max_tokens=settings.max_report_tokens,
                 )
             )
-        results = llm.run_many([llm.chat_json(m, ReportAnswer, stage=STAGE) for m in msgs])
+            seen.append([f"{k}\t{line}" for k, v in contexts[c].items() for line in v])
+            keys.append(_memo_key(llm, prompt.hash, c, level, settings))
+            memo = _memo_get(llm, keys[-1])
+            if memo is not None and 0 < _change(memo[1], seen[-1]) <= settings.llm_reuse_max_change:
+                kept[c] = memo[0]
+        todo = [i for i, c in enumerate(comms) if c not in kept]
+        called = llm.run_many([llm.chat_json(msgs[i], ReportAnswer, stage=STAGE) for i in todo])
+        results: list[Any] = [kept.get(c) for c in comms]
+        for i, res in zip(todo, called, strict=True):
+            results[i] = res
+            if not isinstance(res, BaseException):
+                _memo_put(llm, keys[i], res, seen[i])
         for c, res in zip(comms, results, strict=True):
             if isinstance(res, BaseException):
                 reason = f"{type(res).__name__}: {getattr(res, 'reason', None) or res}"
@@ -268,6 +290,49 @@ def build_reports_llm(
     ).to_arrow()
     out = pl.from_arrow(table.select(schema.names).cast(schema))
     return out, failures  # type: ignore[return-value]
+
+
+def _memo_key(
+    llm: LlmClient, prompt_hash: str, community: int, level: int, settings: ReportSettings
+) -> str:
+    cfg = llm.settings
+    parts = [
+        MEMO_KIND,
+        cfg.chat_model,
+        str(cfg.temperature),
+        prompt_hash,
+        str(community),
+        str(level),
+        str(settings.max_findings),
+        str(settings.max_report_tokens),
+    ]
+    return sha256_hex("\x1f".join(parts).encode("utf-8"))
+
+
+def _memo_get(llm: LlmClient, key: str) -> tuple[ReportAnswer, list[str]] | None:
+    """(report, context lines it was written from) remembered for this community, if any."""
+    entry = llm.cache.get(key) if llm.cache is not None else None
+    if entry is None or entry.get("kind") != MEMO_KIND or not isinstance(entry.get("lines"), list):
+        return None
+    try:
+        return ReportAnswer.model_validate_json(entry["text"]), [str(x) for x in entry["lines"]]
+    except ValueError:
+        return None
+
+
+def _memo_put(llm: LlmClient, key: str, answer: ReportAnswer, lines: list[str]) -> None:
+    if llm.cache is None:
+        return
+    entry = {"kind": MEMO_KIND, "stage": STAGE, "text": answer.model_dump_json(), "lines": lines}
+    if llm.cache.get(key) != entry:
+        llm.cache.put(key, entry)
+
+
+def _change(old: list[str], new: list[str]) -> float:
+    """Share of two contexts' lines that are in only one of them (Jaccard distance). Lines,
+    not characters: one edited excerpt is one changed fact, however long its text."""
+    a, b = set(old), set(new)
+    return len(a ^ b) / len(a | b) if a or b else 0.0
 
 
 def _row(base: dict[str, Any], ans: ReportAnswer, settings: ReportSettings) -> dict[str, Any]:

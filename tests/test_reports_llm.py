@@ -5,6 +5,7 @@ fallbacks on failure, cache on re-run, determinism."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import polars as pl
 import pytest
@@ -261,3 +262,59 @@ def test_rerun_hits_cache_and_is_deterministic(graph, tmp_path):
     assert runs[2][0] == 4  # fresh cache: same calls again
     for _, e2, r2, out in runs[1:]:
         assert e2.equals(runs[0][1]) and r2.equals(runs[0][2]) and out.equals(runs[0][3])
+
+
+def test_changed_item_alone_is_resummarised(graph, tmp_path):
+    """Re-run: an item whose input is unchanged reuses its remembered summary; only the changed
+    item is sent (one call, one item), whatever the pack layout was."""
+    ee, er, ents, rels, *_ = graph
+    rec = Recorder()
+    with FakeLlm(rec) as srv:
+        e1, r1, _ = summarize_descriptions(
+            ents, rels, ee, er, _client(srv, tmp_path), GraphSettings()
+        )
+        assert srv.requests == 1
+        more = pl.concat(
+            [
+                ee,
+                pl.DataFrame(
+                    [("u5", "Alice", "PERSON", "Alice fact number 6 is new.")],
+                    schema=ee.columns,
+                    orient="row",
+                ),
+            ]
+        )
+        e2, r2, _ = summarize_descriptions(
+            ents, rels, more, er, _client(srv, tmp_path), GraphSettings()
+        )
+        assert srv.requests == 2
+    assert rec.prompts[1].count("<item id=") == 1 and "Alice fact" in rec.prompts[1]
+    assert r2.equals(r1)  # the Alice->Bob relation came from memory
+
+
+def test_small_context_change_keeps_the_previous_report(graph, tmp_path):
+    _, _, ents, rels, tu, comms, reports = graph
+    edited = ents.with_columns(
+        pl.when(pl.col("title") == "Fyodor")
+        .then(pl.col("description") + " Edited.")
+        .otherwise(pl.col("description"))
+        .alias("description")
+    )
+    tolerant = SMALL.model_copy(update={"llm_reuse_max_change": 0.5})
+    strict = SMALL.model_copy(update={"llm_reuse_max_change": 0.0})
+    with FakeLlm() as srv:
+        first, _ = build_reports_llm(
+            comms, ents, rels, tu, reports, _client(srv, tmp_path / "a"), tolerant
+        )
+        assert srv.requests == 3
+        again, _ = build_reports_llm(
+            comms, edited, rels, tu, reports, _client(srv, tmp_path / "a"), tolerant
+        )
+        assert srv.requests == 3  # community 2 kept its report; its parent saw the same child
+        assert again.equals(first)
+        shutil.copytree(tmp_path / "a", tmp_path / "b")
+        redo, _ = build_reports_llm(
+            comms, edited, rels, tu, reports, _client(srv, tmp_path / "b"), strict
+        )
+        assert srv.requests == 4  # no tolerance: community 2 again
+    assert redo.filter(pl.col("community") == 1).equals(first.filter(pl.col("community") == 1))
