@@ -17,7 +17,11 @@ types take turns, one note each (so a small budget still sees every kind). A not
 once, at its highest-priority occurrence (classes are claimed P1 -> P4, each in its
 turn order), and the focus node never appears among its related notes. A note that does
 not fit the remaining budget is skipped (it is not a draw); later, smaller ones may fit.
-The budget covers the whole context text, the focus note first.
+The budget covers the whole context text, the focus note first (its details take at
+most FOCUS_DETAILS_SHARE of the budget, less if the focus block alone would not fit).
+Bounds for hubs: LIST_LIMIT entries per focus list, CANDIDATES_PER_RELATION notes per
+relation type, and drawing stops once not even an empty note fits (or after
+MAX_CONSECUTIVE_SKIPS notes in a row over budget).
 
 Definitions (all derived from sections / content_nodes / structure_edges):
   parent = parent_id; children = sections under it by seq; siblings = the parent's other
@@ -43,7 +47,7 @@ over a link (object, reified child's object, referring note, referring subject, 
 object link): its place in the tree then does not follow from the focus note's path.
 Notes reached over the tree are BareNotes (their parent link places them).
 
-Speed: the lookups (rows by uri / id, parent, children by seq, object, referrers,
+Speed: the lookups (rows by uri, parent, children by seq, object, referrers,
 details) are built once per index with polars and cached on it; a query is dict lookups
 plus token counting of the notes it considers (~1-3 ms at 100k sections).
 """
