@@ -27,6 +27,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import polars as pl
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 BOOK = SHARED / "christmas_carol" / "mock_data.txt"
 BOOK_NAME = "christmas_carol.txt"
@@ -131,6 +133,20 @@ def _community_keys(out: Path, columns: tuple[str, ...]) -> set[tuple]:
 
 def _changed_communities(full_out: Path, out: Path, columns: tuple[str, ...]) -> int:
     return len(_community_keys(out, columns) - _community_keys(full_out, columns))
+
+
+def _stability(full_out: Path, out: Path) -> str:
+    """How many of the full run's communities kept their number (and id: same members)."""
+    from pipeline import store
+
+    old = store.read_table(full_out, "communities").select("community", "id")
+    new = store.read_table(out, "communities").select("community", "id")
+    both = old.join(new, on="community", suffix="_new")
+    same_id = both.filter(pl.col("id") == pl.col("id_new")).height
+    return (
+        f"communities of the full run kept (same number): {both.height} of {old.height}, "
+        f"with the same members (same id): {same_id}; new: {new.height - both.height}"
+    )
 
 
 def _unit_texts(out: Path) -> set[str]:
@@ -285,6 +301,7 @@ def main() -> None:
     print(f"small document: {count_tokens(SMALL_DOC)} tokens")
     _print_stages(add, corpus_tokens)
     n_add = add["server_requests"]
+    print(_stability(full_out, add_out))
     print(
         f"server requests of the re-run: {n_add} (target <= {TARGET_ADD_CALLS}: "
         f"{'OK' if n_add <= TARGET_ADD_CALLS else 'MISSED'})"

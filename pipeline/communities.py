@@ -12,6 +12,11 @@ The hierarchy follows GraphRAG's `hierarchical_leiden` with `max_cluster_size`:
 - As in GraphRAG, a community that is small enough has no children, so its members do not
   appear at deeper levels: the deepest ("leaf") level of an entity varies.
 
+Re-runs (`previous`, the last run's table): after a small change (at most
+`incremental_max_change` of the clustered entities new or gone) the previous hierarchy is
+carried over instead of recomputed, so that communities, their numbers and their cached LLM
+reports survive one added document; see `_update_hierarchy`. A larger change recomputes.
+
 Determinism: vertices are numbered by sorted entity id, parallel/reversed edges are merged and
 sorted, every Leiden call uses `settings.seed`, and community numbers are assigned by
 (level, smallest member id). `period` is "" because the run date would make the output

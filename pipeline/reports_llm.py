@@ -12,10 +12,10 @@ member mentions then id, children in community order) and names entities and chi
 title rather than by row or community numbers, so an unchanged community re-runs from the
 client's disk cache.
 
-Re-runs: every LLM report is remembered per community (number and level) in the client's
-disk cache with the context lines it was written from. When a community's context changed
-only a little since then (`ReportSettings.llm_reuse_max_change`: the share of lines added or
-removed), its remembered report is kept with no call, and its parent then sees
+Re-runs: every LLM report is remembered per community (number and level; see
+`summarize_llm.memo_store`) with the context lines it was written from. When a community's
+context changed only a little since then (`ReportSettings.llm_reuse_max_change`: the share of
+lines added or removed), its remembered report is kept with no call, and its parent then sees
 the same child line: one new document touching a few large communities does not re-bill every
 ancestor for a changed excerpt or one extra relation. Drift cannot accumulate unseen: the
 comparison is always with the lines the kept report was written from. An unchanged context
@@ -39,6 +39,7 @@ from pipeline.llm import LlmClient
 from pipeline.prompts import data_block, load_prompt
 from pipeline.reports import _markdown
 from pipeline.schemas import TABLES
+from pipeline.summarize_llm import memo_store
 from pipeline.tokens import count_tokens, truncate_tokens
 
 __all__ = ["STAGE", "ReportAnswer", "build_reports_llm", "report_contexts"]
@@ -311,7 +312,8 @@ def _memo_key(
 
 def _memo_get(llm: LlmClient, key: str) -> tuple[ReportAnswer, list[str]] | None:
     """(report, context lines it was written from) remembered for this community, if any."""
-    entry = llm.cache.get(key) if llm.cache is not None else None
+    memo = memo_store(llm)
+    entry = memo.get(key) if memo is not None else None
     if entry is None or entry.get("kind") != MEMO_KIND or not isinstance(entry.get("lines"), list):
         return None
     try:
@@ -321,11 +323,12 @@ def _memo_get(llm: LlmClient, key: str) -> tuple[ReportAnswer, list[str]] | None
 
 
 def _memo_put(llm: LlmClient, key: str, answer: ReportAnswer, lines: list[str]) -> None:
-    if llm.cache is None:
+    memo = memo_store(llm)
+    if memo is None:
         return
     entry = {"kind": MEMO_KIND, "stage": STAGE, "text": answer.model_dump_json(), "lines": lines}
-    if llm.cache.get(key) != entry:
-        llm.cache.put(key, entry)
+    if memo.get(key) != entry:
+        memo.put(key, entry)
 
 
 def _change(old: list[str], new: list[str]) -> float:

@@ -10,11 +10,11 @@ Cost: items are packed several per call (`summarize_descriptions_batch.txt`, ans
 ITEM_TOKENS of its descriptions (most repeated first). Packs are formed in id order, so an
 unchanged graph re-runs from the client's disk cache.
 
-Incremental: every summary is also remembered per item in the client's disk cache, keyed by a
-hash of what the item's summary reads (model, prompt, name, descriptions sent, token cap). On a
-re-run only the items whose input changed are packed, so a small addition costs one call
-instead of re-sending every pack that a shifted pack boundary touched. (Pack-level cache
-entries still make a re-run after a crash repeat no completed call.)
+Incremental: every summary is also remembered per item (`memo_store`, next to the call
+cache), keyed by a hash of what the item's summary reads (model, prompt, name, descriptions
+sent, token cap). On a re-run only the items whose input changed are packed, so a small
+addition costs one call instead of re-sending every pack that a shifted pack boundary touched.
+(Pack-level cache entries still make a re-run after a crash repeat no completed call.)
 
 Failure policy: a failed pack, or an item missing/empty in its answer, keeps the extractive
 description and is recorded as {id, reason}; nothing is raised.
@@ -30,11 +30,11 @@ from pydantic import RootModel, field_validator
 from pipeline.config import GraphSettings
 from pipeline.graph import SYMMETRIC_TYPES, _key_map
 from pipeline.ids import sha256_hex, stable_id_expr
-from pipeline.llm import LlmClient
+from pipeline.llm import DiskCache, LlmClient
 from pipeline.prompts import data_block, load_prompt
 from pipeline.tokens import count_tokens, truncate_tokens
 
-__all__ = ["STAGE", "SummaryAnswer", "summarize_descriptions"]
+__all__ = ["STAGE", "SummaryAnswer", "memo_store", "summarize_descriptions"]
 
 STAGE = "summarize"
 PACK_TOKENS = 1500
@@ -116,6 +116,14 @@ def _item_text(descriptions: list[str]) -> str:
     return "\n".join(out)
 
 
+def memo_store(llm: LlmClient) -> DiskCache | None:
+    """Per-item memories (summaries, reports) next to the client's call cache, not inside it:
+    that folder holds exactly one file per call made. None when the client caches nothing."""
+    if llm.cache is None:
+        return None
+    return DiskCache(llm.cache.root.parent / f"{llm.cache.root.name}_memo")
+
+
 def _memo_key(llm: LlmClient, prompt_hash: str, name: str, text: str, max_tok: int) -> str:
     """Disk-cache key of one item's summary: everything its answer depends on but its
     pack-mates (a different pack gives an equally valid summary)."""
@@ -186,10 +194,11 @@ def summarize_descriptions(
         )
 
     keys = [_memo_key(llm, prompt.hash, names[i], texts[i], max_tok) for i in range(len(ids))]
+    memo = memo_store(llm)
     new: dict[str, str] = {}
     todo: list[int] = []
     for i, key in enumerate(keys):
-        hit = llm.cache.get(key) if llm.cache is not None else None
+        hit = memo.get(key) if memo is not None else None
         if hit is not None and hit.get("kind") == MEMO_KIND and hit["text"]:
             new[ids[i]] = hit["text"]
         else:
@@ -209,8 +218,8 @@ def summarize_descriptions(
                 failures.append({"id": ids[i], "reason": "missing from the LLM answer"})
                 continue
             new[ids[i]] = text if count_tokens(text) <= max_tok else truncate_tokens(text, max_tok)
-            if llm.cache is not None:
-                llm.cache.put(keys[i], {"kind": MEMO_KIND, "stage": STAGE, "text": new[ids[i]]})
+            if memo is not None:
+                memo.put(keys[i], {"kind": MEMO_KIND, "stage": STAGE, "text": new[ids[i]]})
 
     upd = pl.DataFrame(
         {"id": list(new), "__new": list(new.values())}, schema={"id": pl.Utf8, "__new": pl.Utf8}

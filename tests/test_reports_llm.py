@@ -271,7 +271,7 @@ def test_changed_item_alone_is_resummarised(graph, tmp_path):
     rec = Recorder()
     with FakeLlm(rec) as srv:
         e1, r1, _ = summarize_descriptions(
-            ents, rels, ee, er, _client(srv, tmp_path), GraphSettings()
+            ents, rels, ee, er, _client(srv, tmp_path / "c"), GraphSettings()
         )
         assert srv.requests == 1
         more = pl.concat(
@@ -285,7 +285,7 @@ def test_changed_item_alone_is_resummarised(graph, tmp_path):
             ]
         )
         e2, r2, _ = summarize_descriptions(
-            ents, rels, more, er, _client(srv, tmp_path), GraphSettings()
+            ents, rels, more, er, _client(srv, tmp_path / "c"), GraphSettings()
         )
         assert srv.requests == 2
     assert rec.prompts[1].count("<item id=") == 1 and "Alice fact" in rec.prompts[1]
@@ -313,6 +313,7 @@ def test_small_context_change_keeps_the_previous_report(graph, tmp_path):
         assert srv.requests == 3  # community 2 kept its report; its parent saw the same child
         assert again.equals(first)
         shutil.copytree(tmp_path / "a", tmp_path / "b")
+        shutil.copytree(tmp_path / "a_memo", tmp_path / "b_memo")  # the remembered reports
         redo, _ = build_reports_llm(
             comms, edited, rels, tu, reports, _client(srv, tmp_path / "b"), strict
         )
