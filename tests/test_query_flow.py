@@ -99,6 +99,10 @@ def test_relationship_question_scores_both_entities_and_the_edge_between_them(in
     assert einstein and bohr
     for n in (einstein, bohr):
         assert n["via"] == "like" and n["name_match"] and n["score"] >= NAME_SCORE
+    for n in r.data["nodes"]:  # +3 only for a term in the name; +2 in the description
+        if n["via"] == "like":
+            in_name = any(fold(t) in fold(n["title"]) for t in r.data["analysis"]["entities"])
+            assert n["name_match"] == in_name, n["title"]
     edge = next(
         e
         for e in r.data["edges"]

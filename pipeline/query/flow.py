@@ -242,9 +242,10 @@ class FlowStore:
         with self.lock:
             return self.con.execute(sql, params).fetchall()
 
-    def like_nodes(self, terms: list[str], limit: int) -> list[tuple[int, float]]:
-        """(entity row, score): +3 per term in the name, +2 per term in the description
-        (`LIKE '%term%'`, the term escaped so its own % and _ match literally)."""
+    def like_nodes(self, terms: list[str], limit: int) -> list[tuple[int, float, int]]:
+        """(entity row, score, terms in the name): +3 per term in the name or aliases, +2 per
+        term in the description (`LIKE '%term%'`, the term escaped so that its own % and _
+        match literally)."""
         if not terms or limit <= 0:
             return []
         sql = rf"""
@@ -253,9 +254,10 @@ class FlowStore:
                          3 * (e.k_name LIKE t.pat ESCAPE '\')::INT
                          + 2 * (e.k_desc LIKE t.pat ESCAPE '\')::INT AS s
                   FROM ents e, t)
-            SELECT row, sum(s) AS score FROM h WHERE s > 0 GROUP BY row, degree
+            SELECT row, sum(s) AS score, count(*) FILTER (WHERE s >= 3) AS names
+            FROM h WHERE s > 0 GROUP BY row, degree
             ORDER BY score DESC, degree DESC, row LIMIT $2"""
-        return [(int(r), float(s)) for r, s in self.query(sql, [terms, limit])]
+        return [(int(r), float(s), int(n)) for r, s, n in self.query(sql, [terms, limit])]
 
     def trigram_sims(self, terms: list[str]) -> np.ndarray:
         """Per entity: the best Jaccard of its title's and any term's trigram sets."""
@@ -349,8 +351,8 @@ def retrieve(index: GraphIndex, query: str, terms: list[str], trace: list[str]) 
     nodes: dict[int, dict[str, Any]] = {}
 
     like_target = max(1, round(target * LIKE_SHARE))
-    for row, score in fs.like_nodes(terms, like_target):
-        nodes[row] = {"score": score, "via": "like", "name_match": score >= NAME_SCORE}
+    for row, score, names in fs.like_nodes(terms, like_target):
+        nodes[row] = {"score": score, "via": "like", "name_match": names > 0}
     trace.append(f"like: {len(nodes)} nodes")
 
     sims = fs.trigram_sims(terms)
