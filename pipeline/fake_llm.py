@@ -138,6 +138,35 @@ def flow_answer(text: str) -> str:
     return f"From the knowledge flow: {lines[0]}" if lines else "The context holds no facts."
 
 
+MAP_MARKER = "You are one analyst in a map-reduce search"
+REDUCE_MARKER = "You combine the answers of several analysts"
+
+
+def _block(text: str, tag: str) -> str:
+    return text.split(f"<{tag}>", 1)[-1].split(f"</{tag}>", 1)[0].strip()
+
+
+def map_answer(text: str) -> str:
+    """The global map answer: rated by how many of the question's words (4+ letters) the
+    reports hold (0 when none), the response is the report row that holds most of them."""
+    question = text.rsplit("Question:", 1)[-1]
+    words = {w.casefold() for w in _WORD.findall(question) if len(w) >= 4}
+    rows = [ln for ln in _block(text, "context").splitlines()[2:] if ln.strip()]
+    hits = [sum(w in row.casefold() for w in words) for row in rows]
+    best = max(range(len(rows)), key=lambda i: hits[i], default=None)
+    rating = min(10, hits[best]) if best is not None else 0
+    response = rows[best].split("|")[-1][:300] if rating else ""
+    return json.dumps({"reasoning": f"{rating} question words", "response": response,
+                       "rating": rating}, ensure_ascii=False)  # fmt: skip
+
+
+def reduce_answer(text: str) -> str:
+    """The global reduce answer: the best analyst's answer, said to be combined."""
+    analyses = _block(text, "analyses").split("\n\n")
+    first = analyses[0].split(": ", 1)[-1] if analyses and analyses[0] else ""
+    return f"Combined from {len(analyses)} analysts: {first}" if first else "Nothing relevant."
+
+
 def default_responder(messages: list[dict]) -> str:
     """Deterministic answer from the last user message (of the first turn).
 
@@ -145,7 +174,8 @@ def default_responder(messages: list[dict]) -> str:
     answer keyed by block id (see `extraction_answer`). The community-report prompt (its
     system line) gets `report_answer`; `<item id="k">` blocks (description summaries) get
     `summaries_answer`. The query-analysis prompt gets `analysis_answer`, the flow answer
-    prompt `flow_answer`.
+    prompt `flow_answer`, global search's map and reduce prompts `map_answer` and
+    `reduce_answer`.
 
     A prompt that says "Return JSON" (any message, any case) gets
     `{"entities": [{name, type, description}], "relationships": [{source, target, description,
@@ -167,6 +197,10 @@ def default_responder(messages: list[dict]) -> str:
         return analysis_answer(text)
     if any(FLOW_MARKER in message_text(m) for m in first_turn):
         return flow_answer(text)
+    if any(MAP_MARKER in message_text(m) for m in first_turn):
+        return map_answer(text)
+    if any(REDUCE_MARKER in message_text(m) for m in first_turn):
+        return reduce_answer(text)
     items = _ITEM_BLOCK.findall(text)
     if items:  # the description-summary prompt: answer keyed by item id
         return summaries_answer(items)

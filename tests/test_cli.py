@@ -15,7 +15,7 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-@pytest.mark.parametrize("mode", ["naive", "local", "global"])
+@pytest.mark.parametrize("mode", ["naive", "local", "global", "expand", "flow"])
 def test_query_modes_return_json_with_provenance(sample_index, capsys, mode):
     _, out, _, _ = sample_index
     code, stdout, _ = run_cli(
@@ -38,6 +38,21 @@ def test_local_query_finds_the_solvay_text(sample_index, capsys):
     records = json.loads(stdout)["records"]
     sources = {r.get("source_path") for r in records if r.get("kind") == "text_unit"}
     assert "solvay_conference.txt" in sources
+
+
+def test_focus_prints_the_overall_json_of_a_section(sample_index, capsys):
+    _, out, _, _ = sample_index
+    code, stdout, _ = run_cli(
+        capsys, "query", "focus", "niels_bohr.md", "--output", str(out), "--json", "--budget", "600"
+    )
+    assert code == 0
+    result = json.loads(stdout)
+    assert result["mode"] == "focus"
+    focus = result["data"]["focusNote"]
+    assert focus["uri_and_title"] == "[Niels Bohr](niels_bohr.md)"
+    assert result["context_tokens"] <= 600
+    code, _, err = run_cli(capsys, "query", "focus", "no/such.md", "--output", str(out))
+    assert code == 2 and "no/such.md" in err
 
 
 def test_check_passes_on_a_good_index(sample_index, capsys):
