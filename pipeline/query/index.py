@@ -28,6 +28,7 @@ from pipeline.query.text import fold, is_stop_key, name_key, raw_words
 
 # Longest entity name (in words) tried when matching query n-grams against names.
 MAX_NAME_WORDS = 8
+QUERY_VECTOR_CACHE = 64  # query vectors kept (see GraphIndex.embed_query)
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class GraphIndex:
         self.root = Path(root)
         self.settings = settings
         self._embedder = embedder
+        self._query_vectors: dict[str, np.ndarray] = {}
         # LLM mode (settings.llm.enabled, or a client given): answers are written by the LLM
         # over the same retrieved context; retrieval itself is identical to offline.
         if llm is None and settings.llm.enabled:
@@ -116,7 +118,16 @@ class GraphIndex:
         return self._embedder
 
     def embed_query(self, query: str) -> np.ndarray:
-        return self.embedder.embed([query])[0]
+        """The query's vector; the last few are kept, so running several modes on one
+        question (a notebook, a benchmark) embeds it once."""
+        vec = self._query_vectors.pop(query, None)
+        if vec is None:
+            vec = self.embedder.embed([query])[0]
+            vec.setflags(write=False)
+        self._query_vectors[query] = vec  # most recent last
+        while len(self._query_vectors) > QUERY_VECTOR_CACHE:
+            del self._query_vectors[next(iter(self._query_vectors))]
+        return vec
 
     def _aligned_vectors(self, name: str, frame: pl.DataFrame) -> np.ndarray:
         """Lance table `name`'s vectors in `frame`'s row order (zeros where a row has none)."""
