@@ -177,8 +177,14 @@ class GraphIndex:
     # ---- provenance ---------------------------------------------------------------------
 
     @cached_property
-    def content_nodes(self) -> pl.DataFrame:
-        return self.table("content_nodes").select("id", "positions")
+    def node_row(self) -> dict[str, int]:
+        """Content node id -> row of the content_nodes table (positions are read by row)."""
+        ids = self.table("content_nodes").select("id")["id"].to_list()
+        return {nid: i for i, nid in enumerate(ids)}
+
+    @cached_property
+    def node_positions(self) -> pl.Series:
+        return self.table("content_nodes")["positions"]
 
     @cached_property
     def unit_info(self) -> pl.DataFrame:
@@ -207,11 +213,11 @@ class GraphIndex:
 
     def positions(self, node_ids: list[str]) -> list[dict[str, Any]]:
         """Page, page label and bbox of each content node a unit holds (for citations)."""
-        if not node_ids or self.content_nodes.is_empty():
+        rows = [r for r in map(self.node_row.get, node_ids or []) if r is not None]
+        if not rows:
             return []
-        found = self.content_nodes.filter(pl.col("id").is_in(node_ids))
-        by_id = dict(zip(found["id"].to_list(), found["positions"].to_list(), strict=True))
-        return [p for nid in node_ids for p in by_id.get(nid) or []]
+        found = self.node_positions.gather(rows).to_list()
+        return [p for pos in found for p in pos or []]
 
     @cached_property
     def unit_row(self) -> dict[str, int]:

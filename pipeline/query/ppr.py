@@ -54,13 +54,12 @@ class UnitEntityGraph:
     ) -> np.ndarray:
         """Units within `hops` unit->entity->unit steps of the seeds (seed entities' units
         count as one step), expanding only through entities in <= max_df units."""
-        units = np.unique(seed_units.astype(np.int64))
-        ents = np.unique(seed_entities.astype(np.int64))
-        frontier_e = ents
+        units = _union(self.n_units, seed_units)
+        frontier_e = _union(self.n_entities, seed_entities)
         for _ in range(hops):
-            new_e = np.unique(np.concatenate([frontier_e, self.ue[units].indices]))
+            new_e = _union(self.n_entities, frontier_e, self.ue[units].indices)
             new_e = new_e[self.entity_df[new_e] <= max_df]
-            reached = np.unique(np.concatenate([units, self.eu[new_e].indices]))
+            reached = _union(self.n_units, units, self.eu[new_e].indices)
             if reached.size > max_units and units.size:
                 break  # the next ring is too wide: keep the current one
             units = reached
@@ -88,7 +87,7 @@ class UnitEntityGraph:
         seed_e = np.flatnonzero(reset_entities)
         units = self.neighbourhood(seed_u, seed_e, hops, max_df, max_units)
         sub = self.ue[units]
-        ents = np.unique(np.concatenate([sub.indices, seed_e]))
+        ents = _union(self.n_entities, sub.indices, seed_e)
         sub = sub[:, ents].tocsr()
         # unit -> entity: proportional to entity weight (full out-degree of the unit).
         out = self.unit_out[units]
@@ -109,3 +108,12 @@ class UnitEntityGraph:
         unit_scores[units] = x_u
         ent_scores[ents] = x_e
         return unit_scores, ent_scores
+
+
+def _union(n: int, *indices: np.ndarray) -> np.ndarray:
+    """Sorted distinct values of index arrays into range(n): a mask, not a sort (np.unique
+    sorts; this is linear and ~10x faster on the neighbourhoods of a 100k graph)."""
+    mask = np.zeros(n, dtype=bool)
+    for idx in indices:
+        mask[idx] = True
+    return np.flatnonzero(mask)
