@@ -57,6 +57,11 @@ def answer_from_context(llm: LlmClient, result: SearchResult) -> SearchResult:
 
 def stream_answer(llm: LlmClient, result: SearchResult) -> Iterator[str]:
     """The LLM answer to `result`'s context, piece by piece (for a CLI or a notebook)."""
+    return stream_messages(llm, local_messages(result), stage="answer")
+
+
+def stream_messages(llm: LlmClient, messages: list[dict], stage: str, **params) -> Iterator[str]:
+    """An LLM answer streamed from a worker thread's event loop into a plain iterator."""
     import asyncio
     import queue
     import threading
@@ -65,7 +70,7 @@ def stream_answer(llm: LlmClient, result: SearchResult) -> Iterator[str]:
 
     async def pump() -> None:
         try:
-            async for piece in llm.stream(local_messages(result), stage="answer"):
+            async for piece in llm.stream(messages, stage=stage, **params):
                 pieces.put(piece)
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer
             pieces.put(exc)

@@ -661,19 +661,9 @@ def _context(
             break
         used += n
         ent_lines.append(f"[E{e['human_readable_id']}] {e['title']} ({e['type']}): {desc}")
+        via = names[ptype[g]] if ptype[g] >= 0 else None
         records.append(
-            {
-                "kind": "entity",
-                "id": e["id"],
-                "human_readable_id": e["human_readable_id"],
-                "score": float(score[g]),
-                "hops": int(hops[g]),
-                "via": names[ptype[g]] if ptype[g] >= 0 else None,
-                "title": e["title"],
-                "type": e["type"],
-                "text": desc,
-                **index.provenance_of_units(list(e["text_unit_ids"] or [])),
-            }
+            index.entity_record(e, desc, score=float(score[g]), hops=int(hops[g]), via=via)
         )
     if ent_lines:
         lines += ["", "# Entities", *ent_lines]

@@ -567,18 +567,8 @@ def build_result(
     node_recs, edge_recs = [], []
     for r in node_rows:
         e = ents.row(r, named=True)
-        node_recs.append(
-            {
-                "kind": "entity",
-                "id": e["id"],
-                "human_readable_id": e["human_readable_id"],
-                "title": e["title"],
-                "type": e["type"],
-                "text": _one_line(truncate_tokens(e["description"] or "", DESC_TOKENS)),
-                **g.nodes[r],
-                **index.provenance_of_units(list(e["text_unit_ids"] or [])),
-            }
-        )
+        text = _one_line(truncate_tokens(e["description"] or "", DESC_TOKENS))
+        node_recs.append(index.entity_record(e, text, **g.nodes[r]))
     for r in edge_rows:
         rel = rels.row(r, named=True)
         edge_recs.append(
@@ -747,29 +737,10 @@ def answer_flow(index: GraphIndex, result: SearchResult) -> SearchResult:
 
 def stream_flow_answer(index: GraphIndex, result: SearchResult) -> Iterator[str]:
     """The LLM answer to a flow result (`flow_search(..., llm_answer=False)`), piece by piece."""
-    import asyncio
-    import queue
+    from pipeline.query.answer import stream_messages
 
-    llm = index.llm
-    if llm is None:
+    if index.llm is None:
         raise ValueError("streaming needs LLM mode (settings llm.enabled)")
-    messages = flow_messages(result)
-    pieces: queue.Queue[str | None | BaseException] = queue.Queue()
-
-    async def pump() -> None:
-        try:
-            async for piece in llm.stream(
-                messages, stage="flow_answer", temperature=ANSWER_TEMPERATURE
-            ):
-                pieces.put(piece)
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
-            pieces.put(exc)
-        finally:
-            await llm.aclose()
-            pieces.put(None)
-
-    threading.Thread(target=lambda: asyncio.run(pump()), daemon=True).start()
-    while (item := pieces.get()) is not None:
-        if isinstance(item, BaseException):
-            raise item
-        yield item
+    return stream_messages(
+        index.llm, flow_messages(result), stage="flow_answer", temperature=ANSWER_TEMPERATURE
+    )

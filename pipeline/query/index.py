@@ -241,6 +241,19 @@ class GraphIndex:
             **extra,
         }
 
+    def entity_record(self, e: dict[str, Any], text: str, **extra: Any) -> dict[str, Any]:
+        """An entities row (as a dict) as a result record, with its first unit's provenance."""
+        return {
+            "kind": "entity",
+            "id": e["id"],
+            "human_readable_id": e["human_readable_id"],
+            "title": e["title"],
+            "type": e["type"],
+            "text": text,
+            **extra,
+            **self.provenance_of_units(list(e["text_unit_ids"] or [])),
+        }
+
     @staticmethod
     def _provenance(r: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -472,9 +485,14 @@ class GraphIndex:
         return answer_from_context(self.llm, result)
 
     def stream_answer(self, result: SearchResult):
-        """The LLM answer to a naive/local result's context, streamed piece by piece."""
+        """The LLM answer to a result's context (retrieved with `llm_answer=False`), streamed
+        piece by piece; a flow result streams with the flow prompt."""
         if self.llm is None:
             raise ValueError("streaming needs LLM mode (settings llm.enabled)")
+        if result.mode == "flow":
+            from pipeline.query.flow import stream_flow_answer
+
+            return stream_flow_answer(self, result)
         from pipeline.query.answer import stream_answer
 
         return stream_answer(self.llm, result)

@@ -243,19 +243,8 @@ def _entities_section(
             break
         used += n
         table.append(row)
-        records.append(
-            {
-                "kind": "entity",
-                "id": e["id"],
-                "human_readable_id": e["human_readable_id"],
-                "score": float(ent_scores[r]) if ent_scores.size else 0.0,
-                "title": e["title"],
-                "type": e["type"],
-                "text": desc,
-                "matched_name": matched.get(r),
-                **index.provenance_of_units(list(e["text_unit_ids"] or [])),
-            }
-        )
+        score = float(ent_scores[r]) if ent_scores.size else 0.0
+        records.append(index.entity_record(e, desc, score=score, matched_name=matched.get(r)))
     header = ["id", "entity", "type", "description", "number of relationships"]
     return render_table("Entities", header, table), records, used
 
