@@ -207,7 +207,7 @@ def test_naive_ranks_the_obvious_unit_first(index: GraphIndex):
     assert isinstance(res, SearchResult) and res.mode == "naive"
     assert _titles(index, res.text_unit_ids)[0] == "Photosynthesis"
     assert "Photosynthesis converts light energy" in res.answer
-    assert res.context_text.startswith("-----Sources-----")
+    assert res.context_text.startswith("-----Texts-----")
     top = res.records[0]
     assert top["kind"] == "text_unit" and top["document_title"] == "Photosynthesis"
     assert top["source_path"] == "input/07.txt" and top["pages"] == [1]
@@ -229,7 +229,7 @@ def test_local_search_reaches_a_unit_only_the_graph_links(index: GraphIndex):
     ents = [r for r in local.records if r["kind"] == "entity"]
     assert ents[0]["title"] == "KRELLMONT BRIDGE" and ents[0]["matched_name"]
     assert "ZORBLAT QUINTESSA" in [e["title"] for e in ents]
-    for section in ("Entities", "Relationships", "Reports", "Sources"):
+    for section in ("Entities", "Relations", "Summaries", "Texts"):
         assert f"-----{section}-----" in local.context_text
     rels = [r for r in local.records if r["kind"] == "relationship"]
     assert rels and rels[0]["title"] == "KRELLMONT BRIDGE -> ZORBLAT QUINTESSA"

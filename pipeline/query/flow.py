@@ -639,7 +639,7 @@ def build_result(
         used += n
         unit_recs.append(rec)
         table.append([rec["human_readable_id"], rec["document_title"], rec["text"]])
-    sections.append(render_table("Sources", ["id", "document", "text"], table))
+    sections.append(render_table("Texts", ["id", "document", "text"], table))
     context = "\n\n".join(sections)
     trace.append(
         f"context: {len(definitions)} of {len(node_recs)} definitions, {len(facts)} of "

@@ -8,8 +8,9 @@
    on the top dense units. Mass flows unit -> shared entity -> unit, so a passage that
    shares a bridge entity with a relevant one is found even when it shares no words
    with the query (multi-hop questions).
-3. The context is built GraphRAG-style within a token budget: Entities, Relationships,
-   Reports, Sources tables with human-readable ids; the records carry provenance.
+3. The context is built GraphRAG-style within a token budget: Entities, Relations,
+   Summaries (community reports), Texts tables — the seed's sections — with
+   human-readable ids; the records carry provenance.
 """
 
 from __future__ import annotations
@@ -257,7 +258,7 @@ def _relationships_section(
     rels = index.relationships
     header = ["id", "source", "target", "description", "weight"]
     if not ent_rows or rels.height == 0:
-        return render_table("Relationships", header, []), [], 0
+        return render_table("Relations", header, []), [], 0
     sel = np.zeros(index.entities.height)
     sel[ent_rows] = 1.0
     inc = index.entity_relationships  # entities x relationships
@@ -287,7 +288,7 @@ def _relationships_section(
                 **index.provenance_of_units(list(rel["text_unit_ids"] or [])),
             }
         )
-    return render_table("Relationships", header, table), records, used
+    return render_table("Relations", header, table), records, used
 
 
 def _reports_section(
@@ -297,7 +298,7 @@ def _reports_section(
     reps = index.community_reports
     header = ["id", "title", "level", "content"]
     if not ent_rows or reps.height == 0:
-        return render_table("Reports", header, []), [], 0
+        return render_table("Summaries", header, []), [], 0
     sel = np.zeros(index.entities.height)
     sel[ent_rows] = 1.0
     hits = index.entity_reports.T @ sel  # selected entities per report
@@ -331,7 +332,7 @@ def _reports_section(
                 **index.provenance_of_units(units[r]),
             }
         )
-    return render_table("Reports", header, table), records, used
+    return render_table("Summaries", header, table), records, used
 
 
 def _sources_section(
@@ -350,4 +351,4 @@ def _sources_section(
         used += n
         records.append(rec)
         table.append([rec["human_readable_id"], rec["document_title"], rec["text"]])
-    return render_table("Sources", ["id", "document", "text"], table), records
+    return render_table("Texts", ["id", "document", "text"], table), records

@@ -38,7 +38,7 @@ def naive_search(index: GraphIndex, query: str, top_k: int | None = None) -> Sea
         used += n
         records.append(rec)
         table_rows.append([rec["human_readable_id"], rec["document_title"], rec["text"]])
-    context = render_table("Sources", ["id", "document", "text"], table_rows)
+    context = render_table("Texts", ["id", "document", "text"], table_rows)
     answer = extractive_answer(
         query, [r["text"] for r in records[:ANSWER_UNITS]], max_sentences=ANSWER_SENTENCES
     )
