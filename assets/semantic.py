@@ -1,6 +1,10 @@
 """Semantic layer: chunks -> triplets -> entities/relationships -> communities -> reports."""
 
+import json
+import os
+import tempfile
 import time
+from pathlib import Path
 
 import polars as pl
 from dagster import (
@@ -15,7 +19,7 @@ from dagster import (
 from assets.metadata import counts_md, frame_metadata
 from pipeline import store
 from pipeline.chunking import chunk_structured
-from pipeline.communities import hierarchical_leiden
+from pipeline.communities import hierarchical_leiden, next_state, plan_communities
 from pipeline.extract import extract_resilient, get_extractor
 from pipeline.graph import merge_graph
 from pipeline.reports import build_reports
@@ -159,16 +163,61 @@ def communities(
     started = time.perf_counter()
     settings = docgraph.settings()
     # the last run's table (if any): a small graph change keeps its communities (and so their
-    # cached LLM reports); see pipeline.communities
+    # cached LLM reports), a change accumulated since the last full recompute (counted in the
+    # state sidecar) or new partition settings recompute; see pipeline.communities
     previous = store.read_table(settings.output_dir, "communities")
-    df = hierarchical_leiden(entities, relationships, settings.graph, previous=previous)
+    state_path = Path(settings.output_dir) / COMMUNITIES_STATE
+    plan = plan_communities(
+        entities, relationships, settings.graph, previous, _read_state(state_path)
+    )
+    df = hierarchical_leiden(
+        entities, relationships, settings.graph, previous=previous if plan["carry_over"] else None
+    )
+    # written before the IO manager writes the table: the state names the table it describes
+    # (table_hash), so if that write never happens the next run sees a stale state and recomputes
+    _write_state(state_path, next_state(plan, df))
     levels = dict(df.group_by("level").len().sort("level").iter_rows())
     return Output(
         df,
         metadata=frame_metadata(
-            df, started, levels=counts_md({str(k): v for k, v in levels.items()}, ("level", "n"))
+            df,
+            started,
+            levels=counts_md({str(k): v for k, v in levels.items()}, ("level", "n")),
+            incremental="carried_over" if plan["carry_over"] else "recomputed",
+            incremental_reason=plan["reason"],
+            cumulative_change=round(float(plan["change"]), 6),
+            run_change=round(float(plan["run_change"]), 6),
         ),
     )
+
+
+COMMUNITIES_STATE = "communities_state.json"
+
+
+def _read_state(path: Path) -> dict | None:
+    """None when there is no sidecar (an index from before it: carried over once, then
+    counted); {} when it cannot be read (pipeline.communities then recomputes)."""
+    if not path.exists():
+        return None
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def _write_state(path: Path, state: dict) -> None:
+    """Atomically, like pipeline.store tables: a crash leaves the old sidecar whole."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(state, fh, sort_keys=True, indent=1)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 @multi_asset(

@@ -15,7 +15,11 @@ The hierarchy follows GraphRAG's `hierarchical_leiden` with `max_cluster_size`:
 Re-runs (`previous`, the last run's table): after a small change (at most
 `incremental_max_change` of the clustered entities new or gone) the previous hierarchy is
 carried over instead of recomputed, so that communities, their numbers and their cached LLM
-reports survive one added document; see `_update_hierarchy`. A larger change recomputes.
+reports survive one added document; see `_update_hierarchy`. A larger change recomputes, and
+so does a change accumulated over many small runs: `plan_communities` decides from a small
+state (`next_state`: counts since the last full recompute, a hash of the partition settings)
+that the caller keeps beside the table. A carried-over leaf that grows past
+`max_cluster_size` is split the way the full build splits (`_split_deeper`).
 
 Determinism: vertices are numbered by sorted entity id, parallel/reversed edges are merged and
 sorted, every Leiden call uses `settings.seed`, and community numbers are assigned by
@@ -25,6 +29,7 @@ differ between runs; the id is a hash of (level, member ids), so it is stable ac
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import igraph as ig
@@ -33,7 +38,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.config import GraphSettings
-from pipeline.ids import stable_id_expr
+from pipeline.ids import sha256_hex, stable_id_expr
 from pipeline.schemas import TABLES, empty
 
 
@@ -124,6 +129,47 @@ def _split_groups(
     return out
 
 
+def _split_deeper(
+    current: list[_Community],
+    n: int,
+    eu: np.ndarray,
+    ev: np.ndarray,
+    ew: np.ndarray,
+    settings: GraphSettings,
+) -> list[_Community]:
+    """The descendants created by splitting, level after level, every community (of `current`,
+    then of its children) larger than `max_cluster_size`, down to `max_levels`.
+
+    One code path for the full build and for carried-over leaves that grew too large, so a
+    grown leaf is split exactly as a from-scratch run would split a community of those members.
+    `current` must hold disjoint member sets (one level, or leaves)."""
+    created: list[_Community] = []
+    depth = max(settings.max_levels, 1)
+    while True:
+        to_split = [
+            c
+            for c in current
+            if c.splittable and len(c.members) > settings.max_cluster_size and c.level + 1 < depth
+        ]
+        if not to_split:
+            return created
+        labels = np.full(n, -1, dtype=np.int64)
+        for gi, c in enumerate(to_split):
+            labels[c.members] = gi
+        current = []
+        for c, parts in zip(
+            to_split, _split_groups(labels, len(to_split), eu, ev, ew, settings.seed), strict=True
+        ):
+            if len(parts) < 2:
+                c.splittable = False
+                continue
+            for p in parts:
+                child = _Community(c.level + 1, p, parent=c)
+                c.children.append(child)
+                current.append(child)
+        created.extend(current)
+
+
 def _build_hierarchy(
     n: int, eu: np.ndarray, ev: np.ndarray, ew: np.ndarray, settings: GraphSettings
 ) -> list[_Community]:
@@ -148,27 +194,7 @@ def _build_hierarchy(
             current.append(_Community(0, p, splittable=len(parts) > 1))
     everything.extend(current)
 
-    for level in range(1, max(settings.max_levels, 1)):
-        to_split = [
-            c for c in current if c.splittable and len(c.members) > settings.max_cluster_size
-        ]
-        if not to_split:
-            break
-        labels = np.full(n, -1, dtype=np.int64)
-        for gi, c in enumerate(to_split):
-            labels[c.members] = gi
-        current = []
-        for c, parts in zip(
-            to_split, _split_groups(labels, len(to_split), eu, ev, ew, settings.seed), strict=True
-        ):
-            if len(parts) < 2:
-                c.splittable = False
-                continue
-            for p in parts:
-                child = _Community(level, p, parent=c)
-                c.children.append(child)
-                current.append(child)
-        everything.extend(current)
+    everything.extend(_split_deeper(current, n, eu, ev, ew, settings))
 
     everything.sort(key=lambda c: (c.level, int(c.members[0])))
     for i, c in enumerate(everything):
@@ -240,30 +266,24 @@ def _frames_of(comms: list[_Community], offset: int = 0) -> tuple[pl.DataFrame, 
     return head, membership
 
 
-def _update_hierarchy(
-    ids: pl.Series,
-    eu: np.ndarray,
-    ev: np.ndarray,
-    ew: np.ndarray,
-    previous: pl.DataFrame,
-    settings: GraphSettings,
-) -> tuple[pl.DataFrame, pl.DataFrame] | None:
-    """The previous hierarchy carried over to the current graph, or None (recompute) when there
-    is none, it is deeper than `max_levels` allows, or more than `incremental_max_change` of
-    its entities are new or gone.
+@dataclass
+class _Diff:
+    """The previous table against the current graph (vertex = index into sorted entity ids)."""
 
-    Why: Leiden from scratch reshuffles large communities after a small addition, and every
-    reshuffled community costs a new LLM report. Kept entities keep their community at every
-    level (so do the community numbers); a new entity joins, level by level, the community of
-    its most strongly linked neighbour (inside its parent below level 0); new entities linked
-    only to each other form new communities (Leiden on their subgraph), numbered after the
-    previous ones; gone entities leave, and communities left empty vanish."""
+    prev: pl.DataFrame  # community, level, parent, children, entity_ids (typed)
+    kept: pl.DataFrame  # (community, level, v) of previous members still linked
+    new: np.ndarray  # bool per vertex: linked now, not clustered before
+    n_prev: int  # entities clustered (level 0) in the previous table
+    added: int
+    removed: int
+    max_level: int
+
+
+def _diff(ids: pl.Series, eu: np.ndarray, ev: np.ndarray, previous: pl.DataFrame) -> _Diff | None:
+    """None when there is no previous table (or it clusters nothing)."""
+    if previous.is_empty():
+        return None
     n = len(ids)
-    if len(eu) == 0 or previous.is_empty():
-        return None
-    max_level = int(previous["level"].max())
-    if max_level >= max(settings.max_levels, 1):
-        return None
     linked = np.zeros(n, dtype=bool)
     linked[eu] = True
     linked[ev] = True
@@ -281,15 +301,57 @@ def _update_hierarchy(
         .drop_nulls("entity_id")
     )
     n_prev = pm.filter(pl.col("level") == 0)["entity_id"].n_unique()
-    kept = pm.join(index, on="entity_id").filter(pl.col("linked"))
+    if n_prev == 0:
+        return None
+    kept = pm.join(index, on="entity_id").filter(pl.col("linked")).select("community", "level", "v")
     kept0 = kept.filter(pl.col("level") == 0)["v"].unique().to_numpy()
     was = np.zeros(n, dtype=bool)
     was[kept0] = True
     new = linked & ~was
-    n_changed = int(new.sum()) + (n_prev - len(kept0))
-    if n_prev == 0 or n_changed > settings.incremental_max_change * n_prev:
-        return None
+    return _Diff(
+        prev=prev,
+        kept=kept,
+        new=new,
+        n_prev=n_prev,
+        added=int(new.sum()),
+        removed=n_prev - len(kept0),
+        max_level=int(prev["level"].max()),
+    )
 
+
+def _carry_blocker(diff: _Diff | None, n_edges: int, settings: GraphSettings) -> str | None:
+    """Why this run's change alone rules out a carry-over (None: it does not)."""
+    if diff is None:
+        return "no previous communities"
+    if n_edges == 0:
+        return "no relationships"
+    if diff.max_level >= max(settings.max_levels, 1):
+        return "previous hierarchy deeper than max_levels"
+    if diff.added + diff.removed > settings.incremental_max_change * diff.n_prev:
+        return "this run's change above incremental_max_change"
+    return None
+
+
+def _update_hierarchy(
+    n: int,
+    eu: np.ndarray,
+    ev: np.ndarray,
+    ew: np.ndarray,
+    diff: _Diff,
+    settings: GraphSettings,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The previous hierarchy carried over to the current graph (the caller checked that the
+    change is small enough).
+
+    Why: Leiden from scratch reshuffles large communities after a small addition, and every
+    reshuffled community costs a new LLM report. Kept entities keep their community at every
+    level (so do the community numbers); a new entity joins, level by level, the community of
+    its most strongly linked neighbour (inside its parent below level 0); new entities linked
+    only to each other form new communities (Leiden on their subgraph), numbered after the
+    previous ones; gone entities leave, and communities left empty vanish. A carried-over leaf
+    that grew past `max_cluster_size` is split as the full build would split it
+    (`_split_deeper`), its parts numbered after all others; nothing else changes."""
+    prev, kept, new, max_level = diff.prev, diff.kept, diff.new, diff.max_level
     top = int(prev["community"].max())
     lab = np.full((max_level + 1, n), -1, dtype=np.int64)
     lab[kept["level"].to_numpy(), kept["v"].to_numpy()] = kept["community"].to_numpy()
@@ -334,7 +396,170 @@ def _update_hierarchy(
             new_head,
         ]
     )
-    return head, membership
+    return _split_grown(head, membership, top, top + 1 + len(fresh), n, eu, ev, ew, settings)
+
+
+def _split_grown(
+    head: pl.DataFrame,
+    membership: pl.DataFrame,
+    top: int,
+    next_number: int,
+    n: int,
+    eu: np.ndarray,
+    ev: np.ndarray,
+    ew: np.ndarray,
+    settings: GraphSettings,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Carried-over leaves (numbers <= `top`) larger than `max_cluster_size` get children, as
+    in the full build; new numbers start at `next_number`. Leaves that Leiden leaves whole (or
+    that sit at the deepest level) stay as they are, so an unchanged graph stays unchanged."""
+    grown = (
+        head.filter(
+            (pl.col("community") <= top)
+            & (pl.col("children").list.len() == 0)
+            & (pl.col("level") + 1 < max(settings.max_levels, 1))
+        )
+        .select("community", "level")
+        .join(membership, on="community")
+        .group_by("community", "level")
+        .agg(pl.col("v").sort())
+        .filter(pl.col("v").list.len() > settings.max_cluster_size)
+        .sort("community")
+    )
+    if grown.is_empty():
+        return head, membership
+    leaves = [
+        _Community(level, np.asarray(members, dtype=np.int64), number=c)
+        for c, level, members in grown.iter_rows()
+    ]
+    created = _split_deeper(leaves, n, eu, ev, ew, settings)
+    if not created:
+        return head, membership
+    created.sort(key=lambda c: (c.level, int(c.members[0])))
+    for i, c in enumerate(created):
+        c.number = next_number + i
+    split_head, split_members = _frames_of(created)
+    kids = {c.number: [ch.number for ch in c.children] for c in leaves if c.children}
+    split = pl.DataFrame(
+        {"community": list(kids), "new_children": list(kids.values())},
+        schema={"community": pl.Int64, "new_children": pl.List(pl.Int64)},
+    )
+    head = (
+        head.join(split, on="community", how="left")
+        .with_columns(pl.coalesce("new_children", "children").alias("children"))
+        .drop("new_children")
+    )
+    return pl.concat([head, split_head]), pl.concat([membership, split_members])
+
+
+# Graph settings that shape the partition: a change to any of them recomputes. Bump
+# PARTITION_VERSION when the algorithm itself changes in a way that should do the same.
+PARTITION_SETTINGS = ("seed", "max_cluster_size", "max_levels")
+PARTITION_VERSION = 1
+STATE_VERSION = 1
+
+
+def partition_hash(settings: GraphSettings) -> str:
+    data = {"version": PARTITION_VERSION, **settings.model_dump(include=set(PARTITION_SETTINGS))}
+    return sha256_hex(json.dumps(data, sort_keys=True).encode("utf-8"))
+
+
+def table_hash(communities: pl.DataFrame) -> str:
+    """Fingerprint of a communities table (numbers and member-derived ids): a state sidecar
+    names the table it describes, so a sidecar left beside another table is not trusted."""
+    lines = communities.sort("community").select(
+        pl.format("{}:{}", pl.col("community"), pl.col("id"))
+    )
+    return sha256_hex("\n".join(lines.to_series().to_list()).encode("utf-8"))
+
+
+def _valid_state(state: object) -> bool:
+    if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
+        return False
+    ints = ("base_entities", "added", "removed")
+    return all(isinstance(state.get(k), str) for k in ("partition_hash", "table_hash")) and all(
+        isinstance(state.get(k), int) and state[k] >= 0 for k in ints
+    )
+
+
+def plan_communities(
+    entities: pl.DataFrame,
+    relationships: pl.DataFrame,
+    settings: GraphSettings,
+    previous: pl.DataFrame | None,
+    state: dict | None,
+) -> dict:
+    """Whether this run carries the previous communities over, as plain data.
+
+    Why cumulative: a per-run threshold never fires for a corpus that grows 2 % a night, so
+    the partition would drift from what Leiden finds without anyone noticing. `state` (the
+    sidecar the last run wrote, see `next_state`) counts entities added and removed since the
+    last full recompute; the run carries over only if this run's change and the accumulated
+    one (over the entity count of that recompute) are both within `incremental_max_change`,
+    the partition settings are unchanged and the state describes `previous`.
+    `state=None` means "no sidecar" (an index written before it existed): the run carries
+    over on its own change, as before, and starts counting. A state that is present but
+    unreadable, stale (describes another table) or of other settings recomputes.
+
+    Returns carry_over (bool), reason, run_change and change (fractions), base_entities,
+    added, removed (cumulative, this run included) and partition_hash."""
+    ids = entities["id"].cast(pl.Utf8).unique().sort()
+    eu, ev, _ = _edge_arrays(ids, relationships)
+    diff = _diff(ids, eu, ev, previous) if previous is not None else None
+    phash = partition_hash(settings)
+    plan = {
+        "carry_over": False,
+        "reason": "",
+        "run_change": 0.0,
+        "change": 0.0,
+        "base_entities": 0,
+        "added": 0,
+        "removed": 0,
+        "partition_hash": phash,
+    }
+    blocker = _carry_blocker(diff, len(eu), settings)
+    if diff is not None:
+        plan["run_change"] = (diff.added + diff.removed) / diff.n_prev
+        if state is None:
+            base, added, removed = diff.n_prev, diff.added, diff.removed
+        elif _valid_state(state):
+            base = state["base_entities"]
+            added, removed = state["added"] + diff.added, state["removed"] + diff.removed
+        else:
+            base, added, removed = 0, 0, 0
+        plan.update(base_entities=base, added=added, removed=removed)
+        plan["change"] = (added + removed) / base if base else 1.0
+    if blocker is None and state is not None:
+        if not _valid_state(state):
+            blocker = "state sidecar unreadable"
+        elif state["partition_hash"] != phash:
+            blocker = "partition settings changed"
+        elif previous is not None and state["table_hash"] != table_hash(previous):
+            blocker = "state sidecar describes another table"
+        elif plan["change"] > settings.incremental_max_change:
+            blocker = "cumulative change above incremental_max_change"
+    plan["carry_over"] = blocker is None
+    plan["reason"] = blocker or ("carried over" if state is not None else "carried over (no state)")
+    return plan
+
+
+def next_state(plan: dict, communities: pl.DataFrame) -> dict:
+    """The sidecar to keep beside `communities` (the table this plan produced): the counts
+    restart at a full recompute. No run date or mode in it, so an unchanged re-run writes the
+    identical state."""
+    if plan["carry_over"]:
+        base, added, removed = plan["base_entities"], plan["added"], plan["removed"]
+    else:
+        level0 = communities.filter(pl.col("level") == 0)["entity_ids"].explode().drop_nulls()
+        base, added, removed = level0.n_unique(), 0, 0
+    return {
+        "version": STATE_VERSION,
+        "partition_hash": plan["partition_hash"],
+        "table_hash": table_hash(communities),
+        "base_entities": int(base),
+        "added": int(added),
+        "removed": int(removed),
+    }
 
 
 def hierarchical_leiden(
@@ -346,19 +571,19 @@ def hierarchical_leiden(
     """communities frame with exactly schemas.COMMUNITIES columns.
 
     `previous` (the last run's communities table, if any) makes a re-run incremental: see
-    `_update_hierarchy`; without it, or after a large change, Leiden runs from scratch."""
+    `_update_hierarchy`; without it, or after a large change, Leiden runs from scratch. This
+    checks only this run's change: a caller that keeps state across runs asks
+    `plan_communities` first and passes `previous` only when it says carry_over."""
     ids = entities["id"].cast(pl.Utf8).unique().sort()
     eu, ev, ew = _edge_arrays(ids, relationships)
-    update = (
-        _update_hierarchy(ids, eu, ev, ew, previous, settings) if previous is not None else None
-    )
-    if update is None:
+    diff = _diff(ids, eu, ev, previous) if previous is not None else None
+    if diff is not None and _carry_blocker(diff, len(eu), settings) is None:
+        head, vmembers = _update_hierarchy(len(ids), eu, ev, ew, diff, settings)
+    else:
         comms = _build_hierarchy(len(ids), eu, ev, ew, settings)
         if not comms:
             return empty("communities")
         head, vmembers = _frames_of(comms)
-    else:
-        head, vmembers = update
 
     membership = vmembers.with_columns(
         pl.Series("entity_id", ids.to_numpy()[vmembers["v"].to_numpy()], dtype=pl.Utf8)
