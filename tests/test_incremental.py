@@ -3,7 +3,9 @@ document to an indexed corpus (whole job against the fake server)."""
 
 from __future__ import annotations
 
+import json
 import random
+import shutil
 from pathlib import Path
 
 import igraph as ig
@@ -13,7 +15,7 @@ import pytest
 from assets.run import run_index
 from pipeline import store
 from pipeline.cli import write_sample_corpus
-from pipeline.communities import hierarchical_leiden
+from pipeline.communities import hierarchical_leiden, next_state, plan_communities
 from pipeline.config import GraphSettings
 from pipeline.fake_llm import FakeLlm
 from pipeline.ids import stable_id
@@ -224,6 +226,244 @@ def test_large_change_recomputes_from_scratch() -> None:
     _check_valid(kept, _linked(rels2))
 
 
+def _run(ents, rels, settings, previous=None, state=None):
+    """One run as the communities asset does it: plan, compute, next state."""
+    plan = plan_communities(ents, rels, settings, previous, state)
+    out = hierarchical_leiden(
+        ents, rels, settings, previous=previous if plan["carry_over"] else None
+    )
+    return out, plan, next_state(plan, out)
+
+
+def test_small_changes_accumulate_until_a_full_recompute_and_counting_restarts() -> None:
+    settings = GraphSettings(incremental_max_change=0.1)
+    ents, rels = _graph(12, 30, seed=5)
+    table, plan, state = _run(ents, rels, settings)
+    assert not plan["carry_over"] and state["base_entities"] == 360
+    assert (state["added"], state["removed"]) == (0, 0)
+    legacy = table  # the same nights without state: only this run's change is checked
+    modes, changes = [], []
+    for night in range(1, 7):  # 8 new entities a night: 2.2 % of the graph, 11.1 % by night 5
+        ents2, rels2 = _graph(12, 30, seed=5, extra=8 * night, extra_seed=1)
+        out, plan, state = _run(ents2, rels2, settings, previous=table, state=state)
+        assert plan["run_change"] <= 0.1
+        modes.append(plan["carry_over"])
+        changes.append(plan["change"])
+        _check_valid(out, _linked(rels2))
+        if plan["carry_over"]:
+            assert set(table["community"]) <= set(out["community"])
+            assert (
+                state["added"] == plan["added"] and state["base_entities"] == plan["base_entities"]
+            )
+        else:
+            assert plan["reason"].startswith("cumulative change")
+            assert out.equals(hierarchical_leiden(ents2, rels2, settings))  # Leiden from scratch
+            assert state["base_entities"] == len(_linked(rels2))
+            assert (state["added"], state["removed"]) == (0, 0)
+        legacy, legacy_plan, _ = _run(ents2, rels2, settings, previous=legacy, state=None)
+        assert legacy_plan["carry_over"]  # the drift the cumulative guard exists for
+        table = out
+    assert modes == [True, True, True, True, False, True]
+    assert changes[:5] == pytest.approx([8 / 360, 16 / 360, 24 / 360, 32 / 360, 40 / 360])
+    assert changes[5] == pytest.approx(8 / state["base_entities"])  # counting restarted
+
+
+def test_removals_count_towards_the_cumulative_change() -> None:
+    settings = GraphSettings(incremental_max_change=0.1)
+    ents, rels = _graph(12, 30, seed=5, extra=24, extra_seed=1)
+    table, _, state = _run(ents, rels, settings)
+    ents2, rels2 = _graph(12, 30, seed=5, extra=9, extra_seed=1)  # 15 of 384 gone
+    _, plan, state = _run(ents2, rels2, settings, previous=table, state=state)
+    assert plan["carry_over"] and (state["added"], state["removed"]) == (0, 15)
+
+
+def test_partition_settings_change_forces_a_recompute() -> None:
+    settings = GraphSettings()
+    ents, rels = _graph(12, 30, seed=5)
+    table, _, state = _run(ents, rels, settings)
+    ents2, rels2 = _graph(12, 30, seed=5, extra=3, extra_seed=1)
+    for changed in (
+        GraphSettings(max_cluster_size=8),
+        GraphSettings(seed=7),
+        GraphSettings(max_levels=5),
+    ):
+        out, plan, new_state = _run(ents2, rels2, changed, previous=table, state=state)
+        assert not plan["carry_over"] and plan["reason"] == "partition settings changed"
+        assert out.equals(hierarchical_leiden(ents2, rels2, changed))
+        assert new_state["partition_hash"] != state["partition_hash"]
+    # settings that do not shape the partition keep the carry-over
+    loose = GraphSettings(incremental_max_change=0.3, description_max_tokens=99)
+    _, plan, new_state = _run(ents2, rels2, loose, previous=table, state=state)
+    assert plan["carry_over"] and new_state["partition_hash"] == state["partition_hash"]
+
+
+def test_missing_unreadable_or_stale_state() -> None:
+    settings = GraphSettings()
+    ents, rels = _graph(12, 30, seed=5)
+    table, _, state = _run(ents, rels, settings)
+    ents2, rels2 = _graph(12, 30, seed=5, extra=3, extra_seed=1)
+    # no sidecar (an index from before it): carried over on this run's change, counting starts
+    out, plan, new_state = _run(ents2, rels2, settings, previous=table, state=None)
+    assert plan["carry_over"] and plan["reason"] == "carried over (no state)"
+    assert new_state["base_entities"] == 360 and new_state["added"] == 3
+    # unreadable, or describing another table (the table write after it never happened)
+    for bad, reason in (
+        ({}, "state sidecar unreadable"),
+        ({**state, "added": -1}, "state sidecar unreadable"),
+        ({**state, "table_hash": "0" * 64}, "state sidecar describes another table"),
+    ):
+        out, plan, new_state = _run(ents2, rels2, settings, previous=table, state=bad)
+        assert not plan["carry_over"] and plan["reason"] == reason
+        assert out.equals(hierarchical_leiden(ents2, rels2, settings))
+        assert (new_state["added"], new_state["removed"]) == (0, 0)
+
+
+def test_unchanged_input_gives_identical_table_and_state() -> None:
+    settings = GraphSettings()
+    ents, rels = _graph(12, 30, seed=5)
+    table, _, state = _run(ents, rels, settings)
+    for _ in range(2):
+        again, plan, state2 = _run(ents, rels, settings, previous=table, state=state)
+        assert plan["carry_over"] and plan["change"] == 0.0
+        assert again.equals(table)
+        assert json.dumps(state2, sort_keys=True) == json.dumps(state, sort_keys=True)
+
+
+def _grow_leaf(n_new: int):
+    """A graph, its full table, a small level-1 leaf and the graph with `n_new` new entities:
+    a clique among themselves, each linked to two members of that leaf."""
+    settings = GraphSettings()
+    ents, rels = _graph(12, 30, seed=5)
+    full = hierarchical_leiden(ents, rels, settings)
+    leaf = (
+        full.filter((pl.col("level") == 1) & (pl.col("children").list.len() == 0))
+        .sort("size", "community")
+        .row(0, named=True)
+    )
+    members = sorted(leaf["entity_ids"])
+    new = [stable_id("entity", f"g{i}") for i in range(n_new)]
+    edges = [(a, b) for i, a in enumerate(new) for b in new[i + 1 :]]
+    edges += [(a, members[(2 * i + k) % len(members)]) for i, a in enumerate(new) for k in (0, 1)]
+    ents2 = pl.concat(
+        [
+            ents,
+            pl.DataFrame(
+                {
+                    "id": new,
+                    "title": [f"g{i}" for i in range(n_new)],
+                    "text_unit_ids": [[f"u-g{i}"] for i in range(n_new)],
+                }
+            ),
+        ]
+    )
+    rels2 = pl.concat(
+        [
+            rels,
+            pl.DataFrame(
+                {
+                    "id": [f"rg-{a}-{b}" for a, b in edges],
+                    "source_id": [a for a, _ in edges],
+                    "target_id": [b for _, b in edges],
+                    "weight": [1.0] * len(edges),
+                }
+            ),
+        ]
+    )
+    return settings, full, leaf, set(new), ents2, rels2
+
+
+def test_a_leaf_grown_past_max_cluster_size_is_split_and_nothing_else_changes() -> None:
+    settings, full, leaf, new, ents2, rels2 = _grow_leaf(8)
+    assert leaf["size"] + len(new) > settings.max_cluster_size >= leaf["size"]
+    out, plan, _ = _run(ents2, rels2, settings, previous=full, state=None)
+    assert plan["carry_over"]
+    _check_valid(out, _linked(rels2))
+    rows = {r["community"]: r for r in out.iter_rows(named=True)}
+    grown = rows[leaf["community"]]
+    assert set(grown["entity_ids"]) == set(leaf["entity_ids"]) | new
+    assert len(grown["children"]) >= 2  # split into sub-communities at the next level
+    top = int(full["community"].max())
+    for k in grown["children"]:
+        assert k > top and rows[k]["level"] == leaf["level"] + 1
+        assert rows[k]["parent"] == leaf["community"] and rows[k]["size"] <= len(
+            grown["entity_ids"]
+        )
+    assert sorted(set(out["community"]) - set(full["community"])) == sorted(grown["children"])
+    # ancestors gained the new entities only; every other community is the very same row
+    ancestors = set()
+    c = leaf["parent"]
+    while c != -1:
+        ancestors.add(c)
+        c = rows[c]["parent"]
+    cols = ["community", "level", "parent", "children", "entity_ids", "id", "size"]
+    before = full.filter(~pl.col("community").is_in([leaf["community"], *ancestors]))
+    assert (
+        out.filter(pl.col("community").is_in(before["community"].implode()))
+        .select(cols)
+        .equals(before.select(cols))
+    )
+    for a in ancestors:
+        old = full.filter(pl.col("community") == a).row(0, named=True)
+        assert rows[a]["children"] == old["children"]
+        assert set(rows[a]["entity_ids"]) == set(old["entity_ids"]) | new
+    # the split is the one the full build makes of those members: Leiden on their subgraph
+    inside = set(grown["entity_ids"])
+    sub = hierarchical_leiden(
+        ents2.filter(pl.col("id").is_in(list(inside))),
+        rels2.filter(
+            pl.col("source_id").is_in(list(inside)) & pl.col("target_id").is_in(list(inside))
+        ),
+        settings,
+    ).filter(pl.col("level") == 0)
+    assert sorted(map(sorted, sub["entity_ids"].to_list())) == sorted(
+        sorted(rows[k]["entity_ids"]) for k in grown["children"]
+    )
+    again, plan2, _ = _run(ents2, rels2, settings, previous=out, state=None)
+    assert plan2["carry_over"] and again.equals(out)
+
+
+def test_a_leaf_still_within_max_cluster_size_gets_no_children() -> None:
+    settings, full, leaf, new, ents2, rels2 = _grow_leaf(settings_gap := 1)
+    assert leaf["size"] + settings_gap <= settings.max_cluster_size
+    out, plan, _ = _run(ents2, rels2, settings, previous=full, state=None)
+    assert plan["carry_over"] and set(out["community"]) == set(full["community"])
+    assert out.filter(pl.col("community") == leaf["community"])["children"][0].to_list() == []
+
+
+def _communities_metadata(result) -> dict:
+    [event] = [
+        e
+        for e in result.get_asset_materialization_events()
+        if e.asset_key.path[-1] == "communities"
+    ]
+    return {k: v.value for k, v in event.materialization.metadata.items()}
+
+
+def test_asset_keeps_the_state_sidecar_and_reports_the_mode(sample_index, tmp_path) -> None:
+    inp, out, result, _ = sample_index
+    state_path = out / "communities_state.json"
+    state = json.loads(state_path.read_text(encoding="utf-8"))
+    assert state["added"] == state["removed"] == 0
+    assert state["base_entities"] == len(
+        set(
+            store.read_table(out, "communities")
+            .filter(pl.col("level") == 0)["entity_ids"]
+            .explode()
+        )
+    )
+    meta = _communities_metadata(result)
+    assert meta["incremental"] == "recomputed" and meta["cumulative_change"] == 0.0
+    # a re-run on unchanged input carries over: identical table, byte-identical sidecar
+    again = tmp_path / "again"
+    shutil.copytree(out, again)
+    rerun = run_index(input_dir=str(inp), output_dir=str(again))
+    meta = _communities_metadata(rerun)
+    assert meta["incremental"] == "carried_over" and meta["cumulative_change"] == 0.0
+    assert store.read_table(again, "communities").equals(store.read_table(out, "communities"))
+    assert (again / "communities_state.json").read_bytes() == state_path.read_bytes()
+    assert not list(again.glob(".communities_state.*.tmp"))
+
+
 def _config(tmp_path: Path, server: FakeLlm) -> str:
     path = tmp_path / "llm.yaml"
     path.write_text(
@@ -256,6 +496,8 @@ def test_adding_a_small_document_costs_few_llm_calls(tmp_path, monkeypatch, name
         assert server.requests <= 5, by_stage
     after = store.read_table(out, "communities")
     assert "Lise Meitner" in set(store.read_table(out, "entities")["title"])
+    state = json.loads((out / "communities_state.json").read_text(encoding="utf-8"))
+    assert state["added"] > 0  # carried over, and counted towards the next full recompute
     # kept communities keep their numbers, levels and (if their members are unchanged) ids
     old = {r["community"]: r for r in before.iter_rows(named=True)}
     new = {r["community"]: r for r in after.iter_rows(named=True)}
