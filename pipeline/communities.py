@@ -323,6 +323,8 @@ def _carry_blocker(diff: _Diff | None, n_edges: int, settings: GraphSettings) ->
     """Why this run's change alone rules out a carry-over (None: it does not)."""
     if diff is None:
         return "no previous communities"
+    if settings.incremental_max_change <= 0:
+        return "incremental_max_change is 0"
     if n_edges == 0:
         return "no relationships"
     if diff.max_level >= max(settings.max_levels, 1):

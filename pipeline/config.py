@@ -84,7 +84,10 @@ class GraphSettings(BaseModel):
         0.1,
         description="re-runs: when at most this fraction of the previously clustered entities is "
         "new or gone, kept entities keep their communities (new ones join their most strongly "
-        "linked neighbour's); above it, or without a previous table, Leiden runs from scratch",
+        "linked neighbour's); above it, or without a previous table, Leiden runs from scratch. "
+        "Also applies to the change accumulated since the last full recompute (counted in "
+        "<output>/communities_state.json), and a change of seed, max_cluster_size or "
+        "max_levels recomputes; 0: always recompute",
     )
 
 

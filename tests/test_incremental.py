@@ -291,6 +291,10 @@ def test_partition_settings_change_forces_a_recompute() -> None:
         assert not plan["carry_over"] and plan["reason"] == "partition settings changed"
         assert out.equals(hierarchical_leiden(ents2, rels2, changed))
         assert new_state["partition_hash"] != state["partition_hash"]
+    # 0 switches the carry-over off, even for an unchanged graph
+    off = GraphSettings(incremental_max_change=0.0)
+    _, plan, _ = _run(ents, rels, off, previous=table, state=state)
+    assert not plan["carry_over"] and plan["reason"] == "incremental_max_change is 0"
     # settings that do not shape the partition keep the carry-over
     loose = GraphSettings(incremental_max_change=0.3, description_max_tokens=99)
     _, plan, new_state = _run(ents2, rels2, loose, previous=table, state=state)
