@@ -97,7 +97,8 @@ class ExpandGraph:
     n_units: int
     n_entities: int
     adj: dict[str, sp.csr_matrix]  # type -> N x N, rows = source, value = edge weight
-    section_vectors: np.ndarray  # mean of a section's own unit vectors, L2-normalised
+    section_vectors: np.ndarray  # mean of a section's own unit vectors, L2-normalised,
+    section_rows: np.ndarray  # for the sections that hold units (the rest have no vector)
     unit_section: np.ndarray  # unit row -> section row (-1 when unknown)
     section_info: pl.DataFrame  # row order: id, title, path, uri, document_id, seq
     entity_df: np.ndarray
@@ -255,12 +256,24 @@ def _build(index: GraphIndex) -> ExpandGraph:
         sv = np.divide(sv, norm, out=np.zeros_like(sv), where=norm > 0)
     else:
         sv = np.zeros((n_s, uv.shape[1] if uv.ndim == 2 else 0), dtype=np.float32)
+    section_rows = np.flatnonzero(np.abs(sv).sum(axis=1) > 0) if sv.size else np.zeros(0, int)
+    sv = np.ascontiguousarray(sv[section_rows])
 
     # ---- content-node vectors (node seeds), only where the index stores them -------------
     node_units = node_vectors = None
     from pipeline import vectors
 
     ids, mat = vectors.read_vectors(index.root, "content_nodes")
+    # A paragraph's vector is its text unit's (pipeline/vectors.py), so only the other node
+    # types (headings, tables, captions, ...) can seed anything the unit vectors do not.
+    types = index.table("content_nodes").select("id", "node_type")
+    own_vec = (
+        pl.DataFrame({"id": ids}, schema={"id": pl.String})
+        .join(types, on="id", how="left")["node_type"]
+        .ne_missing("PARAGRAPH")
+        .to_numpy()
+    )
+    ids, mat = [i for i, k in zip(ids, own_vec, strict=True) if k], mat[own_vec]
     if ids and node_unit.height:
         nv = pl.DataFrame({"id": ids}).with_row_index("v").join(node_unit, on="id", how="inner")
         node_units = sp.csr_matrix(
@@ -281,7 +294,18 @@ def _build(index: GraphIndex) -> ExpandGraph:
         "human_readable_id",
     )
     return ExpandGraph(
-        n_s, n_u, n_e, adj, sv, unit_section, info, df, node_units, node_vectors, stored_types
+        n_s,
+        n_u,
+        n_e,
+        adj,
+        sv,
+        section_rows,
+        unit_section,
+        info,
+        df,
+        node_units,
+        node_vectors,
+        stored_types,
     )
 
 
@@ -390,7 +414,8 @@ def expand_search(
     seed(top_u + off_u, usims[top_u])
     n_sec = n_node = n_ent = 0
     if n_s and graph.section_vectors.shape[1] == qvec.shape[0]:
-        ssims = graph.section_vectors @ qvec
+        ssims = np.zeros(n_s)
+        ssims[graph.section_rows] = graph.section_vectors @ qvec
         own[:n_s] = ssims
         top_s = top_indices(ssims, params.seed_sections)
         top_s = top_s[ssims[top_s] > 0]
