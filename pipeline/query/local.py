@@ -259,14 +259,18 @@ def _relationships_section(
     header = ["id", "source", "target", "description", "weight"]
     if not ent_rows or rels.height == 0:
         return render_table("Relations", header, []), [], 0
-    sel = np.zeros(index.entities.height)
-    sel[ent_rows] = 1.0
-    inc = index.entity_relationships  # entities x relationships
-    ends = inc.T @ sel  # 0, 1 or 2 selected endpoints
-    score = inc.T @ (sel * ent_scores) if ent_scores.size else np.zeros_like(ends)
-    cand = np.flatnonzero(ends > 0)
-    weight = index.relationships["weight"].fill_null(0).to_numpy()[cand]
-    order = cand[np.lexsort((cand, -weight, -score[cand], -ends[cand]))][:200]
+    # The selected entities' rows of the entities x relationships incidence: cost follows
+    # their degree, not the number of relationships.
+    sub = index.entity_relationships[ent_rows].tocoo()
+    cand, inv = np.unique(sub.col, return_inverse=True)
+    ends = np.bincount(inv, minlength=cand.size)  # 1 or 2 selected endpoints
+    ent_w = ent_scores[np.asarray(ent_rows)][sub.row] if ent_scores.size else None
+    rel_score = (
+        np.bincount(inv, weights=ent_w, minlength=cand.size) if ent_w is not None else 0 * ends
+    )
+    weight = rels["weight"].fill_null(0).gather(cand).to_numpy()
+    pick = np.lexsort((cand, -weight, -rel_score, -ends))[:200]
+    order, score = cand[pick], dict(zip(cand[pick].tolist(), rel_score[pick].tolist(), strict=True))
     table, records, used = [], [], 0
     for r in order.tolist():
         rel = rels.row(r, named=True)
