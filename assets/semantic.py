@@ -244,10 +244,14 @@ def community_reports(
     if llm_mode(settings):  # bottom-up LLM reports; a failed one keeps its extractive report
         client = llm.get()
         before = client.metadata()
-        df, failures = build_reports_llm(
+        df, failures, counts = build_reports_llm(
             communities, entities, relationships, text_units, df, client, settings.reports
         )
         llm_meta = _llm_delta(before, client.metadata())
+        # sent: a call or the exact-prompt cache; kept: a small context change, no call
+        llm_meta["reports_sent_to_llm"] = counts["sent"]
+        llm_meta["reports_kept_from_memo"] = counts["reused"]
+        llm_meta["reports_failed_kept_previous"] = counts["failed_kept"]
     yield Output(
         df, output_name="community_reports", metadata=frame_metadata(df, started, **llm_meta)
     )

@@ -21,8 +21,11 @@ ancestor for a changed excerpt or one extra relation. Drift cannot accumulate un
 comparison is always with the lines the kept report was written from. An unchanged context
 re-runs from the exact-prompt cache as before.
 
-Failure policy: a community whose call fails (after retries, repair and one re-ask) keeps its
-extractive report and is recorded as {community, reason}.
+Failure policy: a community whose call fails (after retries, repair and one re-ask) is recorded
+as {community, reason} and keeps its remembered LLM report when it has one whose context shares
+at least one line with today's (a report the model wrote for this community beats the
+extractive one; a memo sharing nothing is a renumbered, unrelated community), else its
+extractive report.
 """
 
 from __future__ import annotations
@@ -230,13 +233,16 @@ def build_reports_llm(
     extractive_reports: pl.DataFrame,
     llm: LlmClient,
     settings: ReportSettings,
-) -> tuple[pl.DataFrame, list[dict]]:
-    """(community_reports, failures): see the module docstring. Same columns as
-    pipeline.reports.build_reports; failures are [{community, reason}]."""
+) -> tuple[pl.DataFrame, list[dict], dict[str, int]]:
+    """(community_reports, failures, counts): see the module docstring. Same columns as
+    pipeline.reports.build_reports; failures are [{community, reason}]; counts are `sent`
+    (communities sent to the client: a call, or the exact-prompt cache), `reused` (kept their
+    remembered report with no call) and `failed_kept` (failed, kept their remembered report)."""
     schema = TABLES["community_reports"]
     base = {r["community"]: r for r in extractive_reports.iter_rows(named=True)}
+    counts = {"sent": 0, "reused": 0, "failed_kept": 0}
     if communities.is_empty():
-        return extractive_reports.select(schema.names), []
+        return extractive_reports.select(schema.names), [], counts
     contexts = report_contexts(communities, entities, relationships, text_units, settings)
     prompt = load_prompt("community_report")
     info = {
@@ -247,7 +253,7 @@ def build_reports_llm(
     failures: list[dict] = []
     for level in sorted({info[c]["level"] for c in contexts}, reverse=True):
         comms = sorted(c for c in contexts if info[c]["level"] == level)
-        msgs, seen, keys, kept = [], [], [], {}
+        msgs, seen, keys, kept, previous = [], [], [], {}, {}
         for c in comms:
             kids = sorted(k for k in (info[c]["children"] or []) if k in final)
             if kids:
@@ -267,9 +273,14 @@ def build_reports_llm(
             seen.append([f"{k}\t{line}" for k, v in contexts[c].items() for line in v])
             keys.append(_memo_key(llm, prompt.hash, c, level, settings))
             memo = _memo_get(llm, keys[-1])
-            if memo is not None and 0 < _change(memo[1], seen[-1]) <= settings.llm_reuse_max_change:
+            change = _change(memo[1], seen[-1]) if memo is not None else 1.0
+            if memo is not None and 0 < change <= settings.llm_reuse_max_change:
                 kept[c] = memo[0]
+            elif change < 1.0:
+                previous[c] = memo[0]  # the fallback should this call fail
         todo = [i for i, c in enumerate(comms) if c not in kept]
+        counts["sent"] += len(todo)
+        counts["reused"] += len(kept)
         called = llm.run_many([llm.chat_json(msgs[i], ReportAnswer, stage=STAGE) for i in todo])
         results: list[Any] = [kept.get(c) for c in comms]
         for i, res in zip(todo, called, strict=True):
@@ -279,8 +290,16 @@ def build_reports_llm(
         for c, res in zip(comms, results, strict=True):
             if isinstance(res, BaseException):
                 reason = f"{type(res).__name__}: {getattr(res, 'reason', None) or res}"
+                # Still a failure (a remembered report is stale for today's context), but the
+                # model's earlier report for this community is closer than the extractive one.
+                fallback = previous.get(c)
+                if fallback is not None:
+                    reason += "; kept the previous LLM report"
+                    counts["failed_kept"] += 1
                 failures.append({"community": c, "reason": reason})
-                continue
+                if fallback is None:
+                    continue
+                res = fallback
             final[c] = _row(base[c], res, settings)
     rows = [final[c] for c in sorted(final)]
     table = pl.DataFrame(
@@ -290,7 +309,7 @@ def build_reports_llm(
         },
     ).to_arrow()
     out = pl.from_arrow(table.select(schema.names).cast(schema))
-    return out, failures  # type: ignore[return-value]
+    return out, failures, counts  # type: ignore[return-value]
 
 
 def _memo_key(

@@ -188,9 +188,10 @@ def test_reports_schema_bottom_up_and_small_skipped(graph):
     *_, comms, extractive = graph
     rec = Recorder()
     with FakeLlm(rec) as srv:
-        out, failures = _reports(graph, _client(srv))
+        out, failures, counts = _reports(graph, _client(srv))
         assert srv.requests == 3  # communities 0, 1, 2; community 3 (size 2) has no call
     assert failures == []
+    assert counts == {"sent": 3, "reused": 0, "failed_kept": 0}
     assert out.columns == schemas.TABLES["community_reports"].names
     assert out.schema == extractive.schema
     assert out["community"].to_list() == [0, 1, 2, 3]
@@ -225,8 +226,9 @@ def test_failed_report_keeps_extractive_and_is_recorded(graph):
     *_, extractive = graph
     rec = Recorder(garbage_if="- Fyodor [PERSON]")  # community 2's prompt only
     with FakeLlm(rec) as srv:
-        out, failures = _reports(graph, _client(srv))
+        out, failures, counts = _reports(graph, _client(srv))
     assert [f["community"] for f in failures] == [2]
+    assert counts["failed_kept"] == 0 and "previous" not in failures[0]["reason"]
     assert "invalid JSON" in failures[0]["reason"]
     by = {r["community"]: r for r in out.iter_rows(named=True)}
     ext = {r["community"]: r for r in extractive.iter_rows(named=True)}
@@ -255,7 +257,7 @@ def test_rerun_hits_cache_and_is_deterministic(graph, tmp_path):
             n0 = srv.requests
             llm = _client(srv, cache)
             e2, r2, f1 = summarize_descriptions(ents, rels, ee, er, llm, GraphSettings())
-            out, f2 = build_reports_llm(*graph[5:6], e2, r2, graph[4], graph[6], llm, SMALL)
+            out, f2, _ = build_reports_llm(*graph[5:6], e2, r2, graph[4], graph[6], llm, SMALL)
             runs.append((srv.requests - n0, e2, r2, out))
     assert runs[0][0] == 4  # 1 summary pack + 3 reports
     assert runs[1][0] == 0  # same cache: no HTTP request at all
@@ -292,30 +294,72 @@ def test_changed_item_alone_is_resummarised(graph, tmp_path):
     assert r2.equals(r1)  # the Alice->Bob relation came from memory
 
 
-def test_small_context_change_keeps_the_previous_report(graph, tmp_path):
-    _, _, ents, rels, tu, comms, reports = graph
-    edited = ents.with_columns(
+def _edited(ents: pl.DataFrame) -> pl.DataFrame:
+    """Fyodor's description edited: one line of community 2's context (and no other's)."""
+    return ents.with_columns(
         pl.when(pl.col("title") == "Fyodor")
         .then(pl.col("description") + " Edited.")
         .otherwise(pl.col("description"))
         .alias("description")
     )
+
+
+def test_small_context_change_keeps_the_previous_report(graph, tmp_path):
+    _, _, ents, rels, tu, comms, reports = graph
+    edited = _edited(ents)
     tolerant = SMALL.model_copy(update={"llm_reuse_max_change": 0.5})
     strict = SMALL.model_copy(update={"llm_reuse_max_change": 0.0})
     with FakeLlm() as srv:
-        first, _ = build_reports_llm(
+        first, _, c1 = build_reports_llm(
             comms, ents, rels, tu, reports, _client(srv, tmp_path / "a"), tolerant
         )
         assert srv.requests == 3
-        again, _ = build_reports_llm(
+        again, _, c2 = build_reports_llm(
             comms, edited, rels, tu, reports, _client(srv, tmp_path / "a"), tolerant
         )
         assert srv.requests == 3  # community 2 kept its report; its parent saw the same child
         assert again.equals(first)
         shutil.copytree(tmp_path / "a", tmp_path / "b")
         shutil.copytree(tmp_path / "a_memo", tmp_path / "b_memo")  # the remembered reports
-        redo, _ = build_reports_llm(
+        redo, _, c3 = build_reports_llm(
             comms, edited, rels, tu, reports, _client(srv, tmp_path / "b"), strict
         )
         assert srv.requests == 4  # no tolerance: community 2 again
     assert redo.filter(pl.col("community") == 1).equals(first.filter(pl.col("community") == 1))
+    # sent = to the client (a call or the exact-prompt cache); reused = memo, no call
+    assert c1 == {"sent": 3, "reused": 0, "failed_kept": 0}
+    assert c2 == {"sent": 2, "reused": 1, "failed_kept": 0}  # 1 and 0 from the prompt cache
+    assert c3 == {"sent": 3, "reused": 0, "failed_kept": 0}
+
+
+def test_failed_rereport_keeps_the_remembered_llm_report(graph, tmp_path):
+    """A community whose re-report fails keeps the model's earlier report (not the extractive
+    one) and is still recorded as a failure that says so; its parent sees the same child."""
+    _, _, ents, rels, tu, comms, reports = graph
+    strict = SMALL.model_copy(update={"llm_reuse_max_change": 0.0})
+    rec = Recorder(garbage_if="Edited.")  # community 2's new prompt only
+    with FakeLlm(rec) as srv:
+        first, f1, _ = build_reports_llm(
+            comms, ents, rels, tu, reports, _client(srv, tmp_path / "a"), strict
+        )
+        assert f1 == [] and srv.requests == 3
+        out, failures, counts = build_reports_llm(
+            comms, _edited(ents), rels, tu, reports, _client(srv, tmp_path / "a"), strict
+        )
+        assert srv.requests > 3  # community 2 was really re-asked (and answered garbage)
+        assert all("Edited." in p for p in rec.prompts[3:])  # nobody else: parent from cache
+    assert [f["community"] for f in failures] == [2]
+    assert "invalid JSON" in failures[0]["reason"]
+    assert "kept the previous LLM report" in failures[0]["reason"]
+    assert counts == {"sent": 3, "reused": 0, "failed_kept": 1}  # 2 failed; 0, 1 from cache
+    assert out.equals(first)  # 2 as the model wrote it before; 0 and 1 unchanged
+    ext = reports.filter(pl.col("community") == 2)["title"].item()
+    assert out.filter(pl.col("community") == 2)["title"].item() != ext
+    # without a remembered report (fresh cache and memo) the same failure keeps the extractive
+    with FakeLlm(Recorder(garbage_if="Edited.")) as srv:
+        fresh, f3, c3 = build_reports_llm(
+            comms, _edited(ents), rels, tu, reports, _client(srv, tmp_path / "z"), strict
+        )
+    assert [f["community"] for f in f3] == [2] and "previous" not in f3[0]["reason"]
+    assert c3["failed_kept"] == 0
+    assert fresh.filter(pl.col("community") == 2).equals(reports.filter(pl.col("community") == 2))
