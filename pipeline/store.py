@@ -46,11 +46,13 @@ def write_arrow(root: str | Path, name: str, table: pa.Table) -> Path:
     return path
 
 
-def read_table(root: str | Path, name: str) -> pl.DataFrame:
+def read_table(root: str | Path, name: str, columns: list[str] | None = None) -> pl.DataFrame:
+    """Table `name` (only `columns`, when given); its empty frame when it was never written."""
     path = table_path(root, name)
     if not path.exists():
-        return schemas.empty(name)
-    return pl.read_parquet(path)
+        frame = schemas.empty(name)
+        return frame.select(columns) if columns else frame
+    return pl.read_parquet(path, columns=columns)
 
 
 def lance_db(root: str | Path):

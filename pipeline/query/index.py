@@ -78,8 +78,8 @@ class GraphIndex:
 
     # ---- tables -------------------------------------------------------------------------
 
-    def table(self, name: str) -> pl.DataFrame:
-        return store.read_table(self.root, name)
+    def table(self, name: str, columns: list[str] | None = None) -> pl.DataFrame:
+        return store.read_table(self.root, name, columns)
 
     @cached_property
     def text_units(self) -> pl.DataFrame:
@@ -179,12 +179,12 @@ class GraphIndex:
     @cached_property
     def node_row(self) -> dict[str, int]:
         """Content node id -> row of the content_nodes table (positions are read by row)."""
-        ids = self.table("content_nodes").select("id")["id"].to_list()
+        ids = self.table("content_nodes", ["id"])["id"].to_list()
         return {nid: i for i, nid in enumerate(ids)}
 
     @cached_property
     def node_positions(self) -> pl.Series:
-        return self.table("content_nodes")["positions"]
+        return self.table("content_nodes", ["positions"])["positions"]
 
     @cached_property
     def unit_info(self) -> pl.DataFrame:
