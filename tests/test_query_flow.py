@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
+import polars as pl
 import pytest
 
 from pipeline import schemas, store
@@ -17,6 +19,7 @@ from pipeline.query.flow import (
     BOTH_ENDS,
     FACT_SCORE,
     NAME_SCORE,
+    FlowStore,
     flow_messages,
     flow_search,
     flow_store,
@@ -172,6 +175,48 @@ def test_trigram_catches_a_misspelt_name_that_like_misses(index):
     n = _node(r, "Albert Einstein")
     assert n and n["via"] == "trigram" and n["similarity"] >= 0.1
     assert any(re.fullmatch(r"trigram: [1-9]\d* nodes.*", t) for t in r.trace)
+
+
+def test_trigram_scores_a_node_by_its_best_name_title_or_alias(tmp_path):
+    fs = FlowStore(
+        tmp_path,
+        ["Marie Curie", "Pierre Curie", None, "Zed"],
+        [["Maria Skłodowska", "Marie Curie"], None, ["Ghost"], []],
+    )
+    assert fs.grams.shape[0] == 6  # the duplicate alias is one name; a None title is one too
+    sims = fs.trigram_sims(["Sklodowsca"])  # misspelt, accent dropped
+    assert sims.shape == (4,) and int(sims.argmax()) == 0 and sims[0] >= 0.2
+    assert sims[1] == 0.0 and sims[3] == 0.0
+    both = fs.trigram_sims(["Sklodowsca", "Pierre Cury"])
+    assert both[0] == sims[0] and both[1] > 0.3  # per node: max over names and terms
+    assert fs.trigram_sims(["Ghots"])[2] > 0  # an entity without a title, found by its alias
+    assert FlowStore(tmp_path, ["Marie Curie"]).trigram_sims(["Sklodowsca"])[0] == 0.0
+    assert FlowStore(tmp_path, []).trigram_sims(["x"]).shape == (0,)
+
+
+def test_a_misspelt_alias_is_found(sample_index, tmp_path):
+    _, out, _, _ = sample_index
+    root = tmp_path / "index"
+    shutil.copytree(out, root)
+    ents = store.read_table(root, "entities")
+    assert "Marie Curie" in set(ents["title"])
+    ents = ents.with_columns(
+        pl.when(pl.col("title") == "Marie Curie")
+        .then(pl.lit(["Maria Skłodowska"]))
+        .otherwise(pl.col("aliases"))
+        .alias("aliases")
+    )
+    store.write_table(root, "entities", ents)
+    idx = GraphIndex.open(root)
+    q = "Where did Sklodowsca study?"
+    assert flow_store(idx).like_nodes(["Sklodowsca"], 10) == []
+    r = idx.flow_search(q)
+    assert "like: 0 nodes" in r.trace
+    n = _node(r, "Marie Curie")
+    assert n and n["via"] == "trigram" and n["similarity"] >= 0.2
+    # the same query against the original index (no alias) does not find her by trigrams
+    plain = GraphIndex.open(out).flow_search(q)
+    assert (_node(plain, "Marie Curie") or {}).get("via") != "trigram"
 
 
 def test_vector_fallback_fills_when_names_find_too_little(index):

@@ -8,8 +8,9 @@ Normal mode
 2. Retrieval over the Parquet tables with DuckDB (in-memory, parameterised, built once per
    index): name/description LIKE matches fill 60% of the node target (+3 per term in the
    name, +2 per term in the description); trigram similarity (Jaccard of padded 3-gram
-   sets, as pg_trgm, which DuckDB lacks) >= 0.1 fills 40% and catches misspellings; the
-   entity vectors fill in when fewer than half the target were found.
+   sets, as pg_trgm, which DuckDB lacks; a node's best over its title and aliases) >= 0.1
+   fills 40% and catches misspellings; the entity vectors fill in when fewer than half the
+   target were found.
 3. Edges touching the nodes: +2 per term in the fact (description), +3 when both endpoints
    are nodes, +1 when one is. Missing endpoints of kept edges are fetched and compete for
    the node cap with the edge's score, so the cap holds and every edge has both ends.
@@ -191,13 +192,16 @@ def trigram_set(text: str) -> set[str]:
 class FlowStore:
     """What flow retrieval queries, built once per index (~0.5 s at 18k entities / 32k
     relationships): an in-memory DuckDB over entities.parquet and relationships.parquet with
-    folded (lower-case, accent-free) names and descriptions, and a sparse entity x trigram
-    matrix of the titles. `row` is the Parquet row number = the row of `index.entities` /
-    `index.relationships`. DuckDB has no pg_trgm; the Jaccard of trigram sets is one sparse
-    mat-vec per term here (~1 ms), where the same join in SQL took ~40 ms.
+    folded (lower-case, accent-free) names and descriptions, and a sparse name x trigram
+    matrix of the titles and aliases (each entity's title first, then its distinct aliases;
+    `name_start` is where an entity's names begin). `row` is the Parquet row number = the row
+    of `index.entities` / `index.relationships`. DuckDB has no pg_trgm; the Jaccard of trigram
+    sets is one sparse mat-vec per term here (~1 ms), where the same join in SQL took ~40 ms.
     """
 
-    def __init__(self, root, titles: list[str | None]) -> None:
+    def __init__(
+        self, root, titles: list[str | None], aliases: list[list[str] | None] | None = None
+    ) -> None:
         import duckdb
         import scipy.sparse as sp
 
@@ -227,14 +231,20 @@ class FlowStore:
         else:
             con.execute("CREATE TABLE rels (row BIGINT, k_desc VARCHAR)")
         self.gram_id: dict[str, int] = {}
-        rows, cols = [], []
+        rows, cols, starts, n_names = [], [], [], 0
         for row, title in enumerate(titles):
-            for gram in trigram_set(title or ""):
-                rows.append(row)
-                cols.append(self.gram_id.setdefault(gram, len(self.gram_id)))
+            starts.append(n_names)
+            extra = (aliases[row] or []) if aliases is not None else []
+            for name in dict.fromkeys([title or "", *(a for a in extra if a)]):
+                for gram in trigram_set(name):
+                    rows.append(n_names)
+                    cols.append(self.gram_id.setdefault(gram, len(self.gram_id)))
+                n_names += 1
+        self.n_entities = len(titles)
+        self.name_start = np.asarray(starts, dtype=np.int64)
         self.grams = sp.csr_matrix(
             (np.ones(len(rows), dtype=np.float32), (rows, cols)),
-            shape=(len(titles), max(1, len(self.gram_id))),
+            shape=(n_names, max(1, len(self.gram_id))),
         )
         self.gram_count = np.asarray(self.grams.sum(axis=1)).ravel()
 
@@ -260,7 +270,8 @@ class FlowStore:
         return [(int(r), float(s), int(n)) for r, s, n in self.query(sql, [terms, limit])]
 
     def trigram_sims(self, terms: list[str]) -> np.ndarray:
-        """Per entity: the best Jaccard of its title's and any term's trigram sets."""
+        """Per entity: the best Jaccard of any of its names' (title, aliases) and any term's
+        trigram sets."""
         best = np.zeros(self.grams.shape[0], dtype=np.float32)
         for term in terms:
             grams = trigram_set(term)
@@ -274,7 +285,10 @@ class FlowStore:
             np.maximum(
                 best, np.divide(inter, union, out=np.zeros_like(inter), where=union > 0), out=best
             )
-        return best
+        if self.n_entities == 0:
+            return np.zeros(0, dtype=np.float32)
+        # Every entity has its title row, so the starts increase strictly: one segmented max.
+        return np.maximum.reduceat(best, self.name_start)
 
     def fact_matches(self, rows: list[int], terms: list[str]) -> dict[int, int]:
         """Relationship row -> how many terms its description holds (rows given only)."""
@@ -298,7 +312,9 @@ def flow_store(index: GraphIndex) -> FlowStore:
         with _STORES_LOCK:
             cached = getattr(index, "_flow_store", None)
             if cached is None:
-                cached = FlowStore(index.root, index.entities["title"].to_list())
+                ents = index.entities
+                aliases = ents["aliases"].to_list() if "aliases" in ents.columns else None
+                cached = FlowStore(index.root, ents["title"].to_list(), aliases)
                 index._flow_store = cached
     return cached
 
