@@ -364,6 +364,55 @@ def test_markdown_section(sample_index):
     ] == "referring_note"
 
 
+def test_cross_references_refer_footnotes_and_citations_do_not():
+    """A PDF/Markdown-like document: CROSS_REFERENCES (content node -> a node in another
+    section, or -> a section) make referring notes; REFERENCES_NOTE / REFERENCES_CITATION and
+    a section's reference to itself do not."""
+    secs = ["root", "part", "intro", "methods", "results", "refs"]
+    sections = pl.DataFrame(
+        {
+            "id": secs,
+            "document_id": ["d"] * 6,
+            "parent_id": [None, "root", "part", "root", "root", "root"],
+            "title": ["Paper", "Part I", "Introduction", "Methods", "Results", "References"],
+            "seq": [0, 0, 0, 1, 2, 3],
+            "uri": ["p.pdf", "p.pdf#part", "p.pdf#intro"]
+            + ["p.pdf#methods", "p.pdf#results", "p.pdf#refs"],
+        }
+    )
+    nodes = pl.DataFrame(
+        {
+            "id": ["p_intro", "p_methods", "fig_methods", "p_results", "fn_results", "bib1"],
+            "section_id": ["intro", "methods", "methods", "results", "results", "refs"],
+            "node_type": ["PARAGRAPH", "PARAGRAPH", "FIGURE", "PARAGRAPH", "NOTE", "LIST_ITEM"],
+            "text": ["See Figure 1.", "We measure.", "Figure 1", "As in [1]¹.", "¹ A note.", "[1]"],
+            "seq_major": list(range(6)),
+            "seq_minor": [0] * 6,
+        }
+    )
+    edges = pl.DataFrame(
+        [
+            ("p_intro", "fig_methods", "CROSS_REFERENCES"),  # node -> a node in Methods
+            ("p_methods", "results", "CROSS_REFERENCES"),  # node -> the Results section
+            ("p_methods", "fig_methods", "CROSS_REFERENCES"),  # within Methods: no referring
+            ("p_intro", "fn_results", "REFERENCES_NOTE"),  # a footnote: part of its section
+            ("p_results", "bib1", "REFERENCES_CITATION"),  # a citation: not a referring
+            ("p_intro", "bib1", "REFERENCES_CITATION"),
+        ],
+        schema=["source_id", "target_id", "type"],
+        orient="row",
+    )
+    g = build_graph(sections, nodes, edges)
+    row = {sid: i for i, sid in enumerate(secs)}
+    assert g.referrers == {row["methods"]: [row["intro"]], row["results"]: [row["methods"]]}
+    assert g.object == {}  # a cross-reference is no reification
+    res = focus_result(g, row["methods"], 1000, query="p.pdf#methods")
+    assert res.data["focusNote"]["referrings"] == ["[Introduction](p.pdf#intro)"]
+    assert {r["uri"]: r["relation"] for r in res.records}["p.pdf#intro"] == "referring_note"
+    refs = focus_result(g, row["refs"], 1000, query="p.pdf#refs").data["focusNote"]
+    assert refs["referrings"] == []
+
+
 # ---- speed at 100k sections --------------------------------------------------------------
 
 

@@ -29,9 +29,10 @@ Definitions (all derived from sections / content_nodes / structure_edges):
   the document root down to the parent (as related notes: nearest first); details = the
   first text nodes (PARAGRAPH, LIST_ITEM, BLOCK_QUOTATION) of the section; object = target
   of the REIFIES edge from the section; reified children = children with an object (the
-  other children are "children"); referring notes = sources of REIFIES / REFERS_TO edges
-  into the section (a content-node source maps to its section), in table order; referring
-  subject = a referring note's parent; referring path = a referring note's ancestors;
+  other children are "children"); referring notes = sources of REFERRING_EDGES into the
+  section (a content-node endpoint, source or target, maps to its section; a section's
+  reference to itself is dropped), in table order; referring subject = a referring note's
+  parent; referring path = a referring note's ancestors;
   referring cousins = the referring subjects' children; cousins = children of the parent's
   siblings; object cousins = children of the object's parent's siblings; distant object
   links = notes referring to the focus's object or to a reified child's object.
@@ -46,6 +47,15 @@ A related note carries its contextualPath (NoteWithContextualPath) when it was r
 over a link (object, reified child's object, referring note, referring subject, distant
 object link): its place in the tree then does not follow from the focus note's path.
 Notes reached over the tree are BareNotes (their parent link places them).
+
+Which edges refer: REIFIES and REFERS_TO (notes: a reification, a link in a note's details;
+Markdown: a link to a document or heading) and CROSS_REFERENCES (PDF and Markdown: a
+"see Section 3" / "Figure 2" in a content node, pointing at another section or at a node in
+it) all say "this section is about / points the reader to that one". REFERENCES_NOTE and
+REFERENCES_CITATION do not: a footnote or endnote is part of the section that calls it (its
+text belongs there, not to another note), and a citation points to a bibliography entry —
+the work cited, not a section of this corpus — so every citing section would become a
+"referring note" of the References list, a hub that says nothing about the focus.
 
 Speed: the lookups (rows by uri, parent, children by seq, object, referrers,
 details) are built once per index with polars and cached on it; a query is dict lookups
@@ -80,7 +90,8 @@ MAX_CONSECUTIVE_SKIPS = 64  # this many notes in a row over budget: the budget i
 DETAIL_NODE_TYPES = ("PARAGRAPH", "LIST_ITEM", "BLOCK_QUOTATION")
 DETAIL_NODES = 4  # a section's details: its first text nodes
 DETAILS_CHAR_CAP = 8 * FOCUS_DETAILS_TOKENS  # kept per section (token cuts need no more)
-REFERRING_EDGES = ("REIFIES", "REFERS_TO")
+# see "Which edges refer" above; REFERENCES_NOTE / REFERENCES_CITATION deliberately not
+REFERRING_EDGES = ("REIFIES", "REFERS_TO", "CROSS_REFERENCES")
 ELLIPSIS = "…"
 
 # (priority, relation types in turn order); "contextual" relations carry their path.
@@ -197,7 +208,8 @@ def build_graph(
     # the first row with a uri owns it (uris are unique in practice)
     firsts = s.select("uri", "row").unique("uri", keep="first", maintain_order=True)
 
-    # edge endpoints as section rows: a content-node source maps to its section
+    # edge endpoints as section rows: a content node maps to its section (a cross-reference
+    # may point at a figure or heading node; a link sits in a paragraph)
     node_sec = content_nodes.select(pl.col("id"), pl.col("section_id")).join(
         rows.rename({"id": "section_id"}), on="section_id", how="inner"
     )
@@ -207,11 +219,16 @@ def build_graph(
         .select("source_id", "target_id", "type")
         .with_row_index("edge")
         .join(where.rename({"id": "source_id", "row": "src"}), on="source_id", how="inner")
-        .join(rows.rename({"id": "target_id", "row": "dst"}), on="target_id", how="inner")
+        .join(where.rename({"id": "target_id", "row": "dst"}), on="target_id", how="inner")
         .filter(pl.col("src") != pl.col("dst"))
     )
-    objs = (
-        e.filter((pl.col("type") == "REIFIES") & pl.col("source_id").is_in(rows["id"].implode()))
+    sec_ids = rows["id"].implode()
+    objs = (  # a reification is a section about a section: both ends are sections
+        e.filter(
+            (pl.col("type") == "REIFIES")
+            & pl.col("source_id").is_in(sec_ids)
+            & pl.col("target_id").is_in(sec_ids)
+        )
         .sort("edge")
         .unique("src", keep="first", maintain_order=True)
     )
