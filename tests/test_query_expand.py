@@ -286,3 +286,33 @@ def test_sample_index_expand(sample_index) -> None:
     linked = index.expand_search(q, edge_types=["REFERS_TO", "CONTAINS"], max_hops=1)
     assert all(e["type"] in {"REFERS_TO", "CONTAINS"} for e in linked.data["edges"])
     assert index.expand_search(q).to_json() == res.to_json()
+
+
+def test_named_document_title_seeds_its_units(tiny: GraphIndex) -> None:
+    # The query names the document "Beta Notes": its units are seeds at full weight even
+    # though their vectors are orthogonal to the query.
+    res = tiny.expand_search("What do the Beta Notes say?", top_k=5, max_hops=1)
+    nodes = _nodes(res)
+    assert nodes["U4"]["hops"] == 0 and nodes["U5"]["hops"] == 0
+    assert nodes["U4"]["score"] == pytest.approx(1.0) and nodes["U5"]["score"] == 1.0
+    assert nodes["S2"]["hops"] == 0  # paths start there: U5's own section, free hop
+    assert any("1 text units" not in t and "title the query names" in t for t in res.trace)
+    plain = tiny.expand_search("what do the notes say", top_k=5, max_hops=1)
+    assert _nodes(plain)["U4"]["hops"] == 1 and "U5" not in _nodes(plain)
+
+
+def test_units_ranked_by_cosine_plus_arriving_evidence(tiny: GraphIndex) -> None:
+    # U3 is a weak dense hit (cosine 0.3) that no edge from U1 reaches within one hop; U4
+    # has cosine 0 but arrives over REFERS_TO + CONTAINS with path 1 * 0.8 * 0.9 = 0.72.
+    tiny.unit_vectors[2] = np.array([0.3, np.sqrt(1 - 0.09), 0, 0], dtype=np.float32)
+    res = tiny.expand_search("q", top_k=5, max_hops=1)
+    ids = res.text_unit_ids
+    assert ids.index("U4") < ids.index("U3")
+    rec = {r["id"]: r for r in res.records if r["kind"] == "text_unit"}
+    w = 2.0  # ExpandParams.evidence_weight
+    assert rec["U4"]["score"] == pytest.approx(w * 0.8 * 0.9)
+    # A seed's evidence is its way back through its own section (CONTAINS 0.9 x the
+    # section's cosine, here the unit's own): dense hits keep their dense order.
+    assert rec["U3"]["score"] == pytest.approx(0.3 + w * 0.9 * 0.3, abs=1e-6)
+    assert rec["U5"]["score"] == pytest.approx(0.0)  # two hops away: not reached
+    assert ids.index("U3") < ids.index("U5")

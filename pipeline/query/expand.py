@@ -12,17 +12,24 @@ the units that hold them). Typed edges, built once per index and cached on it:
 
 Seeds (hop 0) are the nearest text units, sections (mean of their units' vectors), content
 nodes (projected onto their units) and entity descriptions, each scored by its cosine, and
-the entities the query names as proper names (score `name_seed`). Expansion is a
+the entities and document titles the query names as proper names (score `name_seed`: the
+query's own words are the strongest evidence there is). Expansion is a
 max-product beam search: a node's path score is the best  seed_score * prod(type_weight *
 edge_weight)  over at most `max_hops` hops; every weight is <= 1, so scores decay along a
-path. Each hop expands only the `beam` best nodes it just improved and skips hub entities
-(in more than `max_df` units): the cost follows the frontier, not the corpus. Nodes are
-then ranked by  (1 - own_weight) * path score + own_weight * own cosine with the query
-(ties: fewer hops, then row order) and kept up to `max_nodes`, each with its best path
-(so the subgraph stays connected). Strong dense seeds stay on top; a bridge passage
-reached through a rare entity rises above weak dense hits. Text units are ranked the same
-way (units never reached are filled in by dense similarity up to top_k).
-Tuned on MuSiQue (benchmarks/retrieval.py): own_weight 0.3, name_seed 1.0.
+path. Each hop expands only the `beam` best nodes it just improved, hub entities (in more
+than `max_df` units) left out before the cut: the cost follows the frontier, not the
+corpus. Nodes are then ranked by  (1 - own_weight) * path score + own_weight * own cosine
+with the query (ties: fewer hops, then row order) and kept up to `max_nodes`, each with its
+best path (so the subgraph stays connected).
+Text units are ranked apart from that cut, all of them:  own cosine + evidence_weight *
+the best path score that arrived at the unit over an edge  (0 for a unit no edge reached;
+a seed's own seed score is not counted, but the way back from its seeded section is:
+0.9 x the section's cosine, so the top dense passages keep their place). A bridge passage
+reached through a rare entity from a named one (or from a named document's passage)
+rises above dense hits nothing links to. Summing or noisy-or-ing the paths into a node
+instead of taking the best one, and wider beams, were measured on MuSiQue and lost (a
+named entity's many neighbours flood the top ranks).
+Tuned on MuSiQue (benchmarks/retrieval.py): own_weight 0.3, name_seed 1.0, evidence_weight 2.
 The context groups the units by document, then section path, in reading order.
 """
 
@@ -77,10 +84,17 @@ class ExpandParams:
     seed_nodes: int = 5
     seed_entities: int = 10
     min_entity_sim: float = 0.35
-    name_seed: float = 1.0  # seed score of an entity the query names as a proper name
+    # Seed score of an entity the query names as a proper name, and of the text units of a
+    # document whose title it names (full weight: the query's own words).
+    name_seed: float = 1.0
     beam: int = 40  # nodes expanded per hop
     max_df: int = 200  # entities in more units are not expanded through
-    own_weight: float = 0.3  # pruning and unit rank: blend of path score and own cosine
+    own_weight: float = 0.3  # subgraph pruning: blend of path score and own cosine
+    # Unit rank = own cosine + evidence_weight * best path score arriving over an edge.
+    # Path scores decay by a product of weights <= 1 per hop (a 2-hop bridge through an
+    # entity in a few units arrives at ~0.2-0.3), so the graph's word needs a weight above
+    # the cosine's to lift a bridge passage over dense hits; 1.5-3 measure alike on MuSiQue.
+    evidence_weight: float = 2.0
     answer_units: int = 3
     answer_sentences: int = 3
     entity_context: int = 10  # entities listed in the context at most
@@ -399,6 +413,7 @@ def expand_search(
     score = np.zeros(graph.n)
     hops = np.full(graph.n, -1, dtype=np.int64)
     pred = np.full(graph.n, -1, dtype=np.int64)
+    arrive = np.zeros(graph.n)  # unit rank evidence: best path score arriving over an edge
     ptype = np.full(graph.n, -1, dtype=np.int64)
 
     def seed(g: np.ndarray, s: np.ndarray) -> None:
@@ -443,14 +458,19 @@ def expand_search(
             if rows.size:
                 seed(rows + off_e, np.full(rows.size, params.name_seed))
                 n_ent += rows.size
+    titled = sorted({m.row for m in index.match_titles(query) if m.proper})
+    if titled:
+        seed(np.array(titled, dtype=np.int64) + off_u, np.full(len(titled), params.name_seed))
     trace.append(
         f"seeds: {top_u.size} text units, {n_sec} sections, {n_node} content nodes, "
-        f"{n_ent} entities ({len({m.key for m in matched})} named in the query)"
+        f"{n_ent} entities ({len({m.key for m in matched})} named in the query), "
+        f"{len(titled)} text units of documents whose title the query names"
     )
 
     def relax(rows: np.ndarray, types: list[str], hop: int) -> np.ndarray:
         """Follow `types` from `rows`; returns the nodes whose score improved."""
         dst, val, src, code = _frontier_edges(graph, rows, score, types, w, codes)
+        arrive[dst] = np.maximum(arrive[dst], val)  # dst is unique
         better = val > score[dst] + 1e-12
         dst, val, src, code = dst[better], val[better], src[better], code[better]
         score[dst], pred[dst], ptype[dst] = val, src, code
@@ -464,12 +484,12 @@ def expand_search(
     for hop in range(1, max_hops + 1):
         if frontier.size == 0:
             break
-        frontier = frontier[np.lexsort((frontier, -score[frontier]))][: params.beam]
         ents = frontier[frontier >= off_e]
         hub = ents[graph.entity_df[ents - off_e] > params.max_df]
-        if hub.size:
+        if hub.size:  # before the cut, so that hubs take no beam slot
             pruned_hubs += hub.size
             frontier = np.setdiff1d(frontier, hub)
+        frontier = frontier[np.lexsort((frontier, -score[frontier]))][: params.beam]
         improved = relax(frontier, moves, hop)
         if free and improved.size:
             improved = np.union1d(improved, relax(improved, free, hop))
@@ -505,20 +525,15 @@ def expand_search(
             f"(max_nodes {max_nodes}; a node comes with its best path)"
         )
 
-    # ---- rerank units -------------------------------------------------------------------
-    kept_units = np.sort(keep[(keep >= off_u) & (keep < off_e)]) - off_u
-    final = blend[kept_units + off_u]
-    order = kept_units[np.lexsort((kept_units, hops[kept_units + off_u], -final))]
-    unit_rank = order.tolist()[:top_k]
-    final_of = dict(zip(kept_units.tolist(), final.tolist(), strict=True))
-    if len(unit_rank) < top_k:
-        have = set(unit_rank)
-        extra = [r for r in top_indices(usims, top_k + len(have)).tolist() if r not in have]
-        unit_rank += extra[: top_k - len(unit_rank)]
-        trace.append(f"ranked {len(have)} reached units, filled to {top_k} by dense similarity")
+    # ---- rank units: own cosine + graph evidence (every unit; not limited to the subgraph) -
+    evidence = arrive[off_u:off_e]
+    final = usims + params.evidence_weight * evidence
+    order = top_indices(final, top_k)
+    unit_rank = order.tolist()
+    final_of = dict(zip(unit_rank, final[order].tolist(), strict=True))
     trace.append(
-        f"reranked {kept_units.size} text units: {1 - params.own_weight:.2f} path score "
-        f"+ {params.own_weight:.2f} own cosine"
+        f"ranked {n_u} text units ({int((evidence > 0).sum())} reached over an edge): own "
+        f"cosine + {params.evidence_weight:g} x best arriving path score"
     )
 
     # ---- subgraph (data) ------------------------------------------------------------------
