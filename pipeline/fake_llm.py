@@ -138,6 +138,18 @@ def flow_answer(text: str) -> str:
     return f"From the knowledge flow: {lines[0]}" if lines else "The context holds no facts."
 
 
+FOCUS_MARKER = "You answer questions about one note of a notebook"
+_URI_AND_TITLE = re.compile(r'"uri_and_title": "(\[[^"]*\]\([^"]*\))"')
+
+
+def focus_answer(text: str) -> str:
+    """The focus answer: names the focus note and how many related notes the context holds."""
+    found = _URI_AND_TITLE.findall(_block(text, "context"))
+    if not found:
+        return "The context holds no note."
+    return f"About {found[0]}, with {len(found) - 1} related notes."
+
+
 MAP_MARKER = "You are one analyst in a map-reduce search"
 REDUCE_MARKER = "You combine the answers of several analysts"
 
@@ -174,8 +186,8 @@ def default_responder(messages: list[dict]) -> str:
     answer keyed by block id (see `extraction_answer`). The community-report prompt (its
     system line) gets `report_answer`; `<item id="k">` blocks (description summaries) get
     `summaries_answer`. The query-analysis prompt gets `analysis_answer`, the flow answer
-    prompt `flow_answer`, global search's map and reduce prompts `map_answer` and
-    `reduce_answer`.
+    prompt `flow_answer`, the focus prompt `focus_answer`, global search's map and reduce
+    prompts `map_answer` and `reduce_answer`.
 
     A prompt that says "Return JSON" (any message, any case) gets
     `{"entities": [{name, type, description}], "relationships": [{source, target, description,
@@ -197,6 +209,8 @@ def default_responder(messages: list[dict]) -> str:
         return analysis_answer(text)
     if any(FLOW_MARKER in message_text(m) for m in first_turn):
         return flow_answer(text)
+    if any(FOCUS_MARKER in message_text(m) for m in first_turn):
+        return focus_answer(text)
     if any(MAP_MARKER in message_text(m) for m in first_turn):
         return map_answer(text)
     if any(REDUCE_MARKER in message_text(m) for m in first_turn):

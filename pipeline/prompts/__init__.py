@@ -31,6 +31,7 @@ __all__ = [
     "Prompt",
     "data_block",
     "load_prompt",
+    "neutralise",
 ]
 
 PROMPT_DIR = Path(__file__).resolve().parent
@@ -43,6 +44,8 @@ PROMPT_NAMES = (
     "global_map",
     "global_reduce",
     "query_analysis",
+    "flow_answer",
+    "focus_answer",
 )
 
 # NEREL's 29 entity classes; CONCEPT is docgraph's class for keyphrases and anything else.
@@ -125,9 +128,14 @@ def load_prompt(name: str, override_path: str | Path | None = None) -> Prompt:
     return Prompt(name, path.read_text(encoding="utf-8"), str(path))
 
 
+def neutralise(text: str, tag: str) -> str:
+    """`text` with any `<tag`/`</tag` escaped (`&lt;`): put inside a `<tag>` block of a
+    prompt, it cannot end the block and speak as the prompt."""
+    return re.sub(rf"<(/?\s*{re.escape(tag)})", r"&lt;\1", text, flags=re.IGNORECASE)
+
+
 def data_block(text: str, tag: str = "document", **attrs: object) -> str:
-    """`text` inside `<tag attr="v">...</tag>`, with any `<tag`/`</tag` in the text escaped
-    (`&lt;`) so the data cannot end its own block."""
-    safe = re.sub(rf"<(/?\s*{re.escape(tag)})", r"&lt;\1", text, flags=re.IGNORECASE)
+    """`text` inside `<tag attr="v">...</tag>`, neutralised (see `neutralise`)."""
+    safe = neutralise(text, tag)
     head = "".join(f' {k}="{str(v).replace(chr(34), "")}"' for k, v in attrs.items())
     return f"<{tag}{head}>\n{safe}\n</{tag}>"

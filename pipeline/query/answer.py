@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from pipeline.llm import LlmError
-from pipeline.prompts import load_prompt
+from pipeline.prompts import load_prompt, neutralise
 from pipeline.query.result import SearchResult, render_table
 from pipeline.tokens import count_tokens
 
@@ -35,8 +35,13 @@ class MapAnswer(BaseModel):
 
 
 def local_messages(result: SearchResult) -> list[dict[str, str]]:
-    return load_prompt("local_search").render(
-        context=result.context_text, question=result.query, response_type=RESPONSE_TYPE
+    """The answer prompt over a result's context: the focus prompt for a focus context (notes
+    as JSON), the local-search prompt for the context tables of the other modes."""
+    name = "focus_answer" if result.mode == "focus" else "local_search"
+    return load_prompt(name).render(
+        context=neutralise(result.context_text, "context"),
+        question=result.query,
+        response_type=RESPONSE_TYPE,
     )
 
 
@@ -113,7 +118,7 @@ def global_map_reduce(llm: LlmClient, result: SearchResult) -> SearchResult:
             ["id", "title", "content"],
             [[r["human_readable_id"], r.get("title", ""), r.get("text", "")] for r in batch],
         )
-        messages = mapper.render(context=context, question=result.query)
+        messages = mapper.render(context=neutralise(context, "context"), question=result.query)
         calls.append(llm.chat_json(messages, MapAnswer, stage="global_map"))
     answers = llm.run_many(calls)
     trace = [*result.trace, f"map: {len(batches)} LLM calls over {len(reports)} reports"]
@@ -134,7 +139,9 @@ def global_map_reduce(llm: LlmClient, result: SearchResult) -> SearchResult:
         lines.append(line)
         used += n
     messages = load_prompt("global_reduce").render(
-        analyses="\n\n".join(lines), question=result.query, response_type=RESPONSE_TYPE
+        analyses=neutralise("\n\n".join(lines), "analyses"),
+        question=result.query,
+        response_type=RESPONSE_TYPE,
     )
     (final,) = llm.run_many([llm.chat(messages, stage="global_reduce")])
     if isinstance(final, LlmError):

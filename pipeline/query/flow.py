@@ -34,7 +34,7 @@ import polars as pl
 from pydantic import BaseModel
 
 from pipeline import store
-from pipeline.prompts import load_prompt
+from pipeline.prompts import load_prompt, neutralise
 from pipeline.query.result import SearchResult, render_table
 from pipeline.query.text import STOPWORDS, extractive_answer, fold, raw_words
 from pipeline.tokens import count_tokens, truncate_tokens
@@ -79,7 +79,6 @@ _FACTUAL_CUES = re.compile(
     r"что|кто|когда|где|какой|какая|какое|сколько)\b"
 )
 _QUOTED = re.compile(r'"([^"\n]{2,80})"|“([^”\n]{2,80})”|«([^»\n]{2,80})»')
-_CONTEXT_TAG = re.compile(r"<(/?\s*context)", re.IGNORECASE)
 
 
 class QueryAnalysis(BaseModel):
@@ -727,7 +726,7 @@ def flow_search(
 def flow_messages(result: SearchResult) -> list[dict[str, str]]:
     intent = (result.data.get("analysis") or {}).get("intent", "exploration")
     return load_prompt("flow_answer").render(
-        context=_CONTEXT_TAG.sub(r"&lt;\1", result.context_text),
+        context=neutralise(result.context_text, "context"),
         question=result.query,
         intent=intent,
         response_type=RESPONSE_TYPE,
