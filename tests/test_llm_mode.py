@@ -31,11 +31,11 @@ def _config(tmp_path: Path, server: FakeLlm, name: str = "llm.yaml") -> str:
     return str(path)
 
 
-def _extract_metadata(result) -> dict:
+def _extract_metadata(result, asset: str = "extracted_entities") -> dict:
     return [
         m.materialization.metadata
         for m in result.get_asset_materialization_events()
-        if m.asset_key.to_user_string() == "extracted_entities"
+        if m.asset_key.to_user_string() == asset
     ][0]
 
 
@@ -80,6 +80,11 @@ def test_whole_graph_in_llm_mode_resumes_without_repeating_calls(
     reports = store.read_table(out, "community_reports")
     assert reports.filter(pl.col("size") >= 10).height == by_stage["report"]
     assert store.read_table(out, "report_failures").is_empty()
+    for run in (first, second):  # the re-run's calls are cache hits, none kept from memory
+        meta_r = _extract_metadata(run, "community_reports")
+        assert meta_r["reports_sent_to_llm"].value == by_stage["report"]
+        assert meta_r["reports_kept_from_memo"].value == 0
+        assert meta_r["reports_failed_kept_previous"].value == 0
 
     # No secret anywhere: output files (tables, Lance, cache), metadata, logs.
     for path in out.rglob("*"):
