@@ -79,6 +79,7 @@ def build_structure(
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict[str, list[str]]]:
     """(sections, content_nodes, structure_edges, warnings by source_path); parsers' run
     statistics (e.g. PDF parse and table-detection seconds) are summed into `stats`."""
+    from pipeline.structure.crossrefs import cross_references
     from pipeline.structure.links import resolve_links
 
     root = Path(input_dir) if input_dir is not None else None
@@ -86,7 +87,7 @@ def build_structure(
     link_edges = resolve_links(docs)
     sections = [s for d in docs for s in d.sections]
     nodes = [n for d in docs for n in d.nodes]
-    edges = [e for d in docs for e in d.edges] + link_edges
+    edges = [e for d in docs for e in (*d.edges, *cross_references(d))] + link_edges
     warnings = {d.source_path: d.warnings for d in docs if d.warnings}
     if stats is not None:
         for d in docs:
