@@ -35,7 +35,7 @@ from pydantic import BaseModel
 
 from pipeline import store
 from pipeline.prompts import load_prompt, neutralise
-from pipeline.query.result import SearchResult, render_table
+from pipeline.query.result import SearchResult, texts_table
 from pipeline.query.text import STOPWORDS, extractive_answer, fold, raw_words
 from pipeline.tokens import count_tokens, truncate_tokens
 
@@ -645,16 +645,14 @@ def build_result(
         "-----Diagram-----\n```mermaid\n" + diagram + "\n```",
     ]
     budget = max(0, qs.max_context_tokens - count_tokens("\n\n".join(sections)))
-    unit_recs, table, used = [], [], 0
-    for rank, uid in enumerate(unit_ids[: qs.top_k_units]):
-        rec = index.unit_record(index.unit_row[uid], unit_scores[uid], rank=rank + 1)
-        n = rec["n_tokens"] or count_tokens(rec["text"])
-        if unit_recs and used + n > budget:
-            break
-        used += n
-        unit_recs.append(rec)
-        table.append([rec["human_readable_id"], rec["document_title"], rec["text"]])
-    sections.append(render_table("Texts", ["id", "document", "text"], table))
+    texts, unit_recs = texts_table(
+        (
+            index.unit_record(index.unit_row[uid], unit_scores[uid], rank=rank + 1)
+            for rank, uid in enumerate(unit_ids[: qs.top_k_units])
+        ),
+        budget,
+    )
+    sections.append(texts)
     context = "\n\n".join(sections)
     trace.append(
         f"context: {len(definitions)} of {len(node_recs)} definitions, {len(facts)} of "

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.config import QuerySettings
-from pipeline.query.result import SearchResult, render_table
+from pipeline.query.result import SearchResult, render_table, texts_table
 from pipeline.query.text import extractive_answer
 from pipeline.tokens import count_tokens, truncate_tokens
 
@@ -346,13 +346,8 @@ def _sources_section(
     sims: np.ndarray,
     budget: int,
 ) -> tuple[str, list[dict[str, Any]]]:
-    table, records, used = [], [], 0
-    for rank, row in enumerate(unit_rows.tolist()):
-        rec = index.unit_record(row, float(scores[row]), rank=rank + 1, dense=float(sims[row]))
-        n = rec["n_tokens"] or count_tokens(rec["text"])
-        if records and used + n > budget:
-            break
-        used += n
-        records.append(rec)
-        table.append([rec["human_readable_id"], rec["document_title"], rec["text"]])
-    return render_table("Texts", ["id", "document", "text"], table), records
+    records = (
+        index.unit_record(row, float(scores[row]), rank=rank + 1, dense=float(sims[row]))
+        for rank, row in enumerate(unit_rows.tolist())
+    )
+    return texts_table(records, budget)

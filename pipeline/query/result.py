@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from pipeline.tokens import count_tokens
 
 
 @dataclass
@@ -47,3 +50,17 @@ def render_table(title: str, header: list[str], rows: list[list[Any]]) -> str:
     lines = [f"-----{title}-----", "|".join(header)]
     lines.extend("|".join(_cell(v) for v in row) for row in rows)
     return "\n".join(lines)
+
+
+def texts_table(records: Iterable[dict[str, Any]], budget: int) -> tuple[str, list[dict]]:
+    """Text unit records, in order, as the Texts section until `budget` tokens are spent (the
+    first always goes in); records are consumed lazily, so callers can pass a generator."""
+    table, kept, used = [], [], 0
+    for rec in records:
+        n = rec["n_tokens"] or count_tokens(rec["text"])
+        if kept and used + n > budget:
+            break
+        used += n
+        kept.append(rec)
+        table.append([rec["human_readable_id"], rec["document_title"], rec["text"]])
+    return render_table("Texts", ["id", "document", "text"], table), kept
