@@ -17,7 +17,8 @@ Targets (the *definitions* of labels), per document:
   "3. Method", "A.2 Proofs", "Appendix A: Data", "Chapter 3 ...", "Приложение А"). A bare
   single-letter title ("A Distant Supervision") is an appendix label only when the document
   has the neighbouring letter too (A and B...), so "A Note on Style" is never appendix A.
-- equation: a FORMULA node starting or ending with "(5)", or holding `\\tag{5}`.
+- equation: a FORMULA node starting or ending with "(5)", or a FORMULA node or display-math
+  paragraph ("$$ ... \\tag{5} $$") holding `\\tag{5}`.
 Several candidates for one label: CAPTION/FIGURE/TABLE/FORMULA nodes before caption-like
 paragraphs, then the first in reading order (sections: the first in document order).
 
@@ -106,6 +107,7 @@ _TITLE_KEYWORD = re.compile(
 )
 _TITLE_NUMBER = re.compile(r"^(?P<label>" + _NUM + r"|[A-ZА-Я](?:\.\d{1,3})+)(?:\.?\s+\S|\.?$)")
 _TITLE_LETTER = re.compile(r"^(?P<label>[A-ZА-Я])[.:]?\s+[A-ZА-Я]")
+_DISPLAY_MATH = re.compile(r"^\s*(?:\$\$|\\\[|\\begin\{(?:equation|align|gather))")
 _FORMULA_LABEL = (
     re.compile(r"^\s*\((?P<label>\d{1,3}(?:\.\d{1,3})?[a-z]?)\)"),
     re.compile(r"\((?P<label>\d{1,3}(?:\.\d{1,3})?[a-z]?)\)\s*[.,]?\s*$"),
@@ -126,7 +128,7 @@ class _Definitions:
         weak: dict[tuple[str, str], tuple[str, str]] = {}  # caption-like paragraphs
         for node in doc.nodes:
             ntype, text = node["node_type"], node["text"] or ""
-            if ntype == "FORMULA":
+            if ntype == "FORMULA" or _DISPLAY_MATH.match(text) and ntype in ("PARAGRAPH", "CODE"):
                 for pattern in _FORMULA_LABEL:
                     if m := pattern.search(text):
                         self._add(("equation", m.group("label")), node["id"], ntype, self.targets)
@@ -192,6 +194,9 @@ def _labels(match: re.Match[str], kind: str, text: str, plural: bool) -> tuple[l
             if 0 < hi - lo <= 20:
                 labels = [str(i) for i in range(lo, hi + 1)]
                 end = m.end()
+        elif m:  # "Sections 3-3.2": both ends
+            labels.append(m.group("label"))
+            end = m.end()
     return labels, end
 
 
