@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pipeline.ids import sha256_hex  # noqa: E402
+from pipeline.structure.crossrefs import cross_references  # noqa: E402
 from pipeline.structure.pdf import parse_pdf  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
@@ -69,9 +70,10 @@ def main() -> None:
         print(
             f"   sections: {len(st.sections)}; edges: {dict(Counter(e['type'] for e in st.edges))}"
         )
+        xrefs = len(cross_references(st))  # build_structure adds these after parsing
         print(
             f"   footnotes linked: {linked}/{notes}; "
-            f"pages with logical labels: {labelled}/{n_pages}"
+            f"pages with logical labels: {labelled}/{n_pages}; cross-references: {xrefs}"
         )
         if st.warnings:
             print(f"   warnings: {st.warnings[:5]}")
