@@ -193,3 +193,18 @@ def test_shared_pdfs_cross_references():
     assert len(figs) == 11
     for e in figs:  # "Figure 3-10" -> the caption "Figure 3-10 Column masks ..."
         assert text[e["target_id"]].startswith(e["marker_text"] + " ")
+
+
+def test_precision_guards():
+    md = (
+        "# T\n\n## 2 Body\n\nAppendix 2 and Section 3 in [12] and Figure 1 of Lee et al. (2019);"
+        " see Eq. (2) and Chapter 2.\n\nFigure 1: a plot.\n\n## 3 Results\n\n"
+        "## A Note on Style\n\nText.\n"
+    )
+    doc = parse_markdown("d", "t.md", "t", md)
+    doc.add_node(doc.root_id, "FORMULA", "y = f(2)")  # a function call, no label (2)
+    # Appendix 2 is not section 2, "in [12]" / "of Lee et al. (2019)" are other works,
+    # f(2) is no equation label, "A Note" is no appendix: only the chapter resolves.
+    assert _edges(doc) == [("Chapter 2", "Appendix 2 a", "2 Body")]
+    doc.add_node(doc.root_id, "FORMULA", "y = g(x), (2)")
+    assert ("Eq. (2)", "Appendix 2 a", "y = g(x), (2)") in _edges(doc)

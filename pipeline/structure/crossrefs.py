@@ -69,14 +69,16 @@ _LABELS: dict[str, str] = {
     "appendix": r"[A-ZА-Я](?:\.\d{1,3})*(?!\w|\.\w)|" + _NUM + r"(?!\w|\.\w)",
     "equation": r"\(\d{1,3}(?:\.\d{1,3})?[a-z]?\)|\d{1,3}(?:\.\d{1,3})?[a-z]?(?!\w|\.\w)",
 }
-# Target key space: references of these kinds look up definitions of this kind.
-_SPACE = {
-    "figure": "figure",
-    "table": "table",
-    "section": "section",
-    "chapter": "section",
-    "appendix": "section",
-    "equation": "equation",
+# Target key spaces a reference kind looks up, in order. Appendices are their own space
+# ("Appendix 2" is never section 2); a letter label may be either ("Section A.1", "Appendix
+# A.1" both name the heading "A.1 Proofs").
+_SPACES = {
+    "figure": ("figure",),
+    "table": ("table",),
+    "section": ("section", "appendix"),
+    "chapter": ("section",),
+    "appendix": ("appendix", "section"),
+    "equation": ("equation",),
 }
 _SEP = r"[\s\u00a0~]*"
 _REF = re.compile(
@@ -100,9 +102,8 @@ _CAPTION_DEF = {
     kind: re.compile(rf"^(?i:{_KEYWORDS[kind]}){_SEP}(?P<label>{_LABELS[kind]})")
     for kind in ("figure", "table")
 }
-_STRICT_AFTER = re.compile(r"^[*_\]\s]*(?:[:.|—–\-]|$)")  # "Table 1:" "**Fig. 2.**" "Таблица 1"
 _TITLE_KEYWORD = re.compile(
-    r"^(?i:section|sect\.|chapter|appendix|раздел|глава|приложение)\s+"
+    r"^(?i:(?P<app>appendix|приложение)|section|sect\.|chapter|раздел|глава)\s+"
     r"(?P<label>(?:[A-ZА-Я]|\d{1,3})(?:\.\d{1,3})*)(?!\w|\.\w)"
 )
 _TITLE_NUMBER = re.compile(r"^(?P<label>" + _NUM + r"|[A-ZА-Я](?:\.\d{1,3})+)(?:\.?\s+\S|\.?$)")
@@ -110,7 +111,7 @@ _TITLE_LETTER = re.compile(r"^(?P<label>[A-ZА-Я])[.:]?\s+[A-ZА-Я]")
 _DISPLAY_MATH = re.compile(r"^\s*(?:\$\$|\\\[|\\begin\{(?:equation|align|gather))")
 _FORMULA_LABEL = (
     re.compile(r"^\s*\((?P<label>\d{1,3}(?:\.\d{1,3})?[a-z]?)\)"),
-    re.compile(r"\((?P<label>\d{1,3}(?:\.\d{1,3})?[a-z]?)\)\s*[.,]?\s*$"),
+    re.compile(r"(?:^|[\s,])\((?P<label>\d{1,3}(?:\.\d{1,3})?[a-z]?)\)\s*[.,]?\s*$"),
     re.compile(r"\\tag\{(?P<label>\d{1,3}(?:\.\d{1,3})?[a-z]?)\}"),
 )
 
@@ -164,7 +165,8 @@ class _Definitions:
             m = _TITLE_KEYWORD.match(title) or _TITLE_NUMBER.match(title)
             if m:
                 label = _norm_label(m.group("label"))
-                self.targets.setdefault(("section", label), (sec["id"], "SECTION"))
+                space = "appendix" if m.groupdict().get("app") else "section"
+                self.targets.setdefault((space, label), (sec["id"], "SECTION"))
             elif m := _TITLE_LETTER.match(title):
                 letters.append((m.group("label"), sec["id"]))
                 if sec["component_type"] == "APPENDIX":
@@ -173,7 +175,16 @@ class _Definitions:
         for label, sid in letters:
             prev, nxt = chr(ord(label) - 1), chr(ord(label) + 1)
             if label in appendix_types or prev in present or nxt in present:
-                self.targets.setdefault(("section", label), (sid, "SECTION"))
+                self.targets.setdefault(("appendix", label), (sid, "SECTION"))
+
+    def find(self, kind: str, label: str) -> tuple[tuple[str, str], tuple[str, str]] | None:
+        """(key, (target id, target type)) of a label referenced as `kind`, if defined."""
+        for space in _SPACES[kind]:
+            if space != _SPACES[kind][0] and not label[:1].isalpha():
+                break  # numbers stay in their own space
+            if (hit := self.targets.get((space, label))) is not None:
+                return (space, label), hit
+        return None
 
 
 def _labels(match: re.Match[str], kind: str, text: str, plural: bool) -> tuple[list[str], int]:
@@ -243,14 +254,13 @@ def cross_references(doc: DocStructure) -> list[dict[str, Any]]:
             labels, end = _labels(m, kind, text, plural)
             if _EXTERNAL.match(text, end) or not _BARE.sub("", text[: m.start()] + text[end:]):
                 continue  # another work's table, or a bare label ("Chapter 1." over a chapter)
-            space = _SPACE[kind]
             for label in labels:
                 for keys in _candidates(label, plural):
-                    found = [defs.targets.get((space, k)) for k in keys]
+                    found = [defs.find(kind, k) for k in keys]
                     if not all(found):
                         continue
-                    for k, (target, ttype) in zip(keys, found, strict=True):  # type: ignore[misc]
-                        if target == node["id"] or (m.start() == lead and (space, k) in own):
+                    for k, (key, (target, ttype)) in zip(keys, found, strict=True):  # type: ignore[misc]
+                        if target == node["id"] or (m.start() == lead and key in own):
                             continue
                         _add_edge(
                             edges, node["id"], target, m, text, end, kind, k, ttype, captioned
