@@ -17,6 +17,7 @@ Targets (the *definitions* of labels), per document:
   "3. Method", "A.2 Proofs", "Appendix A: Data", "Chapter 3 ...", "Приложение А"). A bare
   single-letter title ("A Distant Supervision") is an appendix label only when the document
   has the neighbouring letter too (A and B...), so "A Note on Style" is never appendix A.
+  Appendix labels are their own key space: "Appendix 2" never resolves to section "2 ...".
 - equation: a FORMULA node starting or ending with "(5)", or a FORMULA node or display-math
   paragraph ("$$ ... \\tag{5} $$") holding `\\tag{5}`.
 Several candidates for one label: CAPTION/FIGURE/TABLE/FORMULA nodes before caption-like
