@@ -179,6 +179,67 @@ def test_paragraph_continued_across_pages():
     assert (len(merged) == 1 and {p["page"] for p in merged[0]["positions"]} == {1, 2}) or cont
 
 
+def test_caption_versus_sentence_about_a_figure():
+    """Label + separator / capitalised title / nothing is a caption; label + lower-case word in
+    the body font is a sentence (PARAGRAPH); in a smaller caption font it stays a caption."""
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    blocks = [
+        ("Opening text. " + LOREM, 10),
+        ("Table 2 compares the results of both parsers on every page of the corpus.", 10),
+        ("Table 2: Results of both parsers", 8),
+        ("Middle text. " + LOREM, 10),
+        ("Figure 3 shows that the layout matters more than the words on a page.", 10),
+        ("Figure 3 - Layout of a page", 8),
+        ("TABLE IV", 8),
+        ("Table 2-1 Special registers", 8),
+        ("Fig. 4a shows the first page of the corpus, in a caption font.", 8),
+        ("Closing text. " + LOREM, 10),
+    ]
+    y = 50
+    for text, size in blocks:
+        h = 55 if len(text) > 120 else 20
+        _box(page, (50, y, 550, y + h), text, size=size)
+        y += h + 14
+    st = _parse(pdf)
+    types = {n["text"]: n["node_type"] for n in st.nodes}
+    for text in (
+        "Table 2: Results of both parsers",
+        "Figure 3 - Layout of a page",
+        "TABLE IV",
+        "Table 2-1 Special registers",
+        "Fig. 4a shows the first page of the corpus, in a caption font.",
+    ):
+        assert types.get(text) == "CAPTION", (text, types)
+    for text in (
+        "Table 2 compares the results of both parsers on every page of the corpus.",
+        "Figure 3 shows that the layout matters more than the words on a page.",
+    ):
+        assert types.get(text) == "PARAGRAPH", (text, types)
+
+
+@pytest.mark.parametrize(
+    ("name", "n_captions"),
+    [("multi-column", 8), ("redp5110_sampled", 14), ("2305.03393v1-pg9", 1)],
+)
+def test_shared_pdf_captions(name, n_captions):
+    """No sentence about a table/figure ("Table 3-1 summarizes ...") is a caption; every real
+    caption is one."""
+    pdf = DATA / f"{name}.pdf"
+    if not pdf.exists():
+        pytest.skip("shared data absent")
+    st, _ = _bench().parse_file(pdf)
+    caps = [n["text"] for n in st.nodes if n["node_type"] == "CAPTION"]
+    assert len(caps) == n_captions, caps
+    sentences = [n["text"] for n in st.nodes if n["node_type"] == "PARAGRAPH"]
+    if name == "redp5110_sampled":
+        assert "Table 3-1 Special registers and their corresponding values" in caps
+        assert "Table 3-1 summarizes these special registers and their values." in sentences
+    if name == "multi-column":
+        assert any(t.startswith("Table 2 compares") for t in sentences)
+        assert any(t.startswith("Table 2: Top-20") for t in caps)
+
+
 def _bench():
     spec = importlib.util.spec_from_file_location(
         "bench_structure", Path(__file__).resolve().parents[1] / "benchmarks" / "structure.py"

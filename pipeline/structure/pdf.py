@@ -30,6 +30,11 @@ from pipeline.structure.pdf_layout import (
 from pipeline.structure.text import parse_text
 
 CAPTION = re.compile(r"^(figure|fig\.|table|tab\.|example|listing|chart|exhibit)\s*[\dIVX]+", re.I)
+# A caption's leading label ("Figure 3", "Fig. 3a", "Table 2-1", "TABLE IV") and what follows.
+CAPTION_LABEL = re.compile(
+    r"^(?i:figure|fig\.|table|tab\.|example|listing|chart|exhibit)\s*"
+    r"(?:\d{1,3}(?:[.\-–]\d{1,3})*[a-z]?|[IVXLC]{1,6})(?!\w)"
+)
 NUMBERED = re.compile(r"^((?:\d+|[A-Z])(?:\.\d+)*)\.?\s+\S")
 CHAPTER_WORD = re.compile(r"^(chapter|part|appendix)\b", re.I)
 NOTE_START = re.compile(r"^(\d{1,3}|[*†‡§¶]+)\s?(?=\S)")
@@ -128,6 +133,21 @@ def _is_heading(
         gap = nxt.bbox[1] - u.bbox[3]
         return gap < 1.2 * u.size and len(words) <= 10
     return False
+
+
+def _is_caption(u: Unit, text: str, body: float) -> bool:
+    """A figure/table caption rather than a sentence about one: the label is followed by a
+    separator ("Table 2:", "Figure 3 –"), a capitalised title ("Table 2-1 FUNCTION_USAGE
+    view"), or nothing. A lower-case word after it ("Table 2 compares ...", "Figure 3-5
+    shows ...") makes a sentence of running text, a caption only when set off from the body
+    text by a smaller or bold font."""
+    m = CAPTION_LABEL.match(text)
+    if m is None:
+        return False
+    rest = text[m.end() :].lstrip()
+    if not rest[:1].islower():
+        return True
+    return u.size < 0.95 * body or u.bold > 0.9
 
 
 def _is_note(u: Unit, body: float, height: float, cfg: StructureSettings) -> str | None:
@@ -266,7 +286,7 @@ def _parse(
                 kind = "FIGURE"
             elif u.kind == "TABLE":
                 kind = "TABLE"
-            elif CAPTION.match(text):
+            elif _is_caption(u, text, body):
                 kind = "CAPTION"
             elif _is_heading(u, body, _below(u, ordered), col_x0(u), cfg):
                 kind = "HEADING"
@@ -407,10 +427,11 @@ def _dedupe_headings(items: list[dict[str, Any]]) -> None:
 
 def _merge_continuations(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One node for a paragraph split by a page or column break (or a block split by pymupdf):
-    the previous paragraph does not end a sentence and this one starts in lower case. Notes,
-    page numbers and running text in between do not stop the merge; when a figure, table,
-    caption or formula sits in between, merging would move text across it, so the second part
-    stays its own node and `continues` names the item it continues (a CONTINUES edge)."""
+    the previous paragraph does not end a sentence and this one starts in lower case, in about
+    the same font size (a chart's small labels continue nothing). Notes, page numbers and
+    running text in between do not stop the merge; when a figure, table, caption or formula
+    sits in between, merging would move text across it, so the second part stays its own node
+    and `continues` names the item it continues (a CONTINUES edge)."""
     out: list[dict[str, Any]] = []
     last_para: dict[str, Any] | None = None
     between = False  # a figure/table/caption/formula since last_para
@@ -419,7 +440,8 @@ def _merge_continuations(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if it["kind"] == "PARAGRAPH" and last_para is not None:
             prev = last_para["text"]
             t = it["text"]
-            if t[:1].islower() and not SENT_END.search(prev):
+            same_font = it["unit"].size >= 0.9 * last_para["unit"].size  # not a chart label
+            if t[:1].islower() and not SENT_END.search(prev) and same_font:
                 if not between:
                     last_para["text"] = join_text(prev, t)
                     last_para["units"].append(it["unit"])
