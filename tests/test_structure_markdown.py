@@ -232,3 +232,68 @@ def test_pydantic_docs_link_acceptance():
     )
     assert found == 340 and right >= 0.95 * found
     assert anchored == 175 and sec >= 0.90 * anchored
+
+
+CAPTIONED_MD = """# Results
+
+Table 1: Scores per method.
+
+| a | b |
+|---|---|
+| 1 | 2 |
+
+| c | d |
+|---|---|
+| 3 | 4 |
+
+**Table 2.** Second table, its caption below.
+
+Table 3 shows a sentence, not a caption.
+
+| e | f |
+|---|---|
+| 5 | 6 |
+
+## Русский
+
+| g | h |
+|---|---|
+| 7 | 8 |
+
+Таблица 4 — Итоги.
+
+*Figure 5.* A figure caption next to a table is no table caption.
+
+| i | j |
+|---|---|
+| 9 | 0 |
+
+See Table 1, Table 2 and таблица 4.
+"""
+
+
+def test_table_captions_is_captioned_by():
+    from pipeline.structure.crossrefs import cross_references
+    from pipeline.structure.markdown import parse_markdown
+
+    doc = parse_markdown("d", "t.md", "t", CAPTIONED_MD)
+    text = {n["id"]: n["text"] for n in doc.nodes}
+    tables = [n["id"] for n in doc.nodes if n["node_type"] == "TABLE"]
+    assert not any(n["node_type"] == "FIGURE" for n in doc.nodes)  # images stay paragraphs
+    edges = [e for e in doc.edges if e["type"] == "IS_CAPTIONED_BY"]
+    pairs = {(text[e["source_id"]][:5], text[e["target_id"]][:12]) for e in edges}
+    # table -> caption, as in PDFs: caption above (t1), below (t2, t4); t3 and t5 have none
+    assert pairs == {
+        ("| a |", "Table 1: Sco"),
+        ("| c |", "**Table 2.**"),
+        ("| g |", "Таблица 4 — "),
+    }, pairs
+    assert all(e["source_id"] in tables and e["weight"] == 1.0 for e in edges)
+    # cross-references still target the caption and name the captioned table
+    by_target = {
+        text[e["target_id"]][:12]: json.loads(e["metadata"]) for e in cross_references(doc)
+    }
+    cap_of = {e["target_id"]: e["source_id"] for e in edges}
+    assert set(by_target) == {"Table 1: Sco", "**Table 2.**", "Таблица 4 — "}
+    for e in edges:
+        assert by_target[text[e["target_id"]][:12]]["captioned_id"] == cap_of[e["target_id"]]

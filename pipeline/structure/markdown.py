@@ -16,6 +16,10 @@ Section uris are `<source_path>#<slug>` with Python-Markdown toc slugs (explicit
 `{#id}` attribute ids win); other anchors found in or just before a heading
 (`[](){#old-id}`, `<a name="x">`) are kept in the section metadata as `anchors`.
 Line numbers (1-based, of the file when it is available) are in node and section metadata.
+A caption paragraph ("Table 1: ...", "**Table 1.** ...", "Таблица 1 — ...") right before or
+after a table of the same section gets an IS_CAPTIONED_BY edge from the table, as in PDFs.
+Image paragraphs stay PARAGRAPH nodes (there are no FIGURE nodes), so figure captions
+("Figure 2: ...", "Рисунок 2 — ...") are recognised but link only once a FIGURE node exists.
 """
 
 from __future__ import annotations
@@ -50,6 +54,12 @@ _EMPTY_ANCHOR = re.compile(r"\[\]\(\)\{[ \t]*#([\w:.-]+)[^}]*\}")
 _LINE_ATTR = re.compile(r"[ \t]*\{:?[ \t]*#([\w:.-]+)[^{}\n]*\}[ \t]*$", re.M)
 _HTML_ANCHOR = re.compile(r"<a\s+[^>]*?(?:name|id)=[\"']([^\"']+)[\"'][^>]*>(?:\s*</a>)?", re.I)
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
+# A caption paragraph: emphasis, keyword, label, then a separator or nothing ("Table 1: ...",
+# "**Table 1.** ...", "*Figure 2.* ...", "Таблица 1 — ..."); "Table 1 shows ..." is a sentence.
+_CAPTION = re.compile(
+    r"^[\s*_]*(?:(?P<TABLE>(?i:table|tab\.|таблица))|(?P<FIGURE>(?i:figure|fig\.|рисунок|рис\.)))"
+    r"[\s\u00a0]*(?:\d{1,3}(?:[.\-–]\d{1,3})*[a-z]?|[IVXLC]{1,6})(?!\w|[.\-–]\d)[*_\s]*(?:[:.|—–-]|$)"
+)
 _TAG = re.compile(r"</?[A-Za-z][^>]*>")
 
 # Links: wikilinks first, then inline, then reference-style (full/collapsed, then shortcut).
@@ -437,6 +447,7 @@ def parse_markdown(
     pending: list[str] = []
     heading_levels: dict[str, int] = {}
     current = root["id"]
+    order: list[tuple[str, str, str, str, str]] = []  # (section, container, kind, text, id)
     for k, b in enumerate(blocks):
         lo, hi = b.start + 1 + line_offset, b.end + 1 + line_offset
         if b.kind in ("PARAGRAPH", "LIST_ITEM") and (
@@ -467,21 +478,24 @@ def parse_markdown(
             stack.append((level, sid))
             current = sid
             heading_levels[sid] = level
-            doc.add_node(
+            hid = doc.add_node(
                 sid,
                 "HEADING",
                 title_text,
                 [position(1)],
                 metadata={"line_start": lo, "line_end": hi, "level": level},
             )
+            order.append((sid, "", "HEADING", b.text, hid))
             continue
         if "directive" in b.meta:  # mkdocstrings renders `::: a.b` with anchor ids a.b...
             anchors.setdefault(current, []).append(b.text.split()[1])
         meta = {"line_start": lo, "line_end": hi, **b.meta}
         nid = doc.add_node(current, b.kind, b.text, [position(1)], seq_minor=b.minor, metadata=meta)
+        order.append((current, b.meta.get("container", ""), b.kind, b.text, nid))
         if b.kind != "CODE":
             for link in extract_links(b.text, refs):
                 doc.links.append({"source_id": nid, **link, "line": lo})
+    _caption_edges(doc, order)
     for sec in doc.sections:
         meta = json.loads(sec["metadata"])
         if sec["id"] == root["id"]:
@@ -494,6 +508,26 @@ def parse_markdown(
             meta["anchors"] = anchors[sec["id"]]
         sec["metadata"] = json.dumps(meta, sort_keys=True, ensure_ascii=False, default=str)
     return doc
+
+
+def _caption_edges(doc: DocStructure, order: list[tuple[str, str, str, str, str]]) -> None:
+    """Table/figure -> caption (IS_CAPTIONED_BY, weight 1.0, as the PDF parser links them):
+    the caption paragraph right before the node, else the one right after it, in the same
+    section and container. Each caption captions one node, so in "T1 / Table 1: ... / T2 /
+    Table 2: ..." (captions below) the first caption goes to T1 and the second to T2."""
+    taken: set[int] = set()
+    for k, (section, container, kind, _, node_id) in enumerate(order):
+        if kind not in ("TABLE", "FIGURE"):
+            continue
+        for j in (k - 1, k + 1):
+            if j in taken or not 0 <= j < len(order):
+                continue
+            sec2, cont2, kind2, text, cap_id = order[j]
+            m = _CAPTION.match(text) if kind2 == "PARAGRAPH" else None
+            if m and m.group(kind) and (sec2, cont2) == (section, container):
+                doc.add_edge(node_id, cap_id, "IS_CAPTIONED_BY")
+                taken.add(j)
+                break
 
 
 @register("text/markdown")
