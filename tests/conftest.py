@@ -52,6 +52,15 @@ def write_report_pdf(path: Path) -> None:
     doc.save(path)
 
 
+def write_llm_config(path: Path, base_url: str, **llm: object) -> str:
+    """A settings YAML for LLM mode against `base_url` (the fake server), model fake-model;
+    `llm` adds or overrides fields of the `llm:` section."""
+    fields = {"enabled": "true", "base_url": base_url, "chat_model": "fake-model", **llm}
+    body = "".join(f"  {k}: {v}\n" for k, v in fields.items())
+    path.write_text("llm:\n" + body, encoding="utf-8")
+    return str(path)
+
+
 @pytest.fixture(scope="session")
 def sample_index(tmp_path_factory):
     """The sample corpus plus bad files, indexed once by the real index job."""

@@ -11,6 +11,7 @@ from pathlib import Path
 import igraph as ig
 import polars as pl
 import pytest
+from conftest import write_llm_config
 
 from assets.run import run_index
 from pipeline import store
@@ -469,17 +470,7 @@ def test_asset_keeps_the_state_sidecar_and_reports_the_mode(sample_index, tmp_pa
 
 
 def _config(tmp_path: Path, server: FakeLlm) -> str:
-    path = tmp_path / "llm.yaml"
-    path.write_text(
-        "llm:\n"
-        "  enabled: true\n"
-        f"  base_url: {server.base_url}\n"
-        "  chat_model: fake-model\n"
-        "  timeout_s: 5.0\n"
-        "  max_retries: 2\n",
-        encoding="utf-8",
-    )
-    return str(path)
+    return write_llm_config(tmp_path / "llm.yaml", server.base_url, timeout_s=5.0, max_retries=2)
 
 
 @pytest.mark.parametrize("name", ["lise_meitner.md"])

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import write_llm_config
 
 from assets.run import run_index
 from pipeline import store, validate
@@ -18,17 +19,7 @@ SECRET = "sk-test-SECRET-123"
 
 
 def _config(tmp_path: Path, server: FakeLlm, name: str = "llm.yaml") -> str:
-    path = tmp_path / name
-    path.write_text(
-        "llm:\n"
-        "  enabled: true\n"
-        f"  base_url: {server.base_url}\n"
-        "  chat_model: fake-model\n"
-        "  timeout_s: 1.0\n"
-        "  max_retries: 4\n",
-        encoding="utf-8",
-    )
-    return str(path)
+    return write_llm_config(tmp_path / name, server.base_url, timeout_s=1.0, max_retries=4)
 
 
 def _extract_metadata(result, asset: str = "extracted_entities") -> dict:

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import polars as pl
+from conftest import write_llm_config
 
 from assets.run import run_index
 from pipeline import store
@@ -67,17 +68,7 @@ class _Recorder:
 
 
 def _config(path: Path, server: FakeLlm) -> str:
-    path.write_text(
-        "llm:\n"
-        "  enabled: true\n"
-        f"  base_url: {server.base_url}\n"
-        "  chat_model: fake-model\n"
-        "  timeout_s: 5.0\n"
-        "  max_retries: 2\n"
-        "  concurrency: 2\n",
-        encoding="utf-8",
-    )
-    return str(path)
+    return write_llm_config(path, server.base_url, timeout_s=5.0, max_retries=2, concurrency=2)
 
 
 def _cache_files(out: Path) -> list[Path]:
