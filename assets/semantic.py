@@ -1,8 +1,6 @@
 """Semantic layer: chunks -> triplets -> entities/relationships -> communities -> reports."""
 
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from pipeline import store
 from pipeline.chunking import chunk_structured
 from pipeline.communities import hierarchical_leiden, next_state, plan_communities
 from pipeline.extract import extract_resilient, get_extractor
+from pipeline.files import atomic_write_text
 from pipeline.graph import merge_graph
 from pipeline.reports import build_reports
 from pipeline.reports_llm import build_reports_llm
@@ -208,16 +207,7 @@ def _read_state(path: Path) -> dict | None:
 
 def _write_state(path: Path, state: dict) -> None:
     """Atomically, like pipeline.store tables: a crash leaves the old sidecar whole."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(state, fh, sort_keys=True, indent=1)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, json.dumps(state, sort_keys=True, indent=1) + "\n")
 
 
 @multi_asset(

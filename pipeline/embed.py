@@ -9,7 +9,6 @@ sha256(model_id + text), so re-indexing unchanged text costs no model call.
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.config import PACKAGED_MODEL, EmbeddingSettings
+from pipeline.files import atomic_write_with
 from pipeline.ids import sha256_hex
 
 # all-MiniLM-L6-v2's width; lets callers size empty outputs without loading the model.
@@ -182,14 +182,7 @@ class CachedEmbedder:
         folder.mkdir(parents=True, exist_ok=True)
         frame = pl.DataFrame({"key": keys, "vector": _vector_series(vecs)})
         name = f"{time.time_ns():020d}-{sha256_hex(''.join(keys).encode())[:12]}.parquet"
-        fd, tmp = tempfile.mkstemp(prefix=".shard.", suffix=".tmp", dir=folder)
-        os.close(fd)
-        try:
-            frame.write_parquet(tmp, compression="zstd")
-            os.replace(tmp, folder / name)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_with(folder / name, lambda tmp: frame.write_parquet(tmp, compression="zstd"))
 
     def embed(self, texts: list[str]) -> np.ndarray:
         dim = self.dim

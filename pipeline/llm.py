@@ -17,10 +17,8 @@ import concurrent.futures
 import hashlib
 import json
 import logging
-import os
 import random
 import re
-import tempfile
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -30,6 +28,7 @@ import openai
 from pydantic import BaseModel, ValidationError
 
 from pipeline.config import LlmSettings
+from pipeline.files import atomic_write_text
 from pipeline.tokens import count_tokens
 
 log = logging.getLogger(__name__)
@@ -188,18 +187,8 @@ class DiskCache:
         return entry if isinstance(entry, dict) and isinstance(entry.get("text"), str) else None
 
     def put(self, key: str, entry: dict) -> None:
-        target = self.path(key)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{key[:16]}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(entry, fh, ensure_ascii=False, sort_keys=True)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        text = json.dumps(entry, ensure_ascii=False, sort_keys=True)
+        atomic_write_text(self.path(key), text, fsync=True)
 
 
 def cache_key(model: str, messages: list[dict], params: dict[str, Any]) -> str:

@@ -8,7 +8,6 @@ versioned by Lance itself: an overwrite becomes visible only when it commits.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import polars as pl
@@ -16,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import schemas
+from pipeline.files import atomic_write_with
 
 LANCE_DIR = "lancedb"
 # Lance's Rust logger warns on every first write of a table; keep real errors only. Read
@@ -34,15 +34,7 @@ def write_table(root: str | Path, name: str, df: pl.DataFrame) -> Path:
 
 def write_arrow(root: str | Path, name: str, table: pa.Table) -> Path:
     path = table_path(root, name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_with(path, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
     return path
 
 

@@ -1,0 +1,89 @@
+"""Atomic file writes that respect the umask, and clean-up of what a killed writer left.
+
+Every file docgraph writes goes through `atomic_write`: a temp file in the target's folder
+(named `.<name>.<random>.tmp`), then `os.replace`, so a reader sees the old file or the new
+one, never a part. `tempfile.mkstemp` creates files 0600 whatever the umask; the final file
+gets the mode any other tool would give it (0666 minus the umask), so a shared index stays
+readable by the group that reads it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+TEMP_SUFFIX = ".tmp"
+
+
+def umask() -> int:
+    """The process umask (read without changing it for longer than one call)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def default_mode() -> int:
+    """0666 minus the umask: the mode `open(path, "w")` would give a new file."""
+    return 0o666 & ~umask()
+
+
+@contextmanager
+def atomic_path(target: str | Path) -> Iterator[Path]:
+    """A temp path next to `target`; write it inside the block, and on a clean exit it
+    becomes `target` (mode 0666 minus the umask) in one rename. On an error it is removed."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=TEMP_SUFFIX, dir=target.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.chmod(tmp, default_mode())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_bytes(target: str | Path, data: bytes, fsync: bool = False) -> None:
+    with atomic_path(target) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
+        if fsync:
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def atomic_write_text(target: str | Path, text: str, fsync: bool = False) -> None:
+    atomic_write_bytes(target, text.encode("utf-8"), fsync=fsync)
+
+
+def atomic_write_with(target: str | Path, write: Callable[[Path], object]) -> None:
+    """`write(tmp_path)` (e.g. a Parquet writer), then the atomic rename."""
+    with atomic_path(target) as tmp:
+        write(tmp)
+
+
+def remove_stray_temps(root: str | Path, older_than_s: float = 0.0) -> list[Path]:
+    """Delete `.*.tmp` files under `root` that a killed writer left (older than
+    `older_than_s`); returns what was removed. Call it only while holding the output lock,
+    or with an age that no live write can reach."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    now = time.time()
+    removed: list[Path] = []
+    for dirpath, _dirs, names in os.walk(root):
+        for name in names:
+            if not (name.startswith(".") and name.endswith(TEMP_SUFFIX)):
+                continue
+            path = Path(dirpath) / name
+            try:
+                if now - path.stat().st_mtime >= older_than_s:
+                    path.unlink()
+                    removed.append(path)
+            except FileNotFoundError:
+                continue
+    return removed
