@@ -14,7 +14,7 @@ from dagster import (
     sensor,
 )
 
-from pipeline.ingest import folder_fingerprint
+from pipeline.ingest import InputFolderError, check_input_folder, folder_fingerprint
 from resources import DocgraphConfig
 
 INDEX_JOB = "index_job"
@@ -36,7 +36,12 @@ index_nightly = ScheduleDefinition(
     description="Index again when a file under the input folder is added, edited or deleted.",
 )
 def input_folder_changed(context: SensorEvaluationContext, docgraph: DocgraphConfig):
-    fingerprint, n_files = folder_fingerprint(docgraph.settings().input_dir)
+    input_dir = docgraph.settings().input_dir
+    try:
+        check_input_folder(input_dir)
+    except InputFolderError as exc:
+        return SkipReason(str(exc))
+    fingerprint, n_files = folder_fingerprint(input_dir)
     if fingerprint == (context.cursor or ""):
         return SkipReason(f"input folder unchanged ({n_files} files)")
     context.update_cursor(fingerprint)

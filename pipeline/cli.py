@@ -31,16 +31,12 @@ def write_sample_corpus(target: str | Path) -> list[Path]:
     return written
 
 
-def _has_files(folder: Path) -> bool:
-    return folder.is_dir() and any(p.is_file() for p in folder.rglob("*"))
-
-
 def cmd_index(args: argparse.Namespace) -> int:
+    """Index the input folder; a missing or empty one is an error (exit 2) before any run."""
+    from pipeline.ingest import check_input_folder
+
     settings = load_settings(args.config, _folder_overrides(args))
-    input_dir = Path(settings.input_dir)
-    if not _has_files(input_dir):
-        written = write_sample_corpus(input_dir)
-        print(f"{input_dir} was empty: wrote the sample corpus ({len(written)} documents)")
+    check_input_folder(settings.input_dir)
     from assets.run import run_index
 
     result = run_index(

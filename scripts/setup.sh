@@ -11,4 +11,8 @@ command -v "$PY" >/dev/null || PY=python3
 # Where the CPU wheel is not on a local index, set TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
 .venv/bin/pip install --quiet ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} "torch==2.13.0"
 .venv/bin/pip install --quiet -e '.[dev]'
+# docgraph index refuses a missing or empty input folder; the sample goes in only here.
+if [ -z "$(ls -A data/input 2>/dev/null)" ]; then
+  .venv/bin/docgraph sample data/input >/dev/null
+fi
 .venv/bin/docgraph index "$@"

@@ -183,10 +183,11 @@ def test_unexpected_error_is_a_rejection(tmp_path, monkeypatch):
     assert rejected["reason"].to_list() == ["RuntimeError: disk on fire"]
 
 
-def test_empty_folder(tmp_path):
+def test_a_folder_of_rejected_files_gives_typed_empty_documents(tmp_path):
+    (tmp_path / "empty.txt").write_bytes(b"")
     docs, rejected = load_folder(tmp_path)
-    assert docs.height == 0 and rejected.height == 0
-    assert docs.columns == schemas.DOCUMENTS.names
+    assert docs.height == 0 and rejected["source_path"].to_list() == ["empty.txt"]
+    assert docs.schema == schemas.empty("documents").schema
 
 
 @pytest.mark.skipif(not (DATA / "pdfs").is_dir(), reason="shared data absent")

@@ -6,8 +6,10 @@ Importing the format modules registers their loaders with `loader.LOADERS`.
 from pipeline.ingest import markdown, notes, pdf, text  # noqa: F401  (registers loaders)
 from pipeline.ingest.loader import (
     LOADERS,
+    InputFolderError,
     LoadedDoc,
     LoadError,
+    check_input_folder,
     folder_fingerprint,
     load_bytes,
     load_folder,
@@ -15,9 +17,11 @@ from pipeline.ingest.loader import (
 )
 
 __all__ = [
+    "InputFolderError",
     "LOADERS",
     "LoadError",
     "LoadedDoc",
+    "check_input_folder",
     "folder_fingerprint",
     "load_bytes",
     "load_folder",

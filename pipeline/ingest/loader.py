@@ -17,6 +17,10 @@ from pipeline import schemas
 from pipeline.ids import sha256_hex
 
 
+class InputFolderError(ValueError):
+    """The input folder is missing, not a folder or empty: the run stops before writing."""
+
+
 class LoadError(Exception):
     """A file that cannot become a document; the message is the user-facing reason."""
 
@@ -60,6 +64,28 @@ def _walk(root: Path) -> list[Path]:
     return sorted(out, key=lambda p: p.relative_to(root).as_posix())
 
 
+def check_input_folder(input_dir: str | Path) -> Path:
+    """The input folder as a Path, or InputFolderError when it is missing, a file or holds no
+    visible file: a typo must not index nothing (or the sample) over a good index."""
+    root = Path(input_dir)
+    if not root.exists():
+        raise InputFolderError(f"input folder {root} does not exist")
+    if not root.is_dir():
+        raise InputFolderError(f"input folder {root} is not a folder")
+    if not _has_visible_entry(root):
+        raise InputFolderError(f"input folder {root} holds no files to index (hidden ones skipped)")
+    return root
+
+
+def _has_visible_entry(root: Path) -> bool:
+    """Whether any non-hidden file or link lies under root (stops at the first)."""
+    for _, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        if any(not name.startswith(".") for name in filenames):
+            return True
+    return False
+
+
 def folder_fingerprint(input_dir: str | Path) -> tuple[str, int]:
     """(hash of every file's path, size and mtime, file count): changes when a file is
     added, edited or deleted, without reading any content — what a sensor polls."""
@@ -94,8 +120,9 @@ def load_bytes(path: Path, data: bytes) -> LoadedDoc:
 def load_folder(input_dir: str | Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(documents, rejected_documents) frames with exactly schemas.DOCUMENTS / REJECTED_DOCUMENTS
     columns. Ids are the sha256 of the bytes, so identical files are one document (the first
-    in path order); later copies are rejected as duplicates."""
-    root = Path(input_dir)
+    in path order); later copies are rejected as duplicates. A missing or empty folder raises
+    InputFolderError."""
+    root = check_input_folder(input_dir)
     docs: list[dict[str, Any]] = []
     rejected: list[dict[str, Any]] = []
     seen: dict[str, str] = {}
