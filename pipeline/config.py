@@ -193,6 +193,22 @@ class StructureSettings(BaseModel):
     )
 
 
+class StorageSettings(BaseModel):
+    keep_versions: int = Field(
+        2,
+        ge=1,
+        description="published index versions kept in <output>/versions (the current one and "
+        "the newest before it); older ones, and the text of deleted documents in them, are "
+        "deleted after each publish",
+    )
+    lock_wait_s: float = Field(
+        0.0,
+        ge=0,
+        description="a run that finds another run writing the same output folder waits this "
+        "long for it, then stops with an error naming that run",
+    )
+
+
 def _env_secret(name: str) -> SecretStr | None:
     value = os.environ.get(name)
     return SecretStr(value) if value else None
@@ -235,6 +251,7 @@ class Settings(BaseModel):
     query: QuerySettings = QuerySettings()
     same_topic: SameTopicSettings = SameTopicSettings()
     structure: StructureSettings = StructureSettings()
+    storage: StorageSettings = StorageSettings()
     llm: LlmSettings = Field(default_factory=LlmSettings)
 
 
