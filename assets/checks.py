@@ -1,10 +1,21 @@
-"""Asset checks: every table has its declared schema, unique keys and no dangling ids."""
+"""Asset checks: every table has its declared schema, unique keys and no dangling ids.
 
-from dagster import AssetCheckResult, AssetChecksDefinition, asset_check
+They are blocking: a table that fails its check stops everything downstream of it, the
+publish step included, so a broken version is never published (the last one stays).
+"""
+
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetChecksDefinition,
+    AssetCheckSeverity,
+    asset_check,
+)
 
 from pipeline import schemas, validate
 from pipeline.store import read_table
 from resources import DocgraphConfig
+from resources.output import run_dir
 
 # Every table the index writes is an asset with an integrity check.
 CHECKED_TABLES = tuple(schemas.TABLES)
@@ -22,18 +33,26 @@ NON_EMPTY = (
 
 
 def _integrity_check(name: str) -> AssetChecksDefinition:
-    @asset_check(asset=name, name="integrity", description="schema, unique keys, no dangling ids")
-    def _check(docgraph: DocgraphConfig) -> AssetCheckResult:
-        root = docgraph.settings().output_dir
+    @asset_check(
+        asset=name,
+        name="integrity",
+        description="schema, unique keys, no dangling ids",
+        blocking=True,
+    )
+    def _check(context: AssetCheckExecutionContext, docgraph: DocgraphConfig) -> AssetCheckResult:
+        root = run_dir(docgraph, context)
         problems = validate.schema_problems(root, name)
         if not problems:
             problems = validate.integrity_problems(root, name)
+        warnings = []
         loaded = read_table(root, "documents").height
         if name in NON_EMPTY and loaded and read_table(root, name).is_empty():
-            problems.append("no rows although documents were loaded")
+            warnings.append("no rows although documents were loaded")
         return AssetCheckResult(
-            passed=not problems,
-            metadata={"problems": "\n".join(problems) or "none"},
+            passed=not (problems or warnings),
+            # an empty table is suspicious, not broken: it warns and does not block publishing
+            severity=AssetCheckSeverity.ERROR if problems else AssetCheckSeverity.WARN,
+            metadata={"problems": "\n".join(problems + warnings) or "none"},
         )
 
     return _check

@@ -24,9 +24,17 @@ def run_index(
 
     if instance is None and os.environ.get("DAGSTER_HOME"):
         instance = DagsterInstance.get()
-    job = make_definitions(config_path, input_dir, output_dir).resolve_job_def("index_job")
-    return job.execute_in_process(
-        run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
-        instance=instance,
-        raise_on_error=raise_on_error,
-    )
+    from pipeline import lock
+    from resources import DocgraphConfig
+
+    defs = make_definitions(config_path, input_dir, output_dir)
+    job = defs.resolve_job_def("index_job")
+    try:
+        return job.execute_in_process(
+            run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
+            instance=instance,
+            raise_on_error=raise_on_error,
+        )
+    finally:  # a run that failed before publishing still held the output lock
+        root = DocgraphConfig(config_path=config_path, output_dir=output_dir).settings().output_dir
+        lock.release(root)

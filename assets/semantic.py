@@ -25,6 +25,7 @@ from pipeline.reports import build_reports
 from pipeline.reports_llm import build_reports_llm
 from pipeline.summarize_llm import summarize_descriptions
 from resources import DocgraphConfig, EmbedderResource, LlmResource
+from resources.output import run_dir
 
 
 @asset(
@@ -157,15 +158,20 @@ def graph(
 
 @asset(group_name="communities", description="Hierarchical Leiden communities of the entity graph.")
 def communities(
-    docgraph: DocgraphConfig, entities: pl.DataFrame, relationships: pl.DataFrame
+    context: AssetExecutionContext,
+    docgraph: DocgraphConfig,
+    entities: pl.DataFrame,
+    relationships: pl.DataFrame,
 ) -> Output[pl.DataFrame]:
     started = time.perf_counter()
     settings = docgraph.settings()
-    # the last run's table (if any): a small graph change keeps its communities (and so their
-    # cached LLM reports), a change accumulated since the last full recompute (counted in the
-    # state sidecar) or new partition settings recompute; see pipeline.communities
-    previous = store.read_table(settings.output_dir, "communities")
-    state_path = Path(settings.output_dir) / COMMUNITIES_STATE
+    # the last run's table (if any; the run's folder starts as the last version): a small
+    # graph change keeps its communities (and so their cached LLM reports), a change
+    # accumulated since the last full recompute (counted in the state sidecar) or new
+    # partition settings recompute; see pipeline.communities
+    folder = run_dir(docgraph, context)
+    previous = store.read_table(folder, "communities")
+    state_path = folder / COMMUNITIES_STATE
     plan = plan_communities(
         entities, relationships, settings.graph, previous, _read_state(state_path)
     )

@@ -7,15 +7,24 @@ them by default (see pipeline.vectors), hence the chain of dependencies.
 import time
 
 import polars as pl
-from dagster import AssetIn, AssetsDefinition, MaterializeResult, Output, asset
+from dagster import (
+    AssetExecutionContext,
+    AssetIn,
+    AssetsDefinition,
+    MaterializeResult,
+    Output,
+    asset,
+)
 
 from assets.metadata import frame_metadata
 from pipeline.structure.same_topic import same_topic_edges as build_same_topic_edges
 from pipeline.vectors import build_vector_table, read_vectors
 from resources import DocgraphConfig, EmbedderResource
+from resources.output import run_dir
 
 
 def _materialize(
+    context: AssetExecutionContext,
     docgraph: DocgraphConfig,
     embedder: EmbedderResource,
     source: str,
@@ -26,7 +35,7 @@ def _materialize(
     settings = docgraph.settings()
     emb = embedder.get()
     rows = build_vector_table(
-        settings.output_dir, source, frame, emb, settings.embedding, communities
+        run_dir(docgraph, context), source, frame, emb, settings.embedding, communities
     )
     return MaterializeResult(
         metadata={
@@ -48,9 +57,12 @@ def _vector_asset(source: str, after: list[str]) -> AssetsDefinition:
         description=f"LanceDB table `{source}`: vectors + full-text index.",
     )
     def _build(
-        docgraph: DocgraphConfig, embedder: EmbedderResource, frame: pl.DataFrame
+        context: AssetExecutionContext,
+        docgraph: DocgraphConfig,
+        embedder: EmbedderResource,
+        frame: pl.DataFrame,
     ) -> MaterializeResult:
-        return _materialize(docgraph, embedder, source, frame)
+        return _materialize(context, docgraph, embedder, source, frame)
 
     return _build
 
@@ -61,12 +73,15 @@ def _vector_asset(source: str, after: list[str]) -> AssetsDefinition:
     description="LanceDB table `community_reports`: vectors + full-text index.",
 )
 def community_reports_vectors(
+    context: AssetExecutionContext,
     docgraph: DocgraphConfig,
     embedder: EmbedderResource,
     community_reports: pl.DataFrame,
     communities: pl.DataFrame,
 ) -> MaterializeResult:
-    return _materialize(docgraph, embedder, "community_reports", community_reports, communities)
+    return _materialize(
+        context, docgraph, embedder, "community_reports", community_reports, communities
+    )
 
 
 @asset(
@@ -75,9 +90,12 @@ def community_reports_vectors(
     description="LanceDB table `content_nodes` (node_type, section): node search, pre-filtered.",
 )
 def content_nodes_vectors(
-    docgraph: DocgraphConfig, embedder: EmbedderResource, content_nodes: pl.DataFrame
+    context: AssetExecutionContext,
+    docgraph: DocgraphConfig,
+    embedder: EmbedderResource,
+    content_nodes: pl.DataFrame,
 ) -> MaterializeResult:
-    return _materialize(docgraph, embedder, "content_nodes", content_nodes)
+    return _materialize(context, docgraph, embedder, "content_nodes", content_nodes)
 
 
 @asset(
@@ -86,6 +104,7 @@ def content_nodes_vectors(
     description="SAME_TOPIC edges between sections of different documents, by embedding.",
 )
 def same_topic_edges(
+    context: AssetExecutionContext,
     docgraph: DocgraphConfig,
     embedder: EmbedderResource,
     sections: pl.DataFrame,
@@ -100,7 +119,7 @@ def same_topic_edges(
         embedder.get(),
         settings.same_topic,
         text_units,
-        read_vectors(settings.output_dir, "text_units"),
+        read_vectors(run_dir(docgraph, context), "text_units"),
     )
     return Output(
         edges,

@@ -1,29 +1,231 @@
-"""Where tables live: atomic Parquet files and LanceDB tables under one output root.
+"""Where tables live: versions of an output folder, each published in one atomic step.
 
-A Parquet write goes to a temporary file in the same folder and is renamed over the
-old one, so a crash mid-write leaves the previous table intact. Lance writes are
-versioned by Lance itself: an overwrite becomes visible only when it commits.
+```
+<output>/index.json          the manifest: which version is current (swapped last, atomically)
+<output>/versions/<v>/       a published version: <table>.parquet, lancedb/, state files
+<output>/staging/            the version being written by the one running writer (see lock)
+<output>/cache/              content-keyed caches shared by all versions (LLM, embeddings)
+```
+
+Why: tables are written one by one, minutes apart. A reader that followed the files would
+see a half-written index (new `documents` beside old `text_units`), and a failed or killed
+run would leave it that way. So a run writes a whole version into `staging/` (which starts
+as hard links of the current version, so a partial run reads what it did not recompute),
+and `publish` renames it into `versions/` and then replaces `index.json`: readers resolve
+the manifest once (`resolve`) and read one consistent version. Old versions beyond
+`keep` are deleted, so deleted documents' text leaves the disk.
+
+Within a version a Parquet write is atomic (temp file + rename) and a Lance table is
+dropped and created anew (never modified in place: its files may be links shared with
+the previous version), keeping only its latest Lance version.
+
+An output folder written before versions existed (tables at its top level) still reads
+as one; the first publish into it removes those files.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import warnings
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import schemas
-from pipeline.files import atomic_write_with
+from pipeline.files import TEMP_SUFFIX, atomic_write_text, atomic_write_with, remove_stray_temps
 
 LANCE_DIR = "lancedb"
+MANIFEST = "index.json"
+VERSIONS_DIR = "versions"
+STAGING_DIR = "staging"
+RUN_MARKER = ".run.json"  # in staging: which run it belongs to
+FORMAT = 1
 # Lance's Rust logger warns on every first write of a table; keep real errors only. Read
 # when lancedb is first imported, which happens after this module is.
 os.environ.setdefault("LANCEDB_LOG", "error")
 
 
+# ---------------------------------------------------------------------------- versions
+
+
+def read_manifest(root: str | Path) -> dict[str, Any] | None:
+    """The output folder's manifest, or None when nothing was published with one."""
+    try:
+        data = json.loads((Path(root) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("version"), str) else None
+
+
+def manifest_stamp(root: str | Path) -> tuple[int, int, int] | None:
+    """(mtime, size, inode) of the manifest: changes whenever a version is published."""
+    try:
+        st = (Path(root) / MANIFEST).stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def resolve(root: str | Path) -> Path:
+    """The folder holding the tables to read: the current version of an output folder, or
+    `root` itself (a version or staging folder, or an output folder from before versions)."""
+    root = Path(root)
+    manifest = read_manifest(root)
+    if manifest is None:
+        return root
+    return root / VERSIONS_DIR / manifest["version"]
+
+
+def is_index(root: str | Path) -> bool:
+    """Whether `root` is an output folder holding a readable index."""
+    folder = resolve(root)
+    return table_path(folder, "text_units").exists() or (folder / LANCE_DIR).is_dir()
+
+
+def staging_dir(root: str | Path) -> Path:
+    return Path(root) / STAGING_DIR
+
+
+def staging_owner(root: str | Path) -> str | None:
+    """The run whose version is in the staging folder (None: no staging folder)."""
+    try:
+        data = json.loads((staging_dir(root) / RUN_MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data.get("run_id") if isinstance(data, dict) else None
+
+
+def _link_tree(src: Path, dst: Path, skip: frozenset[str] = frozenset()) -> None:
+    """Hard-link every file of `src` into `dst` (a copy where links are impossible)."""
+    for dirpath, dirnames, filenames in os.walk(src):
+        rel = Path(dirpath).relative_to(src)
+        if rel == Path("."):
+            dirnames[:] = [d for d in dirnames if d not in skip]
+        (dst / rel).mkdir(parents=True, exist_ok=True)
+        for name in filenames:
+            if rel == Path(".") and (name in skip or name.startswith(".")):
+                continue
+            try:
+                os.link(Path(dirpath) / name, dst / rel / name)
+            except OSError:
+                shutil.copy2(Path(dirpath) / name, dst / rel / name)
+
+
+# What of an output folder's top level is not a table of the legacy flat layout.
+_NOT_LEGACY = frozenset({MANIFEST, VERSIONS_DIR, STAGING_DIR, "cache"})
+
+
+def begin(root: str | Path, run_id: str, parent_run_id: str | None = None) -> Path:
+    """The staging folder of run `run_id`, ready to write. The caller holds the output lock.
+
+    A staging folder left by another run is discarded — unless this run re-executes it
+    (`parent_run_id`, Dagster's "re-execute from failure"), which keeps its finished
+    tables — and a fresh one starts as links of the current version."""
+    root = Path(root)
+    staging = staging_dir(root)
+    owner = staging_owner(root)
+    if owner == run_id:
+        return staging
+    if owner is None or owner != parent_run_id:
+        shutil.rmtree(staging, ignore_errors=True)
+        current = resolve(root)
+        if current != root:
+            _link_tree(current, staging)
+        elif any(table_path(root, n).exists() for n in schemas.TABLES):
+            _link_tree(root, staging, skip=_NOT_LEGACY | {".docgraph.lock"})
+    staging.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(staging / RUN_MARKER, json.dumps({"run_id": run_id}))
+    return staging
+
+
+def publish(root: str | Path, run_id: str, keep: int = 2) -> dict[str, Any]:
+    """Make run `run_id`'s staging folder the current version, in one atomic step (the
+    manifest is replaced last), then delete versions beyond the newest `keep`."""
+    root = Path(root)
+    staging = staging_dir(root)
+    owner = staging_owner(root)
+    if owner != run_id:
+        raise RuntimeError(f"staging folder of {root} belongs to run {owner}, not {run_id}")
+    version = f"{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}-{run_id[:8]}"
+    tables = {
+        name: pq.read_metadata(table_path(staging, name)).num_rows
+        for name in schemas.TABLES
+        if table_path(staging, name).exists()
+    }
+    (staging / RUN_MARKER).unlink()
+    target = root / VERSIONS_DIR / version
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(staging, target)
+    previous = read_manifest(root)
+    manifest = {
+        "format": FORMAT,
+        "version": version,
+        "run_id": run_id,
+        "published": datetime.now(UTC).isoformat(timespec="seconds"),
+        "previous": previous["version"] if previous else None,
+        "tables": tables,
+    }
+    atomic_write_text(root / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    prune(root, keep)
+    return manifest
+
+
+def versions(root: str | Path) -> list[str]:
+    """Published version names, oldest first (names start with their UTC publish time)."""
+    folder = Path(root) / VERSIONS_DIR
+    return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+
+
+def prune(root: str | Path, keep: int) -> list[str]:
+    """Delete all but the newest `keep` versions (never the current one), and the tables of
+    the pre-version flat layout; returns the deleted version names."""
+    root = Path(root)
+    manifest = read_manifest(root)
+    current = manifest["version"] if manifest else None
+    names = versions(root)
+    doomed = [v for v in names[: max(0, len(names) - max(1, keep))] if v != current]
+    for name in doomed:
+        shutil.rmtree(root / VERSIONS_DIR / name, ignore_errors=True)
+    if manifest is not None:  # the flat layout's leftovers: readers follow the manifest now
+        for name in schemas.TABLES:
+            table_path(root, name).unlink(missing_ok=True)
+        (root / "communities_state.json").unlink(missing_ok=True)
+        shutil.rmtree(root / LANCE_DIR, ignore_errors=True)
+    return doomed
+
+
+CACHE_TEMP_AGE_S = 3600.0
+
+
+def remove_leftovers(root: str | Path) -> list[Path]:
+    """Temp files that a killed writer left in the output folder (the caller holds the output
+    lock, so no index run is writing). Under cache/ only those an hour old: a query process
+    may be writing an LLM cache entry right now."""
+    root = Path(root)
+    removed = []
+    if root.is_dir():
+        for child in root.iterdir():
+            if child.name == "cache":
+                removed += remove_stray_temps(child, older_than_s=CACHE_TEMP_AGE_S)
+            elif child.is_dir():
+                removed += remove_stray_temps(child)
+            elif child.name.startswith(".") and child.name.endswith(TEMP_SUFFIX):
+                child.unlink(missing_ok=True)
+                removed.append(child)
+    return removed
+
+
+# ---------------------------------------------------------------------------- tables
+
+
 def table_path(root: str | Path, name: str) -> Path:
+    """Where table `name` lives in the folder `root` (a version or staging folder)."""
     return Path(root) / f"{name}.parquet"
 
 
@@ -39,8 +241,9 @@ def write_arrow(root: str | Path, name: str, table: pa.Table) -> Path:
 
 
 def read_table(root: str | Path, name: str, columns: list[str] | None = None) -> pl.DataFrame:
-    """Table `name` (only `columns`, when given); its empty frame when it was never written."""
-    path = table_path(root, name)
+    """Table `name` of `root` (an output folder's current version, or that folder); only
+    `columns` when given; its empty frame when it was never written."""
+    path = table_path(resolve(root), name)
     if not path.exists():
         frame = schemas.empty(name)
         return frame.select(columns) if columns else frame
@@ -48,19 +251,26 @@ def read_table(root: str | Path, name: str, columns: list[str] | None = None) ->
 
 
 def lance_db(root: str | Path):
+    """The LanceDB folder of `root` (resolved like `read_table`)."""
     import lancedb
 
-    path = Path(root) / LANCE_DIR
+    path = resolve(root) / LANCE_DIR
     path.mkdir(parents=True, exist_ok=True)
     return lancedb.connect(str(path))
 
 
 def write_lance(root: str | Path, name: str, table: pa.Table, fts: bool = True):
-    """Replace Lance table `name` with `table` (its schema is explicit) and index its text."""
+    """Lance table `name` of the folder `root`, created anew from `table` (explicit schema)
+    with its text indexed, keeping only its latest Lance version: a deleted row's text
+    must not stay readable in an old Lance version."""
     from lancedb.index import FTS
 
     db = lance_db(root)
-    tbl = db.create_table(name, data=table, schema=table.schema, mode="overwrite")
+    db.drop_table(name, ignore_missing=True)  # its files may be links into the last version
+    tbl = db.create_table(name, data=table, schema=table.schema)
     if fts and table.num_rows:
         tbl.create_index("text", config=FTS(with_position=True), replace=True)
+        with warnings.catch_warnings():  # nobody else reads a table being written
+            warnings.simplefilter("ignore", UserWarning)
+            tbl.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
     return tbl

@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
-from pipeline import schemas, store
+from pipeline import schemas, store, vectors
 
 # (child table, column, parent table, parent column): every child value must exist in the parent.
 REFERENCES: list[tuple[str, str, str, str]] = [
@@ -20,6 +20,8 @@ REFERENCES: list[tuple[str, str, str, str]] = [
     ("content_nodes", "document_id", "documents", "id"),
     ("content_nodes", "section_id", "sections", "id"),
     ("chunks", "document_id", "documents", "id"),
+    ("structure_failures", "document_id", "documents", "id"),
+    ("chunk_failures", "document_id", "documents", "id"),
     ("extracted_entities", "text_unit_id", "chunks", "id"),
     ("extracted_relationships", "text_unit_id", "chunks", "id"),
     ("extraction_failures", "text_unit_id", "chunks", "id"),
@@ -43,7 +45,7 @@ KEYS["communities"] = "community"
 
 
 def schema_problems(root: str | Path, name: str) -> list[str]:
-    path = store.table_path(root, name)
+    path = store.table_path(store.resolve(root), name)
     if not path.exists():
         return [f"{path.name} does not exist"]
     found, expected = pq.read_schema(path), schemas.TABLES[name]
@@ -101,6 +103,7 @@ EXTRA_RULES = {
 
 def integrity_problems(root: str | Path, name: str) -> list[str]:
     """Duplicate keys in table `name` and references from it that point nowhere."""
+    root = store.resolve(root)
     df = store.read_table(root, name)
     problems = []
     key = KEYS.get(name)
@@ -118,4 +121,30 @@ def integrity_problems(root: str | Path, name: str) -> list[str]:
             )
     if name in EXTRA_RULES:
         problems += EXTRA_RULES[name](root, df)
+    return problems
+
+
+def lance_problems(root: str | Path) -> list[str]:
+    """Lance tables that disagree with their Parquet tables: a vector table must hold
+    exactly the ids of its table (a search must never return a row the tables lack)."""
+    root = store.resolve(root)
+    if not (root / store.LANCE_DIR).is_dir():
+        return ["no lancedb folder"]
+    db = store.lance_db(root)
+    existing = set(vectors.lance_table_names(db))
+    problems = []
+    for name in schemas.VECTOR_TABLES:
+        if name not in existing:
+            problems.append(f"lance table {name} does not exist")
+            continue
+        lance_ids = db.open_table(name).search().select(["id"]).limit(None).to_arrow()["id"]
+        found = pl.Series(lance_ids.to_pylist(), dtype=pl.Utf8)
+        expected = store.read_table(root, name, ["id"])["id"]
+        extra = found.filter(~found.is_in(expected.implode())).n_unique()
+        missing = expected.filter(~expected.is_in(found.implode())).n_unique()
+        if extra or missing or found.len() != expected.len():
+            problems.append(
+                f"lance table {name}: {found.len()} rows for {expected.len()} in {name}.parquet "
+                f"({missing} ids missing, {extra} not in the table)"
+            )
     return problems

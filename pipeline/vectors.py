@@ -302,13 +302,13 @@ def build_vector_tables(
 
 def read_vectors(output_dir: str | Path, name: str) -> tuple[list[str], np.ndarray]:
     """(ids, (n, dim) float32 matrix) of Lance table `name`; empty when the table is absent."""
-    path = Path(output_dir) / store.LANCE_DIR
+    path = store.resolve(output_dir) / store.LANCE_DIR
     if not path.exists():
         return [], np.zeros((0, 0), dtype=np.float32)
     import lancedb
 
     db = lancedb.connect(str(path))
-    if name not in _table_names(db):
+    if name not in lance_table_names(db):
         return [], np.zeros((0, 0), dtype=np.float32)
     arrow = db.open_table(name).to_arrow().select(["id", "vector"])
     ids = arrow["id"].to_pylist()
@@ -318,6 +318,6 @@ def read_vectors(output_dir: str | Path, name: str) -> tuple[list[str], np.ndarr
     return ids, mat.reshape(len(ids), dim)
 
 
-def _table_names(db) -> list[str]:
+def lance_table_names(db) -> list[str]:
     names = db.list_tables()
     return list(getattr(names, "tables", names))

@@ -1,4 +1,5 @@
-"""IO manager: each asset is one Parquet table named after its key, written atomically."""
+"""IO manager: each asset is one Parquet table named after its key, written atomically into
+the run's staging version (resources.output), read from there by downstream steps."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dagster import ConfigurableIOManager, InputContext, OutputContext
 
 from pipeline import store
 from resources.config import DocgraphConfig
+from resources.output import run_dir
 
 
 class ParquetIOManager(ConfigurableIOManager):
@@ -16,8 +18,8 @@ class ParquetIOManager(ConfigurableIOManager):
         if obj is None:
             return
         name = context.asset_key.path[-1]
-        path = store.write_table(self.config.settings().output_dir, name, obj)
-        context.add_output_metadata({"path": str(path)})
+        path = store.write_table(run_dir(self.config, context), name, obj)
+        context.add_output_metadata({"path": str(path.relative_to(path.parent.parent))})
 
     def load_input(self, context: InputContext) -> pl.DataFrame:
-        return store.read_table(self.config.settings().output_dir, context.asset_key.path[-1])
+        return store.read_table(run_dir(self.config, context), context.asset_key.path[-1])

@@ -9,7 +9,9 @@ graph for local search is built once per index and cached.
 
 from __future__ import annotations
 
+import functools
 import math
+import threading
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -38,20 +40,41 @@ class NameMatch:
     proper: bool  # written like a name in the query (capitalised / digits)
 
 
+def _on_latest(method):
+    """Run a search whole on the newest published version (see GraphIndex.latest)."""
+
+    @functools.wraps(method)
+    def run(self: GraphIndex, *args: Any, **kwargs: Any):
+        return method(self.latest(), *args, **kwargs)
+
+    return run
+
+
 class GraphIndex:
-    """Read side of a docgraph output folder: naive, local, global, expand, focus, flow."""
+    """Read side of a docgraph output folder: naive, local, global, expand, focus, flow.
+
+    It reads one published version of the folder (store.resolve), so every table and vector
+    it sees belongs to the same run; a search notices a version published since, and runs
+    on a fresh GraphIndex of it (`latest`), so a long-lived index never serves an old corpus
+    and never mixes two."""
 
     def __init__(self, root: Path, settings: Settings, embedder: Embedder | None = None, llm=None):
-        self.root = Path(root)
+        self.output_root = Path(root)
+        self._stamp = store.manifest_stamp(self.output_root)
+        manifest = store.read_manifest(self.output_root)
+        self.version: str | None = manifest["version"] if manifest else None
+        self.root = store.resolve(self.output_root)  # the version folder read
         self.settings = settings
         self._embedder = embedder
         self._query_vectors: dict[str, np.ndarray] = {}
+        self._swap = threading.Lock()
+        self._newer: GraphIndex | None = None
         # LLM mode (settings.llm.enabled, or a client given): answers are written by the LLM
         # over the same retrieved context; retrieval itself is identical to offline.
         if llm is None and settings.llm.enabled:
             from pipeline.llm import LlmClient
 
-            llm = LlmClient(settings.llm, self.root / "cache" / "llm")
+            llm = LlmClient(settings.llm, self.output_root / "cache" / "llm")
         self.llm = llm
 
     @classmethod
@@ -67,18 +90,39 @@ class GraphIndex:
             raise FileNotFoundError(
                 f"no index at {root}: run `docgraph index` first (or pass the output folder)"
             )
-        has_tables = store.table_path(root, "text_units").exists()
-        if not has_tables and not (root / store.LANCE_DIR).exists():
+        if not store.is_index(root):
             raise FileNotFoundError(
-                f"{root} holds no docgraph index (no text_units.parquet): "
+                f"{root} holds no docgraph index (no index.json or text_units.parquet): "
                 "run `docgraph index` first"
             )
         settings = settings or load_settings()
         return cls(root, settings, embedder, llm)
 
+    def latest(self) -> GraphIndex:
+        """This index, or one over the version published since it was opened (a stat of the
+        manifest per call; the new version's tables load lazily, as on open)."""
+        stamp = store.manifest_stamp(self.output_root)
+        if stamp == self._stamp:
+            return self
+        with self._swap:
+            newer = self._newer
+            if newer is None or newer._stamp != stamp:
+                newer = GraphIndex(self.output_root, self.settings, self._embedder, self.llm)
+                if newer.version == self.version:
+                    self._stamp = newer._stamp
+                    return self
+                newer._query_vectors = self._query_vectors
+                self._newer = newer
+            return newer
+
     # ---- tables -------------------------------------------------------------------------
 
     def table(self, name: str, columns: list[str] | None = None) -> pl.DataFrame:
+        if not self.root.is_dir():  # pruned (storage.keep_versions) while this index read it
+            raise FileNotFoundError(
+                f"index version {self.version} of {self.output_root} was deleted by a newer "
+                "run: search again (it runs on the newest version)"
+            )
         return store.read_table(self.root, name, columns)
 
     @cached_property
@@ -399,6 +443,7 @@ class GraphIndex:
             trace=["index is empty"],
         )
 
+    @_on_latest
     def naive_search(
         self, query: str, top_k: int | None = None, llm_answer: bool = True
     ) -> SearchResult:
@@ -409,6 +454,7 @@ class GraphIndex:
         result = naive_search(self, self._check_query(query), top_k)
         return self._answer(result) if llm_answer else result
 
+    @_on_latest
     def local_search(
         self, query: str, top_k: int | None = None, llm_answer: bool = True
     ) -> SearchResult:
@@ -419,6 +465,7 @@ class GraphIndex:
         result = local_search(self, self._check_query(query), top_k)
         return self._answer(result) if llm_answer else result
 
+    @_on_latest
     def global_search(self, query: str, level: int | None = None) -> SearchResult:
         from pipeline.query.global_search import global_search
 
@@ -429,6 +476,7 @@ class GraphIndex:
 
         return global_map_reduce(self.llm, result)
 
+    @_on_latest
     def expand_search(
         self,
         query: str,
@@ -454,6 +502,7 @@ class GraphIndex:
         )
         return self._answer(result) if llm_answer else result
 
+    @_on_latest
     def focus_context(
         self, uri: str, budget_tokens: int | None = None, question: str | None = None
     ) -> SearchResult:
@@ -470,6 +519,7 @@ class GraphIndex:
             return self._answer(result)
         return result
 
+    @_on_latest
     def flow_search(self, query: str, quick: bool = False, llm_answer: bool = True) -> SearchResult:
         """Knowledge flow (query/flow.py): query analysis, lexical + trigram + vector
         retrieval with scoring, definitions / facts / Mermaid; quick: semantic + growth."""
@@ -497,6 +547,7 @@ class GraphIndex:
 
         return stream_answer(self.llm, result)
 
+    @_on_latest
     def search_nodes(
         self, query: str, node_types: list[str] | None = None, top_k: int = 10
     ) -> SearchResult:

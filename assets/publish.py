@@ -1,0 +1,56 @@
+"""The last step of a run: publish the version it wrote, in one atomic step.
+
+Readers (GraphIndex, `docgraph query`, notebooks) follow `<output>/index.json`; until this
+step replaces it they read the previous version whole, and a run that fails anywhere
+before it (a check included: the checks are blocking) publishes nothing.
+"""
+
+import time
+
+from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue, asset
+
+from pipeline import lock, store, validate
+from resources import DocgraphConfig
+from resources.output import run_dir
+
+
+def published_index_asset(upstream: list):
+    """The publish asset, after every asset in `upstream`."""
+
+    @asset(
+        name="published_index",
+        deps=upstream,
+        group_name="publish",
+        description="Makes this run's tables and vectors the index readers see (index.json), "
+        "after checking the vector tables against the tables; keeps the newest "
+        "`storage.keep_versions` versions.",
+    )
+    def published_index(
+        context: AssetExecutionContext, docgraph: DocgraphConfig
+    ) -> MaterializeResult:
+        started = time.perf_counter()
+        settings = docgraph.settings()
+        problems = validate.lance_problems(run_dir(docgraph, context))
+        if problems:
+            raise Failure(
+                description="not published (the last version stays current): "
+                + "; ".join(problems),
+                metadata={"problems": MetadataValue.md("\n".join(f"- {p}" for p in problems))},
+            )
+        before = set(store.versions(settings.output_dir))
+        manifest = store.publish(
+            settings.output_dir, context.run_id, keep=settings.storage.keep_versions
+        )
+        lock.release(settings.output_dir)
+        pruned = sorted(before - set(store.versions(settings.output_dir)))
+        return MaterializeResult(
+            metadata={
+                "version": manifest["version"],
+                "previous": manifest["previous"] or "none",
+                "versions_deleted": ", ".join(pruned) or "none",
+                "tables": MetadataValue.json(manifest["tables"]),
+                "elapsed_s": round(time.perf_counter() - started, 3),
+            }
+        )
+
+    return published_index

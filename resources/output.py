@@ -1,0 +1,71 @@
+"""The folder a run writes: the output folder's staging version, under the writer lock.
+
+Every step of the index job calls `run_dir` (through the IO manager, or directly where an
+asset writes Lance tables or state files): the first call of a run takes the output lock,
+clears what a killed run left (temp files; a run the Dagster instance still shows as
+started is marked failed) and prepares the staging folder (see pipeline.store).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from pipeline import lock, store
+from resources.config import DocgraphConfig
+
+log = logging.getLogger(__name__)
+EPHEMERAL_RUN = "EPHEMERAL"  # an asset invoked directly, outside any run
+_UNFINISHED = ("STARTED", "STARTING", "NOT_STARTED", "CANCELING")
+
+
+def _run_of(context: Any):
+    """The DagsterRun behind any execution, IO or check context (None outside a run)."""
+    for attr in ("run", "dagster_run"):
+        try:
+            return getattr(context, attr)
+        except Exception:  # noqa: BLE001 - direct invocation contexts raise here
+            pass
+    try:
+        return context.step_context.dagster_run
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _instance_of(context: Any):
+    for get in (lambda: context.instance, lambda: context.step_context.instance):
+        try:
+            return get()
+        except Exception:  # noqa: BLE001
+            continue
+    return None
+
+
+def run_dir(docgraph: DocgraphConfig, context: Any = None) -> Path:
+    """The staging folder of the run behind `context` (see the module docstring)."""
+    settings = docgraph.settings()
+    root = Path(settings.output_dir)
+    run = _run_of(context) if context is not None else None
+    run_id = run.run_id if run is not None else EPHEMERAL_RUN
+    stale = lock.acquire(root, run_id, settings.storage.lock_wait_s)
+    if stale and stale.get("run_id") not in (None, run_id):
+        _fail_orphan(_instance_of(context), stale)
+    if store.staging_owner(root) != run_id:
+        for path in store.remove_leftovers(root):
+            log.warning("removed %s, left by a run that did not finish", path.relative_to(root))
+    return store.begin(root, run_id, run.parent_run_id if run is not None else None)
+
+
+def _fail_orphan(instance: Any, stale: dict[str, Any]) -> None:
+    """Mark the run that held the lock and ended without releasing it (killed or crashed)
+    failed in the Dagster instance, where it would otherwise show as started forever."""
+    if instance is None:
+        return
+    run = instance.get_run_by_id(str(stale.get("run_id")))
+    if run is None or run.status.value not in _UNFINISHED:
+        return
+    instance.report_run_failed(
+        run,
+        message=f"orphaned: {lock.describe(stale)} ended without finishing (killed or crashed)",
+    )
