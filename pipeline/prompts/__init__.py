@@ -10,15 +10,18 @@ substitution is a single pass: a value that itself contains `{x}` is never expan
 goes into the LLM cache key, so editing a prompt invalidates exactly what it produced.
 
 Security: document text is data. `data_block` wraps it in a `<tag>` block and neutralises any
-`<tag>`/`</tag>` inside it, so a document cannot close the block and speak as the prompt;
-each system message says to ignore instructions inside such blocks.
+`<tag>`/`</tag>` inside it (and the fences the packaged prompts wrap blocks in, such as
+`<context>`), so a document cannot close the block and speak as the prompt; each system message
+says to ignore instructions inside such blocks. A fence is matched as a model would read it:
+whitespace or invisible characters around `<` and `/`, any case, and the NFKC/look-alike forms
+of the brackets and letters (full-width `＜／ｄｏｃｕｍｅｎｔ＞`, small `﹤`, angle quotes `‹`).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 
 from pipeline.ids import sha256_hex
@@ -32,6 +35,7 @@ __all__ = [
     "data_block",
     "load_prompt",
     "neutralise",
+    "prompt_fences",
 ]
 
 PROMPT_DIR = Path(__file__).resolve().parent
@@ -128,14 +132,58 @@ def load_prompt(name: str, override_path: str | Path | None = None) -> Prompt:
     return Prompt(name, path.read_text(encoding="utf-8"), str(path))
 
 
-def neutralise(text: str, tag: str) -> str:
-    """`text` with any `<tag`/`</tag` escaped (`&lt;`): put inside a `<tag>` block of a
-    prompt, it cannot end the block and speak as the prompt."""
-    return re.sub(rf"<(/?\s*{re.escape(tag)})", r"&lt;\1", text, flags=re.IGNORECASE)
+# What a model may read as "<" or "/": ASCII, the NFKC-equivalent full-width and small forms,
+# and look-alikes (angle quotes and brackets); invisible characters a fence may hide behind.
+_OPENERS = "<\uff1c\ufe64\u2039\u3008\u2329\u27e8\u276e\u02c2\u1438"
+_SLASHES = "/\uff0f\u2044\u2215\u29f8"
+_INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u2060\ufeff"
+_GAP = rf"[\s{_INVISIBLE}]*"
+_FENCE_MENTION = re.compile(r"</([A-Za-z][\w-]*)>|<([A-Za-z][\w-]*)> blocks?\b")
+
+
+def _letter(ch: str) -> str:
+    """A character class for one tag character: both cases and their full-width forms."""
+    forms = {ch.lower(), ch.upper()}
+    forms |= {chr(ord(c) + 0xFEE0) for c in list(forms) if "!" <= c <= "~"}
+    return "[" + "".join(re.escape(c) for c in sorted(forms)) + "]"
+
+
+@cache
+def prompt_fences() -> frozenset[str]:
+    """Tags the packaged prompts fence data with (a closing `</context>` in a template, or a
+    `<document> block` it names): data inside any block is neutralised for all of them, since
+    blocks sit inside one another (a community block inside the report prompt's context)."""
+    tags: set[str] = set()
+    for name in (*PROMPT_NAMES, "summarize_descriptions_batch"):
+        for closing, named in _FENCE_MENTION.findall(
+            (PROMPT_DIR / f"{name}.txt").read_text("utf-8")
+        ):
+            tags.add((closing or named).lower())
+    return frozenset(tags)
+
+
+@cache
+def _fence_re(tags: tuple[str, ...]) -> re.Pattern[str]:
+    names = "|".join(f"[{_INVISIBLE}]*".join(_letter(c) for c in t) for t in tags)
+    return re.compile(rf"[{_OPENERS}](?={_GAP}(?:[{_SLASHES}]{_GAP})?(?:{names}))")
+
+
+def neutralise(text: str, *tags: str) -> str:
+    """`text` with every fence-like `<tag`/`</tag` (for `tags` and the packaged prompts'
+    fences, in any of the forms in the module docstring) turned into `&lt;tag`: put inside a
+    block of a prompt, it cannot end the block and speak as the prompt."""
+    names = tuple(sorted({t.lower() for t in tags} | prompt_fences(), key=lambda t: (-len(t), t)))
+    return _fence_re(names).sub("&lt;", text)
+
+
+def _attr(value: object, tags: tuple[str, ...]) -> str:
+    """An attribute value: one line, no quote, neutralised (a name can carry a fence too)."""
+    return neutralise(" ".join(str(value).split()).replace('"', ""), *tags)
 
 
 def data_block(text: str, tag: str = "document", **attrs: object) -> str:
-    """`text` inside `<tag attr="v">...</tag>`, neutralised (see `neutralise`)."""
+    """`text` inside `<tag attr="v">...</tag>`, text and attribute values neutralised (see
+    `neutralise`)."""
     safe = neutralise(text, tag)
-    head = "".join(f' {k}="{str(v).replace(chr(34), "")}"' for k, v in attrs.items())
+    head = "".join(f' {k}="{_attr(v, (tag,))}"' for k, v in attrs.items())
     return f"<{tag}{head}>\n{safe}\n</{tag}>"
