@@ -3,21 +3,46 @@
 Precedence (lowest first): these defaults, a YAML file (`DOCGRAPH_CONFIG` or an
 explicit path), environment variables `DOCGRAPH_<SECTION>__<FIELD>` (or
 `DOCGRAPH_<FIELD>` for top-level fields), then explicit overrides from code.
+pydantic-settings reads the file and the variables; every model forbids unknown keys, and a
+DOCGRAPH_ variable that sets nothing is refused too, so a typo is a ConfigError (one line,
+with the nearest valid name) instead of a silently ignored setting.
 """
 
 from __future__ import annotations
 
+import difflib
+import json
 import os
+from collections.abc import Mapping
+from importlib.abc import Traversable
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+    YamlConfigSettingsSource,
+)
+from pydantic_settings.sources.utils import parse_env_vars
 
 PACKAGED_MODEL = "packaged:all-MiniLM-L6-v2"
 
 
-class ChunkingSettings(BaseModel):
+class ConfigError(ValueError):
+    """A settings mistake, as one line naming the key, the file or variable, and a fix."""
+
+
+class _Section(BaseModel):
+    """A settings model: an unknown key is an error, never silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ChunkingSettings(_Section):
     chunk_size: int = Field(300, description="target max tokens (o200k) per text unit")
     overlap: int = Field(30, description="tokens of trailing sentences repeated at the next unit")
     min_size: int = Field(
@@ -50,7 +75,7 @@ class ChunkingSettings(BaseModel):
     )
 
 
-class ExtractionSettings(BaseModel):
+class ExtractionSettings(_Section):
     extractor: str = "nlp"
     max_entities_per_unit: int = 40
     keyphrases_per_unit: int = 5
@@ -72,7 +97,7 @@ class ExtractionSettings(BaseModel):
     )
 
 
-class GraphSettings(BaseModel):
+class GraphSettings(_Section):
     description_max_tokens: int = 150
     max_cluster_size: int = 10
     seed: int = 42
@@ -91,7 +116,7 @@ class GraphSettings(BaseModel):
     )
 
 
-class ReportSettings(BaseModel):
+class ReportSettings(_Section):
     max_findings: int = 5
     max_report_tokens: int = 600
     llm_min_size: int = Field(
@@ -108,7 +133,7 @@ class ReportSettings(BaseModel):
     )
 
 
-class EmbeddingSettings(BaseModel):
+class EmbeddingSettings(_Section):
     model: str = Field(
         PACKAGED_MODEL, description="sentence-transformers name or path, or the packaged model"
     )
@@ -136,7 +161,7 @@ class EmbeddingSettings(BaseModel):
     )
 
 
-class SameTopicSettings(BaseModel):
+class SameTopicSettings(_Section):
     enabled: bool = True
     min_similarity: float = Field(0.6, description="cosine of two sections' vectors to link")
     max_connections: int = Field(5, description="SAME_TOPIC edges per section at most")
@@ -151,7 +176,7 @@ class SameTopicSettings(BaseModel):
     )
 
 
-class QuerySettings(BaseModel):
+class QuerySettings(_Section):
     top_k_units: int = 10
     top_k_entities: int = 10
     max_context_tokens: int = 8000
@@ -173,7 +198,7 @@ class QuerySettings(BaseModel):
     flow_max_edges: int = Field(20, description="flow: relationships in the context at most")
 
 
-class StructureSettings(BaseModel):
+class StructureSettings(_Section):
     pdf_tables: bool = Field(
         False,
         description="detect tables with pymupdf find_tables (~0.15 s/page; the time spent is "
@@ -193,7 +218,7 @@ class StructureSettings(BaseModel):
     )
 
 
-class StorageSettings(BaseModel):
+class StorageSettings(_Section):
     keep_versions: int = Field(
         2,
         ge=1,
@@ -214,7 +239,7 @@ def _env_secret(name: str) -> SecretStr | None:
     return SecretStr(value) if value else None
 
 
-class LlmSettings(BaseModel):
+class LlmSettings(_Section):
     """LLM mode: any OpenAI-compatible endpoint. The key is a SecretStr so it never shows in a
     repr, a log line or Dagster metadata; it is read from env/config, never written anywhere."""
 
@@ -240,7 +265,7 @@ class LlmSettings(BaseModel):
     )
 
 
-class Settings(BaseModel):
+class Settings(_Section):
     input_dir: str = "data/input"
     output_dir: str = "data/output"
     chunking: ChunkingSettings = ChunkingSettings()
@@ -265,33 +290,201 @@ def _deep_update(base: dict[str, Any], upd: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    sections = {name for name, f in Settings.model_fields.items() if f.annotation is not str}
-    for key, value in environ.items():
-        if not key.startswith("DOCGRAPH_") or key == "DOCGRAPH_CONFIG":
+# ---------------------------------------------------------------------------- loading
+
+ENV_PREFIX = "DOCGRAPH_"
+ENV_CONFIG = "DOCGRAPH_CONFIG"  # the YAML file's path, not a setting
+# DOCGRAPH_ variables that are no settings: read by the query notebook itself.
+ENV_NOT_SETTINGS = frozenset({ENV_CONFIG, "DOCGRAPH_INDEX", "DOCGRAPH_QUESTION"})
+ENV_NESTED = "__"
+_SHOWN_INPUT_CHARS = 40
+
+
+class _SettingsSources(Settings, BaseSettings):
+    """Settings' fields as pydantic-settings reads them: `DOCGRAPH_` variables, `__` nesting,
+    JSON for dicts; values are validated by Settings itself, so there is one set of models."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_nested_delimiter=ENV_NESTED, extra="forbid"
+    )
+
+
+class _EnvSource(EnvSettingsSource):
+    """The env source over an explicit mapping (tests, callers) instead of os.environ."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(_SettingsSources)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return parse_env_vars(
+            self._environ, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str
+        )
+
+
+class _YamlSource(YamlConfigSettingsSource):
+    """The YAML source, with malformed files as one line (file, line, column, problem)."""
+
+    def _read_file(self, file_path: Path | Traversable) -> dict[str, Any]:
+        try:
+            data = super()._read_file(file_path)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise ConfigError(f"config file {file_path}{where}: {problem}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"config file {file_path} is not UTF-8 text") from None
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {file_path}: {exc.strerror}") from None
+        if not isinstance(data, dict):
+            kind = type(data).__name__
+            raise ConfigError(
+                f"config file {file_path} must hold a mapping of settings, not a {kind}"
+            )
+        return data
+
+
+def _section_model(annotation: Any) -> type[BaseModel] | None:
+    return (
+        annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    )
+
+
+def _model_at(path: tuple[str, ...]) -> type[BaseModel] | None:
+    """The settings model holding the keys at `path` (() is Settings), or None."""
+    model: type[BaseModel] | None = Settings
+    for part in path:
+        field = model.model_fields.get(part) if model else None
+        model = _section_model(field.annotation) if field else None
+    return model
+
+
+def _env_names() -> dict[str, tuple[str, ...]]:
+    """Every valid DOCGRAPH_ variable name -> the settings path it sets."""
+    names: dict[str, tuple[str, ...]] = {}
+    for name, field in Settings.model_fields.items():
+        names[f"{ENV_PREFIX}{name}".upper()] = (name,)
+        for sub in (section := _section_model(field.annotation)) and section.model_fields or ():
+            names[f"{ENV_PREFIX}{name}{ENV_NESTED}{sub}".upper()] = (name, sub)
+    return names
+
+
+def _check_env_names(environ: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
+    """{variable: settings path} of the DOCGRAPH_ variables set; ConfigError for one that sets
+    nothing (pydantic-settings would ignore it silently), naming the nearest valid one."""
+    valid = _env_names()
+    found: dict[str, tuple[str, ...]] = {}
+    for var in environ:
+        upper = var.upper()
+        if not upper.startswith(ENV_PREFIX) or upper in ENV_NOT_SETTINGS:
             continue
-        parts = key[len("DOCGRAPH_") :].lower().split("__")
-        if len(parts) == 2 and parts[0] in sections:
-            out.setdefault(parts[0], {})[parts[1]] = value
-        elif len(parts) == 1 and parts[0] in Settings.model_fields and parts[0] not in sections:
-            out[parts[0]] = value
-    return out
+        if upper not in valid:
+            near = difflib.get_close_matches(upper, [*valid, ENV_CONFIG], n=1, cutoff=0.6)
+            hint = f"did you mean {near[0]}?" if near else "see pipeline/config.py"
+            raise ConfigError(f"unknown environment variable {var} ({hint})")
+        found[var] = valid[upper]
+    return found
+
+
+def _read_yaml(path: str | Path) -> dict[str, Any]:
+    file = Path(path)
+    if not file.exists():
+        raise ConfigError(f"config file {file} does not exist")
+    if not file.is_file():
+        raise ConfigError(f"config file {file} is not a file")
+    data = _YamlSource(_SettingsSources, yaml_file=file)()
+    # `llm:` with every line commented out is None: the section keeps its defaults.
+    return {k: v for k, v in data.items() if not (v is None and _model_at((k,)))}
+
+
+def _read_env(environ: Mapping[str, str], env_vars: dict[str, tuple[str, ...]]) -> dict[str, Any]:
+    try:
+        return _EnvSource(environ)()
+    except SettingsError:
+        bad = sorted(var for var in env_vars if not _is_json(environ[var]))
+        raise ConfigError(
+            f"environment variable {' or '.join(bad) or ENV_PREFIX + '...'} is not valid JSON "
+            "(a dict setting or a whole section is given as JSON)"
+        ) from None
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _has(data: Any, path: tuple[Any, ...]) -> bool:
+    for part in path:
+        if not isinstance(data, dict) or part not in data:
+            return False
+        data = data[part]
+    return True
+
+
+def _origin(loc: tuple[Any, ...], layers: list[tuple[str, dict[str, Any]]], env_vars) -> str:
+    """Where the winning value at `loc` came from: overrides, a variable, or the YAML file."""
+    for where, data in reversed(layers):
+        if where == "env":
+            for var, path in env_vars.items():
+                if loc[: len(path)] == path:
+                    return f"from {var}"
+        elif _has(data, loc):
+            return f"in {where}"
+    return "in the defaults"
+
+
+def _shown_input(loc: tuple[Any, ...], value: Any) -> str:
+    """' (got ...)' for a short scalar of a known, non-secret field; '' otherwise (an unknown
+    key may be a misspelled api_key, a whole section may be the key itself)."""
+    model = _model_at(tuple(str(p) for p in loc[:-1]))
+    field = model.model_fields.get(str(loc[-1])) if model and loc else None
+    secret = field is None or "SecretStr" in str(field.annotation)
+    if secret or _section_model(field.annotation) or not isinstance(value, str | int | float):
+        return ""
+    return f" (got {str(repr(value))[:_SHOWN_INPUT_CHARS]})"
+
+
+def _explain(exc: ValidationError, layers, env_vars) -> str:
+    """A ValidationError as one line per problem (the first three): path, origin, reason."""
+    lines = []
+    for err in exc.errors()[:3]:
+        loc = tuple(err["loc"])
+        dotted = ".".join(map(str, loc))
+        where = _origin(loc, layers, env_vars)
+        if err["type"] == "extra_forbidden":
+            model = _model_at(tuple(map(str, loc[:-1])))
+            near = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1)
+            hint = f" (did you mean {'.'.join([*map(str, loc[:-1]), near[0]])}?)" if near else ""
+            lines.append(f"unknown setting {dotted} {where}{hint}")
+        else:
+            lines.append(f"setting {dotted} {where}: {err['msg']}{_shown_input(loc, err['input'])}")
+    more = exc.error_count() - len(lines)
+    return "; ".join(lines) + (f" (and {more} more)" if more > 0 else "")
 
 
 def load_settings(
     path: str | Path | None = None,
     overrides: dict[str, Any] | None = None,
-    environ: dict[str, str] | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Settings:
-    environ = dict(os.environ) if environ is None else environ
+    """Defaults < YAML (`path`, else $DOCGRAPH_CONFIG) < DOCGRAPH_ variables < `overrides`.
+    Any mistake (unknown key or variable, malformed YAML, wrong type) is a ConfigError."""
+    environ = os.environ if environ is None else environ
+    env_vars = _check_env_names(environ)
+    path = path or environ.get(ENV_CONFIG)
+    layers = [
+        (str(path), _read_yaml(path) if path else {}),
+        ("env", _read_env(environ, env_vars)),
+        ("overrides", overrides or {}),
+    ]
     data: dict[str, Any] = {}
-    path = path or environ.get("DOCGRAPH_CONFIG")
-    if path:
-        loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        if not isinstance(loaded, dict):
-            raise ValueError(f"config file {path} must hold a mapping")
-        data = _deep_update(data, loaded)
-    data = _deep_update(data, _env_overrides(environ))
-    data = _deep_update(data, overrides or {})
-    return Settings.model_validate(data)
+    for _, layer in layers:
+        data = _deep_update(data, layer)
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_explain(exc, layers, env_vars)) from None
