@@ -3,11 +3,12 @@ token accounting per stage.
 
 Why a wrapper round `openai.AsyncOpenAI`: a batch index makes tens of thousands of calls, so it
 must (1) never pay twice for the same call — a disk cache keyed by (model, messages, params)
-that survives a killed run, written atomically so a SIGKILL leaves no partial entry; (2) ride
-out 429/5xx/timeouts with its own counted retries (the SDK's are disabled); (3) turn near-JSON
-into validated pydantic objects, with one re-ask before a failure; (4) report failures as
-values from `run_many`, so one bad chunk never kills a run. The api key is never part of a
-cache key, a cache file, a log line or the metadata.
+that survives a killed run, written atomically so a SIGKILL leaves no partial entry, holding
+only usable answers (a JSON answer that validated), so a re-run asks again what failed;
+(2) ride out 429/5xx/timeouts with its own counted retries (the SDK's are disabled); (3) turn
+near-JSON into validated pydantic objects, with one re-ask before a failure; (4) report
+failures as values from `run_many`, so one bad chunk never kills a run. The api key is never
+part of a cache key, a cache file, a log line or the metadata.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import json
 import logging
 import random
 import re
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
+P = TypeVar("P")
 
 STAGE_HEADER = "X-Docgraph-Stage"
 BACKOFF_BASE_S = 0.5
@@ -317,18 +319,34 @@ class LlmClient:
     # -- public API
     async def chat(self, messages: list[dict], *, stage: str, **params: Any) -> str:
         """The answer text; cached on disk and de-duplicated while in flight."""
+        text, _ = await self._answer(messages, stage, params, _any_text)
+        return text
+
+    async def _answer(
+        self,
+        messages: list[dict],
+        stage: str,
+        params: dict[str, Any],
+        check: Callable[[str], tuple[P, bool]],
+    ) -> tuple[str, P]:
+        """(answer text, `check(text)`'s value). Only an answer that `check` accepts is cached
+        (and a cached one it rejects is asked again): a malformed answer cached would make
+        every re-run repeat the failure without a call."""
         model, merged, key = self._request(messages, params)
         client, _ = self._bind()
         counters = self._stage(stage)
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                counters.cache_hits += 1
-                return hit["text"]
+                value, ok = check(hit["text"])
+                if ok:
+                    counters.cache_hits += 1
+                    return hit["text"], value
         pending = self._inflight.get(key)
         if pending is not None:  # the same call is already on its way: share its answer
             counters.cache_hits += 1
-            return await asyncio.shield(pending)
+            text = await asyncio.shield(pending)
+            return text, check(text)[0]
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
@@ -348,10 +366,11 @@ class LlmClient:
             prompt = usage.prompt_tokens if usage else _estimate(messages)
             completion = usage.completion_tokens if usage else count_tokens(text)
             self._account(stage, model, prompt, completion)
-            if self.cache is not None:
+            value, ok = check(text)
+            if ok and self.cache is not None:
                 self.cache.put(key, _entry(model, stage, text, prompt, completion))
             future.set_result(text)
-            return text
+            return text, value
         except BaseException as exc:
             future.set_exception(exc if isinstance(exc, Exception) else LlmError("cancelled"))
             future.exception()  # mark retrieved: no "never retrieved" warning when unshared
@@ -363,10 +382,15 @@ class LlmClient:
         self, messages: list[dict], schema: type[M], *, stage: str, **params: Any
     ) -> M:
         """A validated `schema` instance: the answer as is, else repaired, else one re-ask
-        (the bad answer and a correction appended), else LlmError."""
+        (the bad answer and a correction appended), else LlmError. Only answers that validate
+        are cached, so a re-run asks again what failed."""
         counters = self._stage(stage)
-        text = await self.chat(messages, stage=stage, **params)
-        obj, repaired, error = parse_json(text, schema)
+
+        def check(text: str) -> tuple[tuple[M | None, bool, str], bool]:
+            parsed = parse_json(text, schema)
+            return parsed, parsed[0] is not None
+
+        text, (obj, repaired, error) = await self._answer(messages, stage, params, check)
         if obj is not None:
             counters.repairs += repaired
             return obj
@@ -377,8 +401,7 @@ class LlmClient:
             {"role": "assistant", "content": text},
             {"role": "user", "content": REASK.format(error=error or "not valid JSON")},
         ]
-        text = await self.chat(reask, stage=stage, **params)
-        obj, _, error = parse_json(text, schema)
+        _, (obj, _, error) = await self._answer(reask, stage, params, check)
         if obj is not None:
             return obj
         counters.failures += 1
@@ -480,6 +503,11 @@ class LlmClient:
                 out["llm_unpriced_models"] = ", ".join(sorted(unpriced))
         out["llm_by_stage"] = by_stage
         return out
+
+
+def _any_text(text: str) -> tuple[str, bool]:
+    """A plain-text answer is always usable (and so cacheable)."""
+    return text, True
 
 
 def _entry(model: str, stage: str, text: str, prompt: int, completion: int) -> dict:
