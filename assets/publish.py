@@ -39,7 +39,7 @@ def published_index_asset(upstream: list):
             )
         before = set(store.versions(settings.output_dir))
         manifest = store.publish(
-            settings.output_dir, context.run_id, keep=settings.storage.keep_versions
+            settings.output_dir, context.run.run_id, keep=settings.storage.keep_versions
         )
         lock.release(settings.output_dir)
         pruned = sorted(before - set(store.versions(settings.output_dir)))

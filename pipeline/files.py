@@ -1,7 +1,8 @@
 """Atomic file writes that respect the umask, and clean-up of what a killed writer left.
 
-Every file docgraph writes goes through `atomic_write`: a temp file in the target's folder
-(named `.<name>.<random>.tmp`), then `os.replace`, so a reader sees the old file or the new
+Every file docgraph writes goes through `atomic_path`: a temp file in the target's folder
+(named `.<name>.<pid>.<random>.tmp`, so a clean-up can tell a live writer's temp file from
+one a killed process left), then `os.replace`, so a reader sees the old file or the new
 one, never a part. `tempfile.mkstemp` creates files 0600 whatever the umask; the final file
 gets the mode any other tool would give it (0666 minus the umask), so a shared index stays
 readable by the group that reads it.
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,7 +37,9 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     becomes `target` (mode 0666 minus the umask) in one rename. On an error it is removed."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=TEMP_SUFFIX, dir=target.parent)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{target.name}.{os.getpid()}.", suffix=TEMP_SUFFIX, dir=target.parent
+    )
     os.close(fd)
     try:
         yield Path(tmp)
@@ -66,24 +68,34 @@ def atomic_write_with(target: str | Path, write: Callable[[Path], object]) -> No
         write(tmp)
 
 
-def remove_stray_temps(root: str | Path, older_than_s: float = 0.0) -> list[Path]:
-    """Delete `.*.tmp` files under `root` that a killed writer left (older than
-    `older_than_s`); returns what was removed. Call it only while holding the output lock,
-    or with an age that no live write can reach."""
+def _writer_alive(name: str) -> bool:
+    """Whether the process that named this temp file (`.<name>.<pid>.<random>.tmp`) runs."""
+    parts = name[: -len(TEMP_SUFFIX)].rsplit(".", 2)
+    if len(parts) != 3 or not parts[1].isdigit():
+        return False
+    try:
+        os.kill(int(parts[1]), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
+
+
+def remove_stray_temps(root: str | Path) -> list[Path]:
+    """Delete the `.*.tmp` files under `root` whose writer process has ended (a killed run
+    left them); a live process's temp file is being written and stays. Returns what went."""
     root = Path(root)
     if not root.is_dir():
         return []
-    now = time.time()
     removed: list[Path] = []
     for dirpath, _dirs, names in os.walk(root):
         for name in names:
             if not (name.startswith(".") and name.endswith(TEMP_SUFFIX)):
                 continue
-            path = Path(dirpath) / name
-            try:
-                if now - path.stat().st_mtime >= older_than_s:
-                    path.unlink()
-                    removed.append(path)
-            except FileNotFoundError:
+            if _writer_alive(name):
                 continue
+            path = Path(dirpath) / name
+            path.unlink(missing_ok=True)
+            removed.append(path)
     return removed

@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import schemas
-from pipeline.files import TEMP_SUFFIX, atomic_write_text, atomic_write_with, remove_stray_temps
+from pipeline.files import atomic_write_text, atomic_write_with, remove_stray_temps
 
 LANCE_DIR = "lancedb"
 MANIFEST = "index.json"
@@ -200,25 +200,10 @@ def prune(root: str | Path, keep: int) -> list[str]:
     return doomed
 
 
-CACHE_TEMP_AGE_S = 3600.0
-
-
 def remove_leftovers(root: str | Path) -> list[Path]:
-    """Temp files that a killed writer left in the output folder (the caller holds the output
-    lock, so no index run is writing). Under cache/ only those an hour old: a query process
-    may be writing an LLM cache entry right now."""
-    root = Path(root)
-    removed = []
-    if root.is_dir():
-        for child in root.iterdir():
-            if child.name == "cache":
-                removed += remove_stray_temps(child, older_than_s=CACHE_TEMP_AGE_S)
-            elif child.is_dir():
-                removed += remove_stray_temps(child)
-            elif child.name.startswith(".") and child.name.endswith(TEMP_SUFFIX):
-                child.unlink(missing_ok=True)
-                removed.append(child)
-    return removed
+    """Temp files that a killed writer left anywhere in the output folder (those of a live
+    process, e.g. a query writing an LLM cache entry, stay)."""
+    return remove_stray_temps(root)
 
 
 # ---------------------------------------------------------------------------- tables

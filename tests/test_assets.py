@@ -98,9 +98,16 @@ def test_vector_asset_writes_a_lance_table_of_every_row(tmp_path):
         {"id": ["u1", "u2"], "text": ["Ada Lovelace", "Charles Babbage"], "document_id": ["d", "d"]}
     )
     asset_fn = next(a for a in vector_assets if a.key.to_user_string() == "text_units_vectors")
-    result = asset_fn(docgraph=config, embedder=FakeEmbedderResource(config=config), frame=frame)
+    result = asset_fn(
+        context=build_asset_context(),
+        docgraph=config,
+        embedder=FakeEmbedderResource(config=config),
+        frame=frame,
+    )
     assert result.metadata["rows"] == 2
-    table = store.lance_db(tmp_path).open_table("text_units")
+    # written into the staging version, not published (only published_index publishes)
+    assert store.read_manifest(tmp_path) is None
+    table = store.lance_db(store.staging_dir(tmp_path)).open_table("text_units")
     assert table.count_rows() == 2
     assert table.schema.field("vector").type.list_size == HashEmbedder.dim
 

@@ -29,6 +29,7 @@ EXPECTED_ASSETS = {
     "entities_vectors",
     "relationships_vectors",
     "community_reports_vectors",
+    "published_index",
 }
 
 
@@ -54,6 +55,10 @@ def test_lineage_follows_the_design():
     assert parents("communities") == {"entities", "relationships"}
     assert "communities" in parents("community_reports")
     assert parents("text_units_vectors") == {"text_units"}
+    # publishing comes after everything, so it publishes a whole version
+    assert parents("published_index") == {
+        k.to_user_string() for k in graph.get_all_asset_keys()
+    } - {"published_index"}
 
 
 def test_nightly_schedule_and_folder_sensor(tmp_path):

@@ -25,13 +25,26 @@ def test_written_files_follow_the_umask(tmp_path):
         os.umask(old)
 
 
-def test_remove_stray_temps_leaves_real_files(tmp_path):
+def test_remove_stray_temps_spares_live_writers_and_real_files(tmp_path):
+    import subprocess
+    import sys
+
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     (tmp_path / "sub").mkdir()
-    stray = tmp_path / "sub" / ".entities.parquet.abc123.tmp"
+    stray = tmp_path / "sub" / f".entities.parquet.{dead.stdout.strip()}.abc123.tmp"
     stray.write_bytes(b"partial")
+    live = tmp_path / f".x.json.{os.getpid()}.def456.tmp"  # this process writes it now
+    live.write_bytes(b"in progress")
+    unnamed = tmp_path / ".old.tmp"  # no pid: from before pids were in temp names
+    unnamed.write_bytes(b"partial")
     keep = tmp_path / "entities.parquet"
     keep.write_bytes(b"whole")
     hidden = tmp_path / ".hidden"
     hidden.write_bytes(b"not a temp")
-    assert remove_stray_temps(tmp_path) == [stray]
-    assert keep.exists() and hidden.exists() and not stray.exists()
+    assert sorted(remove_stray_temps(tmp_path)) == sorted([stray, unnamed])
+    assert keep.exists() and hidden.exists() and live.exists()

@@ -446,7 +446,7 @@ def _communities_metadata(result) -> dict:
 
 def test_asset_keeps_the_state_sidecar_and_reports_the_mode(sample_index, tmp_path) -> None:
     inp, out, result, _ = sample_index
-    state_path = out / "communities_state.json"
+    state_path = store.resolve(out) / "communities_state.json"  # in the published version
     state = json.loads(state_path.read_text(encoding="utf-8"))
     assert state["added"] == state["removed"] == 0
     assert state["base_entities"] == len(
@@ -465,8 +465,10 @@ def test_asset_keeps_the_state_sidecar_and_reports_the_mode(sample_index, tmp_pa
     meta = _communities_metadata(rerun)
     assert meta["incremental"] == "carried_over" and meta["cumulative_change"] == 0.0
     assert store.read_table(again, "communities").equals(store.read_table(out, "communities"))
-    assert (again / "communities_state.json").read_bytes() == state_path.read_bytes()
-    assert not list(again.glob(".communities_state.*.tmp"))
+    assert (store.resolve(again) / "communities_state.json").read_bytes() == (
+        state_path.read_bytes()
+    )
+    assert not list(again.rglob("*.tmp"))
 
 
 def _config(tmp_path: Path, server: FakeLlm) -> str:
@@ -491,7 +493,7 @@ def test_adding_a_small_document_costs_few_llm_calls(tmp_path, monkeypatch, name
         assert server.requests <= 5, by_stage
     after = store.read_table(out, "communities")
     assert "Lise Meitner" in set(store.read_table(out, "entities")["title"])
-    state = json.loads((out / "communities_state.json").read_text(encoding="utf-8"))
+    state = json.loads((store.resolve(out) / "communities_state.json").read_text(encoding="utf-8"))
     assert state["added"] > 0  # carried over, and counted towards the next full recompute
     # kept communities keep their numbers, levels and (if their members are unchanged) ids
     old = {r["community"]: r for r in before.iter_rows(named=True)}

@@ -77,8 +77,11 @@ def _cache_files(out: Path) -> list[Path]:
 
 
 def _tables(out: Path) -> dict[str, pl.DataFrame]:
+    folder = store.resolve(out)  # the published version
     return {
-        name: store.read_table(out, name) for name in TABLES if store.table_path(out, name).exists()
+        name: store.read_table(folder, name)
+        for name in TABLES
+        if store.table_path(folder, name).exists()
     }
 
 
@@ -158,6 +161,8 @@ def test_killed_run_resumes_without_repeating_completed_calls(tmp_path, monkeypa
         ).success
         second_keys = set(recorder.keys)
         second_requests = server.requests
+    # what the killed process was writing is gone: the re-run removed its temp files
+    assert not list(out.rglob("*.tmp"))
 
     # No completed call is made again: the second run sends exactly the calls the first did not
     # complete (those in flight at the kill included), each once.
