@@ -9,6 +9,7 @@ import argparse
 import json
 import shutil
 import sys
+import warnings
 from importlib import resources
 from pathlib import Path
 
@@ -75,10 +76,39 @@ def _summary(output_dir: str) -> str:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
+    """Run one query. An LLM answer that fails exits 1, unless --offline-fallback keeps the
+    extractive answer; every fallback is a `docgraph: warning:` line on stderr."""
     from pipeline.query import GraphIndex
+    from pipeline.query.answer import LlmAnswerError, LlmFallbackWarning
 
     settings = load_settings(args.config, _folder_overrides(args))
-    index = GraphIndex.open(settings.output_dir, settings)
+    index = GraphIndex.open(settings.output_dir, settings, llm_fallback=args.offline_fallback)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", LlmFallbackWarning)
+        try:
+            _print_query(index, args)
+        except LlmAnswerError as exc:
+            print(
+                f"docgraph: {exc}; check llm.base_url, llm.api_key and the server, or pass "
+                "--offline-fallback to print the extractive answer instead",
+                file=sys.stderr,
+            )
+            return 1
+        finally:
+            _show_warnings(caught, LlmFallbackWarning)
+    return 0
+
+
+def _show_warnings(caught: list[warnings.WarningMessage], fallback: type[Warning]) -> None:
+    """Fallback warnings as one `docgraph: warning:` line each; any other as Python shows it."""
+    for w in caught:
+        if issubclass(w.category, fallback):
+            print(f"docgraph: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+
+
+def _print_query(index, args: argparse.Namespace) -> None:
     stream = args.stream and index.llm is not None and not args.json
     answer = not stream
     if args.mode == "naive":
@@ -105,14 +135,23 @@ def cmd_query(args: argparse.Namespace) -> int:
     elif args.mode == "focus" and not args.question:
         print(result.context_text)
     elif stream and args.mode not in ("global", "focus"):
-        for piece in index.stream_answer(result):
-            print(piece, end="", flush=True)
-        print()
+        _print_stream(index.stream_answer(result))
     else:
         print(result.answer)
         if args.show_context:
             print("\n" + result.context_text)
-    return 0
+
+
+def _print_stream(pieces) -> None:
+    """Print pieces as they come; a stream that breaks off midway still ends its line."""
+    started = False
+    try:
+        for piece in pieces:
+            started = True
+            print(piece, end="", flush=True)
+    finally:
+        if started:
+            print()
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -168,6 +207,26 @@ def _folder_overrides(args: argparse.Namespace) -> dict[str, str]:
     return {k: v for k, v in pairs if v}
 
 
+def _positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (a count, a hop limit, a budget)."""
+    return _int_at_least(text, 1, "a positive integer")
+
+
+def _non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0 (a community level)."""
+    return _int_at_least(text, 0, "an integer >= 0")
+
+
+def _int_at_least(text: str, low: int, what: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="docgraph", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -186,17 +245,23 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("mode", choices=QUERY_MODES)
     p.add_argument("query", help="the question (focus: the uri of a note or section)")
-    p.add_argument("--top-k", type=int, default=None)
-    p.add_argument("--level", type=int, default=None, help="community level (global)")
-    p.add_argument("--max-hops", type=int, default=None, help="expand: graph hops")
-    p.add_argument("--max-nodes", type=int, default=None, help="expand: nodes kept")
+    p.add_argument("--top-k", type=_positive_int, default=None, help="results kept")
+    p.add_argument("--level", type=_non_negative_int, default=None, help="community level (global)")
+    p.add_argument("--max-hops", type=_positive_int, default=None, help="expand: graph hops")
+    p.add_argument("--max-nodes", type=_positive_int, default=None, help="expand: nodes kept")
     p.add_argument("--edge-types", default=None, help="expand: comma-separated edge types")
-    p.add_argument("--budget", type=int, default=None, help="focus: token budget")
+    p.add_argument("--budget", type=_positive_int, default=None, help="focus: token budget")
     p.add_argument("--question", default=None, help="focus, LLM mode: a question to answer")
     p.add_argument("--quick", action="store_true", help="flow: semantic search + graph growth")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
     p.add_argument("--show-context", action="store_true", help="print the context too")
     p.add_argument("--stream", action="store_true", help="LLM mode: stream the answer")
+    p.add_argument(
+        "--offline-fallback",
+        action="store_true",
+        help="LLM mode: when the LLM answer fails, print the extractive answer (with a warning) "
+        "instead of failing with exit 1",
+    )
     p.set_defaults(func=cmd_query)
 
     p = sub.add_parser("check", help="check schemas and references of an index")

@@ -222,8 +222,11 @@ class LlmClient:
         *,
         backoff_base_s: float = BACKOFF_BASE_S,
         backoff_cap_s: float = BACKOFF_CAP_S,
+        retry_refused: bool = True,
     ) -> None:
         self.settings = settings
+        # False at query time: a refused connection (no server) fails at once, not after retries.
+        self.retry_refused = retry_refused
         self.cache = DiskCache(cache_dir) if (cache_dir is not None and settings.cache) else None
         self.backoff_base_s = backoff_base_s
         self.backoff_cap_s = backoff_cap_s
@@ -308,6 +311,8 @@ class LlmClient:
         `final`: e.g. a stream that already yielded text cannot be retried)."""
         counters = self._stage(stage)
         reason = _describe(exc)
+        if not self.retry_refused and _refused(exc):
+            final, reason = True, f"{reason} (connection refused)"
         if final or attempt >= self.settings.max_retries:
             counters.failures += 1
             raise LlmError(f"{prefix}{reason} after {attempt + 1} attempts") from None
@@ -528,6 +533,15 @@ def _retry_after(headers: Any) -> float | None:
             except ValueError:
                 continue  # an HTTP date: fall back to backoff
     return None
+
+
+def _refused(exc: BaseException | None) -> bool:
+    """Whether a ConnectionRefusedError lies in the exception's cause chain."""
+    while exc is not None:
+        if isinstance(exc, ConnectionRefusedError):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _describe(exc: Exception) -> str:

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import write_llm_config
+from test_llm_query import refused_url
 
 from pipeline.cli import main
+from pipeline.query import GraphIndex
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
@@ -87,3 +90,43 @@ def test_text_unit_hits_cite_document_section_page_and_position(sample_index, ca
     assert top["section_uri"].startswith("marie_curie.md")
     assert top["pages"] == [1]
     assert top["positions"] and all(p["page"] == 1 for p in top["positions"])
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--top-k", "-1"),
+        ("--top-k", "0"),
+        ("--max-hops", "0"),
+        ("--max-nodes", "-3"),
+        ("--budget", "0"),
+        ("--level", "-1"),
+        ("--top-k", "ten"),
+    ],
+)
+def test_invalid_numbers_are_refused_with_a_message(tmp_path, capsys, flag, value):
+    with pytest.raises(SystemExit) as exit_:
+        main(["query", "local", "q", "--output", str(tmp_path), flag, value])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert f"argument {flag}: " in err and repr(value) in err
+    assert "integer" in err
+
+
+def test_an_unreachable_llm_is_an_error_unless_the_fallback_is_asked(
+    sample_index, tmp_path, capsys
+):
+    _, out, _, _ = sample_index
+    config = write_llm_config(tmp_path / "llm.yaml", refused_url())
+    question = "Who attended the Solvay Conference?"
+    for stream in ([], ["--stream"]):
+        argv = ["query", "local", question, "--output", str(out), "--config", config, *stream]
+        code, stdout, err = run_cli(capsys, *argv)
+        assert code == 1 and stdout == "", stream
+        assert err.startswith("docgraph: LLM answer failed: ") and err.count("\n") == 1
+        assert "connection refused" in err and "--offline-fallback" in err
+        code, stdout, err = run_cli(capsys, *argv, "--offline-fallback")
+        assert code == 0, err
+        assert stdout == GraphIndex.open(out).local_search(question).answer + "\n"
+        assert err.startswith("docgraph: warning: LLM answer failed (")
+        assert "extractive" in err and err.count("\n") == 1

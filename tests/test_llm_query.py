@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import time
 
 import pytest
 
@@ -11,6 +13,7 @@ from pipeline.config import LlmSettings, load_settings
 from pipeline.fake_llm import FakeLlm, message_text
 from pipeline.llm import LlmClient
 from pipeline.query import GraphIndex
+from pipeline.query.answer import LlmAnswerError, LlmFallbackWarning
 
 ANALYST = re.compile(r"Analyst \d+")
 
@@ -64,14 +67,71 @@ def test_global_search_maps_rates_and_reduces(llm_index):
     assert server.by_stage.get("global_map", 0) >= 1 and server.by_stage.get("global_reduce") == 1
 
 
-def test_a_failing_endpoint_keeps_the_extractive_answer(sample_index, tmp_path):
+QUESTION = "Who attended the Solvay Conference?"
+
+
+def refused_url() -> str:
+    """A base URL on 127.0.0.1 where nothing listens: every connection is refused."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def failing_client(server: FakeLlm) -> LlmClient:
+    settings = LlmSettings(base_url=server.base_url, api_key="sk-test", max_retries=1)
+    return LlmClient(settings, None, backoff_base_s=0.01)
+
+
+def test_a_failing_endpoint_is_an_error_in_every_mode(sample_index):
     _, out, _, _ = sample_index
-    offline = GraphIndex.open(out).local_search("Who attended the Solvay Conference?")
     with FakeLlm(fault_rate=1.0, faults=("500",)) as server:
-        settings = LlmSettings(base_url=server.base_url, api_key="sk-test", max_retries=1)
-        client = LlmClient(settings, None, backoff_base_s=0.01)
-        result = GraphIndex.open(out, llm=client).local_search(
-            "Who attended the Solvay Conference?"
-        )
-    assert result.answer == offline.answer
-    assert any("LLM answer failed" in t for t in result.trace)
+        index = GraphIndex.open(out, llm=failing_client(server))
+        searches = {
+            "local": index.local_search,
+            "naive": index.naive_search,
+            "expand": index.expand_search,
+            "global": index.global_search,
+            "flow": index.flow_search,
+            "focus": lambda q: index.focus_context("niels_bohr.md", question=q),
+        }
+        for mode, search in searches.items():
+            with pytest.raises(LlmAnswerError, match=r"LLM .*failed: HTTP 500") as err:
+                search(QUESTION)
+            assert "\n" not in str(err.value), mode
+        retrieved = index.local_search(QUESTION, llm_answer=False)
+        with pytest.raises(LlmAnswerError, match="HTTP 500"):
+            "".join(index.stream_answer(retrieved))
+
+
+def test_the_fallback_keeps_the_extractive_answer_and_says_so(sample_index):
+    _, out, _, _ = sample_index
+    offline = GraphIndex.open(out)
+    with FakeLlm(fault_rate=1.0, faults=("500",)) as server:
+        index = GraphIndex.open(out, llm=failing_client(server), llm_fallback=True)
+        for mode in ("local", "global", "flow"):
+            with pytest.warns(LlmFallbackWarning, match="failed"):
+                result = getattr(index, f"{mode}_search")(QUESTION)
+            assert result.answer == getattr(offline, f"{mode}_search")(QUESTION).answer, mode
+            assert result.fallback and "HTTP 500" in result.fallback, mode
+            assert result.trace[-1] in result.fallback, mode
+            assert result.to_dict()["fallback"] == result.fallback
+        retrieved = index.local_search(QUESTION, llm_answer=False)
+        assert retrieved.fallback is None
+        with pytest.warns(LlmFallbackWarning):
+            streamed = "".join(index.stream_answer(retrieved))
+        assert streamed == retrieved.answer and "HTTP 500" in retrieved.fallback
+
+
+def test_a_refused_connection_fails_at_once_without_retries(sample_index):
+    _, out, _, _ = sample_index
+    url = refused_url()
+    settings = load_settings(overrides={"llm": {"enabled": True, "base_url": url}}, environ={})
+    assert settings.llm.max_retries >= 5
+    index = GraphIndex.open(out, settings)
+    index.local_search(QUESTION, llm_answer=False)  # loads the model and tables
+    started = time.perf_counter()
+    with pytest.raises(LlmAnswerError, match="connection refused"):
+        index.local_search(QUESTION)
+    assert time.perf_counter() - started < 2.0
+    assert index.llm.counters["answer"].retries == 0

@@ -3,12 +3,17 @@
 Retrieval is the same offline and in LLM mode; only the answer changes. Local and naive
 search answer from their context with the `local_search` prompt (streamable). Global search
 maps batches of community reports to rated partial answers (`global_map`, concurrent),
-drops the 0s, sorts, and reduces the best within a token budget (`global_reduce`). An
-answer call that fails keeps the extractive answer and says so in the trace.
+drops the 0s, sorts, and reduces the best within a token budget (`global_reduce`).
+
+An answer call that fails raises LlmAnswerError: a misconfigured LLM mode must not pass an
+extractive answer off as the LLM's. With `fallback` (GraphIndex(llm_fallback=True), the
+CLI's --offline-fallback) the extractive answer stays, and `result.fallback`, the trace and a
+LlmFallbackWarning say why.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -28,6 +33,14 @@ MAP_BATCH_TOKENS = 3000  # report text per map call
 REDUCE_TOKENS = 6000  # partial answers given to the reduce call
 
 
+class LlmAnswerError(RuntimeError):
+    """The LLM could not write the answer and no fallback was asked for (`llm_fallback`)."""
+
+
+class LlmFallbackWarning(UserWarning):
+    """An offline stand-in (extractive answer, lexical analysis) replaced a failed LLM call."""
+
+
 class MapAnswer(BaseModel):
     reasoning: str = ""
     response: str = ""
@@ -45,18 +58,29 @@ def local_messages(result: SearchResult) -> list[dict[str, str]]:
     )
 
 
-def answer_from_context(llm: LlmClient, result: SearchResult) -> SearchResult:
+def fall_back(result: SearchResult, what: str, reason: str, fallback: bool) -> SearchResult:
+    """`result` as it is (extractive), its `fallback`, trace and a warning saying why; or
+    LlmAnswerError when the caller did not ask for a fallback."""
+    if not fallback:
+        raise LlmAnswerError(f"{what} failed: {reason}")
+    note = f"{what} failed ({reason}); kept the extractive answer"
+    warnings.warn(note, LlmFallbackWarning, stacklevel=3)
+    joined = f"{result.fallback}; {note}" if result.fallback else note
+    return replace(result, fallback=joined, trace=[*result.trace, note])
+
+
+def answer_from_context(
+    llm: LlmClient, result: SearchResult, fallback: bool = False
+) -> SearchResult:
     """`result` with its answer written by the LLM from its own context (same records)."""
     if not result.context_text:
         return result
     try:
         (answer,) = llm.run_many([llm.chat(local_messages(result), stage="answer")])
-    except Exception as exc:  # noqa: BLE001 - the extractive answer stays
+    except Exception as exc:  # noqa: BLE001 - reported as the answer's failure below
         answer = LlmError(str(exc))
     if isinstance(answer, LlmError):
-        return replace(
-            result, trace=[*result.trace, f"LLM answer failed ({answer}); kept extractive"]
-        )
+        return fall_back(result, "LLM answer", answer.reason, fallback)
     return replace(result, answer=answer, trace=[*result.trace, "answer: LLM over the context"])
 
 
@@ -90,6 +114,23 @@ def stream_messages(llm: LlmClient, messages: list[dict], stage: str, **params) 
         yield item
 
 
+def guarded_stream(pieces: Iterator[str], result: SearchResult, fallback: bool) -> Iterator[str]:
+    """`pieces` with an LLM failure as LlmAnswerError. With `fallback`, a failure before the
+    first piece yields the extractive answer instead and sets `result.fallback` (a stream
+    that broke off midway raises: what was shown cannot be taken back)."""
+    started = False
+    try:
+        for piece in pieces:
+            started = True
+            yield piece
+    except LlmError as exc:
+        if started or not fallback:
+            raise LlmAnswerError(f"LLM answer failed: {exc.reason}") from None
+        kept = fall_back(result, "LLM answer", exc.reason, fallback)
+        result.fallback, result.trace = kept.fallback, kept.trace
+        yield result.answer
+
+
 def _batches(records: list[dict], budget: int) -> list[list[dict]]:
     batches: list[list[dict]] = [[]]
     used = 0
@@ -103,9 +144,10 @@ def _batches(records: list[dict], budget: int) -> list[list[dict]]:
     return [b for b in batches if b]
 
 
-def global_map_reduce(llm: LlmClient, result: SearchResult) -> SearchResult:
+def global_map_reduce(llm: LlmClient, result: SearchResult, fallback: bool = False) -> SearchResult:
     """LLM map (rated partial answers per batch of reports) and reduce, over the reports
-    the offline global search selected (its records)."""
+    the offline global search selected (its records). Some map calls failing skips their
+    reports (the trace says so); all failing, or the reduce failing, is the answer's failure."""
     reports = [r for r in result.records if r.get("kind") == "report"]
     if not reports:
         return result
@@ -123,7 +165,10 @@ def global_map_reduce(llm: LlmClient, result: SearchResult) -> SearchResult:
     answers = llm.run_many(calls)
     trace = [*result.trace, f"map: {len(batches)} LLM calls over {len(reports)} reports"]
     partial = [a for a in answers if isinstance(a, MapAnswer) and a.rating > 0 and a.response]
-    failed = sum(isinstance(a, LlmError) for a in answers)
+    errors = [a for a in answers if isinstance(a, LlmError)]
+    failed = len(errors)
+    if errors and failed == len(answers):
+        return fall_back(replace(result, trace=trace), "LLM map", errors[0].reason, fallback)
     if failed:
         trace.append(f"map: {failed} calls failed after retries; their reports were skipped")
     partial.sort(key=lambda a: -a.rating)
@@ -145,5 +190,5 @@ def global_map_reduce(llm: LlmClient, result: SearchResult) -> SearchResult:
     )
     (final,) = llm.run_many([llm.chat(messages, stage="global_reduce")])
     if isinstance(final, LlmError):
-        return replace(result, trace=[*trace, f"reduce failed ({final}); kept extractive answer"])
+        return fall_back(replace(result, trace=trace), "LLM reduce", final.reason, fallback)
     return replace(result, answer=final, trace=[*trace, f"reduce: {len(lines)} partial answers"])

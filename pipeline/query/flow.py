@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import threading
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -145,9 +146,11 @@ def lexical_entities(query: str, index: GraphIndex | None = None) -> list[str]:
 
 
 def analyse(index: GraphIndex, query: str, trace: list[str]) -> dict[str, Any]:
-    """{entities, intent, source}: by the LLM in LLM mode, lexical otherwise or on failure."""
+    """{entities, intent, source}: by the LLM in LLM mode, lexical otherwise or on failure
+    (always, as it only steers retrieval; the warning says so and the answer call decides)."""
     if index.llm is not None:
         from pipeline.llm import LlmError
+        from pipeline.query.answer import LlmFallbackWarning
 
         messages = load_prompt("query_analysis").render(question=query)
         try:
@@ -162,7 +165,9 @@ def analyse(index: GraphIndex, query: str, trace: list[str]) -> dict[str, Any]:
                 ents = lexical_entities(query, index)
             trace.append(f"analysis: llm, intent={got.intent}, entities={ents}")
             return {"entities": ents, "intent": got.intent, "source": "llm"}
-        trace.append(f"analysis: LLM failed ({got}); lexical fallback")
+        note = f"analysis: LLM failed ({got}); lexical fallback"
+        warnings.warn(note, LlmFallbackWarning, stacklevel=2)
+        trace.append(note)
     ents = lexical_entities(query, index)
     intent = lexical_intent(query)
     trace.append(f"analysis: lexical, intent={intent}, entities={ents}")
@@ -716,6 +721,8 @@ def flow_search(
         analysis = analyse(index, query, trace)
         g = retrieve(index, query, analysis["entities"], trace)
     result = build_result(index, query, mode, analysis, g, trace)
+    if analysis["source"] == "lexical" and index.llm is not None:
+        result.fallback = next(t for t in trace if t.startswith("analysis: LLM failed"))
     if index.llm is not None and llm_answer:
         return answer_flow(index, result)
     return result
@@ -732,19 +739,20 @@ def flow_messages(result: SearchResult) -> list[dict[str, str]]:
 
 
 def answer_flow(index: GraphIndex, result: SearchResult) -> SearchResult:
-    """`result` answered by the LLM over its context (temperature 0.3); on failure the
-    extractive answer stays and the trace says why."""
+    """`result` answered by the LLM over its context (temperature 0.3); a failure is
+    LlmAnswerError, or with `index.llm_fallback` the extractive answer (see answer.fall_back)."""
     from pipeline.llm import LlmError
+    from pipeline.query.answer import fall_back
 
     llm = index.llm
     try:
         (answer,) = llm.run_many(
             [llm.chat(flow_messages(result), stage="flow_answer", temperature=ANSWER_TEMPERATURE)]
         )
-    except Exception as exc:  # noqa: BLE001 - the extractive answer stays
+    except Exception as exc:  # noqa: BLE001 - reported as the answer's failure below
         answer = LlmError(str(exc))
     if isinstance(answer, LlmError):
-        return replace(result, trace=[*result.trace, f"answer: LLM failed ({answer}); extractive"])
+        return fall_back(result, "LLM answer", answer.reason, index.llm_fallback)
     return replace(result, answer=answer, trace=[*result.trace, "answer: LLM over the flow"])
 
 

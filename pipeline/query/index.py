@@ -58,7 +58,14 @@ class GraphIndex:
     on a fresh GraphIndex of it (`latest`), so a long-lived index never serves an old corpus
     and never mixes two."""
 
-    def __init__(self, root: Path, settings: Settings, embedder: Embedder | None = None, llm=None):
+    def __init__(
+        self,
+        root: Path,
+        settings: Settings,
+        embedder: Embedder | None = None,
+        llm=None,
+        llm_fallback: bool = False,
+    ):
         self.output_root = Path(root)
         self._stamp = store.manifest_stamp(self.output_root)
         manifest = store.read_manifest(self.output_root)
@@ -70,12 +77,15 @@ class GraphIndex:
         self._swap = threading.Lock()
         self._newer: GraphIndex | None = None
         # LLM mode (settings.llm.enabled, or a client given): answers are written by the LLM
-        # over the same retrieved context; retrieval itself is identical to offline.
+        # over the same retrieved context; retrieval itself is identical to offline. A failed
+        # answer raises LlmAnswerError unless `llm_fallback` keeps the extractive one (said in
+        # result.fallback). No server (connection refused) fails at once, without retries.
         if llm is None and settings.llm.enabled:
             from pipeline.llm import LlmClient
 
-            llm = LlmClient(settings.llm, self.output_root / "cache" / "llm")
+            llm = LlmClient(settings.llm, self.output_root / "cache" / "llm", retry_refused=False)
         self.llm = llm
+        self.llm_fallback = llm_fallback
 
     @classmethod
     def open(
@@ -84,6 +94,7 @@ class GraphIndex:
         settings: Settings | None = None,
         embedder: Embedder | None = None,
         llm=None,
+        llm_fallback: bool = False,
     ) -> GraphIndex:
         root = Path(path)
         if not root.is_dir():
@@ -96,7 +107,7 @@ class GraphIndex:
                 "run `docgraph index` first"
             )
         settings = settings or load_settings()
-        return cls(root, settings, embedder, llm)
+        return cls(root, settings, embedder, llm, llm_fallback)
 
     def latest(self) -> GraphIndex:
         """This index, or one over the version published since it was opened (a stat of the
@@ -107,7 +118,9 @@ class GraphIndex:
         with self._swap:
             newer = self._newer
             if newer is None or newer._stamp != stamp:
-                newer = GraphIndex(self.output_root, self.settings, self._embedder, self.llm)
+                newer = GraphIndex(
+                    self.output_root, self.settings, self._embedder, self.llm, self.llm_fallback
+                )
                 if newer.version == self.version:
                     self._stamp = newer._stamp
                     return self
@@ -474,7 +487,7 @@ class GraphIndex:
             return result
         from pipeline.query.answer import global_map_reduce
 
-        return global_map_reduce(self.llm, result)
+        return global_map_reduce(self.llm, result, self.llm_fallback)
 
     @_on_latest
     def expand_search(
@@ -532,20 +545,24 @@ class GraphIndex:
             return result
         from pipeline.query.answer import answer_from_context
 
-        return answer_from_context(self.llm, result)
+        return answer_from_context(self.llm, result, self.llm_fallback)
 
     def stream_answer(self, result: SearchResult):
         """The LLM answer to a result's context (retrieved with `llm_answer=False`), streamed
-        piece by piece; a flow result streams with the flow prompt."""
+        piece by piece; a flow result streams with the flow prompt. A failure raises
+        LlmAnswerError; with `llm_fallback`, one before the first piece yields the extractive
+        answer and sets `result.fallback`."""
         if self.llm is None:
             raise ValueError("streaming needs LLM mode (settings llm.enabled)")
+        from pipeline.query.answer import guarded_stream, stream_answer
+
         if result.mode == "flow":
             from pipeline.query.flow import stream_flow_answer
 
-            return stream_flow_answer(self, result)
-        from pipeline.query.answer import stream_answer
-
-        return stream_answer(self.llm, result)
+            pieces = stream_flow_answer(self, result)
+        else:
+            pieces = stream_answer(self.llm, result)
+        return guarded_stream(pieces, result, self.llm_fallback)
 
     @_on_latest
     def search_nodes(

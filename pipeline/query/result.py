@@ -31,6 +31,8 @@ class SearchResult:
     # Mode-specific structured output: focus -> the Overall JSON; flow -> query analysis,
     # definitions, facts, Mermaid diagram; expand -> the expanded subgraph.
     data: dict[str, Any] = field(default_factory=dict)
+    # Why an offline stand-in replaced a failed LLM step (llm_fallback); None when none did.
+    fallback: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
