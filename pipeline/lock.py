@@ -4,10 +4,10 @@ Why flock: the kernel drops it when the holding process ends, however it ends (S
 included), so a crashed run never leaves a lock that someone must delete by hand. The
 file also holds who took it (run id, pid, host, start time, command): a second writer's
 error names the holder, and a record left behind by a holder that ended without
-releasing is how the next run knows that run was orphaned (see `acquire`'s return).
+releasing is how the next run knows that run was orphaned (`take_orphan`).
 
-The lock is taken per process and is re-entrant within it: every step of a run (the
-index job runs in one process) asks for it, the first one takes it.
+The lock is taken per process and is re-entrant within it: the CLI takes it before it
+starts the run, and every step of the run (the index job runs in one process) asks again.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from pipeline.files import default_mode
 LOCK_FILE = ".docgraph.lock"
 _POLL_S = 0.5
 _HELD: dict[str, int] = {}  # resolved lock path -> open fd holding the flock
+_ORPHANS: dict[str, dict[str, Any]] = {}  # resolved lock path -> record found on acquiring
 
 
 class OutputLocked(RuntimeError):
@@ -76,10 +77,10 @@ def _holder_info(run_id: str) -> dict[str, Any]:
     }
 
 
-def acquire(root: str | Path, run_id: str, wait_s: float = 0.0) -> dict[str, Any] | None:
+def acquire(root: str | Path, run_id: str, wait_s: float = 0.0) -> None:
     """Take the output lock for `run_id`, waiting up to `wait_s` seconds; raise OutputLocked
-    naming the holder when it stays taken. Returns the record of a previous holder that ended
-    without releasing (its run was orphaned: killed or crashed), else None."""
+    naming the holder when it stays taken. A record left by a holder that ended without
+    releasing (killed or crashed) is kept for `take_orphan`."""
     path = lock_path(root)
     path.parent.mkdir(parents=True, exist_ok=True)
     key = str(path.resolve())
@@ -87,7 +88,7 @@ def acquire(root: str | Path, run_id: str, wait_s: float = 0.0) -> dict[str, Any
     if held is not None:  # this process holds it already (another step of the same run)
         if _read(held).get("run_id") != run_id:
             _write(held, _holder_info(run_id))
-        return None
+        return
     fd = os.open(path, os.O_RDWR | os.O_CREAT, default_mode())
     deadline = time.monotonic() + max(0.0, wait_s)
     while True:
@@ -105,9 +106,15 @@ def acquire(root: str | Path, run_id: str, wait_s: float = 0.0) -> dict[str, Any
                 ) from None
             time.sleep(_POLL_S)
     stale = _read(fd)
+    if stale:
+        _ORPHANS[key] = stale
     _write(fd, _holder_info(run_id))
     _HELD[key] = fd
-    return stale or None
+
+
+def take_orphan(root: str | Path) -> dict[str, Any] | None:
+    """The record of the holder before this process, if it ended without releasing (once)."""
+    return _ORPHANS.pop(str(lock_path(root).resolve()), None)
 
 
 def release(root: str | Path) -> None:

@@ -137,7 +137,7 @@ def begin(root: str | Path, run_id: str, parent_run_id: str | None = None) -> Pa
         current = resolve(root)
         if current != root:
             _link_tree(current, staging)
-        elif any(table_path(root, n).exists() for n in schemas.TABLES):
+        elif any((root / f"{n}.parquet").exists() for n in schemas.TABLES):
             _link_tree(root, staging, skip=_NOT_LEGACY | {".docgraph.lock"})
     staging.mkdir(parents=True, exist_ok=True)
     atomic_write_text(staging / RUN_MARKER, json.dumps({"run_id": run_id}))
@@ -154,9 +154,9 @@ def publish(root: str | Path, run_id: str, keep: int = 2) -> dict[str, Any]:
         raise RuntimeError(f"staging folder of {root} belongs to run {owner}, not {run_id}")
     version = f"{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}-{run_id[:8]}"
     tables = {
-        name: pq.read_metadata(table_path(staging, name)).num_rows
+        name: pq.read_metadata(staging / f"{name}.parquet").num_rows
         for name in schemas.TABLES
-        if table_path(staging, name).exists()
+        if (staging / f"{name}.parquet").exists()
     }
     (staging / RUN_MARKER).unlink()
     target = root / VERSIONS_DIR / version
@@ -194,7 +194,7 @@ def prune(root: str | Path, keep: int) -> list[str]:
         shutil.rmtree(root / VERSIONS_DIR / name, ignore_errors=True)
     if manifest is not None:  # the flat layout's leftovers: readers follow the manifest now
         for name in schemas.TABLES:
-            table_path(root, name).unlink(missing_ok=True)
+            (root / f"{name}.parquet").unlink(missing_ok=True)
         (root / "communities_state.json").unlink(missing_ok=True)
         shutil.rmtree(root / LANCE_DIR, ignore_errors=True)
     return doomed
@@ -210,8 +210,8 @@ def remove_leftovers(root: str | Path) -> list[Path]:
 
 
 def table_path(root: str | Path, name: str) -> Path:
-    """Where table `name` lives in the folder `root` (a version or staging folder)."""
-    return Path(root) / f"{name}.parquet"
+    """Where table `name` lives in `root` (resolved like `read_table`)."""
+    return resolve(root) / f"{name}.parquet"
 
 
 def write_table(root: str | Path, name: str, df: pl.DataFrame) -> Path:
@@ -220,6 +220,8 @@ def write_table(root: str | Path, name: str, df: pl.DataFrame) -> Path:
 
 
 def write_arrow(root: str | Path, name: str, table: pa.Table) -> Path:
+    if read_manifest(root) is not None:
+        raise ValueError(f"{root} is a published output folder: write into a run's staging")
     path = table_path(root, name)
     atomic_write_with(path, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
     return path

@@ -48,9 +48,10 @@ def run_dir(docgraph: DocgraphConfig, context: Any = None) -> Path:
     root = Path(settings.output_dir)
     run = _run_of(context) if context is not None else None
     run_id = run.run_id if run is not None else EPHEMERAL_RUN
-    stale = lock.acquire(root, run_id, settings.storage.lock_wait_s)
-    if stale and stale.get("run_id") not in (None, run_id):
-        _fail_orphan(_instance_of(context), stale)
+    lock.acquire(root, run_id, settings.storage.lock_wait_s)
+    orphan = lock.take_orphan(root)
+    if orphan and orphan.get("run_id") != run_id:
+        _fail_orphan(_instance_of(context), orphan)
     if store.staging_owner(root) != run_id:
         for path in store.remove_leftovers(root):
             log.warning("removed %s, left by a run that did not finish", path.relative_to(root))

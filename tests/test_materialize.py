@@ -91,7 +91,7 @@ def test_failed_stage_keeps_earlier_outputs(indexed, tmp_path, monkeypatch):
     result = run_index(input_dir=str(inp), output_dir=str(out3), raise_on_error=False)
     assert not result.success
     assert store.read_table(out3, "communities").equals(before)
-    assert not list(out3.glob(".*.tmp"))
+    assert not list(out3.rglob("*.tmp"))
 
 
 def test_structure_layer_is_written(indexed):
