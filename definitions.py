@@ -1,34 +1,45 @@
 """The one place that assembles dagster.Definitions (loaded by `dagster dev` via workspace.yaml)."""
 
+from pathlib import Path
+
 from dagster import AssetSelection, Definitions, define_asset_job, in_process_executor
 
 from assets import index_assets, index_checks
 from assets.automation import INDEX_JOB, index_nightly, input_folder_changed
 from resources import build_resources
 
-# One process per run: the embedding model loads once, the LLM client's connection pool and
-# concurrency bound are shared by every stage, and the output lock (pipeline.lock) is held
-# by that process from the first step to the publish step.
-index_job = define_asset_job(
-    INDEX_JOB,
-    selection=AssetSelection.all(),
-    executor_def=in_process_executor,
-    description="Index the input folder end to end: documents to communities and vectors, "
-    "published as one new version of the output folder.",
-)
+OUTPUT_TAG = "docgraph/output"  # dagster.yaml queues runs with equal values one at a time
+
+
+def index_job(output_dir: str):
+    """The index job. One process per run: the embedding model loads once, the LLM client's
+    connection pool and concurrency bound are shared by every stage, and the output lock
+    (pipeline.lock) is held by that process from its first step to the publish step. Runs
+    launched through the Dagster queue (UI, schedule, sensor) carry their output folder as a
+    tag, so a second run on the same folder waits in the queue instead of failing on the
+    lock."""
+    return define_asset_job(
+        INDEX_JOB,
+        selection=AssetSelection.all(),
+        executor_def=in_process_executor,
+        run_tags={OUTPUT_TAG: str(Path(output_dir).resolve())},
+        description="Index the input folder end to end: documents to communities and vectors, "
+        "published as one new version of the output folder.",
+    )
 
 
 def make_definitions(
     config_path: str | None = None, input_dir: str | None = None, output_dir: str | None = None
 ) -> Definitions:
     """Definitions whose resources read the given settings file and folders."""
+    resources = build_resources(config_path, input_dir, output_dir)
     return Definitions(
         assets=index_assets,
         asset_checks=index_checks,
-        jobs=[index_job],
+        jobs=[index_job(resources["docgraph"].settings().output_dir)],
         schedules=[index_nightly],
         sensors=[input_folder_changed],
-        resources=build_resources(config_path, input_dir, output_dir),
+        resources=resources,
     )
 
 
