@@ -115,6 +115,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--modes", default=",".join(MODES))
     args = ap.parse_args(argv)
 
+    from pipeline import store
     from pipeline.config import load_settings
     from pipeline.query import GraphIndex
 
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         work = args.work or Path(tempfile.mkdtemp(prefix="musique-"))
         output = work / "output"
-        if args.reindex or not (output / "text_units.parquet").exists():
+        if args.reindex or not store.is_index(output):
             output = build_index(work)
     settings = load_settings(overrides={"output_dir": str(output)})
     index = GraphIndex.open(output, settings)
