@@ -14,7 +14,12 @@ from dagster import (
     sensor,
 )
 
-from pipeline.ingest import InputFolderError, check_input_folder, folder_fingerprint
+from pipeline.ingest import (
+    InputFolderError,
+    check_input_folder,
+    folder_fingerprint,
+    own_folders,
+)
 from resources import DocgraphConfig
 
 INDEX_JOB = "index_job"
@@ -36,12 +41,13 @@ index_nightly = ScheduleDefinition(
     description="Index again when a file under the input folder is added, edited or deleted.",
 )
 def input_folder_changed(context: SensorEvaluationContext, docgraph: DocgraphConfig):
-    input_dir = docgraph.settings().input_dir
+    settings = docgraph.settings()
+    own = own_folders(settings.output_dir)  # the run's own writes never trigger it
     try:
-        check_input_folder(input_dir)
+        check_input_folder(settings.input_dir, own)
     except InputFolderError as exc:
         return SkipReason(str(exc))
-    fingerprint, n_files = folder_fingerprint(input_dir)
+    fingerprint, n_files = folder_fingerprint(settings.input_dir, own)
     if fingerprint == (context.cursor or ""):
         return SkipReason(f"input folder unchanged ({n_files} files)")
     context.update_cursor(fingerprint)

@@ -5,7 +5,7 @@ import time
 from dagster import AssetExecutionContext, AssetOut, Output, multi_asset
 
 from assets.metadata import counts_md, frame_metadata
-from pipeline.ingest import load_folder
+from pipeline.ingest import load_folder, own_folders
 from resources import DocgraphConfig
 
 
@@ -19,7 +19,7 @@ from resources import DocgraphConfig
 def documents(context: AssetExecutionContext, docgraph: DocgraphConfig):
     started = time.perf_counter()
     settings = docgraph.settings()
-    docs, rejected = load_folder(settings.input_dir)
+    docs, rejected = load_folder(settings.input_dir, own_folders(settings.output_dir))
     for row in rejected.iter_rows(named=True):
         context.log.warning(f"rejected {row['source_path']}: {row['reason']}")
     yield Output(

@@ -34,10 +34,10 @@ def write_sample_corpus(target: str | Path) -> list[Path]:
 
 def cmd_index(args: argparse.Namespace) -> int:
     """Index the input folder; a missing or empty one is an error (exit 2) before any run."""
-    from pipeline.ingest import check_input_folder
+    from pipeline.ingest import check_input_folder, own_folders
 
     settings = load_settings(args.config, _folder_overrides(args))
-    check_input_folder(settings.input_dir)
+    check_input_folder(settings.input_dir, own_folders(settings.output_dir))
     from assets.run import run_index
 
     result = run_index(

@@ -102,7 +102,9 @@ def test_rejection_reasons(loaded):
     assert reasons["nul.txt"] == "binary content"
     assert reasons["data.xyz"] == "unsupported file type .xyz"
     assert reasons["zz_copy_of_plain.txt"] == "duplicate of plain.txt"
-    assert len(reasons) == 10, reasons  # nothing hidden, nothing good
+    assert reasons[".DS_Store"] == "hidden file (not read)"
+    assert reasons[".hidden"] == "hidden folder (not read)"  # one row, not one per file in it
+    assert len(reasons) == 12, reasons  # nothing good
     assert set(rejected["stage"]) == {"load"}
     row = rejected.filter(pl.col("source_path") == "nul.txt").row(0, named=True)
     assert row["sha256"] == sha256_hex(b"abc\x00def") and row["byte_size"] == 7

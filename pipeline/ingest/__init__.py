@@ -4,16 +4,13 @@ Importing the format modules registers their loaders with `loader.LOADERS`.
 """
 
 from pipeline.ingest import markdown, notes, pdf, text  # noqa: F401  (registers loaders)
-from pipeline.ingest.loader import (
-    LOADERS,
+from pipeline.ingest.loader import LOADERS, LoadedDoc, LoadError, load_bytes, load_folder, register
+from pipeline.ingest.walk import (
     InputFolderError,
-    LoadedDoc,
-    LoadError,
     check_input_folder,
     folder_fingerprint,
-    load_bytes,
-    load_folder,
-    register,
+    own_folders,
+    walk_input,
 )
 
 __all__ = [
@@ -25,5 +22,7 @@ __all__ = [
     "folder_fingerprint",
     "load_bytes",
     "load_folder",
+    "own_folders",
     "register",
+    "walk_input",
 ]

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,10 +14,7 @@ import polars as pl
 
 from pipeline import schemas
 from pipeline.ids import sha256_hex
-
-
-class InputFolderError(ValueError):
-    """The input folder is missing, not a folder or empty: the run stops before writing."""
+from pipeline.ingest.walk import check_input_folder, walk_input
 
 
 class LoadError(Exception):
@@ -51,55 +47,6 @@ def register(*suffixes: str) -> Callable[[Loader], Loader]:
     return deco
 
 
-def _walk(root: Path) -> list[Path]:
-    """Every non-hidden regular file under root, sorted by relative posix path (deterministic)."""
-    out: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        for name in filenames:
-            if not name.startswith("."):
-                p = Path(dirpath) / name
-                if p.is_file():
-                    out.append(p)
-    return sorted(out, key=lambda p: p.relative_to(root).as_posix())
-
-
-def check_input_folder(input_dir: str | Path) -> Path:
-    """The input folder as a Path, or InputFolderError when it is missing, a file or holds no
-    visible file: a typo must not index nothing (or the sample) over a good index."""
-    root = Path(input_dir)
-    if not root.exists():
-        raise InputFolderError(f"input folder {root} does not exist")
-    if not root.is_dir():
-        raise InputFolderError(f"input folder {root} is not a folder")
-    if not _has_visible_entry(root):
-        raise InputFolderError(f"input folder {root} holds no files to index (hidden ones skipped)")
-    return root
-
-
-def _has_visible_entry(root: Path) -> bool:
-    """Whether any non-hidden file or link lies under root (stops at the first)."""
-    for _, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        if any(not name.startswith(".") for name in filenames):
-            return True
-    return False
-
-
-def folder_fingerprint(input_dir: str | Path) -> tuple[str, int]:
-    """(hash of every file's path, size and mtime, file count): changes when a file is
-    added, edited or deleted, without reading any content — what a sensor polls."""
-    root = Path(input_dir)
-    if not root.is_dir():
-        return "", 0
-    files = _walk(root)
-    h = hashlib.sha256()
-    for p in files:
-        st = p.stat()
-        h.update(f"{p.relative_to(root).as_posix()}\x1f{st.st_size}\x1f{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()[:32], len(files)
-
-
 def _mtime_iso(path: Path) -> str:
     return datetime.fromtimestamp(path.stat().st_mtime, tz=UTC).isoformat()
 
@@ -117,30 +64,39 @@ def load_bytes(path: Path, data: bytes) -> LoadedDoc:
     return loader(path, data)
 
 
-def load_folder(input_dir: str | Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+def load_folder(
+    input_dir: str | Path, exclude: Iterable[str | Path] = ()
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(documents, rejected_documents) frames with exactly schemas.DOCUMENTS / REJECTED_DOCUMENTS
     columns. Ids are the sha256 of the bytes, so identical files are one document (the first
-    in path order); later copies are rejected as duplicates. A missing or empty folder raises
-    InputFolderError."""
-    root = check_input_folder(input_dir)
+    in path order); later copies are rejected as duplicates. Nothing outside the input folder
+    is read, nor the `exclude` folders inside it (see walk.py). A missing or empty folder
+    raises InputFolderError."""
+    root = check_input_folder(input_dir, exclude)
     docs: list[dict[str, Any]] = []
     rejected: list[dict[str, Any]] = []
     seen: dict[str, str] = {}
-    for path in _walk(root):
-        rel = path.relative_to(root).as_posix()
+    for entry in walk_input(root, exclude):
+        rel, path = entry.rel, entry.path
+        if path is None:
+            rejected.append(_rejected_row(rel, "", 0, entry.reason))
+            continue
         sha, size = "", 0
         try:
-            size = path.stat().st_size
             data = path.read_bytes()
-            sha = sha256_hex(data)
+            sha, size = sha256_hex(data), len(data)
             if sha in seen and data.strip():
                 raise LoadError(f"duplicate of {seen[sha]}")
             doc = load_bytes(path, data)
         except LoadError as e:
             rejected.append(_rejected_row(rel, sha, size, str(e)))
             continue
+        except OSError as e:
+            rejected.append(_rejected_row(rel, sha, size, f"cannot read ({e.strerror})"))
+            continue
         except Exception as e:  # noqa: BLE001 - one bad file must not abort the folder
-            rejected.append(_rejected_row(rel, sha, size, f"{type(e).__name__}: {e}"))
+            reason = _relative(f"{type(e).__name__}: {e}", root)
+            rejected.append(_rejected_row(rel, sha, size, reason))
             continue
         seen[sha] = rel
         docs.append(
@@ -161,6 +117,14 @@ def load_folder(input_dir: str | Path) -> tuple[pl.DataFrame, pl.DataFrame]:
             }
         )
     return _documents_frame(docs), _rejected_frame(rejected)
+
+
+def _relative(reason: str, root: Path) -> str:
+    """A reason with the input folder's absolute path taken out (reasons name no absolute
+    path: the table may be shared, the layout of the machine is not its business)."""
+    for prefix in {str(root.resolve()), str(root.absolute()), str(root)}:
+        reason = reason.replace(prefix + os.sep, "")
+    return reason
 
 
 def _rejected_row(rel: str, sha: str, size: int, reason: str) -> dict[str, Any]:

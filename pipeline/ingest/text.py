@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
+import codecs
 from pathlib import Path
 
 from pipeline.ingest.loader import LoadedDoc, LoadError, register
 
+# Byte order marks -> (codec that strips it, name in reasons); UTF-32 before UTF-16, whose
+# little-endian mark is the first half of UTF-32's.
+BOMS = (
+    (codecs.BOM_UTF8, "utf-8-sig", "UTF-8"),
+    (codecs.BOM_UTF32_LE, "utf-32", "UTF-32"),
+    (codecs.BOM_UTF32_BE, "utf-32", "UTF-32"),
+    (codecs.BOM_UTF16_LE, "utf-16", "UTF-16"),
+    (codecs.BOM_UTF16_BE, "utf-16", "UTF-16"),
+)
+
 
 def decode_text(data: bytes) -> str:
-    """Strict UTF-8 (no silent mojibake), BOM stripped, newlines normalised to \\n."""
-    if b"\x00" in data:
+    """Text by its byte order mark (UTF-8, UTF-16 or UTF-32, as Windows tools write it), else
+    strict UTF-8 (no silent mojibake); newlines normalised to \\n. A NUL without a BOM, or
+    in the decoded text, is binary content."""
+    codec, name = next(((c, n) for bom, c, n in BOMS if data.startswith(bom)), ("utf-8", None))
+    if name is None and b"\x00" in data:
         raise LoadError("binary content")
     try:
-        text = data.decode("utf-8")
+        text = data.decode(codec)
     except UnicodeDecodeError as e:
-        raise LoadError(f"invalid UTF-8 at byte {e.start}") from None
+        raise LoadError(f"invalid {name or 'UTF-8'} at byte {e.start}") from None
+    if "\x00" in text:
+        raise LoadError("binary content")
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():
         raise LoadError("empty file")

@@ -1,0 +1,181 @@
+"""The input folder's files: what may be read, and a reason for everything that may not.
+
+Only regular files whose real path lies inside the input folder are read. A symlink out of
+the folder, a symlink loop or a broken one, a symlink to a folder (never followed: no loops,
+no second copy of a tree), a FIFO or device, a hidden file and a hidden folder (one entry for
+the folder, not one per file in it) each become an entry with a reason that names no
+absolute path. Folders docgraph writes itself (the output folder, $DAGSTER_HOME) are skipped
+silently when they lie inside the input folder, so a run never reads its own outputs and the
+folder sensor never triggers itself.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+OUTSIDE = "symlink to a file outside the input folder"
+FOLDER_LINK = "symlink to a folder (not followed)"
+LOOP = "symlink loop"
+BROKEN = "broken symlink (its target does not exist)"
+SPECIAL = "not a regular file"
+HIDDEN_FILE = "hidden file (not read)"
+HIDDEN_FOLDER = "hidden folder (not read)"
+INTO_OWN = "symlink into a folder docgraph writes (not read)"
+
+
+class InputFolderError(ValueError):
+    """The input folder is missing, not a folder or empty: the run stops before writing."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One name under the input folder: `path` (its real path) to read, or the reason not to."""
+
+    rel: str  # posix path relative to the input folder
+    path: Path | None = None
+    reason: str = ""
+    hidden: bool = False
+
+
+def own_folders(output_dir: str | Path | None) -> tuple[str, ...]:
+    """Folders docgraph writes that must never be read as input: the output folder, and
+    $DAGSTER_HOME (run storage) when set."""
+    return tuple(str(p) for p in (output_dir, os.environ.get("DAGSTER_HOME")) if p)
+
+
+def _within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _skipped(real_root: Path, exclude: Iterable[str | Path]) -> frozenset[Path]:
+    """Real paths of the excluded folders that lie strictly inside the input folder (one that
+    holds the input folder, like DAGSTER_HOME=$PWD, excludes nothing)."""
+    reals = (Path(os.path.realpath(e)) for e in exclude if e)
+    return frozenset(p for p in reals if p != real_root and _within(p, real_root))
+
+
+def check_input_folder(input_dir: str | Path, exclude: Iterable[str | Path] = ()) -> Path:
+    """The input folder as a Path, or InputFolderError when it is missing, a file or holds no
+    visible entry: a typo must not index nothing (or the sample) over a good index."""
+    root = Path(input_dir)
+    if not root.exists():
+        raise InputFolderError(f"input folder {root} does not exist")
+    if not root.is_dir():
+        raise InputFolderError(f"input folder {root} is not a folder")
+    if not _has_visible_entry(root, _skipped(Path(os.path.realpath(root)), exclude)):
+        raise InputFolderError(
+            f"input folder {root} holds no files to index (hidden ones and the output folder "
+            "are skipped)"
+        )
+    return root
+
+
+def _has_visible_entry(root: Path, skip: frozenset[Path]) -> bool:
+    """Whether any non-hidden name outside the skipped folders lies under root (stops at the
+    first; a symlink to a folder counts: it gets a rejected row)."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        if any(not name.startswith(".") for name in filenames):
+            return True
+        here = Path(dirpath)
+        dirnames[:] = [
+            d
+            for d in dirnames
+            if not d.startswith(".") and Path(os.path.realpath(here / d)) not in skip
+        ]
+        if any((here / d).is_symlink() for d in dirnames):
+            return True
+    return False
+
+
+def walk_input(input_dir: str | Path, exclude: Iterable[str | Path] = ()) -> list[Entry]:
+    """Every name under the input folder as an Entry, sorted by relative path."""
+    root = Path(input_dir)
+    real_root = Path(os.path.realpath(root))
+    skip = _skipped(real_root, exclude)
+    entries: list[Entry] = []
+
+    def unreadable(err: OSError) -> None:
+        rel = Path(os.path.relpath(err.filename, root)).as_posix()
+        entries.append(Entry(rel, reason=f"folder not readable ({err.strerror})"))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable):
+        here = Path(dirpath)
+        kept = []
+        for name in dirnames:
+            entry = _folder_entry(root, here / name, skip)
+            if entry is None:
+                kept.append(name)
+            elif entry.reason:
+                entries.append(entry)
+        dirnames[:] = kept
+        entries.extend(_file_entry(root, real_root, here / name, skip) for name in filenames)
+    return sorted(entries, key=lambda e: e.rel)
+
+
+def _folder_entry(root: Path, path: Path, skip: frozenset[Path]) -> Entry | None:
+    """None to walk into the folder; an Entry with a reason to reject it; an Entry without
+    one to skip it silently (a folder docgraph writes)."""
+    rel = path.relative_to(root).as_posix()
+    if path.name.startswith("."):
+        return Entry(rel, reason=HIDDEN_FOLDER, hidden=True)
+    if path.is_symlink():
+        return Entry(rel, reason=FOLDER_LINK)
+    if Path(os.path.realpath(path)) in skip:
+        return Entry(rel)
+    return None
+
+
+def _file_entry(root: Path, real_root: Path, path: Path, skip: frozenset[Path]) -> Entry:
+    """The file's real path when it may be read, else the reason it may not."""
+    rel = path.relative_to(root).as_posix()
+    if path.name.startswith("."):
+        return Entry(rel, reason=HIDDEN_FILE, hidden=True)
+    try:
+        real = Path(os.path.realpath(path, strict=True))
+        mode = real.stat().st_mode
+    except FileNotFoundError:
+        return Entry(rel, reason=BROKEN)
+    except OSError as exc:
+        return Entry(
+            rel, reason=LOOP if exc.errno == errno.ELOOP else f"cannot read ({exc.strerror})"
+        )
+    if not _within(real, real_root):
+        return Entry(rel, reason=OUTSIDE)
+    if any(_within(real, s) for s in skip):
+        return Entry(rel, reason=INTO_OWN)
+    if not stat.S_ISREG(mode):
+        return Entry(rel, reason=SPECIAL)
+    return Entry(rel, path=real)
+
+
+def folder_fingerprint(
+    input_dir: str | Path, exclude: Iterable[str | Path] = ()
+) -> tuple[str, int]:
+    """(hash of every readable file's path, size and mtime and every rejected name, readable
+    file count): changes when a file is added, edited or deleted, without reading any content
+    — what a sensor polls. Hidden names and the excluded folders do not count, so an editor's
+    swap file or the run's own outputs never trigger a run."""
+    root = Path(input_dir)
+    if not root.is_dir():
+        return "", 0
+    h = hashlib.sha256()
+    n = 0
+    for e in walk_input(root, exclude):
+        if e.hidden:
+            continue
+        if e.path is None:
+            h.update(f"{e.rel}\x1f{e.reason}\n".encode())
+            continue
+        try:
+            st = e.path.stat()
+        except OSError:  # deleted since the walk: the next poll sees it gone
+            continue
+        h.update(f"{e.rel}\x1f{st.st_size}\x1f{st.st_mtime_ns}\n".encode())
+        n += 1
+    return h.hexdigest()[:32], n

@@ -1,0 +1,145 @@
+"""The input folder's walk never reads outside it: symlinks out, loops, links to folders,
+hidden entries and special files are rejected rows with a relative reason; UTF-16 text with a
+BOM decodes; an output folder inside the input folder is never read as input."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from assets.run import run_index
+from pipeline import store
+from pipeline.ingest import folder_fingerprint, load_folder
+
+OUTSIDE = "symlink to a file outside the input folder"
+BODY = "Ada Lovelace wrote the first program for the Analytical Engine of Charles Babbage.\n"
+
+
+def reasons(rejected: pl.DataFrame) -> dict[str, str]:
+    return dict(zip(rejected["source_path"], rejected["reason"], strict=True))
+
+
+@pytest.fixture()
+def tree(tmp_path: Path) -> Path:
+    inp, outside = tmp_path / "input", tmp_path / "outside"
+    inp.mkdir()
+    outside.mkdir()
+    (outside / "secret.txt").write_text("TOP SECRET outside text.\n")
+    (outside / "more.md").write_text("# More\n\nAlso outside.\n")
+    (inp / "real.txt").write_text(BODY)
+    (inp / "passwd_link.txt").symlink_to("/etc/passwd")
+    (inp / "proc_status.txt").symlink_to("/proc/self/status")
+    (inp / "secret_link.txt").symlink_to(outside / "secret.txt")
+    (inp / "dotdot.txt").symlink_to("../outside/secret.txt")
+    (inp / "loop_a.txt").symlink_to("loop_b.txt")
+    (inp / "loop_b.txt").symlink_to("loop_a.txt")
+    (inp / "broken.txt").symlink_to("gone.txt")
+    (inp / "docs_out").symlink_to(outside, target_is_directory=True)
+    (inp / "sub").mkdir()
+    (inp / "sub" / "note.md").write_text("# Note\n\nInside.\n")
+    (inp / "sub_again").symlink_to("sub", target_is_directory=True)
+    (inp / "z_alias.txt").symlink_to("real.txt")
+    (inp / ".env").write_text("API_KEY=hidden\n")
+    (inp / ".git").mkdir()
+    for i in range(5):
+        (inp / ".git" / f"object{i}.txt").write_text(f"git object {i}\n")
+    os.mkfifo(inp / "pipe.txt")
+    return inp
+
+
+def test_nothing_outside_the_input_folder_is_read(tree):
+    docs, rejected = load_folder(tree)
+    got = reasons(rejected)
+    for name in ("passwd_link.txt", "proc_status.txt", "secret_link.txt", "dotdot.txt"):
+        assert got[name] == OUTSIDE, name
+    assert got["docs_out"] == "symlink to a folder (not followed)"
+    assert got["sub_again"] == "symlink to a folder (not followed)"
+    assert got["loop_a.txt"] == got["loop_b.txt"] == "symlink loop"
+    assert got["broken.txt"] == "broken symlink (its target does not exist)"
+    assert got["pipe.txt"] == "not a regular file"
+    text = "\n".join(docs["text"])
+    assert "root:" not in text and "TOP SECRET" not in text and "Also outside" not in text
+    assert sorted(docs["source_path"]) == ["real.txt", "sub/note.md"]
+
+
+def test_a_link_inside_the_folder_is_read_and_its_copy_is_a_duplicate(tree):
+    docs, rejected = load_folder(tree)
+    assert docs.filter(pl.col("source_path") == "real.txt")["text"].to_list() == [BODY]
+    assert reasons(rejected)["z_alias.txt"] == "duplicate of real.txt"
+
+
+def test_hidden_files_and_folders_get_one_row_each(tree):
+    _, rejected = load_folder(tree)
+    got = reasons(rejected)
+    assert got[".env"] == "hidden file (not read)"
+    assert got[".git"] == "hidden folder (not read)"
+    assert not any(p.startswith(".git/") for p in got)
+
+
+def test_reasons_never_carry_absolute_paths(tree):
+    _, rejected = load_folder(tree)
+    assert rejected.height >= 12
+    for reason in rejected["reason"]:
+        assert str(tree.parent) not in reason and "/etc" not in reason and "/proc" not in reason
+    assert not any(p.startswith("/") for p in rejected["source_path"])
+
+
+def test_utf16_and_utf8_with_a_bom_decode(tmp_path):
+    text = "Héllo wörld, Привет.\nSecond line.\n"
+    (tmp_path / "le.txt").write_bytes(text.encode("utf-16-le").join([b"\xff\xfe", b""]))
+    (tmp_path / "be.txt").write_bytes(b"\xfe\xff" + ("Big " + text).encode("utf-16-be"))
+    (tmp_path / "u8.txt").write_bytes(b"\xef\xbb\xbf" + ("UTF-8 " + text).encode())
+    (tmp_path / "heading.md").write_bytes(("# Заголовок\n\n" + text).encode("utf-16"))
+    (tmp_path / "nul.txt").write_bytes(b"abc\x00def")
+    (tmp_path / "bad16.txt").write_bytes(b"\xff\xfe" + "ok".encode("utf-16-le") + b"\x00\xd8")
+    docs, rejected = load_folder(tmp_path)
+    by = dict(zip(docs["source_path"], docs["text"], strict=True))
+    assert by["le.txt"] == text and by["be.txt"] == "Big " + text
+    assert by["u8.txt"] == "UTF-8 " + text
+    assert docs.filter(pl.col("source_path") == "heading.md")["title"].to_list() == ["Заголовок"]
+    got = reasons(rejected)
+    assert got["nul.txt"] == "binary content"
+    assert got["bad16.txt"].startswith("invalid UTF-16")
+
+
+def test_an_output_folder_inside_the_input_folder_is_never_input(tmp_path):
+    inp = tmp_path / "input"
+    out = inp / "index"
+    inp.mkdir()
+    (inp / "ada.md").write_text("# Ada Lovelace\n\n" + BODY)
+    (inp / "babbage.txt").write_text("Charles Babbage\n\nBabbage designed the Analytical Engine.\n")
+    before = folder_fingerprint(inp, exclude=[out])
+    assert run_index(input_dir=str(inp), output_dir=str(out)).success
+    assert folder_fingerprint(inp, exclude=[out]) == before  # the sensor does not fire itself
+    first = store.read_table(out, "documents")["source_path"].to_list()
+    assert run_index(input_dir=str(inp), output_dir=str(out)).success
+    assert store.read_table(out, "documents")["source_path"].to_list() == first
+    assert sorted(first) == ["ada.md", "babbage.txt"]
+    assert store.read_table(out, "rejected_documents").height == 0
+
+
+def test_the_sensor_ignores_writes_to_an_output_folder_inside_the_input(tmp_path):
+    from dagster import RunRequest, SkipReason, build_sensor_context
+
+    from definitions import defs
+    from resources import DocgraphConfig
+
+    inp, out = tmp_path / "input", tmp_path / "input" / "index"
+    inp.mkdir()
+    (inp / "ada.md").write_text("# Ada\n\n" + BODY)
+    config = DocgraphConfig(input_dir=str(inp), output_dir=str(out))
+    sensor_def = defs.resolve_sensor_def("input_folder_changed")
+
+    def tick(cursor: str | None):
+        ctx = build_sensor_context(cursor=cursor, resources={"docgraph": config})
+        return sensor_def(ctx), ctx.cursor
+
+    first, cursor = tick(None)
+    assert isinstance(first, RunRequest)
+    out.mkdir()
+    (out / "documents.parquet").write_bytes(b"a run's output")
+    again, same = tick(cursor)
+    assert isinstance(again, SkipReason) and same == cursor
