@@ -88,6 +88,12 @@ class ExtractionSettings(_Section):
     llm_pack_tokens: int = Field(
         2400, description="llm: short units of one document are packed into one call up to this"
     )
+    llm_answer_ratio: float = Field(
+        4.0,
+        description="llm: expected answer tokens per text token; a pack holds at most "
+        "llm.max_tokens / this many text tokens so its answer fits (measured: 3.1 on prose, "
+        "10-14 on dense text, whose cut answers are split and retried; see extract/llm.py)",
+    )
     llm_pack_max_units: int = Field(16, description="llm: at most this many units per call")
     gleanings: int = Field(0, description="llm: extra 'what was missed?' rounds per call")
     prompt_path: str | None = Field(
@@ -254,7 +260,9 @@ class LlmSettings(_Section):
     )
     chat_model: str = "gpt-4o-mini"
     temperature: float = 0.0
-    max_tokens: int = 2000
+    max_tokens: int = Field(
+        4096, description="answer limit per call; extraction packs are sized to fit in it"
+    )
     timeout_s: float = Field(60.0, description="per HTTP request")
     max_retries: int = Field(5, description="on timeouts, connection errors, 429 and 5xx")
     concurrency: int = Field(8, description="requests in flight at most, per client")

@@ -1,10 +1,13 @@
 """A small OpenAI-compatible chat server on 127.0.0.1, for tests and for trying LLM mode without
 a key (`docgraph fake-llm`).
 
-Answers are deterministic functions of the messages (a pluggable responder). Faults (429 with
-Retry-After, 500, a stall past the client's timeout, malformed JSON content in a 200) are drawn
-per request from an RNG seeded by (seed, request body, how many times that body was seen), so a
-run's faults do not depend on the order in which concurrent requests arrive. Stdlib only.
+Answers are deterministic functions of the messages (a pluggable responder). Like a real
+server it enforces the request's `max_tokens` (the answer is cut there and `finish_reason` is
+"length") and can require an API key (401 otherwise). Faults (429 with Retry-After, 500, a
+stall of `stall_s` seconds — a real timeout when it outlasts the client's, malformed JSON
+content in a 200) are drawn per request from an RNG seeded by (seed, request body, how many
+times that body was seen), so a run's faults do not depend on the order in which concurrent
+requests arrive. Stdlib only.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from pipeline.tokens import count_tokens
+from pipeline.tokens import count_tokens, truncate_tokens
 
 FAULTS = ("429", "500", "timeout", "malformed")
 STAGE_HEADER = "X-Docgraph-Stage"
@@ -45,10 +48,21 @@ def message_text(message: dict) -> str:
 _DOC_BLOCK = re.compile(r'<document id="([^"]+)">\n(.*?)\n</document>', re.S)
 
 
+DESCRIPTION_WORDS = 15
+
+
+def _brief(text: str) -> str:
+    """A description as a model writes one when asked for "one sentence": at most
+    DESCRIPTION_WORDS words (the offline extractor's are whole evidence sentences)."""
+    return " ".join(str(text or "").split()[:DESCRIPTION_WORDS])
+
+
 def extraction_answer(blocks: list[tuple[str, str]]) -> str:
     """What a capable model would answer to the extraction prompt: per data block, typed
     entities and relationships — here found by the offline extractor, so the answer is
-    deterministic and realistic (types, evidence descriptions, strengths)."""
+    deterministic and realistic in kind (types, evidence descriptions, strengths) and in size:
+    short descriptions, and no more relationships than entities (the strongest), where the
+    offline extractor relates every co-occurring pair."""
     import polars as pl
 
     from pipeline.config import ExtractionSettings
@@ -59,15 +73,23 @@ def extraction_answer(blocks: list[tuple[str, str]]) -> str:
     out: dict[str, dict[str, list]] = {k: {"entities": [], "relationships": []} for k, _ in blocks}
     for row in ents.iter_rows(named=True):
         out[row["text_unit_id"]]["entities"].append(
-            {"title": row["title"], "type": row["type"], "description": row["description"]}
+            {"title": row["title"], "type": row["type"], "description": _brief(row["description"])}
         )
-    for row in rels.iter_rows(named=True):
+    n_ents = ents.group_by("text_unit_id").len()
+    strongest = (
+        rels.with_columns(order=pl.int_range(pl.len()).over("text_unit_id"))
+        .sort(["text_unit_id", "weight", "order"], descending=[False, True, False])
+        .join(n_ents, on="text_unit_id", how="left")
+        .filter(pl.int_range(pl.len()).over("text_unit_id") < pl.col("len").fill_null(0))
+        .sort(["text_unit_id", "order"])
+    )
+    for row in strongest.iter_rows(named=True):
         out[row["text_unit_id"]]["relationships"].append(
             {
                 "source": row["source"],
                 "target": row["target"],
                 "type": row["type"],
-                "description": row["description"],
+                "description": _brief(row["description"]),
                 "strength": max(1, min(10, round(row["weight"] * 5))),
             }
         )
@@ -320,6 +342,7 @@ class _Handler(BaseHTTPRequestHandler):
             answer = malform(answer, rng)
         if fake.latency_s:
             time.sleep(fake.latency_s)
+        answer, finish = fake._limit(answer, body)
         model = str(body.get("model") or "fake-model")
         prompt_tokens = sum(count_tokens(message_text(m)) for m in messages)
         usage = {
@@ -330,12 +353,12 @@ class _Handler(BaseHTTPRequestHandler):
         ident = "chatcmpl-" + hashlib.sha256(raw).hexdigest()[:24]
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            self._stream(ident, model, answer, usage if include_usage else None)
+            self._stream(ident, model, answer, finish, usage if include_usage else None)
             return
         choice = {
             "index": 0,
             "message": {"role": "assistant", "content": answer},
-            "finish_reason": "stop",
+            "finish_reason": finish,
             "logprobs": None,
         }
         self._send_json(
@@ -350,7 +373,7 @@ class _Handler(BaseHTTPRequestHandler):
             },
         )
 
-    def _stream(self, ident: str, model: str, answer: str, usage: dict | None) -> None:
+    def _stream(self, ident: str, model: str, answer: str, finish: str, usage: dict | None) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -375,7 +398,7 @@ class _Handler(BaseHTTPRequestHandler):
         chunk({"role": "assistant", "content": ""}, None)
         for piece in pieces:
             chunk({"content": piece}, None)
-        chunk({}, "stop")
+        chunk({}, finish)
         if usage is not None:
             chunk(None, None, {"usage": usage})  # type: ignore[arg-type]
         self.wfile.write(b"data: [DONE]\n\n")
@@ -392,9 +415,15 @@ class _Server(ThreadingHTTPServer):
 class FakeLlm:
     """OpenAI-compatible chat server: `with FakeLlm() as srv: OpenAI(base_url=srv.base_url)`.
 
+    `stall_s`: how long a "timeout" fault stalls before answering (past the client's timeout,
+    it times out for real); `require_key`: answer 401 unless the request carries this key;
+    `enforce_max_tokens`: cut an answer longer than the request's `max_tokens` (or
+    `max_completion_tokens`) there, with finish_reason "length", as a real server does.
+
     Counters (read them under no lock; they are ints updated under one): `requests`,
     `by_fault`, `by_stage` (from the X-Docgraph-Stage header), `by_body` (sha256 of the request
-    body -> times seen, to prove no call is repeated), `in_flight`, `max_in_flight`.
+    body -> times seen, to prove no call is repeated), `truncated` (answers cut at the limit),
+    `in_flight`, `max_in_flight`.
     `queue_faults("429", None, ...)` forces the next requests' faults in arrival order.
     """
 
@@ -411,6 +440,7 @@ class FakeLlm:
         stall_s: float = 2.0,
         latency_s: float = 0.0,
         require_key: str | None = None,
+        enforce_max_tokens: bool = True,
         quiet: bool = True,
     ) -> None:
         self.responder: Responder = responder or default_responder
@@ -425,6 +455,7 @@ class FakeLlm:
         self.stall_s = stall_s
         self.latency_s = latency_s
         self.require_key = require_key
+        self.enforce_max_tokens = enforce_max_tokens
         self.quiet = quiet
         self._lock = threading.Lock()
         self._queued: list[str | None] = []
@@ -438,6 +469,7 @@ class FakeLlm:
             self.by_fault: Counter[str] = Counter()
             self.by_stage: Counter[str] = Counter()
             self.by_body: Counter[str] = Counter()
+            self.truncated = 0
             self.in_flight = 0
             self.max_in_flight = 0
 
@@ -475,6 +507,17 @@ class FakeLlm:
                 fault = None
             self.by_fault[fault or "none"] += 1
         return rng, fault
+
+    def _limit(self, answer: str, body: dict) -> tuple[str, str]:
+        """(answer, finish_reason): cut at the request's token limit when enforced."""
+        limit = body.get("max_completion_tokens") or body.get("max_tokens")
+        if not self.enforce_max_tokens or not isinstance(limit, int) or limit <= 0:
+            return answer, "stop"
+        if count_tokens(answer) <= limit:
+            return answer, "stop"
+        with self._lock:
+            self.truncated += 1
+        return truncate_tokens(answer, limit), "length"
 
     def start(self) -> FakeLlm:
         count_tokens("warm up")  # load the encoding now, not inside the first timed request

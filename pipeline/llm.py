@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 P = TypeVar("P")
+R = TypeVar("R")
 
 STAGE_HEADER = "X-Docgraph-Stage"
 BACKOFF_BASE_S = 0.5
@@ -61,6 +62,11 @@ class LlmError(Exception):
         self.reason = reason
 
 
+class LlmTruncated(LlmError):
+    """The answer was cut at the token limit (finish_reason "length"): never parsed or cached.
+    Asking again the same way gets the same cut, so the caller asks for less (a smaller pack)."""
+
+
 @dataclass
 class StageCounters:
     """Per stage. Tokens count real calls only (what was paid for), not cache hits."""
@@ -72,6 +78,7 @@ class StageCounters:
     retries: int = 0
     repairs: int = 0
     failures: int = 0
+    truncations: int = 0
 
 
 # ---------------------------------------------------------------------------- JSON repair
@@ -333,16 +340,23 @@ class LlmClient:
         stage: str,
         params: dict[str, Any],
         check: Callable[[str], tuple[P, bool]],
+        remember_cut: bool = False,
     ) -> tuple[str, P]:
         """(answer text, `check(text)`'s value). Only an answer that `check` accepts is cached
         (and a cached one it rejects is asked again): a malformed answer cached would make
-        every re-run repeat the failure without a call."""
+        every re-run repeat the failure without a call. An answer cut at the token limit
+        raises LlmTruncated and its text is never cached; with `remember_cut` (a batch the
+        caller will split) the cut itself is, so a re-run splits without paying for it again."""
         model, merged, key = self._request(messages, params)
         client, _ = self._bind()
         counters = self._stage(stage)
         if self.cache is not None:
             hit = self.cache.get(key)
-            if hit is not None:
+            if hit is not None and hit.get("cut") is True:
+                if remember_cut:
+                    counters.cache_hits += 1
+                    raise LlmTruncated("answer cut at the token limit (remembered)")
+            elif hit is not None:
                 value, ok = check(hit["text"])
                 if ok:
                     counters.cache_hits += 1
@@ -371,6 +385,16 @@ class LlmClient:
             prompt = usage.prompt_tokens if usage else _estimate(messages)
             completion = usage.completion_tokens if usage else count_tokens(text)
             self._account(stage, model, prompt, completion)
+            if choice is not None and choice.finish_reason == "length":
+                counters.truncations += 1
+                if remember_cut and self.cache is not None:
+                    self.cache.put(
+                        key, {**_entry(model, stage, "", prompt, completion), "cut": True}
+                    )
+                raise LlmTruncated(
+                    f"answer cut at the token limit ({completion} of max_tokens "
+                    f"{merged.get('max_tokens')})"
+                )
             value, ok = check(text)
             if ok and self.cache is not None:
                 self.cache.put(key, _entry(model, stage, text, prompt, completion))
@@ -384,18 +408,27 @@ class LlmClient:
             self._inflight.pop(key, None)
 
     async def chat_json(
-        self, messages: list[dict], schema: type[M], *, stage: str, **params: Any
+        self,
+        messages: list[dict],
+        schema: type[M],
+        *,
+        stage: str,
+        remember_cut: bool = False,
+        **params: Any,
     ) -> M:
         """A validated `schema` instance: the answer as is, else repaired, else one re-ask
         (the bad answer and a correction appended), else LlmError. Only answers that validate
-        are cached, so a re-run asks again what failed."""
+        are cached, so a re-run asks again what failed. An answer cut at the token limit
+        raises LlmTruncated at once (a re-ask would be cut too); `remember_cut`: see `_answer`."""
         counters = self._stage(stage)
 
         def check(text: str) -> tuple[tuple[M | None, bool, str], bool]:
             parsed = parse_json(text, schema)
             return parsed, parsed[0] is not None
 
-        text, (obj, repaired, error) = await self._answer(messages, stage, params, check)
+        text, (obj, repaired, error) = await self._answer(
+            messages, stage, params, check, remember_cut
+        )
         if obj is not None:
             counters.repairs += repaired
             return obj
@@ -406,7 +439,7 @@ class LlmClient:
             {"role": "assistant", "content": text},
             {"role": "user", "content": REASK.format(error=error or "not valid JSON")},
         ]
-        _, (obj, _, error) = await self._answer(reask, stage, params, check)
+        _, (obj, _, error) = await self._answer(reask, stage, params, check, remember_cut)
         if obj is not None:
             return obj
         counters.failures += 1
@@ -416,19 +449,21 @@ class LlmClient:
         self, messages: list[dict], *, stage: str, **params: Any
     ) -> AsyncIterator[str]:
         """Answer text as it arrives. Retries only before the first piece is yielded; a cache
-        hit yields the whole cached text at once; the full answer is cached at the end."""
+        hit yields the whole cached text at once; the full answer is cached at the end, unless
+        it was cut at the token limit (counted in `truncations` and logged: the text is already
+        with the reader, so it is not raised)."""
         model, merged, key = self._request(messages, params)
         client, sem = self._bind()
         counters = self._stage(stage)
         if self.cache is not None:
             hit = self.cache.get(key)
-            if hit is not None:
+            if hit is not None and hit.get("cut") is not True:
                 counters.cache_hits += 1
                 yield hit["text"]
                 return
         for attempt in range(self.settings.max_retries + 1):
             pieces: list[str] = []
-            usage = None
+            usage, finish = None, None
             try:
                 async with sem:
                     resp = await client.chat.completions.create(
@@ -442,6 +477,7 @@ class LlmClient:
                     async for chunk in resp:
                         usage = chunk.usage or usage
                         for choice in chunk.choices:
+                            finish = choice.finish_reason or finish
                             if choice.delta and choice.delta.content:
                                 pieces.append(choice.delta.content)
                                 yield choice.delta.content
@@ -455,7 +491,10 @@ class LlmClient:
         prompt = usage.prompt_tokens if usage else _estimate(messages)
         completion = usage.completion_tokens if usage else count_tokens(text)
         self._account(stage, model, prompt, completion)
-        if self.cache is not None:
+        if finish == "length":
+            counters.truncations += 1
+            log.warning("llm %s: streamed answer cut at the token limit; not cached", stage)
+        elif self.cache is not None:
             self.cache.put(key, _entry(model, stage, text, prompt, completion))
 
     def run_many(self, coros: list[Awaitable[T]]) -> list[T | LlmError]:
@@ -508,6 +547,32 @@ class LlmClient:
                 out["llm_unpriced_models"] = ", ".join(sorted(unpriced))
         out["llm_by_stage"] = by_stage
         return out
+
+
+async def ask_in_halves(
+    items: list[T],
+    ask: Callable[[list[T]], Awaitable[R]],
+    on_split: Callable[[], None] | None = None,
+) -> list[tuple[list[T], R | Exception]]:
+    """[(items, answer or error)]: `ask(items)`; when that answer is cut at the token limit,
+    each half is asked again (recursively, down to one item), so a batch too big for one answer
+    costs calls, not items. Errors come back as values, except fatal ones (`.fatal`)."""
+    try:
+        return [(items, await ask(items))]
+    except LlmTruncated as exc:
+        if len(items) < 2:
+            return [(items, exc)]
+    except Exception as exc:  # noqa: BLE001 - the caller records it per batch
+        if getattr(exc, "fatal", False):
+            raise
+        return [(items, exc)]
+    if on_split is not None:
+        on_split()
+    mid = len(items) // 2
+    left, right = await asyncio.gather(
+        ask_in_halves(items[:mid], ask, on_split), ask_in_halves(items[mid:], ask, on_split)
+    )
+    return left + right
 
 
 def _any_text(text: str) -> tuple[str, bool]:

@@ -16,8 +16,13 @@ sent, token cap). On a re-run only the items whose input changed are packed, so 
 addition costs one call instead of re-sending every pack that a shifted pack boundary touched.
 (Pack-level cache entries still make a re-run after a crash repeat no completed call.)
 
+Answer size: a pack holds at most as many items as their answers (each at most
+`description_max_tokens`, plus its JSON key) fit in `llm.max_tokens`; a pack whose answer is
+cut at the limit anyway (a model overshooting the asked length) is split in halves and asked
+again (`pipeline.llm.ask_in_halves`).
+
 Failure policy: a failed pack, or an item missing/empty in its answer, keeps the extractive
-description and is recorded as {id, reason}; nothing is raised.
+description and is recorded as {id, reason}; nothing is raised but a fatal error (a wrong key).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from pydantic import RootModel, field_validator
 from pipeline.config import GraphSettings
 from pipeline.graph import SYMMETRIC_TYPES, _key_map
 from pipeline.ids import sha256_hex, stable_id_expr
-from pipeline.llm import DiskCache, LlmClient
+from pipeline.llm import DiskCache, LlmClient, ask_in_halves
 from pipeline.prompts import data_block, load_prompt
 from pipeline.tokens import count_tokens, truncate_tokens
 
@@ -39,6 +44,7 @@ __all__ = ["STAGE", "SummaryAnswer", "memo_store", "summarize_descriptions"]
 STAGE = "summarize"
 PACK_TOKENS = 1500
 PACK_ITEMS = 8
+ANSWER_ITEM_OVERHEAD = 8  # tokens of one item's key and quotes in the JSON answer
 ITEM_TOKENS = 250
 PROMPT_NAME = "summarize_descriptions_batch"
 MEMO_KIND = "summary-item-v1"
@@ -132,11 +138,11 @@ def _memo_key(llm: LlmClient, prompt_hash: str, name: str, text: str, max_tok: i
     return sha256_hex("\x1f".join(parts).encode("utf-8"))
 
 
-def _packs(sizes: list[int]) -> list[list[int]]:
+def _packs(sizes: list[int], max_items: int = PACK_ITEMS) -> list[list[int]]:
     packs: list[list[int]] = []
     cur, cur_tok = [], 0
     for i, n in enumerate(sizes):
-        if cur and (cur_tok + n > PACK_TOKENS or len(cur) >= PACK_ITEMS):
+        if cur and (cur_tok + n > PACK_TOKENS or len(cur) >= max_items):
             packs.append(cur)
             cur, cur_tok = [], 0
         cur.append(i)
@@ -203,10 +209,18 @@ def summarize_descriptions(
             new[ids[i]] = hit["text"]
         else:
             todo.append(i)
-    packs = [[todo[j] for j in p] for p in _packs([count_tokens(texts[i]) for i in todo])]
-    results = llm.run_many([llm.chat_json(messages(p), SummaryAnswer, stage=STAGE) for p in packs])
+    fit = llm.settings.max_tokens // (max_tok + ANSWER_ITEM_OVERHEAD)
+    sizes = [count_tokens(texts[i]) for i in todo]
+    packs = [[todo[j] for j in p] for p in _packs(sizes, max(1, min(PACK_ITEMS, fit)))]
+
+    async def ask(pack: list[int]) -> SummaryAnswer:
+        return await llm.chat_json(
+            messages(pack), SummaryAnswer, stage=STAGE, remember_cut=len(pack) > 1
+        )
+
+    answered = llm.run_many([ask_in_halves(p, ask) for p in packs])
     failures: list[dict] = []
-    for pack, res in zip(packs, results, strict=True):
+    for pack, res in (part for parts in answered for part in parts):
         if isinstance(res, BaseException):
             reason = f"{type(res).__name__}: {getattr(res, 'reason', None) or res}"
             failures += [{"id": ids[i], "reason": reason} for i in pack]

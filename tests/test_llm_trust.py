@@ -17,7 +17,7 @@ from pipeline.cli import write_sample_corpus
 from pipeline.config import ExtractionSettings, GraphSettings, LlmSettings
 from pipeline.extract.llm import LlmExtractor
 from pipeline.fake_llm import FakeLlm
-from pipeline.llm import LlmClient, LlmError
+from pipeline.llm import LlmClient, LlmError, LlmTruncated
 from pipeline.prompts import data_block, neutralise
 from pipeline.reports_llm import build_reports_llm
 from pipeline.summarize_llm import summarize_descriptions
@@ -141,3 +141,73 @@ def test_a_rerun_against_a_healthy_endpoint_retries_every_failure(tmp_path, monk
     for name in FAILURE_TABLES:
         assert store.read_table(out, name).is_empty(), name
     assert set(store.read_table(out, "extracted_entities")["extractor"]) == {"llm"}
+
+
+# --------------------------------------------------------------------------- 6: truncation
+
+
+def test_a_cut_answer_is_detected_and_never_cached(tmp_path):
+    msgs = user("Alice met Bob in Paris and Carol in Rome.", json_mode=True)
+    with FakeLlm() as srv:
+        llm = _llm(srv, tmp_path, max_tokens=12)  # the server cuts the answer at 12 tokens
+        [err] = llm.run_many([llm.chat_json(msgs, Extraction, stage="x")])
+        assert isinstance(err, LlmTruncated) and "token limit" in err.reason
+        assert srv.truncated == 1 and srv.requests == 1  # no re-ask: it would be cut again
+        assert llm.counters["x"].truncations == 1 and llm.counters["x"].calls == 1
+        assert not list(tmp_path.rglob("*.json"))
+        # a batch the caller will split remembers the cut: a re-run splits without paying
+        llm.run_many([llm.chat_json(msgs, Extraction, stage="x", remember_cut=True)])
+        again = _llm(srv, tmp_path, max_tokens=12)
+        [err] = again.run_many([again.chat_json(msgs, Extraction, stage="x", remember_cut=True)])
+        assert isinstance(err, LlmTruncated) and srv.requests == 2
+        # ... and a larger limit is another call, which fits
+        [obj] = again.run_many([again.chat_json(msgs, Extraction, stage="x", max_tokens=500)])
+        assert isinstance(obj, Extraction) and srv.requests == 3
+
+
+def test_a_cut_stream_is_not_cached(tmp_path):
+    with FakeLlm() as srv:
+        llm = _llm(srv, tmp_path, max_tokens=3)
+
+        async def collect() -> str:
+            return "".join(
+                [p async for p in llm.stream(user("One two three four five."), stage="a")]
+            )
+
+        assert llm.run_many([collect()]) == ["One two three"]
+        assert llm.counters["a"].truncations == 1 and not list(tmp_path.rglob("*.json"))
+
+
+def test_dense_packs_are_split_and_retried_not_dropped(tmp_path, shared_data, monkeypatch):
+    """A Christmas Carol excerpt, LLM mode, the server enforcing a small max_tokens: packs are
+    sized to fit, a pack whose answer is cut anyway is split and asked again, and (almost) no
+    unit falls back to the offline extractor."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    carol = (shared_data / "christmas_carol" / "mock_data.txt").read_text(encoding="utf-8")
+    inp, out = tmp_path / "input", tmp_path / "out"
+    inp.mkdir()
+    (inp / "carol.txt").write_text(carol[:40_000], encoding="utf-8")
+    with FakeLlm() as srv:
+        config = write_llm_config(tmp_path / "llm.yaml", srv.base_url, max_tokens=2500)
+        result = run_index(config_path=config, input_dir=str(inp), output_dir=str(out))
+        assert result.success
+        cut = srv.truncated
+    meta = _metadata(result, "extracted_entities")
+    units = store.read_table(out, "chunks").height
+    failures = store.read_table(out, "extraction_failures")
+    ents = store.read_table(out, "extracted_entities")
+    assert units >= 40 and cut > 0 and meta["llm_truncations"] == cut  # cut answers happened
+    # each cut pack was split into two packs that were asked: more calls than cuts
+    assert meta["llm_calls"] > 2 * cut
+    assert failures.height <= units // 40, failures  # (almost) every unit by the LLM
+    assert all("token limit" in r for r in failures["reason"])  # only a unit too dense alone
+    assert set(ents.filter(pl.col("extractor") == "nlp")["text_unit_id"]) == set(
+        failures["text_unit_id"]
+    )
+
+
+def _metadata(result, asset: str) -> dict:
+    [event] = [
+        e for e in result.get_asset_materialization_events() if e.asset_key.path[-1] == asset
+    ]
+    return {k: v.value for k, v in event.materialization.metadata.items()}

@@ -2,11 +2,24 @@
 
 Cost (the target is <= 1.5 calls and <= 4,000 prompt tokens per 1k corpus tokens, reports
 included): the prompt is the NEREL type lists, a compact schema and one tiny example (620
-tokens), and short text units of one document are packed into one call up to
-`llm_pack_tokens` (default 1,200) / `llm_pack_max_units`, so a call carries ~1,200 text tokens
-for 620 of overhead. Units are addressed in the prompt by short keys ("1", "2", ...) and the
-answer is keyed by them; packs never cross documents, so adding a document leaves every other
-document's calls (and LLM cache keys) unchanged.
+tokens), and short text units of one document are packed into one call. Units are addressed in
+the prompt by short keys ("1", "2", ...) and the answer is keyed by them; packs never cross
+documents, so adding a document leaves every other document's calls (and LLM cache keys)
+unchanged.
+
+Pack size: the answer must fit in `llm.max_tokens`, and a JSON graph answer is longer than its
+text: one short sentence per entity and per relationship, ~30-40 tokens each. So a pack holds
+at most max_tokens / `llm_answer_ratio` text tokens (and at most `llm_pack_tokens` /
+`llm_pack_max_units`): with the defaults 4,096 / 4.0, 1,024. An answer cut at the limit
+(finish_reason "length") is never used; the pack is split in halves and each half asked again,
+down to one unit, and the cut is remembered in the cache so a re-run splits without paying for
+it again (`llm_truncations` in the metadata, `n_splits` here). The ratio is measured, not
+guessed: the fake server's model-sized answers run 3.1 answer tokens per text token on A
+Christmas Carol (prose) on average, 10-14 on dense encyclopedic text (MuSiQue passages, the
+sample corpus). On the Carol (263 units, max_tokens 4,096), ratio 3 made 73 calls with 17 packs
+cut, 4 made 69 calls with 8 cut and 17% fewer completion tokens, 6 made 90 calls with 3 cut:
+4 is the fewest calls at near the fewest tokens. Sizing for dense text would send prose one
+unit per call; dense packs instead rely on the split.
 
 Normalisation: entity types map to NEREL classes (common aliases such as ORG or GPE to the
 closest class, anything else to CONCEPT); relation types to NEREL's 49 or RELATED_TO;
@@ -15,9 +28,10 @@ A relation endpoint that is not an extracted entity of its unit is matched case-
 to one; failing that it is added as a CONCEPT entity when the unit's text contains it, and the
 relation is dropped when it does not (an ungrounded name is more likely invented than missed).
 
-Failure policy: a pack whose call fails after the client's retries, or whose answer lacks a
-unit, is extracted offline by `NlpExtractor` for those units (rows keep extractor "nlp") and
-recorded in `.failures` as {text_unit_id, reason}. Nothing per-unit is raised.
+Failure policy: a pack whose call fails after the client's retries (or a single unit whose
+answer is still cut), or whose answer lacks a unit, is extracted offline by `NlpExtractor` for
+those units (rows keep extractor "nlp") and recorded in `.failures` as {text_unit_id, reason}.
+Nothing per-unit is raised; a fatal error (a wrong API key: `.fatal`) stops the extraction.
 """
 
 from __future__ import annotations
@@ -33,6 +47,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from pipeline import schemas
 from pipeline.config import ExtractionSettings
 from pipeline.extract.nlp import NlpExtractor
+from pipeline.llm import ask_in_halves
 from pipeline.prompts import (
     NEREL_ENTITY_TYPES,
     NEREL_RELATION_TYPES,
@@ -53,6 +68,7 @@ __all__ = [
 ]
 
 STAGE = "extract"
+MISSING = "missing from the LLM answer"
 DEFAULT_ENTITY_TYPE = "CONCEPT"
 DEFAULT_RELATION_TYPE = "RELATED_TO"
 
@@ -353,6 +369,7 @@ class LlmExtractor:
         self.gleaning_prompt: Prompt = load_prompt("extract_gleaning", settings.prompt_path)
         self.failures: list[dict[str, str]] = []
         self.n_calls = 0
+        self.n_splits = 0
 
     @property
     def llm(self) -> Any:
@@ -397,31 +414,56 @@ class LlmExtractor:
         """Prompt tokens of the rendered template with an empty single-unit pack."""
         return sum(count_tokens_batch([m["content"] for m in self.messages([""])]))
 
-    async def _extract_pack(self, texts: list[str]) -> dict[str, UnitGraph] | Exception:
-        """One pack's graphs; an exception is returned (not raised) so the whole batch of
-        calls finishes and the failure maps to this pack only."""
-        try:
-            msgs = self.messages(texts)
-            answer = await self.llm.chat_json(msgs, ExtractionAnswer, stage=STAGE)
-            graphs = parse_answer(answer)
-            for _ in range(self.settings.gleanings):
-                msgs = [
-                    *msgs,
-                    {"role": "assistant", "content": answer.model_dump_json()},
-                    *self.gleaning_prompt.render(),
-                ]
-                answer = await self.llm.chat_json(msgs, ExtractionAnswer, stage=STAGE)
-                for k, g in parse_answer(answer).items():
-                    if k in graphs:
-                        graphs[k] = _merge_graphs(graphs[k], g)
-            return graphs
-        except Exception as exc:  # noqa: BLE001 - reported per pack by extract()
-            return exc
+    async def _ask(self, texts: list[str]) -> dict[str, UnitGraph]:
+        """One pack's graphs by unit key: the call, then the gleaning rounds."""
+        msgs = self.messages(texts)
+        # a pack of several units will be split when cut: remember the cut, not to pay it again
+        cut = len(texts) > 1
+        answer = await self.llm.chat_json(msgs, ExtractionAnswer, stage=STAGE, remember_cut=cut)
+        graphs = parse_answer(answer)
+        for _ in range(self.settings.gleanings):
+            msgs = [
+                *msgs,
+                {"role": "assistant", "content": answer.model_dump_json()},
+                *self.gleaning_prompt.render(),
+            ]
+            answer = await self.llm.chat_json(msgs, ExtractionAnswer, stage=STAGE, remember_cut=cut)
+            for k, g in parse_answer(answer).items():
+                if k in graphs:
+                    graphs[k] = _merge_graphs(graphs[k], g)
+        return graphs
+
+    async def _extract_pack(self, texts: list[str]) -> list[UnitGraph | str]:
+        """Per unit of the pack: its graph, or the reason it has none. A pack whose answer is
+        cut at the token limit is split and asked again (`ask_in_halves`); an error comes back
+        as a reason (not raised) so the batch of calls finishes, unless it is fatal."""
+
+        def split() -> None:
+            self.n_splits += 1
+
+        out: list[UnitGraph | str] = []
+        for part, res in await ask_in_halves(texts, self._ask, split):
+            if isinstance(res, BaseException):
+                reason = f"{type(res).__name__}: {getattr(res, 'reason', None) or res}"
+                out += [reason] * len(part)
+            else:
+                out += [res.get(str(k), MISSING) for k in range(1, len(part) + 1)]
+        return out
+
+    def pack_tokens(self) -> int:
+        """Text tokens a pack may hold so that its answer fits the client's max_tokens (see
+        the module docstring), within `llm_pack_tokens`."""
+        cap = self.settings.llm_pack_tokens
+        max_tokens = getattr(getattr(self.llm, "settings", None), "max_tokens", None)
+        if not isinstance(max_tokens, int) or self.settings.llm_answer_ratio <= 0:
+            return cap
+        return max(1, min(cap, int(max_tokens / self.settings.llm_answer_ratio)))
 
     def extract(self, text_units: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         """(extracted_entities, extracted_relationships) with the schemas' exact columns;
         `self.failures` lists the units that fell back to the offline extractor."""
         self.failures = []
+        self.n_splits = 0
         units = text_units.filter(pl.col("text").is_not_null() & (pl.col("text") != ""))
         ids = units.get_column("id").to_list()
         texts = units.get_column("text").to_list()
@@ -434,7 +476,7 @@ class LlmExtractor:
             ids,
             count_tokens_batch(texts),
             groups,
-            self.settings.llm_pack_tokens,
+            self.pack_tokens(),
             self.settings.llm_pack_max_units,
         )
         results = (
@@ -442,7 +484,7 @@ class LlmExtractor:
             if packs
             else []
         )
-        self.n_calls = len(packs) * (1 + self.settings.gleanings)
+        self.n_calls = (len(packs) + 2 * self.n_splits) * (1 + self.settings.gleanings)
 
         ents: dict[str, list] = {c: [] for c in ("text_unit_id", "title", "type", "description")}
         rels: dict[str, list] = {
@@ -450,18 +492,9 @@ class LlmExtractor:
         }
         fallback: list[int] = []
         for pack, res in zip(packs, results, strict=True):
-            if isinstance(res, BaseException):
-                reason = f"{type(res).__name__}: {getattr(res, 'reason', None) or res}"
-                for i in pack:
-                    self.failures.append({"text_unit_id": ids[i], "reason": reason})
-                fallback.extend(pack)
-                continue
-            for k, i in enumerate(pack, start=1):
-                graph = res.get(str(k))
-                if graph is None:
-                    self.failures.append(
-                        {"text_unit_id": ids[i], "reason": "missing from the LLM answer"}
-                    )
+            for i, graph in zip(pack, res, strict=True):
+                if isinstance(graph, str):
+                    self.failures.append({"text_unit_id": ids[i], "reason": graph})
                     fallback.append(i)
                     continue
                 e_rows, r_rows = unit_rows(texts[i], graph)
