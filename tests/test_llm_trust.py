@@ -211,3 +211,16 @@ def _metadata(result, asset: str) -> dict:
         e for e in result.get_asset_materialization_events() if e.asset_key.path[-1] == asset
     ]
     return {k: v.value for k, v in event.materialization.metadata.items()}
+
+
+def test_a_cut_summary_pack_is_split_and_retried():
+    ee, er, ents, rels, *_ = _graph()
+    settings = GraphSettings(description_max_tokens=4)  # two items fit the limit as asked ...
+    with FakeLlm() as srv:
+        llm = _llm(srv, None, max_tokens=25)
+        e2, r2, failures = summarize_descriptions(ents, rels, ee, er, llm, settings)
+        # ... but the answer overshoots: cut, then each item alone
+        assert srv.truncated == 1 and srv.requests == 3
+    assert failures == [] and llm.counters["summarize"].truncations == 1
+    alice = e2.filter(pl.col("title") == "Alice")["description"].item()
+    assert alice.startswith("Alice fact number")
