@@ -15,10 +15,12 @@ from dagster import (
 )
 
 from assets.metadata import counts_md, frame_metadata
+from assets.structure import failures_md
 from pipeline import store
 from pipeline.chunking import chunk_structured
 from pipeline.communities import hierarchical_leiden, next_state, plan_communities
 from pipeline.extract import extract_resilient, get_extractor
+from pipeline.failures import failures_frame
 from pipeline.files import atomic_write_text
 from pipeline.graph import merge_graph
 from pipeline.reports import build_reports
@@ -28,9 +30,17 @@ from resources import DocgraphConfig, EmbedderResource, LlmResource
 from resources.output import run_dir
 
 
-@asset(
+@multi_asset(
+    outs={
+        "chunks": AssetOut(
+            description="Token-sized chunks inside sections, content-anchored, citing nodes "
+            "and pages."
+        ),
+        "chunk_failures": AssetOut(
+            description="Documents whose chunking failed: reason, and the fallback they got."
+        ),
+    },
     group_name="semantic",
-    description="Token-sized chunks inside sections, content-anchored, citing nodes and pages.",
 )
 def chunks(
     docgraph: DocgraphConfig,
@@ -38,14 +48,17 @@ def chunks(
     documents: pl.DataFrame,
     sections: pl.DataFrame,
     content_nodes: pl.DataFrame,
-) -> Output[pl.DataFrame]:
+):
     started = time.perf_counter()
     settings = docgraph.settings().chunking
     emb = embedder.get() if settings.method == "semantic" else None
-    df = chunk_structured(documents, sections, content_nodes, settings, emb)
+    rows: list[dict] = []
+    df = chunk_structured(documents, sections, content_nodes, settings, emb, rows)
+    failures = failures_frame(rows, "chunk_failures")
     tokens = df.get_column("n_tokens")
-    return Output(
+    yield Output(
         df,
+        output_name="chunks",
         metadata=frame_metadata(
             df,
             started,
@@ -53,7 +66,13 @@ def chunks(
             tokens_mean=float(tokens.mean() or 0.0),
             tokens_max=int(tokens.max() or 0),
             method=settings.method,
+            failures=failures.height,
         ),
+    )
+    yield Output(
+        failures,
+        output_name="chunk_failures",
+        metadata=frame_metadata(failures, started, failures=failures_md(failures)),
     )
 
 

@@ -5,7 +5,8 @@ import time
 import polars as pl
 from dagster import AssetExecutionContext, AssetOut, MetadataValue, Output, multi_asset
 
-from assets.metadata import counts_md, frame_metadata
+from assets.metadata import counts_md, frame_metadata, markdown_preview
+from pipeline.failures import failures_frame
 from pipeline.structure import build_structure
 from resources import DocgraphConfig
 
@@ -22,6 +23,9 @@ def link_resolution(edges: pl.DataFrame) -> dict[str, float | int]:
         "sections": AssetOut(description="Section tree of every document (DOCUMENT root)."),
         "content_nodes": AssetOut(description="Paragraphs, headings, tables, notes… in order."),
         "structure_edges": AssetOut(description="Links, notes, captions, continuations."),
+        "structure_failures": AssetOut(
+            description="Documents whose parser failed: reason, and the fallback they got."
+        ),
     },
     deps=["documents"],
     group_name="structure",
@@ -32,9 +36,11 @@ def document_structure(
     started = time.perf_counter()
     settings = docgraph.settings()
     stats: dict[str, float] = {}
+    rows: list[dict] = []
     sections, nodes, edges, warnings = build_structure(
-        documents, settings.input_dir, settings.structure, stats
+        documents, settings.input_dir, settings.structure, stats, rows
     )
+    failures = failures_frame(rows, "structure_failures")
     for path, notes in warnings.items():
         for note in notes:
             context.log.warning(f"{path}: {note}")
@@ -72,3 +78,14 @@ def document_structure(
             **link_resolution(edges),
         ),
     )
+    yield Output(
+        failures,
+        output_name="structure_failures",
+        metadata=frame_metadata(failures, started, failures=failures_md(failures)),
+    )
+
+
+def failures_md(failures: pl.DataFrame) -> MetadataValue:
+    """Every failed document (up to 100) with its stage, reason and fallback."""
+    cols = failures.select("source_path", "stage", "reason", "fallback")
+    return MetadataValue.md(markdown_preview(cols, n=100, width=200) if cols.height else "none")

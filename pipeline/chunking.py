@@ -38,8 +38,9 @@ import polars as pl
 
 from pipeline import schemas
 from pipeline.config import ChunkingSettings
+from pipeline.failures import failure_row
 from pipeline.ids import stable_id_expr
-from pipeline.tokens import _encoding, count_tokens, count_tokens_batch
+from pipeline.tokens import count_tokens, count_tokens_batch, token_starts
 
 PAGE_BREAK = "\f"
 
@@ -258,9 +259,8 @@ def segment(text: str) -> tuple[list[int], list[int], list[float]]:
 def _split_long(text: str, start: int, end: int, limit: int) -> list[tuple[int, int]]:
     """Spans of at most `limit` tokens covering text[start:end]: cut at the last newline or
     space before each token limit, else at the token boundary itself."""
-    enc = _encoding()
     piece = text[start:end]
-    _, offsets = enc.decode_with_offsets(enc.encode_ordinary(piece))
+    offsets = token_starts(piece)
     out: list[tuple[int, int]] = []
     first_tok = 0
     while len(offsets) - first_tok > limit:
@@ -362,7 +362,8 @@ class SimpleChunker:
         l2: list[float] = []
         t2: list[int] = []
         for i, n in enumerate(toks):
-            if n <= self.size - self.overlap or starts[i] in keep:  # a table is never split
+            whole = starts[i] in keep and n <= self.size * ATOMIC_MAX_UNITS  # a table stays whole
+            if n <= self.size - self.overlap or whole:
                 s2.append(starts[i])
                 e2.append(ends[i])
                 l2.append(levels[i])
@@ -448,7 +449,8 @@ class SimpleChunker:
     def chunk(self, text: str, spans: Sequence[Span] | None = None) -> list[Chunk]:
         """Chunks of `text`. `spans`, when given, are the text's pieces (content nodes joined
         by blank lines), each segmented on its own; an atomic piece (a table, code) is one
-        segment that is never split, so its chunk may exceed `chunk_size`."""
+        segment that is not split up to ATOMIC_MAX_UNITS x `chunk_size` tokens, so its chunk
+        may exceed `chunk_size`."""
         if not text.strip():
             return []
         whole = count_tokens(text.strip())
@@ -496,8 +498,8 @@ def _pages(breaks: list[int], start: int, end: int) -> list[int]:
 
 
 def chunk_documents(documents: pl.DataFrame, settings: ChunkingSettings) -> pl.DataFrame:
-    """text_units frame with exactly schemas.TEXT_UNITS columns; id = stable_id(document_id,
-    text); human_readable_id 0..n-1 in (document human_readable_id, seq) order."""
+    """text_units frame with exactly schemas.TEXT_UNITS columns, ids as in `_units_frame`;
+    human_readable_id 0..n-1 in (document human_readable_id, seq) order."""
     chunker = SimpleChunker(settings)
     docs = documents.select("id", "human_readable_id", "text").sort("human_readable_id")
     units: list[_Unit] = []
@@ -517,8 +519,9 @@ class _Unit:
 
 
 def _units_frame(units: list[_Unit]) -> pl.DataFrame:
-    """Units (in document, then reading order) as a text_units frame: content-addressed ids,
-    seq per document, human_readable_id in the given order."""
+    """Units (in document, then reading order) as a text_units frame: id = stable_id(document
+    id, text, occurrence of that text in the document), seq per document, human_readable_id
+    in the given order."""
     if not units:
         return schemas.empty("text_units")
     df = pl.DataFrame(
@@ -537,12 +540,12 @@ def _units_frame(units: list[_Unit]) -> pl.DataFrame:
             "content_node_ids": pl.List(pl.Utf8),
         },
     )
-    # A text repeated verbatim inside one document (boilerplate) would repeat its id: keep the
-    # first occurrence; seq stays the position among the kept units.
-    df = df.unique(subset=["document_id", "text"], keep="first", maintain_order=True)
+    # A text repeated verbatim inside one document (boilerplate, a book pasted twice) is kept
+    # every time: its occurrence number keeps the ids unique.
+    occurrence = pl.int_range(pl.len(), dtype=pl.Int64).over("document_id", "text")
     df = df.with_columns(
         seq=pl.int_range(pl.len(), dtype=pl.Int64).over("document_id"),
-        id=stable_id_expr("document_id", "text"),
+        id=stable_id_expr("document_id", "text", occurrence),
         human_readable_id=pl.int_range(pl.len(), dtype=pl.Int64),
         entity_ids=pl.lit([], dtype=pl.List(pl.Utf8)),
         relationship_ids=pl.lit([], dtype=pl.List(pl.Utf8)),
@@ -552,8 +555,11 @@ def _units_frame(units: list[_Unit]) -> pl.DataFrame:
 
 # ---- structure-aware chunking ----------------------------------------------------------------
 
-# Node types that are never split (a chunk holds all of one or none of it).
+# Node types that are never split (a chunk holds all of one or none of it) ...
 ATOMIC_TYPES = frozenset({"TABLE", "CODE", "FORMULA"})
+# ... unless longer than this many chunks (a 1 MB listing): then it is cut at line ends like
+# an over-long sentence, so no unit is unbounded.
+ATOMIC_MAX_UNITS = 16
 # Node types that open a section: a boundary before them is a heading boundary.
 HEADING_TYPES = frozenset({"HEADING", "TITLE"})
 
@@ -777,14 +783,17 @@ def chunk_structured(
     content_nodes: pl.DataFrame,
     settings: ChunkingSettings,
     embedder=None,
+    failures: list[dict] | None = None,
 ) -> pl.DataFrame:
     """Text units of the documents by `settings.method`: "smart" (default; SmartChunker),
     "semantic" (SmartChunker's structure with SemanticChunker cuts; needs `embedder`) or
     "simple" (chunk_documents: the document text alone, no sections).
 
     A document without content nodes (no structure parsed) falls back to the SimpleChunker
-    over its text, with section_id its root section when it has one. Output: schemas
-    TEXT_UNITS columns, entity/relationship ids empty, id = stable_id(document_id, text)."""
+    over its text, with section_id its root section when it has one; so does a document
+    whose structured chunking raises, recorded in `failures` (DOCUMENT_FAILURES rows; when
+    even its text cannot be chunked it has no units). Output: schemas TEXT_UNITS columns,
+    entity/relationship ids empty, ids as in `_units_frame`."""
     method = settings.method
     if method == "simple":
         units = chunk_documents(documents, settings)
@@ -807,7 +816,7 @@ def chunk_structured(
     else:
         raise ValueError(f"unknown chunking method {method!r}")
 
-    docs = documents.select("id", "human_readable_id", "text").sort("human_readable_id")
+    docs = documents.sort("human_readable_id")
     nodes_by_doc = (
         {
             k[0]: g
@@ -822,34 +831,52 @@ def chunk_structured(
         else {}
     )
     simple = SimpleChunker(settings)
-    work: list[tuple[str, _Tree | None, list[_Node] | str]] = []
-    for doc_id, _, text in docs.iter_rows():
-        secs = secs_by_doc.get(doc_id)
-        nodes = nodes_by_doc.get(doc_id)
+    work: list[tuple[dict, _Tree | None, list[_Node] | None]] = []
+    for doc in docs.select(pl.col("id", "text"), _source_path(docs)).iter_rows(named=True):
+        secs = secs_by_doc.get(doc["id"])
+        nodes = nodes_by_doc.get(doc["id"])
         if nodes is None or nodes.height == 0 or secs is None:
-            work.append((doc_id, None, text or ""))
+            work.append((doc, None, None))
             continue
         tree = _Tree(secs.sort("level", "seq").to_dicts(), settings)
         rows = nodes.select("id", "section_id", "node_type", "text", "pages").iter_rows()
-        work.append((doc_id, tree, [_Node(*r) for r in rows]))
+        work.append((doc, tree, [_Node(*r) for r in rows]))
     if isinstance(smart, _SemanticSmart):
         smart.prepare([(t, n) for _, t, n in work if t is not None])  # type: ignore[misc]
     units: list[_Unit] = []
-    for doc_id, tree, payload in work:
-        if tree is None:
-            root = secs_by_doc.get(doc_id)
-            root_id = (
-                root.filter(pl.col("parent_id").is_null())["id"].first()
-                if root is not None
-                else None
-            )
-            units += [
-                _Unit(doc_id, c.text, c.n_tokens, c.pages, root_id)
-                for c in simple.chunk(payload)  # type: ignore[arg-type]
-            ]
-        else:
-            units += smart.chunk_document(doc_id, tree, payload)  # type: ignore[arg-type]
+    for doc, tree, nodes in work:
+        root = _root_id(secs_by_doc.get(doc["id"]))
+        try:
+            if tree is None or nodes is None:
+                units += _plain_units(simple, doc, root)
+            else:
+                units += smart.chunk_document(doc["id"], tree, nodes)
+            continue
+        except Exception as exc:  # noqa: BLE001 - this document falls back, the run goes on
+            row = failure_row(doc, "chunking", exc, "plain paragraphs", f"{method} chunking")
+        try:
+            units += _plain_units(simple, doc, root)
+        except Exception as exc:  # noqa: BLE001 - recorded; the document has no units
+            row = failure_row(doc, "chunking", exc, "none", "plain chunking")
+        if failures is not None:
+            failures.append(row)
     return _units_frame(units)
+
+
+def _source_path(docs: pl.DataFrame) -> pl.Expr:
+    return pl.col("source_path") if "source_path" in docs.columns else pl.lit(None, pl.Utf8)
+
+
+def _root_id(sections: pl.DataFrame | None) -> str | None:
+    if sections is None:
+        return None
+    return sections.filter(pl.col("parent_id").is_null())["id"].first()  # type: ignore[return-value]
+
+
+def _plain_units(chunker: SimpleChunker, doc: dict, root_id: str | None) -> list[_Unit]:
+    """The document's text alone (paragraph/sentence cuts), its units in its root section."""
+    chunks = chunker.chunk(doc["text"] or "")
+    return [_Unit(doc["id"], c.text, c.n_tokens, c.pages, root_id) for c in chunks]
 
 
 # ---- semantic chunking -----------------------------------------------------------------------

@@ -103,6 +103,17 @@ REJECTED_DOCUMENTS = pa.schema(
     ]
 )
 
+# A document a stage could not process as usual (pipeline.failures): why, and what was done.
+DOCUMENT_FAILURES = pa.schema(
+    [
+        ("document_id", _str),
+        ("source_path", _str),  # relative to the input folder
+        ("stage", _str),  # structure | chunking
+        ("reason", _str),  # never an absolute path
+        ("fallback", _str),  # what the document got instead ("none": it has no rows)
+    ]
+)
+
 TEXT_UNITS = pa.schema(
     [
         ("id", _str),
@@ -235,8 +246,10 @@ TABLES: dict[str, pa.Schema] = {
     "sections": SECTIONS,
     "content_nodes": CONTENT_NODES,
     "structure_edges": STRUCTURE_EDGES,
+    "structure_failures": DOCUMENT_FAILURES,  # documents whose parser fell back
     "same_topic_edges": STRUCTURE_EDGES,  # SAME_TOPIC edges, computed from embeddings later
     "chunks": TEXT_UNITS,  # text units before extraction fills entity/relationship ids
+    "chunk_failures": DOCUMENT_FAILURES,  # documents chunked by a fallback, or not at all
     "text_units": TEXT_UNITS,
     "extracted_entities": EXTRACTED_ENTITIES,
     "extracted_relationships": EXTRACTED_RELATIONSHIPS,

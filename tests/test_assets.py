@@ -63,13 +63,18 @@ def test_chunks_asset_chunks_inside_sections(tmp_path):
     docs, _ = load_folder(tmp_path / "in")
     sections, nodes, _, _ = build_structure(docs, tmp_path / "in")
     config = DocgraphConfig(output_dir=str(tmp_path / "out"))
-    out = chunks(
-        docgraph=config,
-        embedder=FakeEmbedderResource(config=config),
-        documents=docs,
-        sections=sections,
-        content_nodes=nodes,
-    )
+    outputs = {
+        o.output_name: o
+        for o in chunks(
+            docgraph=config,
+            embedder=FakeEmbedderResource(config=config),
+            documents=docs,
+            sections=sections,
+            content_nodes=nodes,
+        )
+    }
+    out = outputs["chunks"]
+    assert outputs["chunk_failures"].value.is_empty()
     df = out.value
     assert df.height > 2
     assert out.metadata["tokens_max"].value <= config.settings().chunking.chunk_size

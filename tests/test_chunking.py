@@ -339,7 +339,7 @@ def test_chunk_documents_frame():
     assert tu["human_readable_id"].to_list() == list(range(tu.height))
     assert tu["id"].n_unique() == tu.height
     for row in tu.iter_rows(named=True):
-        assert row["id"] == stable_id(row["document_id"], row["text"])
+        assert row["id"] == stable_id(row["document_id"], row["text"], "0")
         assert row["section_id"] is None
         assert row["content_node_ids"] == [] and row["entity_ids"] == []
     seqs = tu.group_by("document_id", maintain_order=True).agg("seq")

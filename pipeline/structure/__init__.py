@@ -2,8 +2,9 @@
 
 Each format has a parser returning a DocStructure (`model.py`); links between documents
 are resolved once all documents are parsed (`links.py`). A parser that fails on a document
-falls back to the plain-text structure, with the reason kept as a warning, so one odd file
-never costs the run.
+falls back to the plain-text structure (one PARAGRAPH per blank-line block, so the document
+is still chunked and indexed), and the failure is a `structure_failures` row with its
+reason: one odd file never costs the run, nor is it lost silently.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import polars as pl
 
 from pipeline import schemas
 from pipeline.config import StructureSettings
+from pipeline.failures import failure_row
 from pipeline.ids import sha256_hex
 from pipeline.structure.model import DocStructure, position, slugify
 from pipeline.structure.text import parse_text
@@ -53,15 +55,42 @@ def _raw_bytes(doc: dict[str, Any], input_dir: Path | None) -> bytes | None:
 
 
 def parse_document(
-    doc: dict[str, Any], input_dir: Path | None, settings: StructureSettings | None = None
+    doc: dict[str, Any],
+    input_dir: Path | None,
+    settings: StructureSettings | None = None,
+    failures: list[dict[str, Any]] | None = None,
 ) -> DocStructure:
+    """The document's structure by its format's parser; when that raises, its plain-text
+    structure, and when even that raises, the root section alone (chunking then reads the
+    document's text). Each fallback is a row appended to `failures`."""
     parser = PARSERS.get(doc["mime_type"], _plain)
     try:
         return parser(doc, _raw_bytes(doc, input_dir), settings or StructureSettings())
     except Exception as exc:  # noqa: BLE001 - fall back, keep the reason
+        what = f"{doc['mime_type']} parser"
+        row = failure_row(doc, "structure", exc, "plain paragraphs", what)
+    try:
         fallback = _plain(doc, None)
-        fallback.warnings.append(f"structure parser failed ({type(exc).__name__}: {exc})")
-        return fallback
+    except Exception as exc:  # noqa: BLE001 - the text alone, chunked without structure
+        row = failure_row(doc, "structure", exc, "document text, no structure", what)
+        fallback = DocStructure(doc["id"], doc["source_path"], doc["title"] or "")
+    fallback.warnings.append(f"structure parser failed ({row['reason']})")
+    if failures is not None:
+        failures.append(row)
+    return fallback
+
+
+def _cross_references(doc: DocStructure, failures: list[dict[str, Any]] | None) -> list:
+    from pipeline.structure.crossrefs import cross_references
+
+    try:
+        return cross_references(doc)
+    except Exception as exc:  # noqa: BLE001 - the document keeps its other edges
+        row = {"id": doc.document_id, "source_path": doc.source_path}
+        if failures is not None:
+            failures.append(failure_row(row, "structure", exc, "no cross-references"))
+        doc.warnings.append("cross-references failed")
+        return []
 
 
 def _frame(rows: list[dict[str, Any]], name: str) -> pl.DataFrame:
@@ -76,18 +105,19 @@ def build_structure(
     input_dir: str | Path | None = None,
     settings: StructureSettings | None = None,
     stats: dict[str, float] | None = None,
+    failures: list[dict[str, Any]] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict[str, list[str]]]:
     """(sections, content_nodes, structure_edges, warnings by source_path); parsers' run
-    statistics (e.g. PDF parse and table-detection seconds) are summed into `stats`."""
-    from pipeline.structure.crossrefs import cross_references
+    statistics (e.g. PDF parse and table-detection seconds) are summed into `stats`, and
+    documents that needed a fallback are appended to `failures` (DOCUMENT_FAILURES rows)."""
     from pipeline.structure.links import resolve_links
 
     root = Path(input_dir) if input_dir is not None else None
-    docs = [parse_document(d, root, settings) for d in documents.iter_rows(named=True)]
+    docs = [parse_document(d, root, settings, failures) for d in documents.iter_rows(named=True)]
     link_edges = resolve_links(docs)
     sections = [s for d in docs for s in d.sections]
     nodes = [n for d in docs for n in d.nodes]
-    edges = [e for d in docs for e in (*d.edges, *cross_references(d))] + link_edges
+    edges = [e for d in docs for e in (*d.edges, *_cross_references(d, failures))] + link_edges
     warnings = {d.source_path: d.warnings for d in docs if d.warnings}
     if stats is not None:
         for d in docs:

@@ -7,7 +7,10 @@ flattened) a LIST_ITEM node, `>` quotes a BLOCK_QUOTATION. mkdocs admonitions
 (`!!! note`), content tabs (`=== "Tab"`) and mkdocstrings directives (`::: x`) are
 containers whose indented content becomes ordinary nodes of the current section, so they
 never break the tree. Headings are only recognised at the top level (not inside list items,
-quotes or containers), as mkdocs' table of contents sees them.
+quotes or containers), as mkdocs' table of contents sees them. Lists and containers nested
+deeper than MAX_NESTING are flattened: there every list-marker line is one LIST_ITEM and
+other lines continue it, so a list nested 1,000 deep costs no recursion and at most
+MAX_NESTING passes over its lines.
 
 Section tree: every heading opens a section under the nearest preceding heading of a lower
 level (the DOCUMENT root when none). component_type is SECTION, or CHAPTER for level-1
@@ -72,6 +75,9 @@ _INLINE = re.compile(
 _FULL_REF = re.compile(r"(!?)\[" + _LINK_TEXT + r"\]\[([^\[\]]*)\]")
 _SHORTCUT = re.compile(r"(!?)\[([^\[\]]+)\](?![(\[:])")
 
+# Nesting levels (lists, containers) parsed as blocks; deeper content is flattened.
+MAX_NESTING = 32
+
 
 @dataclass
 class Block:
@@ -135,9 +141,12 @@ def _interrupts(lines: list[str], i: int, top: bool) -> bool:
     return _is_table_start(lines, i)
 
 
-def parse_blocks(lines: list[str], base: int = 0, top: bool = True) -> list[Block]:
+def parse_blocks(lines: list[str], base: int = 0, top: bool = True, depth: int = 0) -> list[Block]:
     """Block structure of `lines` (already dedented to their container); `base` is the line
-    index of lines[0] in the document, so every block knows its own lines."""
+    index of lines[0] in the document, so every block knows its own lines. `depth`: the
+    nesting level of `lines`; past MAX_NESTING they are flattened (`_flat_blocks`)."""
+    if depth > MAX_NESTING:
+        return _flat_blocks(lines, base)
     out: list[Block] = []
     i, n = 0, len(lines)
     while i < n:
@@ -199,7 +208,7 @@ def parse_blocks(lines: list[str], base: int = 0, top: bool = True) -> list[Bloc
                 )
                 i = max(j, i + 1)
                 continue
-            for b in parse_blocks(inner, base + i + 1, top=False):
+            for b in parse_blocks(inner, base + i + 1, top=False, depth=depth + 1):
                 b.meta = {**container, **b.meta}
                 out.append(b)
             i = max(j, i + 1)
@@ -217,7 +226,7 @@ def parse_blocks(lines: list[str], base: int = 0, top: bool = True) -> list[Bloc
             i = j
             continue
         if m := _LIST.match(line):
-            i = _list_item(lines, i, m, base, out)
+            i = _list_item(lines, i, m, base, out, depth)
             continue
         if _is_table_start(lines, i):
             j = i + 2
@@ -250,7 +259,9 @@ def parse_blocks(lines: list[str], base: int = 0, top: bool = True) -> list[Bloc
     return out
 
 
-def _list_item(lines: list[str], i: int, m: re.Match[str], base: int, out: list[Block]) -> int:
+def _list_item(
+    lines: list[str], i: int, m: re.Match[str], base: int, out: list[Block], depth: int
+) -> int:
     """One list item from line i: its lines (indented continuation, lazy continuation,
     blank-separated indented paragraphs) parsed recursively; the item's own paragraphs
     become LIST_ITEM parts, nested items stay LIST_ITEM nodes (flattened, with depth)."""
@@ -280,7 +291,7 @@ def _list_item(lines: list[str], i: int, m: re.Match[str], base: int, out: list[
         j += 1
     while item and not item[-1].strip():
         item.pop()
-    parts = parse_blocks(item, base + i, top=False)
+    parts = parse_blocks(item, base + i, top=False, depth=depth + 1)
     minor = 0
     for b in parts:
         if b.kind == "LIST_ITEM":
@@ -291,6 +302,27 @@ def _list_item(lines: list[str], i: int, m: re.Match[str], base: int, out: list[
             minor += 1
         out.append(b)
     return i + max(1, len(item))
+
+
+def _flat_blocks(lines: list[str], base: int) -> list[Block]:
+    """Content nested past MAX_NESTING: a PARAGRAPH up to the first list-marker line, then
+    one LIST_ITEM (depth 0 here; callers add theirs) per marker line with the non-blank
+    lines after it. No recursion, one pass."""
+    out: list[Block] = []
+    for k, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        m = _LIST.match(stripped)
+        if m and stripped[m.end() :].strip():
+            out.append(Block("LIST_ITEM", stripped[m.end() :].strip(), base + k, base + k))
+            out[-1].meta = {"depth": 0}
+        elif out:
+            out[-1].text += "\n" + stripped
+            out[-1].end = base + k
+        else:
+            out.append(Block("PARAGRAPH", stripped, base + k, base + k))
+    return out
 
 
 # ---------------------------------------------------------------------------- inline text

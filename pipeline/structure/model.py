@@ -21,6 +21,20 @@ def slugify(title: str) -> str:
     return re.sub(r"[-\s]+", "-", text)
 
 
+# A section title is a heading, not a paragraph: a longer one (a 1 MB "# ..." line) is cut,
+# so paths, uris and every unit's section prefix stay short. The heading node keeps it all.
+MAX_TITLE_CHARS = 200
+
+
+def short_title(title: str) -> str:
+    """`title` cut at a word boundary to at most MAX_TITLE_CHARS (an ellipsis marks a cut)."""
+    if len(title) <= MAX_TITLE_CHARS:
+        return title
+    head = title[: MAX_TITLE_CHARS - 1]
+    cut = head.rfind(" ", MAX_TITLE_CHARS // 2)
+    return (head[:cut] if cut > 0 else head).rstrip() + "…"
+
+
 def position(
     page: int = 1,
     page_label: str = "",
@@ -73,6 +87,7 @@ class DocStructure:
     ) -> str:
         """A new section under `parent_id` (None only for the root); returns its id.
         Slugs repeat-suffixed like Markdown renderers do ("intro", "intro_1")."""
+        title = short_title(title)
         parent = self.section(parent_id) if parent_id else None
         seq = self._children.get(parent_id or "", 0)
         self._children[parent_id or ""] = seq + 1
