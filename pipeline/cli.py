@@ -179,12 +179,23 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 def cmd_fake_llm(args: argparse.Namespace) -> int:
     """Serve the fake OpenAI-compatible server until Ctrl-C (LLM mode without a key)."""
+    import os
     import time
 
-    from pipeline.fake_llm import FakeLlm
+    from pipeline.fake_llm import FakeLlm, default_stall_s
 
+    key = os.environ.get("OPENAI_API_KEY") if args.require_key else None
+    if args.require_key and not key:
+        raise ValueError("fake-llm --require-key: set OPENAI_API_KEY to the key to require")
     server = FakeLlm(
-        fault_rate=args.fault_rate, seed=args.seed, host=args.host, port=args.port, quiet=False
+        fault_rate=args.fault_rate,
+        faults=[f.strip() for f in args.faults.split(",") if f.strip()],
+        seed=args.seed,
+        host=args.host,
+        port=args.port,
+        stall_s=default_stall_s() if args.stall_s is None else args.stall_s,
+        require_key=key,
+        quiet=False,
     )
     with server:
         print(f"fake OpenAI-compatible server at {server.base_url}", flush=True)
@@ -277,6 +288,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8765, help="0: any free port")
     p.add_argument("--fault-rate", type=float, default=0.0, help="share of requests to fail")
     p.add_argument("--seed", type=int, default=0, help="fault RNG seed")
+    p.add_argument("--faults", default="429,500,timeout,malformed", help="faults drawn from")
+    p.add_argument(
+        "--stall-s",
+        type=float,
+        default=None,
+        help="a 'timeout' fault stalls this long (default: the client's default timeout + 5 s)",
+    )
+    p.add_argument(
+        "--require-key", action="store_true", help="answer 401 unless given $OPENAI_API_KEY"
+    )
     p.set_defaults(func=cmd_fake_llm)
     return parser
 

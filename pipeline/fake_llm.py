@@ -35,6 +35,14 @@ _WORD = re.compile(r"[^\W\d_][\w'’-]*")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
+def default_stall_s() -> float:
+    """The `docgraph fake-llm` stall: 5 s past the client's default timeout, so an injected
+    "timeout" fault is a real timeout for a client with default settings."""
+    from pipeline.config import LlmSettings
+
+    return float(LlmSettings.model_fields["timeout_s"].default) + 5.0
+
+
 def message_text(message: dict) -> str:
     """A message's text: a plain string or the text parts of a content list."""
     content = message.get("content")

@@ -5,6 +5,13 @@ timeouts, a wrong key stops the run, and deleted content never survives in repor
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import polars as pl
 import pytest
 from conftest import write_llm_config
@@ -13,15 +20,16 @@ from test_reports_llm import SMALL, Recorder, _client, _graph
 
 from assets.run import run_index
 from pipeline import store
-from pipeline.cli import write_sample_corpus
+from pipeline.cli import build_parser, write_sample_corpus
 from pipeline.config import ExtractionSettings, GraphSettings, LlmSettings
 from pipeline.extract.llm import LlmExtractor
-from pipeline.fake_llm import FakeLlm
+from pipeline.fake_llm import FakeLlm, default_stall_s
 from pipeline.llm import LlmClient, LlmError, LlmTruncated
 from pipeline.prompts import data_block, neutralise
 from pipeline.reports_llm import build_reports_llm
 from pipeline.summarize_llm import summarize_descriptions
 
+REPO = Path(__file__).resolve().parents[1]
 KEY = "sk-trust-SECRET-42"
 FAILURE_TABLES = ("extraction_failures", "summary_failures", "report_failures")
 
@@ -224,3 +232,63 @@ def test_a_cut_summary_pack_is_split_and_retried():
     assert failures == [] and llm.counters["summarize"].truncations == 1
     alice = e2.filter(pl.col("title") == "Alice")["description"].item()
     assert alice.startswith("Alice fact number")
+
+
+# --------------------------------------------------------------------------- 7: stalls
+
+
+def _serve(*args: str, env: dict | None = None) -> tuple[subprocess.Popen, str]:
+    """`docgraph fake-llm --port 0 ARGS` in a subprocess, and its base URL."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.cli", "fake-llm", "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+    )
+    line = proc.stdout.readline()
+    return proc, line.split()[-1] if line else ""
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=10) == 0
+
+
+def test_cli_stalls_outlast_the_client_timeout_and_are_real_timeouts(tmp_path):
+    assert build_parser().parse_args(["fake-llm"]).stall_s is None  # default: see below
+    assert default_stall_s() > LlmSettings().timeout_s  # a default stall trips a default client
+    proc, url = _serve("--fault-rate", "1", "--faults", "timeout", "--stall-s", "1.5")
+    try:
+        llm = LlmClient(
+            LlmSettings(base_url=url, api_key=None, timeout_s=0.4, max_retries=1),
+            tmp_path,
+            backoff_base_s=0.0,
+            backoff_cap_s=0.0,
+        )
+        t0 = time.perf_counter()
+        [err] = llm.run_many([llm.chat(user("Stall. X."), stage="s")])
+        elapsed = time.perf_counter() - t0
+    finally:
+        _stop(proc)
+    # the client gave up twice at its own timeout: a real APITimeoutError, counted as a retry
+    assert isinstance(err, LlmError) and err.reason == "APITimeoutError after 2 attempts"
+    assert llm.counters["s"].retries == 1 and 0.8 <= elapsed < 2.5
+
+
+def test_cli_stall_then_success(tmp_path):
+    proc, url = _serve("--fault-rate", "0.5", "--faults", "timeout", "--stall-s", "1.5")
+    try:
+        llm = LlmClient(
+            LlmSettings(base_url=url, api_key=None, timeout_s=0.4, max_retries=4),
+            tmp_path,
+            backoff_base_s=0.0,
+            backoff_cap_s=0.0,
+        )
+        texts = [f"Answer {i}. X." for i in range(6)]
+        got = llm.run_many([llm.chat(user(t), stage="s") for t in texts])
+    finally:
+        _stop(proc)
+    assert got == [t.split(" X.")[0] for t in texts]  # every call answered in the end ...
+    assert llm.counters["s"].retries > 0  # ... some after a real timeout
