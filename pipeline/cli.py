@@ -13,6 +13,7 @@ import warnings
 from importlib import resources
 from pathlib import Path
 
+from pipeline import lock
 from pipeline.config import load_settings
 
 QUERY_MODES = ("naive", "local", "global", "expand", "focus", "flow")
@@ -38,15 +39,22 @@ def cmd_index(args: argparse.Namespace) -> int:
 
     settings = load_settings(args.config, _folder_overrides(args))
     check_input_folder(settings.input_dir, own_folders(settings.output_dir))
+    # the output lock first: a second writer stops here (exit 2, naming the holder) before
+    # Dagster starts; the run's steps take it again, re-entrantly, in this process
+    wait_s = settings.storage.lock_wait_s if args.wait is None else args.wait
+    lock.acquire(settings.output_dir, "docgraph-index", wait_s)
     from assets.run import run_index
 
-    result = run_index(
-        args.config,
-        settings.input_dir,
-        settings.output_dir,
-        raise_on_error=False,
-        log_level=args.log_level,
-    )
+    try:
+        result = run_index(
+            args.config,
+            settings.input_dir,
+            settings.output_dir,
+            raise_on_error=False,
+            log_level=args.log_level,
+        )
+    finally:
+        lock.release(settings.output_dir)
     failed_checks = [
         f"{e.check_name} on {e.asset_key.to_user_string()}"
         for e in result.get_asset_check_evaluations()
@@ -54,13 +62,27 @@ def cmd_index(args: argparse.Namespace) -> int:
     ]
     print(_summary(settings.output_dir))
     if not result.success:
-        print("index run FAILED; see the log above", file=sys.stderr)
+        print(f"docgraph: index run FAILED: {_failure(result)}", file=sys.stderr)
+        print("nothing was published: the index in the output folder is unchanged", file=sys.stderr)
         return 1
     if failed_checks:
         print("asset checks failed: " + ", ".join(failed_checks), file=sys.stderr)
         return 1
     print(f"index written to {settings.output_dir}")
     return 0
+
+
+def _failure(result) -> str:
+    """The first failed step and the innermost error message (the cause the user can act on),
+    one line; the full log is above."""
+    for event in result.all_events:
+        if event.is_step_failure:
+            error = event.step_failure_data.error
+            while error.cause is not None:
+                error = error.cause
+            message = (error.message or error.cls_name or "").strip().splitlines()
+            return f"{event.step_key}: {message[0] if message else error.cls_name}"
+    return "see the log above"
 
 
 def _summary(output_dir: str) -> str:
@@ -159,6 +181,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     from pipeline.schemas import SEMANTIC_TABLES, TABLES
 
     settings = load_settings(args.config, _folder_overrides(args))
+    if not store.is_index(settings.output_dir):
+        raise FileNotFoundError(f"{settings.output_dir} holds no docgraph index")
+    manifest = store.read_manifest(settings.output_dir)
+    print(f"version: {manifest['version'] if manifest else '(unversioned layout)'}")
     bad = 0
     for name in TABLES:
         if name not in SEMANTIC_TABLES and not store.table_path(settings.output_dir, name).exists():
@@ -168,6 +194,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         problems = problems or validate.integrity_problems(settings.output_dir, name)
         bad += bool(problems)
         print(f"{name}: {'; '.join(problems) or 'ok'}")
+    problems = validate.lance_problems(settings.output_dir)
+    bad += bool(problems)
+    print(f"lancedb: {'; '.join(problems) or 'ok (every vector table holds its table ids)'}")
     return 1 if bad else 0
 
 
@@ -238,6 +267,17 @@ def _int_at_least(text: str, low: int, what: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    """argparse type: a number of seconds >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds >= 0")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="docgraph", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -250,6 +290,14 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("--input", help="input folder (default: settings input_dir)")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    p.add_argument(
+        "--wait",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="when another run writes the output folder, wait this long for it "
+        "(default: settings storage.lock_wait_s, 0: stop at once)",
+    )
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("query", help="query an index")
@@ -306,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (FileNotFoundError, ValueError) as exc:
+    except (FileNotFoundError, ValueError, lock.OutputLocked) as exc:
         print(f"docgraph: {exc}", file=sys.stderr)
         return 2
 

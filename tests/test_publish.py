@@ -271,10 +271,14 @@ def test_output_files_follow_the_umask(corpus):
     assert {m for k, m in modes.items() if (out / k).is_dir()} == {0o755}
 
 
-def test_check_compares_the_vector_tables_with_the_tables(corpus):
+def test_check_compares_the_vector_tables_with_the_tables(corpus, capsys):
+    from pipeline.cli import main
+
     inp, out = corpus
     assert run_index(input_dir=str(inp), output_dir=str(out), log_level="ERROR").success
     assert validate.lance_problems(out) == []
+    assert main(["check", "--output", str(out)]) == 0
+    assert "lancedb: ok" in capsys.readouterr().out
     folder = store.resolve(out)
     table = lancedb.connect(str(folder / store.LANCE_DIR)).open_table("text_units")
     victim = store.read_table(out, "text_units")["id"][0]
@@ -282,6 +286,11 @@ def test_check_compares_the_vector_tables_with_the_tables(corpus):
     problems = validate.lance_problems(out)
     assert any("text_units" in p and "1 ids missing" in p for p in problems), problems
     assert pl.Series(problems).str.contains("entities").sum() == 0
+    assert main(["check", "--output", str(out)]) == 1
+    units = store.read_table(out, "text_units").height
+    assert f"lancedb: lance table text_units: {units - 1} rows for {units}" in (
+        capsys.readouterr().out
+    )
 
 
 def test_threads_share_one_index_across_a_republish(corpus):
