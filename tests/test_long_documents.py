@@ -301,3 +301,20 @@ def test_a_real_run_indexes_long_documents_and_records_a_failure(tmp_path, monke
     assert "odd.md" in meta["structure_failures"]["failures"].value
     assert "RecursionError" in meta["structure_failures"]["failures"].value
     assert {"Marie Curie", "Scrooge"} <= set(store.read_table(out, "entities")["title"])
+
+
+def test_a_base64_line_gives_units_but_no_entities(tmp_path, shared_data):
+    from pipeline.extract import extract_resilient, get_extractor
+
+    write_long_inputs(tmp_path / "all", shared_data)
+    (tmp_path / "in").mkdir()
+    text = (tmp_path / "all" / "image.md").read_text("utf-8")
+    text = text.replace("The plot below.", "Marie Curie drew the plot below in Paris.")
+    (tmp_path / "in" / "image.md").write_text(text, encoding="utf-8")
+    _, _, _, units, _, _ = _index(tmp_path / "in")
+    assert units.height > 1000  # the payload is indexed ...
+    entities, relations, failed = extract_resilient(get_extractor(SETTINGS.extraction), units)
+    assert failed.is_empty()
+    assert set(entities["title"]) <= {"Marie Curie", "Paris", "Figure", "plot"}  # ... not read
+    assert {"Marie Curie", "Paris"} <= set(entities["title"])
+    assert relations.height <= 2

@@ -837,6 +837,16 @@ def _extract_unit(text: str, settings: ExtractionSettings) -> _UnitResult:
     return res
 
 
+# A run of 80+ printable ASCII characters without a space is no word of any language but data
+# (base64, hashes, minified code, long URLs): blanked before extraction, or every capital in
+# an 800 KB data-URI image would be an entity. Scripts without spaces (CJK) are not ASCII.
+_NOT_WORDS = re.compile(r"[!-~]{80,}")
+
+
+def _spaces(m: re.Match[str]) -> str:
+    return " " * len(m.group())
+
+
 class NlpExtractor:
     """Offline extractor; deterministic (no randomness, no model downloads)."""
 
@@ -860,7 +870,8 @@ class NlpExtractor:
         ):
             if not text:
                 continue
-            r = _extract_unit(unicodedata.normalize("NFC", text), self.settings)
+            text = _NOT_WORDS.sub(_spaces, unicodedata.normalize("NFC", text))
+            r = _extract_unit(text, self.settings)
             for title, typ, ev in r.entities:
                 ents["text_unit_id"].append(uid)
                 ents["title"].append(title)
