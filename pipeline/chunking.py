@@ -505,7 +505,15 @@ def chunk_documents(documents: pl.DataFrame, settings: ChunkingSettings) -> pl.D
     units: list[_Unit] = []
     for doc_id, _, text in docs.iter_rows():
         units += [_Unit(doc_id, c.text, c.n_tokens, c.pages) for c in chunker.chunk(text or "")]
-    return _units_frame(units)
+    return _units_frame(units, _anchors(documents))
+
+
+def _anchors(documents: pl.DataFrame) -> dict[str, str]:
+    """document id -> what its unit ids are anchored to: its relative path, which an edit
+    keeps (the id, the hash of its bytes, changes), or the id when there is no path."""
+    path = _source_path(documents)
+    rows = documents.select("id", pl.coalesce(path, pl.col("id")).alias("anchor")).iter_rows()
+    return dict(rows)
 
 
 @dataclass(frozen=True)
@@ -518,15 +526,17 @@ class _Unit:
     content_node_ids: tuple[str, ...] = ()
 
 
-def _units_frame(units: list[_Unit]) -> pl.DataFrame:
-    """Units (in document, then reading order) as a text_units frame: id = stable_id(document
-    id, text, occurrence of that text in the document), seq per document, human_readable_id
-    in the given order."""
+def _units_frame(units: list[_Unit], anchors: dict[str, str]) -> pl.DataFrame:
+    """Units (in document, then reading order) as a text_units frame: id = stable_id(anchor
+    of the document (`_anchors`), text, occurrence of that text in the document), so a unit
+    whose text an edit left alone keeps its id; seq per document, human_readable_id in the
+    given order."""
     if not units:
         return schemas.empty("text_units")
     df = pl.DataFrame(
         {
             "document_id": [u.document_id for u in units],
+            "anchor": [anchors.get(u.document_id, u.document_id) for u in units],
             "text": [u.text for u in units],
             "n_tokens": [u.n_tokens for u in units],
             "pages": [u.pages for u in units],
@@ -545,7 +555,7 @@ def _units_frame(units: list[_Unit]) -> pl.DataFrame:
     occurrence = pl.int_range(pl.len(), dtype=pl.Int64).over("document_id", "text")
     df = df.with_columns(
         seq=pl.int_range(pl.len(), dtype=pl.Int64).over("document_id"),
-        id=stable_id_expr("document_id", "text", occurrence),
+        id=stable_id_expr("anchor", "text", occurrence),
         human_readable_id=pl.int_range(pl.len(), dtype=pl.Int64),
         entity_ids=pl.lit([], dtype=pl.List(pl.Utf8)),
         relationship_ids=pl.lit([], dtype=pl.List(pl.Utf8)),
@@ -860,7 +870,7 @@ def chunk_structured(
             row = failure_row(doc, "chunking", exc, "none", "plain chunking")
         if failures is not None:
             failures.append(row)
-    return _units_frame(units)
+    return _units_frame(units, _anchors(documents))
 
 
 def _source_path(docs: pl.DataFrame) -> pl.Expr:

@@ -1,5 +1,12 @@
 """DocStructure: what a format parser builds for one document — a section tree, content
-nodes in reading order, and edges — with ids, levels, paths and seqs derived in one place."""
+nodes in reading order, and edges — with ids, levels, paths and seqs derived in one place.
+
+Ids are anchored to the document's relative path and their own content, not to the
+document id (the hash of its bytes, which any edit changes) nor to positions (which an
+insertion shifts): a section's id hashes its title path below the root, a node's its text,
+each with the count of earlier equal ones in the document. Editing a paragraph changes that
+node's id only; renaming a heading, that section's and its subsections' ids.
+"""
 
 from __future__ import annotations
 
@@ -63,10 +70,22 @@ class DocStructure:
     _children: dict[str, int] = field(default_factory=dict, repr=False)
     _slugs: dict[str, int] = field(default_factory=dict, repr=False)
     _index: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    _seen: dict[tuple[str, ...], int] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if not self.sections:
             self.add_section(None, "DOCUMENT", self.title)
+
+    @property
+    def anchor(self) -> str:
+        """What ids are anchored to: the relative path (stable across edits), else the id."""
+        return self.source_path or self.document_id
+
+    def _id(self, *key: str) -> str:
+        """Id of the next item with content `key`: unique, as repeats are counted."""
+        n = self._seen.get(key, 0)
+        self._seen[key] = n + 1
+        return stable_id(self.anchor, *key, str(n))
 
     @property
     def root_id(self) -> str:
@@ -101,7 +120,7 @@ class DocStructure:
                 n = self._slugs.get(base, 0)
                 self._slugs[base] = n + 1
                 uri = f"{self.source_path}#{base if n == 0 else f'{base}_{n}'}"
-        sid = stable_id(self.document_id, "section", str(len(self.sections)), title)
+        sid = self._id("section", *path[1:])  # the root's title (a first line) left out
         self.sections.append(
             row := {
                 "id": sid,
@@ -133,7 +152,7 @@ class DocStructure:
     ) -> str:
         """A content node in reading order; its pages extend its section's page range."""
         positions = positions or [position()]
-        nid = stable_id(self.document_id, "node", str(len(self.nodes)))
+        nid = self._id("node", text)
         self.nodes.append(
             {
                 "id": nid,
