@@ -334,6 +334,10 @@ class _Handler(BaseHTTPRequestHandler):
         except (ValueError, KeyError, TypeError):
             self._send_json(400, {"error": {"message": "bad request", "type": "invalid_request"}})
             return
+        refusal = fake._refusal(body, messages)
+        if refusal is not None:
+            self._send_json(*refusal)
+            return
         stage = self.headers.get(STAGE_HEADER, "")
         rng, fault = fake._draw(raw, stage)
         if fault == "429":
@@ -425,6 +429,8 @@ class FakeLlm:
 
     `stall_s`: how long a "timeout" fault stalls before answering (past the client's timeout,
     it times out for real); `require_key`: answer 401 unless the request carries this key;
+    `models`: answer 404 (model_not_found) for any other model (None: any model);
+    `context_tokens`: answer 400 when prompt + max_tokens exceed it, as vLLM does;
     `enforce_max_tokens`: cut an answer longer than the request's `max_tokens` (or
     `max_completion_tokens`) there, with finish_reason "length", as a real server does.
 
@@ -448,6 +454,8 @@ class FakeLlm:
         stall_s: float = 2.0,
         latency_s: float = 0.0,
         require_key: str | None = None,
+        models: Iterable[str] | None = None,
+        context_tokens: int | None = None,
         enforce_max_tokens: bool = True,
         quiet: bool = True,
     ) -> None:
@@ -463,6 +471,8 @@ class FakeLlm:
         self.stall_s = stall_s
         self.latency_s = latency_s
         self.require_key = require_key
+        self.models = frozenset(models) if models is not None else None
+        self.context_tokens = context_tokens
         self.enforce_max_tokens = enforce_max_tokens
         self.quiet = quiet
         self._lock = threading.Lock()
@@ -515,6 +525,25 @@ class FakeLlm:
                 fault = None
             self.by_fault[fault or "none"] += 1
         return rng, fault
+
+    def _refusal(self, body: dict, messages: list[dict]) -> tuple[int, dict] | None:
+        """(status, error body) for a request a real server would refuse, else None."""
+        model = str(body.get("model") or "")
+        if self.models is not None and model not in self.models:
+            message = f"The model `{model}` does not exist or you do not have access to it."
+            return 404, {"error": {"message": message, "type": "invalid_request_error"}}
+        if self.context_tokens is None:
+            return None
+        prompt = sum(count_tokens(message_text(m)) for m in messages)
+        asked = prompt + int(body.get("max_tokens") or 0)
+        if asked <= self.context_tokens:
+            return None
+        message = (
+            f"This model's maximum context length is {self.context_tokens} tokens. However, "
+            f"you requested {asked} tokens ({prompt} in the messages, "
+            f"{asked - prompt} in the completion)."
+        )
+        return 400, {"error": {"message": message, "type": "invalid_request_error"}}
 
     def _limit(self, answer: str, body: dict) -> tuple[str, str]:
         """(answer, finish_reason): cut at the request's token limit when enforced."""

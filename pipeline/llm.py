@@ -7,8 +7,10 @@ that survives a killed run, written atomically so a SIGKILL leaves no partial en
 only usable answers (a JSON answer that validated), so a re-run asks again what failed;
 (2) ride out 429/5xx/timeouts with its own counted retries (the SDK's are disabled); (3) turn
 near-JSON into validated pydantic objects, with one re-ask before a failure; (4) report
-failures as values from `run_many`, so one bad chunk never kills a run. The api key is never
-part of a cache key, a cache file, a log line or the metadata.
+failures as values from `run_many`, so one bad chunk never kills a run — except a fatal one
+(LlmFatalError: a refused key, an unknown model), which every call would repeat, so it stops the
+run. The api key is never part of a cache key, a cache file, a log line, an error or the
+metadata.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import openai
 from pydantic import BaseModel, ValidationError
@@ -46,6 +49,7 @@ REASK = (
     "Your previous answer could not be used: {error}. Reply again with only the corrected JSON "
     "(no prose, no code fences) matching the requested format."
 )
+_FATAL = (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
 _RETRYABLE = (
     openai.APITimeoutError,
     openai.APIConnectionError,
@@ -60,6 +64,19 @@ class LlmError(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class LlmFatalError(RuntimeError):
+    """A failure no retry, split or other call can fix (a refused key, an unknown model or
+    path): every call would fail alike, so it stops the run rather than turn it into an offline
+    index. Not an LlmError, so nothing that records per-item failures swallows it; `fatal` lets
+    code that never imports this module (`extract_resilient`) re-raise it. Never holds the key."""
+
+    fatal = True
+
+
+class LlmAuthError(LlmFatalError):
+    """The endpoint refused the API key (HTTP 401/403)."""
 
 
 class LlmTruncated(LlmError):
@@ -296,7 +313,7 @@ class LlmClient:
         tokens[0] += prompt
         tokens[1] += completion
 
-    async def _with_retries(self, stage: str, call):
+    async def _with_retries(self, stage: str, model: str, call):
         """Run `call()` (one HTTP request under the semaphore) with counted retries."""
         _, sem = self._bind()
         counters = self._stage(stage)
@@ -306,9 +323,12 @@ class LlmClient:
                     return await call()
             except _RETRYABLE as exc:
                 await self._retry_or_raise(stage, attempt, exc, final=False)
+            except _FATAL as exc:
+                counters.failures += 1
+                raise self._fatal(exc, model) from None
             except openai.OpenAIError as exc:
                 counters.failures += 1
-                raise LlmError(_describe(exc)) from None
+                raise LlmError(self._describe(exc)) from None
         raise AssertionError("unreachable")
 
     async def _retry_or_raise(
@@ -317,7 +337,7 @@ class LlmClient:
         """Wait before the next attempt, or raise LlmError when retries are spent (or
         `final`: e.g. a stream that already yielded text cannot be retried)."""
         counters = self._stage(stage)
-        reason = _describe(exc)
+        reason = self._describe(exc)
         if not self.retry_refused and _refused(exc):
             final, reason = True, f"{reason} (connection refused)"
         if final or attempt >= self.settings.max_retries:
@@ -327,6 +347,28 @@ class LlmClient:
         counters.retries += 1
         log.info("llm %s: %s; retry %d in %.2fs", stage, reason, attempt + 1, delay)
         await asyncio.sleep(delay)
+
+    def _describe(self, exc: Exception) -> str:
+        """A short reason: status, class and the server's own message (a 400 says what was
+        wrong), never request details; the key is masked should a server echo it."""
+        reason = _describe(exc)
+        key = self.settings.api_key.get_secret_value() if self.settings.api_key else ""
+        return reason.replace(key, "***") if key else reason
+
+    def _fatal(self, exc: openai.APIStatusError, model: str) -> LlmFatalError:
+        """What to check, naming the setting and the endpoint's host, never the key."""
+        host = _host(self.settings.base_url)
+        status = f"HTTP {exc.status_code}"
+        if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+            return LlmAuthError(
+                f"the LLM endpoint {host} refused the API key ({status}): check OPENAI_API_KEY "
+                "(or llm.api_key) and llm.base_url / OPENAI_BASE_URL"
+            )
+        return LlmFatalError(
+            f"the LLM endpoint {host} answered {status} (not found) for model "
+            f"{model!r}: check llm.chat_model and llm.base_url / "
+            "OPENAI_BASE_URL (an OpenAI-compatible base URL usually ends in /v1)"
+        )
 
     # -- public API
     async def chat(self, messages: list[dict], *, stage: str, **params: Any) -> str:
@@ -378,7 +420,7 @@ class LlmClient:
                     **merged,
                 )
 
-            resp = await self._with_retries(stage, call)
+            resp = await self._with_retries(stage, model, call)
             choice = resp.choices[0] if resp.choices else None
             text = (choice.message.content if choice else None) or ""
             usage = resp.usage
@@ -484,9 +526,12 @@ class LlmClient:
                 break
             except _RETRYABLE as exc:
                 await self._retry_or_raise(stage, attempt, exc, bool(pieces), "stream: ")
+            except _FATAL as exc:
+                counters.failures += 1
+                raise self._fatal(exc, model) from None
             except openai.OpenAIError as exc:
                 counters.failures += 1
-                raise LlmError(f"stream: {_describe(exc)}") from None
+                raise LlmError(f"stream: {self._describe(exc)}") from None
         text = "".join(pieces)
         prompt = usage.prompt_tokens if usage else _estimate(messages)
         completion = usage.completion_tokens if usage else count_tokens(text)
@@ -612,5 +657,16 @@ def _refused(exc: BaseException | None) -> bool:
 def _describe(exc: Exception) -> str:
     """A short reason without request details (no headers, so no key)."""
     if isinstance(exc, openai.APIStatusError):
-        return f"HTTP {exc.status_code} {type(exc).__name__}"
+        body = exc.body if isinstance(exc.body, dict) else {}
+        nested = body.get("error")
+        message = (nested if isinstance(nested, dict) else body).get("message")
+        detail = f": {' '.join(str(message).split())[:200]}" if message else ""
+        return f"HTTP {exc.status_code} {type(exc).__name__}{detail}"
     return type(exc).__name__
+
+
+def _host(base_url: str | None) -> str:
+    """host[:port] of the endpoint (no scheme, path or credentials), for error messages."""
+    parts = urlsplit(base_url or "https://api.openai.com/v1")
+    host = parts.hostname or "?"
+    return f"{host}:{parts.port}" if parts.port else host

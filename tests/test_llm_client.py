@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from pipeline.config import LlmSettings, load_settings
 from pipeline.fake_llm import FakeLlm, default_responder
-from pipeline.llm import LlmClient, LlmError, parse_json, repair_json
+from pipeline.llm import LlmAuthError, LlmClient, LlmError, parse_json, repair_json
 
 SECRET = "sk-test-SECRET-123"
 
@@ -267,8 +267,10 @@ def test_no_secret_anywhere(server, tmp_path, caplog, monkeypatch):
     assert not any(isinstance(r, LlmError) for r in results)  # the key reached the server
     assert llm.counters["s"].retries + llm.counters["j"].retries == 2
     bad = LlmClient(settings(server, api_key="wrong", max_retries=0), tmp_path / "b")
-    [err] = bad.run_many([bad.chat(user("Q."), stage="s")])
-    assert isinstance(err, LlmError) and "401" in err.reason
+    with pytest.raises(LlmAuthError) as refused:  # a wrong key stops the run: see test_llm_trust
+        bad.run_many([bad.chat(user("Q."), stage="s")])
+    err = refused.value
+    assert "401" in str(err)
     blobs = [
         repr(env_settings),
         str(env_settings),
@@ -277,7 +279,7 @@ def test_no_secret_anywhere(server, tmp_path, caplog, monkeypatch):
         repr(llm),
         json.dumps(llm.metadata()),
         caplog.text,
-        err.reason,
+        str(err),
         *(p.read_text() for p in tmp_path.rglob("*") if p.is_file()),
     ]
     assert any(r.name.startswith("pipeline.llm") for r in caplog.records)  # retries were logged

@@ -22,9 +22,10 @@ from assets.run import run_index
 from pipeline import store
 from pipeline.cli import build_parser, write_sample_corpus
 from pipeline.config import ExtractionSettings, GraphSettings, LlmSettings
+from pipeline.extract import extract_resilient
 from pipeline.extract.llm import LlmExtractor
 from pipeline.fake_llm import FakeLlm, default_stall_s
-from pipeline.llm import LlmClient, LlmError, LlmTruncated
+from pipeline.llm import LlmAuthError, LlmClient, LlmError, LlmFatalError, LlmTruncated
 from pipeline.prompts import data_block, neutralise
 from pipeline.reports_llm import build_reports_llm
 from pipeline.summarize_llm import summarize_descriptions
@@ -292,3 +293,69 @@ def test_cli_stall_then_success(tmp_path):
         _stop(proc)
     assert got == [t.split(" X.")[0] for t in texts]  # every call answered in the end ...
     assert llm.counters["s"].retries > 0  # ... some after a real timeout
+
+
+# --------------------------------------------------------------------------- D: a wrong key
+
+WRONG = "sk-wrong-KEY-0042"
+
+
+def _step_errors(result) -> list[str]:
+    """The messages (and causes) of the run's failed steps."""
+    out = []
+    for event in result.all_events:
+        if event.is_step_failure:
+            err = event.event_specific_data.error
+            while err is not None:
+                out.append(f"{err.cls_name}: {err.message}")
+                err = err.cause
+    return out
+
+
+def test_a_refused_key_stops_the_index_run_with_a_clear_error(tmp_path, monkeypatch, capfd):
+    monkeypatch.setenv("OPENAI_API_KEY", WRONG)
+    inp, out = tmp_path / "input", tmp_path / "out"
+    write_sample_corpus(inp)
+    with FakeLlm(require_key=KEY) as srv:
+        config = write_llm_config(tmp_path / "llm.yaml", srv.base_url, max_retries=3)
+        result = run_index(
+            config_path=config, input_dir=str(inp), output_dir=str(out), raise_on_error=False
+        )
+        assert srv.requests >= 1
+        assert sum(srv.by_fault.values()) == 0  # refused before anything was answered
+    assert not result.success  # not an offline index with exit 0
+    errors = "\n".join(_step_errors(result))
+    assert "LlmAuthError" in errors and "refused the API key (HTTP 401)" in errors
+    assert "OPENAI_API_KEY" in errors and f"127.0.0.1:{srv.port}" in errors
+    assert not store.is_index(out)  # nothing was published
+    for secret in (WRONG, KEY):
+        assert secret not in errors
+        assert all(secret not in repr(e) for e in result.all_events)
+        for path in out.rglob("*") if out.exists() else []:
+            if path.is_file():
+                assert secret.encode() not in path.read_bytes(), path
+    captured = capfd.readouterr()
+    assert WRONG not in captured.out + captured.err
+
+
+def test_auth_and_not_found_errors_are_fatal_and_other_4xx_are_recorded(tmp_path):
+    with FakeLlm(require_key=KEY) as srv:
+        llm = _llm(srv, tmp_path, api_key=WRONG, max_retries=3)
+        with pytest.raises(LlmAuthError, match="refused the API key") as caught:
+            llm.run_many([llm.chat(user("Q."), stage="s") for _ in range(3)])
+        assert WRONG not in str(caught.value) and srv.requests <= 3  # never retried
+        # a batch whose pack is refused is not swallowed by the per-unit isolation
+        ex = LlmExtractor(ExtractionSettings(extractor="llm"), llm=llm)
+        units = pl.DataFrame({"id": ["u1"], "document_id": ["d"], "text": ["Alice met Bob."]})
+        with pytest.raises(LlmAuthError):
+            extract_resilient(ex, units)
+    with FakeLlm(models=["fake-model"], context_tokens=300) as srv:
+        llm = _llm(srv, tmp_path, chat_model="fake-model", max_tokens=100)
+        with pytest.raises(LlmFatalError, match="HTTP 404.*'gpt-4o-mini'.*llm.chat_model"):
+            llm.run_many([llm.chat(user("Q."), stage="s", model="gpt-4o-mini")])
+        # a 400 is about one request (here: too long for the model's context): recorded with
+        # the server's reason, and the run goes on
+        long, short = user("Word " * 400 + "end."), user("Short. X.")
+        err, ok = llm.run_many([llm.chat(long, stage="s"), llm.chat(short, stage="s")])
+        assert isinstance(err, LlmError) and err.reason.startswith("HTTP 400 BadRequestError")
+        assert "maximum context length is 300 tokens" in err.reason and ok == "Short."

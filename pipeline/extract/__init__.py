@@ -41,7 +41,9 @@ def extract_resilient(
     """(entities, relationships, failures): extraction in batches; a batch that raises is
     retried unit by unit, so one bad unit costs only itself and is recorded with its reason
     (the run goes on). Units an extractor handled by a fallback (its `failures` after a
-    call, e.g. an LLM call that failed after retries) are recorded too."""
+    call, e.g. an LLM call that failed after retries) are recorded too. A fatal error (its
+    `fatal` attribute: a refused API key) is raised: every unit would fail alike, and an index
+    silently extracted offline is not what LLM mode asked for."""
     ents, rels, failures = [], [], []
     doc_of = (
         dict(text_units.select("id", "document_id").iter_rows())
@@ -68,14 +70,17 @@ def extract_resilient(
             rels.append(r)
             record_fallbacks()
             continue
-        except Exception:  # noqa: BLE001 - isolate the failing unit below
-            pass
+        except Exception as exc:  # noqa: BLE001 - isolate the failing unit below
+            if getattr(exc, "fatal", False):
+                raise
         for unit in batch.iter_slices(1):
             try:
                 e, r = extractor.extract(unit)
                 ents.append(e)
                 rels.append(r)
             except Exception as exc:  # noqa: BLE001 - recorded, not raised
+                if getattr(exc, "fatal", False):
+                    raise
                 failures.append(
                     {
                         "text_unit_id": unit["id"][0],
