@@ -206,7 +206,7 @@ def test_a_misspelt_alias_is_found(sample_index, tmp_path):
         .otherwise(pl.col("aliases"))
         .alias("aliases")
     )
-    store.write_table(root, "entities", ents)
+    store.write_table(store.resolve(root), "entities", ents)  # edit the copied version
     idx = GraphIndex.open(root)
     q = "Where did Sklodowsca study?"
     assert flow_store(idx).like_nodes(["Sklodowsca"], 10) == []
