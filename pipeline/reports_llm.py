@@ -13,24 +13,29 @@ title rather than by row or community numbers, so an unchanged community re-runs
 client's disk cache.
 
 Re-runs: every LLM report is remembered per community (number and level; see
-`summarize_llm.memo_store`) with the context lines it was written from. When a community's
-context changed only a little since then (`ReportSettings.llm_reuse_max_change`: the share of
-lines added or removed), its remembered report is kept with no call, and its parent then sees
-the same child line: one new document touching a few large communities does not re-bill every
-ancestor for a changed excerpt or one extra relation. Drift cannot accumulate unseen: the
-comparison is always with the lines the kept report was written from. An unchanged context
-re-runs from the exact-prompt cache as before.
+`summarize_llm.memo_store`) with the context lines it was written from, a digest of its member
+entities and the entities its text names (entity titles found in it, as ids). A remembered
+report is kept with no call only when it can still be true of today's data: the same members,
+every entity it names still in the graph (deleted content never survives in a report), and a
+context changed only a little (`ReportSettings.llm_reuse_max_change`: the share of lines added
+or removed; excerpt and description churn). Its parent then sees the same child line, so a
+changed excerpt does not re-bill every ancestor. Drift cannot accumulate unseen: the comparison
+is always with the lines the kept report was written from. An unchanged context re-runs from
+the exact-prompt cache as before.
 
 Failure policy: a community whose call fails (after retries, repair and one re-ask) is recorded
-as {community, reason} and keeps its remembered LLM report when it has one whose context shares
-at least one line with today's (a report the model wrote for this community beats the
-extractive one; a memo sharing nothing is a renumbered, unrelated community), else its
-extractive report.
+as {community, reason} and keeps its remembered LLM report when that report passes the same
+members-and-names test and its context shares at least one line with today's (a report the
+model wrote for this community beats the extractive one; a memo sharing nothing is a
+renumbered, unrelated community), else its extractive report. A fatal error (a refused key)
+is raised.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -48,7 +53,9 @@ from pipeline.tokens import count_tokens, truncate_tokens
 __all__ = ["STAGE", "ReportAnswer", "build_reports_llm", "report_contexts"]
 
 STAGE = "report"
-MEMO_KIND = "report-memo-v1"
+MEMO_KIND = "report-memo-v2"
+MAX_TITLE_WORDS = 8  # longer titles are not looked for in report text
+_WORD = re.compile(r"\w+")
 _EXCERPT_TOKENS = 160
 _DESC_TOKENS = 60
 _SHARES = {"entities": 0.4, "relationships": 0.25, "excerpts": 0.35}  # leaves
@@ -251,6 +258,12 @@ def build_reports_llm(
     }
     final: dict[int, dict[str, Any]] = dict(base)
     failures: list[dict] = []
+    titles = _title_index(entities)
+    present = set(entities["id"].to_list())
+    members = {
+        r["community"]: _digest(r["entity_ids"] or [])
+        for r in communities.select("community", "entity_ids").iter_rows(named=True)
+    }
     for level in sorted({info[c]["level"] for c in contexts}, reverse=True):
         comms = sorted(c for c in contexts if info[c]["level"] == level)
         msgs, seen, keys, kept, previous = [], [], [], {}, {}
@@ -273,11 +286,13 @@ def build_reports_llm(
             seen.append([f"{k}\t{line}" for k, v in contexts[c].items() for line in v])
             keys.append(_memo_key(llm, prompt.hash, c, level, settings))
             memo = _memo_get(llm, keys[-1])
-            change = _change(memo[1], seen[-1]) if memo is not None else 1.0
-            if memo is not None and 0 < change <= settings.llm_reuse_max_change:
-                kept[c] = memo[0]
+            if memo is None or not memo.still_true(members[c], present):
+                continue  # no report of today's members that names only existing entities
+            change = _change(memo.lines, seen[-1])
+            if 0 < change <= settings.llm_reuse_max_change:
+                kept[c] = memo.answer
             elif change < 1.0:
-                previous[c] = memo[0]  # the fallback should this call fail
+                previous[c] = memo.answer  # the fallback should this call fail
         todo = [i for i, c in enumerate(comms) if c not in kept]
         counts["sent"] += len(todo)
         counts["reused"] += len(kept)
@@ -286,7 +301,8 @@ def build_reports_llm(
         for i, res in zip(todo, called, strict=True):
             results[i] = res
             if not isinstance(res, BaseException):
-                _memo_put(llm, keys[i], res, seen[i])
+                names = _names(_answer_text(res), titles)
+                _memo_put(llm, keys[i], _Memo(res, seen[i], members[comms[i]], names))
         for c, res in zip(comms, results, strict=True):
             if isinstance(res, BaseException):
                 reason = f"{type(res).__name__}: {getattr(res, 'reason', None) or res}"
@@ -329,25 +345,81 @@ def _memo_key(
     return sha256_hex("\x1f".join(parts).encode("utf-8"))
 
 
-def _memo_get(llm: LlmClient, key: str) -> tuple[ReportAnswer, list[str]] | None:
-    """(report, context lines it was written from) remembered for this community, if any."""
+@dataclass(frozen=True)
+class _Memo:
+    """A remembered report: the answer, the context lines it was written from, the digest of
+    its community's member ids then, and the ids of the entities its text names."""
+
+    answer: ReportAnswer
+    lines: list[str]
+    members: str
+    names: list[str]
+
+    def still_true(self, members: str, present: set[str]) -> bool:
+        """Written for today's members, and naming no entity that is gone."""
+        return self.members == members and all(n in present for n in self.names)
+
+
+def _memo_get(llm: LlmClient, key: str) -> _Memo | None:
+    """The report remembered for this community, if any (and whole)."""
     memo = memo_store(llm)
     entry = memo.get(key) if memo is not None else None
-    if entry is None or entry.get("kind") != MEMO_KIND or not isinstance(entry.get("lines"), list):
+    if entry is None or entry.get("kind") != MEMO_KIND:
+        return None
+    lines, members, names = entry.get("lines"), entry.get("members"), entry.get("names")
+    if not (isinstance(lines, list) and isinstance(members, str) and isinstance(names, list)):
         return None
     try:
-        return ReportAnswer.model_validate_json(entry["text"]), [str(x) for x in entry["lines"]]
+        answer = ReportAnswer.model_validate_json(entry["text"])
     except ValueError:
         return None
+    return _Memo(answer, [str(x) for x in lines], members, [str(x) for x in names])
 
 
-def _memo_put(llm: LlmClient, key: str, answer: ReportAnswer, lines: list[str]) -> None:
-    memo = memo_store(llm)
-    if memo is None:
+def _memo_put(llm: LlmClient, key: str, memo: _Memo) -> None:
+    store = memo_store(llm)
+    if store is None:
         return
-    entry = {"kind": MEMO_KIND, "stage": STAGE, "text": answer.model_dump_json(), "lines": lines}
-    if memo.get(key) != entry:
-        memo.put(key, entry)
+    entry = {
+        "kind": MEMO_KIND,
+        "stage": STAGE,
+        "text": memo.answer.model_dump_json(),
+        "lines": memo.lines,
+        "members": memo.members,
+        "names": memo.names,
+    }
+    if store.get(key) != entry:
+        store.put(key, entry)
+
+
+def _digest(ids: list[str]) -> str:
+    return sha256_hex("\x1f".join(sorted(ids)).encode("utf-8"))
+
+
+def _title_index(entities: pl.DataFrame) -> dict[str, str]:
+    """Entity title as a run of lower-cased words ("j j thomson") -> entity id."""
+    keys = entities.select(
+        "id", pl.col("title").str.to_lowercase().str.extract_all(r"\w+").list.join(" ")
+    ).filter((pl.col("title") != "") & (pl.col("title").str.count_matches(" ") < MAX_TITLE_WORDS))
+    return dict(zip(keys["title"].to_list(), keys["id"].to_list(), strict=True))
+
+
+def _answer_text(answer: ReportAnswer) -> str:
+    parts = [answer.title, answer.summary, answer.rating_explanation]
+    parts += [f"{f.summary} {f.explanation}" for f in answer.findings]
+    return "\n".join(parts)
+
+
+def _names(text: str, titles: dict[str, str]) -> list[str]:
+    """Ids of the entities whose title occurs in `text` as a run of whole words."""
+    words = _WORD.findall(text.lower())
+    found = {
+        titles[key]
+        for n in range(1, MAX_TITLE_WORDS + 1)
+        for i in range(len(words) - n + 1)
+        if (key := " ".join(words[i : i + n])) in titles
+    }
+    return sorted(found)
 
 
 def _change(old: list[str], new: list[str]) -> float:

@@ -5,7 +5,9 @@ timeouts, a wrong key stops the run, and deleted content never survives in repor
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,18 +18,24 @@ import polars as pl
 import pytest
 from conftest import write_llm_config
 from test_llm_client import Extraction, user
-from test_reports_llm import SMALL, Recorder, _client, _graph
+from test_reports_llm import SMALL, Recorder, _client, _graph, _reports
 
 from assets.run import run_index
 from pipeline import store
 from pipeline.cli import build_parser, write_sample_corpus
-from pipeline.config import ExtractionSettings, GraphSettings, LlmSettings
+from pipeline.config import ExtractionSettings, GraphSettings, LlmSettings, ReportSettings
 from pipeline.extract import extract_resilient
 from pipeline.extract.llm import LlmExtractor
-from pipeline.fake_llm import FakeLlm, default_stall_s
+from pipeline.fake_llm import (
+    REPORT_MARKER,
+    FakeLlm,
+    default_responder,
+    default_stall_s,
+    message_text,
+)
 from pipeline.llm import LlmAuthError, LlmClient, LlmError, LlmFatalError, LlmTruncated
 from pipeline.prompts import data_block, neutralise
-from pipeline.reports_llm import build_reports_llm
+from pipeline.reports import build_reports
 from pipeline.summarize_llm import summarize_descriptions
 
 REPO = Path(__file__).resolve().parents[1]
@@ -102,7 +110,7 @@ def test_report_text_cannot_close_the_report_context():
     )
     rec = Recorder()
     with FakeLlm(rec) as srv:
-        _, failures, _ = build_reports_llm(*graph[5:6], *graph[2:5], graph[6], _client(srv), SMALL)
+        _, failures, _ = _reports(graph, _client(srv), SMALL)
     assert failures == []
     leaf = next(p for p in rec.prompts if "- Fyodor [PERSON]" in p)
     assert leaf.count("</context>") == 1 and leaf.count("</community>") == 1
@@ -359,3 +367,115 @@ def test_auth_and_not_found_errors_are_fatal_and_other_4xx_are_recorded(tmp_path
         err, ok = llm.run_many([llm.chat(long, stage="s"), llm.chat(short, stage="s")])
         assert isinstance(err, LlmError) and err.reason.startswith("HTTP 400 BadRequestError")
         assert "maximum context length is 300 tokens" in err.reason and ok == "Short."
+
+
+# --------------------------------------------------------------------------- 4: deletions
+
+TOLERANT = SMALL.model_copy(update={"llm_reuse_max_change": 0.5})
+
+
+def _without(graph: tuple, title: str) -> tuple:
+    """The fixture graph after deleting the document that alone supported `title`: the entity,
+    its relationships, and its place in the communities are gone."""
+    ee, er, ents, rels, tu, comms, _ = graph
+    [gone] = ents.filter(pl.col("title") == title)["id"].to_list()
+    ents2 = ents.filter(pl.col("id") != gone)
+    rels2 = rels.filter((pl.col("source_id") != gone) & (pl.col("target_id") != gone))
+    comms2 = comms.with_columns(
+        pl.col("entity_ids").list.set_difference([gone]),
+        pl.col("relationship_ids").list.set_intersection(rels2["id"].to_list()),
+    ).with_columns(pl.col("entity_ids").list.len().alias("size"))
+    reports2 = build_reports(comms2, ents2, rels2, tu, ReportSettings())
+    return ee, er, ents2, rels2, tu, comms2, reports2
+
+
+def _naming(reports: pl.DataFrame, title: str) -> list[int]:
+    """Communities whose report text names `title`."""
+    findings = pl.col("findings").list.eval(
+        pl.concat_str(
+            [pl.element().struct.field("summary"), pl.element().struct.field("explanation")],
+            separator=" ",
+        )
+    )
+    text = pl.concat_str(
+        ["title", "summary", "rating_explanation", "full_content", findings.list.join(" ")],
+        separator=" ",
+    )
+    return reports.filter(text.str.contains(rf"\b{title}\b"))["community"].to_list()
+
+
+def test_a_report_naming_a_deleted_entity_is_not_kept(tmp_path):
+    """Zed (a member of community 0 only) is deleted: 2 of its 8 context lines go, which the
+    0.5 tolerance would accept, but its report named Zed and its members changed."""
+    graph = _graph()
+    with FakeLlm() as srv:
+        first, _, _ = _reports(graph, _client(srv, tmp_path), TOLERANT)
+        assert _naming(first, "Zed") == [0]
+        after = _without(graph, "Zed")
+        again, failures, counts = _reports(after, _client(srv, tmp_path), TOLERANT)
+    assert failures == [] and counts["reused"] == 0
+    assert _naming(again, "Zed") == []
+
+
+def test_a_failed_report_does_not_fall_back_to_one_naming_a_deleted_entity(tmp_path):
+    graph = _graph()
+    strict = SMALL.model_copy(update={"llm_reuse_max_change": 0.0})
+    rec = Recorder()
+    with FakeLlm(rec) as srv:
+        first, _, _ = _reports(graph, _client(srv, tmp_path), strict)
+        assert _naming(first, "Zed") == [0]
+        rec.garbage_if = "Sub-community reports"  # now the parent's call fails
+        after = _without(graph, "Zed")
+        again, failures, counts = _reports(after, _client(srv, tmp_path), strict)
+    assert [f["community"] for f in failures] == [0] and counts["failed_kept"] == 0
+    assert _naming(again, "Zed") == []  # the extractive report, not the remembered one
+    assert again.filter(pl.col("community") == 0).equals(after[6].filter(pl.col("community") == 0))
+
+
+_ENTITY_LINE = re.compile(r"^- (.+?) \[[A-Z_]+\]:", re.M)
+_RELATION_LINE = re.compile(r"^- (.+?) -> (.+?) \([A-Z_]+\):", re.M)
+HALL = (
+    "Ernest Rutherford wrote to Hall and Chapman in Manchester. Hall and Chapman built a "
+    "detector with Ernest Rutherford and Niels Bohr.\n"
+)
+
+
+def naming_responder(messages: list[dict]) -> str:
+    """The fake's answers, with report explanations naming every entity of the context, as a
+    model's report would name the entities it read about."""
+    answer = default_responder(messages)
+    if not any(REPORT_MARKER in message_text(m) for m in messages):
+        return answer
+    context = message_text([m for m in messages if m["role"] == "user"][0])
+    names = _ENTITY_LINE.findall(context) + [n for p in _RELATION_LINE.findall(context) for n in p]
+    report = json.loads(answer)
+    report["rating_explanation"] = "It names " + ", ".join(dict.fromkeys(names)) + "."
+    return json.dumps(report, ensure_ascii=False)
+
+
+def test_deleted_content_never_survives_in_reports(tmp_path, monkeypatch):
+    """Index, add a document whose entities join existing communities, index, delete it,
+    index: no report names an entity that only the deleted document supported."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    inp, out = tmp_path / "input", tmp_path / "out"
+    write_sample_corpus(inp)
+    with FakeLlm(naming_responder) as srv:
+        config = write_llm_config(tmp_path / "llm.yaml", srv.base_url)
+        with open(config, "a", encoding="utf-8") as fh:
+            fh.write("reports:\n  llm_min_size: 4\n")  # more communities get LLM reports
+
+        def index() -> set[str]:
+            assert run_index(config_path=config, input_dir=str(inp), output_dir=str(out)).success
+            return set(store.read_table(out, "entities")["title"])
+
+        before = index()
+        (inp / "hall_and_chapman.txt").write_text(HALL, encoding="utf-8")
+        added = index() - before
+        named = {t for t in added if _naming(store.read_table(out, "community_reports"), t)}
+        assert {"Hall", "Chapman"} <= named  # the reports did name the added entities
+        (inp / "hall_and_chapman.txt").unlink()
+        gone = added - index()
+    assert gone == added
+    reports = store.read_table(out, "community_reports")
+    for title in gone:
+        assert _naming(reports, title) == [], title
