@@ -1,9 +1,9 @@
 """LLM extractor: entities and relations as prompted JSON from an OpenAI-compatible endpoint.
 
-Cost (the target is <= 1.5 calls and <= 4,000 prompt tokens per 1k corpus tokens, reports
-included): the prompt is the NEREL type lists, a compact schema and one tiny example (620
-tokens), and short text units of one document are packed into one call. Units are addressed in
-the prompt by short keys ("1", "2", ...) and the answer is keyed by them; packs never cross
+Cost: the prompt is the NEREL type lists, a compact schema and one tiny example (620 tokens),
+and short text units of one document are packed into one call to share it; the answer, not the
+prompt, bounds a pack (below), and answer tokens dominate the bill. Units are addressed in the
+prompt by short keys ("1", "2", ...) and the answer is keyed by them; packs never cross
 documents, so adding a document leaves every other document's calls (and LLM cache keys)
 unchanged.
 
