@@ -13,7 +13,8 @@ title rather than by row or community numbers, so an unchanged community re-runs
 client's disk cache.
 
 Re-runs: every LLM report is remembered per community (number and level; see
-`summarize_llm.memo_store`) with the context lines it was written from, a digest of its member
+`summarize_llm.memo_store`) with digests of the context lines it was written from (no text: a
+deleted document's excerpts must not stay on disk), a digest of its member
 entities and the entities its text names (entity titles found in it, as ids). A remembered
 report is kept with no call only when it can still be true of today's data: the same members,
 every entity it names still in the graph (deleted content never survives in a report), and a
@@ -283,7 +284,7 @@ def build_reports_llm(
                     max_tokens=settings.max_report_tokens,
                 )
             )
-            seen.append([f"{k}\t{line}" for k, v in contexts[c].items() for line in v])
+            seen.append(_line_digests(contexts[c]))
             keys.append(_memo_key(llm, prompt.hash, c, level, settings))
             memo = _memo_get(llm, keys[-1])
             if memo is None or not memo.still_true(members[c], present):
@@ -420,6 +421,12 @@ def _names(text: str, titles: dict[str, str]) -> list[str]:
         if (key := " ".join(words[i : i + n])) in titles
     }
     return sorted(found)
+
+
+def _line_digests(sections: dict[str, list[str]]) -> list[str]:
+    """The context's lines as digests: enough to measure how much a context changed, while
+    the memo on disk holds no document text (a deleted document's excerpts must not stay)."""
+    return [sha256_hex(f"{k}\t{line}".encode())[:24] for k, v in sections.items() for line in v]
 
 
 def _change(old: list[str], new: list[str]) -> float:

@@ -152,7 +152,7 @@ def analyse(index: GraphIndex, query: str, trace: list[str]) -> dict[str, Any]:
         from pipeline.llm import LlmError
         from pipeline.query.answer import LlmFallbackWarning
 
-        messages = load_prompt("query_analysis").render(question=query)
+        messages = load_prompt("query_analysis").render(question=neutralise(query, "question"))
         try:
             (got,) = index.llm.run_many(
                 [index.llm.chat_json(messages, QueryAnalysis, stage="query_analysis")]
