@@ -117,7 +117,7 @@ class GraphSettings(_Section):
         "new or gone, kept entities keep their communities (new ones join their most strongly "
         "linked neighbour's); above it, or without a previous table, Leiden runs from scratch. "
         "Also applies to the change accumulated since the last full recompute (counted in "
-        "<output>/communities_state.json), and a change of seed, max_cluster_size or "
+        "communities_state.json of the index version), and a change of seed, max_cluster_size or "
         "max_levels recomputes; 0: always recompute",
     )
 
