@@ -41,6 +41,11 @@ def published_index_asset(upstream: list):
         manifest = store.publish(
             settings.output_dir, context.run.run_id, keep=settings.storage.keep_versions
         )
+        # a run that recomputed every stage used every cache entry its version needs: the
+        # LLM cache entries no kept version used (deleted documents' answers) can go
+        selection = context.run.asset_selection
+        full_run = not selection or set(upstream) <= set(selection)  # empty: the whole job
+        swept = store.sweep_cache(settings.output_dir) if full_run else 0
         lock.release(settings.output_dir)
         pruned = sorted(before - set(store.versions(settings.output_dir)))
         return MaterializeResult(
@@ -48,6 +53,7 @@ def published_index_asset(upstream: list):
                 "version": manifest["version"],
                 "previous": manifest["previous"] or "none",
                 "versions_deleted": ", ".join(pruned) or "none",
+                "llm_cache_entries_swept": swept,
                 "tables": MetadataValue.json(manifest["tables"]),
                 "elapsed_s": round(time.perf_counter() - started, 3),
             }

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import hashlib
 import json
 import logging
+import os
 import random
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -196,7 +198,9 @@ def _short(exc: Exception) -> str:
 class DiskCache:
     """One JSON file per key: `<root>/<key[:2]>/<key>.json`. Written to a temp file in the same
     folder then `os.replace`d, so a reader sees a whole entry or none; stray temp files (a
-    killed writer) are never read. An unreadable entry is a miss."""
+    killed writer) are never read. An unreadable entry is a miss. A hit refreshes the entry's
+    mtime: entries no kept index version used are swept after a publish (store.sweep_cache),
+    so answers drawn from a deleted document do not stay on disk."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
@@ -205,12 +209,17 @@ class DiskCache:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict | None:
+        path = self.path(key)
         try:
-            with open(self.path(key), encoding="utf-8") as fh:
+            with open(path, encoding="utf-8") as fh:
                 entry = json.load(fh)
         except (OSError, ValueError):
             return None
-        return entry if isinstance(entry, dict) and isinstance(entry.get("text"), str) else None
+        if not (isinstance(entry, dict) and isinstance(entry.get("text"), str)):
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(path)
+        return entry
 
     def put(self, key: str, entry: dict) -> None:
         text = json.dumps(entry, ensure_ascii=False, sort_keys=True)

@@ -25,9 +25,11 @@ as one; the first publish into it removes those files.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import time
 import warnings
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -44,7 +46,10 @@ LANCE_DIR = "lancedb"
 MANIFEST = "index.json"
 VERSIONS_DIR = "versions"
 STAGING_DIR = "staging"
-RUN_MARKER = ".run.json"  # in staging: which run it belongs to
+RUN_MARKER = ".run.json"  # in staging: which run it belongs to, when it started
+VERSION_INFO = "version.json"  # in a version: its manifest
+LLM_CACHE_DIRS = ("cache/llm", "cache/llm_memo")  # per-entry files, refreshed on every hit
+CACHE_SWEEP_SLACK_S = 5.0  # file systems with coarse mtimes
 FORMAT = 1
 # Lance's Rust logger warns on every first write of a table; keep real errors only. Read
 # when lancedb is first imported, which happens after this module is.
@@ -92,13 +97,21 @@ def staging_dir(root: str | Path) -> Path:
     return Path(root) / STAGING_DIR
 
 
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _read_marker(staging: Path) -> dict[str, Any]:
+    return _read_json(staging / RUN_MARKER)
+
+
 def staging_owner(root: str | Path) -> str | None:
     """The run whose version is in the staging folder (None: no staging folder)."""
-    try:
-        data = json.loads((staging_dir(root) / RUN_MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data.get("run_id") if isinstance(data, dict) else None
+    return _read_marker(staging_dir(root)).get("run_id")
 
 
 def _link_tree(src: Path, dst: Path, skip: frozenset[str] = frozenset()) -> None:
@@ -139,8 +152,9 @@ def begin(root: str | Path, run_id: str, parent_run_id: str | None = None) -> Pa
             _link_tree(current, staging)
         elif any((root / f"{n}.parquet").exists() for n in schemas.TABLES):
             _link_tree(root, staging, skip=_NOT_LEGACY | {".docgraph.lock"})
+    started = _read_marker(staging).get("started", time.time())  # a resumed run: its parent's
     staging.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(staging / RUN_MARKER, json.dumps({"run_id": run_id}))
+    atomic_write_text(staging / RUN_MARKER, json.dumps({"run_id": run_id, "started": started}))
     return staging
 
 
@@ -149,7 +163,8 @@ def publish(root: str | Path, run_id: str, keep: int = 2) -> dict[str, Any]:
     manifest is replaced last), then delete versions beyond the newest `keep`."""
     root = Path(root)
     staging = staging_dir(root)
-    owner = staging_owner(root)
+    marker = _read_marker(staging)
+    owner = marker.get("run_id")
     if owner != run_id:
         raise RuntimeError(f"staging folder of {root} belongs to run {owner}, not {run_id}")
     version = f"{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}-{run_id[:8]}"
@@ -158,20 +173,23 @@ def publish(root: str | Path, run_id: str, keep: int = 2) -> dict[str, Any]:
         for name in schemas.TABLES
         if (staging / f"{name}.parquet").exists()
     }
-    (staging / RUN_MARKER).unlink()
-    target = root / VERSIONS_DIR / version
-    target.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(staging, target)
     previous = read_manifest(root)
     manifest = {
         "format": FORMAT,
         "version": version,
         "run_id": run_id,
+        "run_started": marker.get("started"),
         "published": datetime.now(UTC).isoformat(timespec="seconds"),
         "previous": previous["version"] if previous else None,
         "tables": tables,
     }
-    atomic_write_text(root / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    text = json.dumps(manifest, indent=1, sort_keys=True) + "\n"
+    atomic_write_text(staging / VERSION_INFO, text)  # the version describes itself
+    (staging / RUN_MARKER).unlink()
+    target = root / VERSIONS_DIR / version
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(staging, target)
+    atomic_write_text(root / MANIFEST, text)
     prune(root, keep)
     return manifest
 
@@ -198,6 +216,28 @@ def prune(root: str | Path, keep: int) -> list[str]:
         (root / "communities_state.json").unlink(missing_ok=True)
         shutil.rmtree(root / LANCE_DIR, ignore_errors=True)
     return doomed
+
+
+def sweep_cache(root: str | Path) -> int:
+    """Delete LLM cache and memo entries that no kept version's run used (a hit refreshes an
+    entry's mtime: pipeline.llm.DiskCache): they hold answers drawn from documents since
+    deleted or edited. Returns how many went; none when a kept version's start is unknown."""
+    root = Path(root)
+    starts = [
+        _read_json(root / VERSIONS_DIR / v / VERSION_INFO).get("run_started")
+        for v in versions(root)
+    ]
+    if not starts or not all(isinstance(t, int | float) for t in starts):
+        return 0
+    cutoff = min(starts) - CACHE_SWEEP_SLACK_S
+    removed = 0
+    for folder in LLM_CACHE_DIRS:
+        for path in (root / folder).rglob("*.json"):
+            with contextlib.suppress(OSError):
+                if path.stat().st_mtime < cutoff:
+                    path.unlink()
+                    removed += 1
+    return removed
 
 
 def remove_leftovers(root: str | Path) -> list[Path]:

@@ -222,6 +222,32 @@ def test_a_deleted_document_leaves_no_text_on_disk(corpus):
             assert len(db.open_table(name).list_versions()) == 1, (version, name)
 
 
+def test_llm_mode_a_deleted_document_leaves_no_text_in_the_caches(corpus, tmp_path, monkeypatch):
+    """In LLM mode the call cache and the report memos hold answers drawn from the text: the
+    entries no kept version used are swept after a publish."""
+    from conftest import write_llm_config
+
+    from pipeline.fake_llm import FakeLlm
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-sweep")
+    inp, out = corpus
+    doc = inp / "quokkaville.txt"
+    doc.write_text(SECRET_DOC, encoding="utf-8")
+    with FakeLlm() as server:
+        config = write_llm_config(tmp_path / "llm.yaml", server.base_url, timeout_s=5.0)
+        assert run_index(config_path=config, input_dir=str(inp), output_dir=str(out)).success
+        cached = "\n".join(p.read_text() for p in (out / "cache").rglob("*.json"))
+        assert "Farnsworth-Pike" in cached  # the sweep has something to remove
+        doc.unlink()
+        for _ in range(2):
+            assert run_index(config_path=config, input_dir=str(inp), output_dir=str(out)).success
+        calls_before = server.requests
+        assert run_index(config_path=config, input_dir=str(inp), output_dir=str(out)).success
+        assert server.requests == calls_before  # what the kept versions use stays cached
+    text = _all_text(out)
+    assert "Farnsworth-Pike" not in text and MARKER not in text
+
+
 def test_a_killed_cli_run_is_marked_failed_and_its_leftovers_removed(corpus, tmp_path):
     inp, out = corpus
     home = tmp_path / "dagster_home"
