@@ -29,7 +29,6 @@ import contextlib
 import json
 import os
 import shutil
-import time
 import warnings
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -49,7 +48,6 @@ STAGING_DIR = "staging"
 RUN_MARKER = ".run.json"  # in staging: which run it belongs to, when it started
 VERSION_INFO = "version.json"  # in a version: its manifest
 LLM_CACHE_DIRS = ("cache/llm", "cache/llm_memo")  # per-entry files, refreshed on every hit
-CACHE_SWEEP_SLACK_S = 5.0  # file systems with coarse mtimes
 FORMAT = 1
 # Lance's Rust logger warns on every first write of a table; keep real errors only. Read
 # when lancedb is first imported, which happens after this module is.
@@ -152,9 +150,13 @@ def begin(root: str | Path, run_id: str, parent_run_id: str | None = None) -> Pa
             _link_tree(current, staging)
         elif any((root / f"{n}.parquet").exists() for n in schemas.TABLES):
             _link_tree(root, staging, skip=_NOT_LEGACY | {".docgraph.lock"})
-    started = _read_marker(staging).get("started", time.time())  # a resumed run: its parent's
+    started = _read_marker(staging).get("started")  # a resumed run: its parent's start
     staging.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(staging / RUN_MARKER, json.dumps({"run_id": run_id, "started": started}))
+    marker = staging / RUN_MARKER
+    if started is None:  # the file system's clock, as the cache entries' mtimes it is held to
+        atomic_write_text(marker, "{}")
+        started = marker.stat().st_mtime
+    atomic_write_text(marker, json.dumps({"run_id": run_id, "started": started}))
     return staging
 
 
@@ -229,7 +231,7 @@ def sweep_cache(root: str | Path) -> int:
     ]
     if not starts or not all(isinstance(t, int | float) for t in starts):
         return 0
-    cutoff = min(starts) - CACHE_SWEEP_SLACK_S
+    cutoff = min(starts)
     removed = 0
     for folder in LLM_CACHE_DIRS:
         for path in (root / folder).rglob("*.json"):
