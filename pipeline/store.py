@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import schemas
-from pipeline.files import atomic_write_text, atomic_write_with, remove_stray_temps
+from pipeline.files import atomic_write_text, atomic_write_with
 
 LANCE_DIR = "lancedb"
 MANIFEST = "index.json"
@@ -240,12 +240,6 @@ def sweep_cache(root: str | Path) -> int:
                     path.unlink()
                     removed += 1
     return removed
-
-
-def remove_leftovers(root: str | Path) -> list[Path]:
-    """Temp files that a killed writer left anywhere in the output folder (those of a live
-    process, e.g. a query writing an LLM cache entry, stay)."""
-    return remove_stray_temps(root)
 
 
 # ---------------------------------------------------------------------------- tables

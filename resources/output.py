@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import lock, store
+from pipeline.files import remove_stray_temps
 from resources.config import DocgraphConfig
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,7 @@ def run_dir(docgraph: DocgraphConfig, context: Any = None) -> Path:
     if orphan and orphan.get("run_id") != run_id:
         _fail_orphan(_instance_of(context), orphan)
     if store.staging_owner(root) != run_id:
-        for path in store.remove_leftovers(root):
+        for path in remove_stray_temps(root):
             log.warning("removed %s, left by a run that did not finish", path.relative_to(root))
     return store.begin(root, run_id, run.parent_run_id if run is not None else None)
 

@@ -265,17 +265,18 @@ def _stop(proc: subprocess.Popen) -> None:
     assert proc.wait(timeout=10) == 0
 
 
+def _impatient_client(url: str, cache: Path, max_retries: int) -> LlmClient:
+    """A client whose 0.4 s timeout a 1.5 s stall outlasts, retrying at once."""
+    settings = LlmSettings(base_url=url, api_key=None, timeout_s=0.4, max_retries=max_retries)
+    return LlmClient(settings, cache, backoff_base_s=0.0, backoff_cap_s=0.0)
+
+
 def test_cli_stalls_outlast_the_client_timeout_and_are_real_timeouts(tmp_path):
     assert build_parser().parse_args(["fake-llm"]).stall_s is None  # default: see below
     assert default_stall_s() > LlmSettings().timeout_s  # a default stall trips a default client
     proc, url = _serve("--fault-rate", "1", "--faults", "timeout", "--stall-s", "1.5")
     try:
-        llm = LlmClient(
-            LlmSettings(base_url=url, api_key=None, timeout_s=0.4, max_retries=1),
-            tmp_path,
-            backoff_base_s=0.0,
-            backoff_cap_s=0.0,
-        )
+        llm = _impatient_client(url, tmp_path, max_retries=1)
         t0 = time.perf_counter()
         [err] = llm.run_many([llm.chat(user("Stall. X."), stage="s")])
         elapsed = time.perf_counter() - t0
@@ -289,12 +290,7 @@ def test_cli_stalls_outlast_the_client_timeout_and_are_real_timeouts(tmp_path):
 def test_cli_stall_then_success(tmp_path):
     proc, url = _serve("--fault-rate", "0.5", "--faults", "timeout", "--stall-s", "1.5")
     try:
-        llm = LlmClient(
-            LlmSettings(base_url=url, api_key=None, timeout_s=0.4, max_retries=4),
-            tmp_path,
-            backoff_base_s=0.0,
-            backoff_cap_s=0.0,
-        )
+        llm = _impatient_client(url, tmp_path, max_retries=4)
         texts = [f"Answer {i}. X." for i in range(6)]
         got = llm.run_many([llm.chat(user(t), stage="s") for t in texts])
     finally:
