@@ -238,6 +238,14 @@ class StorageSettings(_Section):
         description="a run that finds another run writing the same output folder waits this "
         "long for it, then stops with an error naming that run",
     )
+    shards: int = Field(
+        16,
+        ge=1,
+        le=4096,
+        description="document shards (the Dagster partitions of the per-document stages): a "
+        "document's shard is a hash of its relative path, so a change re-runs only its shard; "
+        "changing the count re-indexes every shard once",
+    )
 
 
 def _env_secret(name: str) -> SecretStr | None:

@@ -170,11 +170,7 @@ def publish(root: str | Path, run_id: str, keep: int = 2) -> dict[str, Any]:
     if owner != run_id:
         raise RuntimeError(f"staging folder of {root} belongs to run {owner}, not {run_id}")
     version = f"{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}-{run_id[:8]}"
-    tables = {
-        name: pq.read_metadata(staging / f"{name}.parquet").num_rows
-        for name in schemas.TABLES
-        if (staging / f"{name}.parquet").exists()
-    }
+    tables = {n: table_rows(staging, n) for n in schemas.TABLES if table_files(staging, n)}
     previous = read_manifest(root)
     manifest = {
         "format": FORMAT,
@@ -246,8 +242,24 @@ def sweep_cache(root: str | Path) -> int:
 
 
 def table_path(root: str | Path, name: str) -> Path:
-    """Where table `name` lives in `root` (resolved like `read_table`)."""
-    return resolve(root) / f"{name}.parquet"
+    """Where table `name` lives in `root` (resolved like `read_table`): `<name>.parquet`, or
+    the folder `<name>/` of a sharded table (one `<shard>.parquet` per document shard)."""
+    folder = resolve(root)
+    sharded = folder / name
+    return sharded if sharded.is_dir() else folder / f"{name}.parquet"
+
+
+def table_files(root: str | Path, name: str) -> list[Path]:
+    """The Parquet files of table `name`, in shard order (none when it was never written)."""
+    path = table_path(root, name)
+    if path.is_dir():
+        return sorted(path.glob("*.parquet"))
+    return [path] if path.exists() else []
+
+
+def table_rows(root: str | Path, name: str) -> int:
+    """Row count of table `name` from the Parquet footers (no data read)."""
+    return sum(pq.read_metadata(f).num_rows for f in table_files(root, name))
 
 
 def write_table(root: str | Path, name: str, df: pl.DataFrame) -> Path:
@@ -258,19 +270,53 @@ def write_table(root: str | Path, name: str, df: pl.DataFrame) -> Path:
 def write_arrow(root: str | Path, name: str, table: pa.Table) -> Path:
     if read_manifest(root) is not None:
         raise ValueError(f"{root} is a published output folder: write into a run's staging")
-    path = table_path(root, name)
+    path = Path(root) / f"{name}.parquet"
     atomic_write_with(path, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
+    shutil.rmtree(Path(root) / name, ignore_errors=True)  # it was sharded before
     return path
 
 
+def write_shard(root: str | Path, name: str, shard: str, df: pl.DataFrame) -> Path:
+    """Write shard `shard` of the sharded table `name`, atomically (the other shards stay)."""
+    if read_manifest(root) is not None:
+        raise ValueError(f"{root} is a published output folder: write into a run's staging")
+    table = schemas.conform(df, name)
+    path = Path(root) / name / f"{shard}.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_with(path, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
+    (Path(root) / f"{name}.parquet").unlink(missing_ok=True)  # it was one file before
+    return path
+
+
+def retain_shards(root: str | Path, name: str, keys: list[str]) -> list[str]:
+    """Delete the files of shards not in `keys` (left by a different shard count)."""
+    folder = Path(root) / name
+    doomed = [p for p in folder.glob("*.parquet") if p.stem not in set(keys)]
+    for p in doomed:
+        p.unlink(missing_ok=True)
+    return sorted(p.stem for p in doomed)
+
+
 def read_table(root: str | Path, name: str, columns: list[str] | None = None) -> pl.DataFrame:
-    """Table `name` of `root` (an output folder's current version, or that folder); only
-    `columns` when given; its empty frame when it was never written."""
-    path = table_path(resolve(root), name)
-    if not path.exists():
+    """Table `name` of `root` (an output folder's current version, or that folder), all its
+    shards; only `columns` when given; its empty frame when it was never written."""
+    files = table_files(root, name)
+    if not files:
         frame = schemas.empty(name)
         return frame.select(columns) if columns else frame
-    return pl.read_parquet(path, columns=columns)
+    return pl.read_parquet(files, columns=columns)
+
+
+def scan_table(root: str | Path, name: str) -> pl.LazyFrame:
+    """Table `name` as a lazy frame (nothing read until collected: filter and select first)."""
+    files = table_files(root, name)
+    return pl.scan_parquet(files) if files else schemas.empty(name).lazy()
+
+
+def read_shard(root: str | Path, name: str, shard: str) -> pl.DataFrame:
+    """One shard of the sharded table `name` (its empty frame when never written)."""
+    path = Path(root) / name / f"{shard}.parquet"
+    return pl.read_parquet(path) if path.exists() else schemas.empty(name)
 
 
 def lance_db(root: str | Path):

@@ -45,17 +45,22 @@ KEYS["communities"] = "community"
 
 
 def schema_problems(root: str | Path, name: str) -> list[str]:
-    path = store.table_path(store.resolve(root), name)
-    if not path.exists():
-        return [f"{path.name} does not exist"]
-    found, expected = pq.read_schema(path), schemas.TABLES[name]
-    if found.names != expected.names:
-        return [f"columns {found.names} != expected {expected.names}"]
-    return [
-        f"column {f.name}: {found.field(f.name).type} != {f.type}"
-        for f in expected
-        if not found.field(f.name).type.equals(f.type)
-    ]
+    files = store.table_files(root, name)
+    if not files:
+        return [f"{store.table_path(root, name).name} does not exist"]
+    expected = schemas.TABLES[name]
+    for path in files:  # every shard of a sharded table
+        found = pq.read_schema(path)
+        if found.names != expected.names:
+            return [f"{path.name}: columns {found.names} != expected {expected.names}"]
+        wrong = [
+            f"{path.name}: column {f.name}: {found.field(f.name).type} != {f.type}"
+            for f in expected
+            if not found.field(f.name).type.equals(f.type)
+        ]
+        if wrong:
+            return wrong
+    return []
 
 
 def dangling(child: pl.DataFrame, column: str, parent: pl.DataFrame, parent_column: str) -> list:

@@ -11,7 +11,7 @@ import pymupdf
 import pytest
 
 from pipeline import schemas
-from pipeline.ids import sha256_hex
+from pipeline.ids import sha256_hex, stable_id
 from pipeline.ingest import load_folder
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -101,10 +101,9 @@ def test_rejection_reasons(loaded):
     assert reasons["latin1.txt"] == "invalid UTF-8 at byte 3"
     assert reasons["nul.txt"] == "binary content"
     assert reasons["data.xyz"] == "unsupported file type .xyz"
-    assert reasons["zz_copy_of_plain.txt"] == "duplicate of plain.txt"
     assert reasons[".DS_Store"] == "hidden file (not read)"
     assert reasons[".hidden"] == "hidden folder (not read)"  # one row, not one per file in it
-    assert len(reasons) == 12, reasons  # nothing good
+    assert len(reasons) == 11, reasons  # nothing good
     assert set(rejected["stage"]) == {"load"}
     row = rejected.filter(pl.col("source_path") == "nul.txt").row(0, named=True)
     assert row["sha256"] == sha256_hex(b"abc\x00def") and row["byte_size"] == 7
@@ -121,14 +120,16 @@ def test_good_documents(loaded, corpus):
         "plain.txt",
         "russian.txt",
         "untitled.pdf",
+        "zz_copy_of_plain.txt",
     ]
-    assert docs["human_readable_id"].to_list() == list(range(7))
-    assert docs["id"].n_unique() == 7
+    assert docs["human_readable_id"].to_list() == list(range(8))
+    assert docs["id"].n_unique() == 8  # a copy at another path is another document
     by = {r["source_path"]: r for r in docs.iter_rows(named=True)}
 
     plain = by["plain.txt"]
     raw = (corpus / "plain.txt").read_bytes()
-    assert plain["id"] == plain["sha256"] == sha256_hex(raw)
+    assert plain["sha256"] == sha256_hex(raw)
+    assert plain["id"] == stable_id("plain.txt", sha256_hex(raw))
     assert plain["text"] == "Hello world.\nSecond line.\n"  # BOM gone, newlines normalised
     assert plain["title"] == "plain"  # a first line ending like a sentence is no title
     assert (plain["mime_type"], plain["n_pages"], plain["byte_size"]) == ("text/plain", 1, len(raw))

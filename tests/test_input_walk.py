@@ -65,10 +65,10 @@ def test_nothing_outside_the_input_folder_is_read(tree):
     assert sorted(docs["source_path"]) == ["real.txt", "sub/note.md"]
 
 
-def test_a_link_inside_the_folder_is_read_and_its_copy_is_a_duplicate(tree):
+def test_a_link_inside_the_folder_is_read_once_under_the_target_path(tree):
     docs, rejected = load_folder(tree)
     assert docs.filter(pl.col("source_path") == "real.txt")["text"].to_list() == [BODY]
-    assert reasons(rejected)["z_alias.txt"] == "duplicate of real.txt"
+    assert reasons(rejected)["z_alias.txt"] == "symlink to real.txt (read there)"
 
 
 def test_hidden_files_and_folders_get_one_row_each(tree):

@@ -13,8 +13,9 @@ from typing import Any
 import polars as pl
 
 from pipeline import schemas
-from pipeline.ids import sha256_hex
+from pipeline.ids import sha256_hex, stable_id
 from pipeline.ingest.walk import check_input_folder, walk_input
+from pipeline.shards import shard_of
 
 
 class LoadError(Exception):
@@ -65,19 +66,25 @@ def load_bytes(path: Path, data: bytes) -> LoadedDoc:
 
 
 def load_folder(
-    input_dir: str | Path, exclude: Iterable[str | Path] = ()
+    input_dir: str | Path,
+    exclude: Iterable[str | Path] = (),
+    shard: str | None = None,
+    n_shards: int = 1,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(documents, rejected_documents) frames with exactly schemas.DOCUMENTS / REJECTED_DOCUMENTS
-    columns. Ids are the sha256 of the bytes, so identical files are one document (the first
-    in path order); later copies are rejected as duplicates. Nothing outside the input folder
-    is read, nor the `exclude` folders inside it (see walk.py). A missing or empty folder
-    raises InputFolderError."""
+    columns, of every file or only of the files in document shard `shard` of `n_shards`
+    (pipeline.shards). A document's id hashes its relative path and its bytes (`sha256`):
+    an edit or a move is a new document, and identical copies at two paths are two
+    documents (shards are loaded apart, so a copy elsewhere is unknown here). Nothing outside the
+    input folder is read, nor the `exclude` folders inside it (see walk.py). A missing or
+    empty folder raises InputFolderError."""
     root = check_input_folder(input_dir, exclude)
     docs: list[dict[str, Any]] = []
     rejected: list[dict[str, Any]] = []
-    seen: dict[str, str] = {}
     for entry in walk_input(root, exclude):
         rel, path = entry.rel, entry.path
+        if shard is not None and shard_of(rel, n_shards) != shard:
+            continue
         if path is None:
             rejected.append(_rejected_row(rel, "", 0, entry.reason))
             continue
@@ -85,8 +92,6 @@ def load_folder(
         try:
             data = path.read_bytes()
             sha, size = sha256_hex(data), len(data)
-            if sha in seen and data.strip():
-                raise LoadError(f"duplicate of {seen[sha]}")
             doc = load_bytes(path, data)
         except LoadError as e:
             rejected.append(_rejected_row(rel, sha, size, str(e)))
@@ -98,10 +103,9 @@ def load_folder(
             reason = _relative(f"{type(e).__name__}: {e}", root)
             rejected.append(_rejected_row(rel, sha, size, reason))
             continue
-        seen[sha] = rel
         docs.append(
             {
-                "id": sha,
+                "id": stable_id(rel, sha),
                 "title": doc.title,
                 "source_path": rel,
                 "mime_type": doc.mime_type,
