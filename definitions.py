@@ -33,10 +33,11 @@ def make_definitions(
 ) -> Definitions:
     """Definitions whose resources read the given settings file and folders."""
     resources = build_resources(config_path, input_dir, output_dir)
+    settings = resources["docgraph"].settings()
     return Definitions(
-        assets=index_assets,
+        assets=index_assets(settings.storage.shards),
         asset_checks=index_checks,
-        jobs=[index_job(resources["docgraph"].settings().output_dir)],
+        jobs=[index_job(settings.output_dir)],
         schedules=[index_nightly],
         sensors=[input_folder_changed],
         resources=resources,

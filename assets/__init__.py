@@ -1,23 +1,39 @@
 """Thin Dagster assets: read upstream tables, call pipeline/, write, attach metadata."""
 
-from assets.checks import integrity_checks
-from assets.ingest import documents
-from assets.publish import published_index_asset
-from assets.semantic import chunks, communities, community_reports, extracted_graph, graph
-from assets.structure import document_structure
-from assets.vectors import vector_assets
+from dagster import AssetsDefinition
 
-index_assets = [
-    documents,
-    document_structure,
-    chunks,
-    extracted_graph,
-    graph,
+from assets.checks import integrity_checks
+from assets.ingest import documents_asset
+from assets.publish import published_index_asset
+from assets.semantic import (
+    chunks_asset,
     communities,
     community_reports,
-    *vector_assets,
-]
-index_assets.append(published_index_asset([key for a in index_assets for key in a.keys]))
+    extraction_asset,
+    graph,
+)
+from assets.structure import structure_asset, structure_edges
+from assets.vectors import chunk_embeddings_asset, vector_assets
+
+
+def index_assets(n_shards: int) -> list[AssetsDefinition]:
+    """Every asset of the index, the per-document ones partitioned into `n_shards` shards
+    (assets.shards), `published_index` last."""
+    assets = [
+        documents_asset(n_shards),
+        structure_asset(n_shards),
+        chunks_asset(n_shards),
+        extraction_asset(n_shards),
+        chunk_embeddings_asset(n_shards),
+        structure_edges,
+        graph,
+        communities,
+        community_reports,
+        *vector_assets,
+    ]
+    return [*assets, published_index_asset([key for a in assets for key in a.keys])]
+
+
 index_checks = integrity_checks
 
 __all__ = ["index_assets", "index_checks"]

@@ -1,48 +1,61 @@
-"""Documents from the input folder; unreadable files land in rejected_documents with a reason."""
+"""Documents from the input folder, shard by shard; unreadable files land in
+rejected_documents with a reason."""
 
-import time
+from dagster import AssetExecutionContext, MetadataValue, multi_asset
 
-from dagster import AssetExecutionContext, AssetOut, Output, multi_asset
-
-from assets.metadata import counts_md, frame_metadata
-from pipeline.ingest import load_folder, own_folders
+from assets.shards import SHARD_POLICY, run_shards, shard_partitions, specs
+from pipeline import shards
+from pipeline.ingest import check_input_folder, own_folders, walk_input
+from pipeline.ingest.loader import load_entries
 from resources import DocgraphConfig
+from resources.output import run_dir
+
+TABLES = {
+    "documents": "One row per loaded document (id = hash of relative path and bytes).",
+    "rejected_documents": "Files that could not be loaded, and why.",
+}
 
 
-@multi_asset(
-    outs={
-        "documents": AssetOut(description="One row per loaded document (id = sha256 of bytes)."),
-        "rejected_documents": AssetOut(description="Files that could not be loaded, and why."),
-    },
-    group_name="ingest",
-)
-def documents(context: AssetExecutionContext, docgraph: DocgraphConfig):
-    started = time.perf_counter()
-    settings = docgraph.settings()
-    docs, rejected = load_folder(settings.input_dir, own_folders(settings.output_dir))
-    for row in rejected.iter_rows(named=True):
-        context.log.warning(f"rejected {row['source_path']}: {row['reason']}")
-    yield Output(
-        docs,
-        output_name="documents",
-        metadata=frame_metadata(
-            docs,
-            started,
-            input_dir=settings.input_dir,
-            by_type=counts_md(
-                dict(docs.group_by("mime_type").len().sort("mime_type").iter_rows()),
-                ("mime type", "documents"),
-            ),
-        ),
+def documents_asset(n_shards: int):
+    @multi_asset(
+        name="documents",
+        specs=specs("ingest", TABLES, []),
+        partitions_def=shard_partitions(n_shards),
+        backfill_policy=SHARD_POLICY,
     )
-    yield Output(
-        rejected,
-        output_name="rejected_documents",
-        metadata=frame_metadata(
-            rejected,
-            started,
-            reasons=counts_md(
-                dict(rejected.select("source_path", "reason").iter_rows()), ("file", "reason")
-            ),
-        ),
-    )
+    def documents(context: AssetExecutionContext, docgraph: DocgraphConfig):
+        settings = docgraph.settings()
+        folder = run_dir(docgraph, context)
+        own = own_folders(settings.output_dir)
+        root = check_input_folder(settings.input_dir, own)  # missing/empty: the run stops
+        entries = walk_input(root, own)
+        n = settings.storage.shards
+        groups = shards.by_shard(entries, n)
+        # fingerprinted before reading: a file edited meanwhile is seen as changed next time
+        prints = shards.fingerprints(
+            root, own, n, shards.stage_settings_digest(settings), entries=entries
+        )
+        reasons: dict[str, str] = {}
+
+        def load(key: str):
+            docs, rejected = load_entries(root, groups[key])
+            for row in rejected.iter_rows(named=True):
+                context.log.warning(f"rejected {row['source_path']}: {row['reason']}")
+                reasons[row["source_path"]] = row["reason"]
+            return {"documents": docs, "rejected_documents": rejected}
+
+        results = run_shards(
+            context,
+            folder,
+            TABLES,
+            load,
+            lambda: {
+                "input_dir": settings.input_dir,
+                "output_root": str(folder.parent.resolve()),
+                "rejected": MetadataValue.json(reasons),
+            },
+        )
+        shards.write_state(folder, n, {k: prints[k] for k in context.partition_keys})
+        yield from results
+
+    return documents

@@ -1,12 +1,36 @@
 """Run the index job in-process: what `docgraph index`, benchmarks and tests call.
 
 It is the same `index_job` over the same assets that the Dagster UI, schedules and
-sensors run (no second code path); only the resources get the caller's folders.
+sensors run (no second code path); only the resources get the caller's folders. A run
+covers the document shards whose files changed since the current version (pipeline.shards)
+and then the corpus-wide tail; the other shards' tables carry over from that version.
 """
+
+from __future__ import annotations
 
 import os
 
 from dagster import DagsterInstance, ExecuteInProcessResult
+
+from assets.shards import range_tags
+from pipeline import shards, store
+from pipeline.config import Settings
+from pipeline.ingest import own_folders
+
+
+def stale_shards(settings: Settings) -> list[str]:
+    """The shards whose files or per-document settings changed since the current version
+    (every shard when there is none)."""
+    n = settings.storage.shards
+    prints = shards.fingerprints(
+        settings.input_dir,
+        own_folders(settings.output_dir),
+        n,
+        shards.stage_settings_digest(settings),
+    )
+    if store.read_manifest(settings.output_dir) is None:
+        return sorted(prints)
+    return shards.stale_shards(store.resolve(settings.output_dir), prints)
 
 
 def run_index(
@@ -16,10 +40,12 @@ def run_index(
     instance: DagsterInstance | None = None,
     raise_on_error: bool = True,
     log_level: str = "DEBUG",
+    full: bool = False,
 ) -> ExecuteInProcessResult:
-    """Materialize every asset and run every check. Uses DAGSTER_HOME's instance if set,
-    so CLI runs show up in the UI; otherwise an ephemeral one. `log_level` filters the
-    console log only; the run's event log keeps everything."""
+    """Materialize the changed shards (every shard when `full`), then the corpus-wide tail,
+    and run every check. Uses DAGSTER_HOME's instance if set, so CLI runs show up in the UI;
+    otherwise an ephemeral one. `log_level` filters the console log only; the run's event
+    log keeps everything."""
     from definitions import make_definitions
 
     if instance is None and os.environ.get("DAGSTER_HOME"):
@@ -27,14 +53,25 @@ def run_index(
     from pipeline import lock
     from resources import DocgraphConfig
 
+    config = DocgraphConfig(config_path=config_path, input_dir=input_dir, output_dir=output_dir)
+    settings = config.settings()
     defs = make_definitions(config_path, input_dir, output_dir)
     job = defs.resolve_job_def("index_job")
+    stale = sorted(job.partitions_def.get_partition_keys()) if full else stale_shards(settings)
+    selection = None
+    if not stale:  # no document changed: the tail alone (its settings may have)
+        graph = defs.resolve_asset_graph()
+        selection = [k for k in graph.materializable_asset_keys if not graph.get(k).is_partitioned]
     try:
         return job.execute_in_process(
             run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
             instance=instance,
             raise_on_error=raise_on_error,
+            tags=range_tags(stale),
+            asset_selection=selection,
         )
     finally:  # a run that failed before publishing still held the output lock
-        root = DocgraphConfig(config_path=config_path, output_dir=output_dir).settings().output_dir
-        lock.release(root)
+        lock.release(settings.output_dir)
+
+
+__all__ = ["run_index", "stale_shards"]

@@ -1,4 +1,5 @@
-"""Semantic layer: chunks -> triplets -> entities/relationships -> communities -> reports."""
+"""Semantic layer: chunks -> triplets (per document shard) -> entities/relationships ->
+communities -> reports (over the whole corpus)."""
 
 import json
 import time
@@ -15,7 +16,7 @@ from dagster import (
 )
 
 from assets.metadata import counts_md, frame_metadata
-from assets.structure import failures_md
+from assets.shards import SHARD_POLICY, run_shards, shard_partitions, specs
 from pipeline import store
 from pipeline.chunking import chunk_structured
 from pipeline.communities import hierarchical_leiden, next_state, plan_communities
@@ -29,108 +30,111 @@ from pipeline.summarize_llm import summarize_descriptions
 from resources import DocgraphConfig, EmbedderResource, LlmResource
 from resources.output import run_dir
 
+CHUNK_TABLES = {
+    "chunks": "Token-sized chunks inside sections, content-anchored, citing nodes and pages.",
+    "chunk_failures": "Documents whose chunking failed: reason, and the fallback they got.",
+}
+EXTRACTION_TABLES = {
+    "extracted_entities": "Raw entity mentions per text unit.",
+    "extracted_relationships": "Raw relations per text unit.",
+    "extraction_failures": "Text units whose extraction failed, and why.",
+}
+
+
+def chunks_asset(n_shards: int):
+    @multi_asset(
+        name="chunks",
+        specs=specs("semantic", CHUNK_TABLES, ["documents", "sections", "content_nodes"]),
+        partitions_def=shard_partitions(n_shards),
+        backfill_policy=SHARD_POLICY,
+    )
+    def chunks(
+        context: AssetExecutionContext, docgraph: DocgraphConfig, embedder: EmbedderResource
+    ):
+        settings = docgraph.settings().chunking
+        folder = run_dir(docgraph, context)
+        emb = embedder.get() if settings.method == "semantic" else None
+        tokens = {"tokens_total": 0, "tokens_max": 0, "failures": 0}
+
+        def chunk(key: str) -> dict[str, pl.DataFrame]:
+            rows: list[dict] = []
+            df = chunk_structured(
+                store.read_shard(folder, "documents", key),
+                store.read_shard(folder, "sections", key),
+                store.read_shard(folder, "content_nodes", key),
+                settings,
+                emb,
+                rows,
+            )
+            n_tokens = df.get_column("n_tokens")
+            tokens["tokens_total"] += int(n_tokens.sum() or 0)
+            tokens["tokens_max"] = max(tokens["tokens_max"], int(n_tokens.max() or 0))
+            tokens["failures"] += len(rows)
+            return {"chunks": df, "chunk_failures": failures_frame(rows, "chunk_failures")}
+
+        yield from run_shards(
+            context, folder, CHUNK_TABLES, chunk, lambda: {**tokens, "method": settings.method}
+        )
+
+    return chunks
+
+
+def extraction_asset(n_shards: int):
+    @multi_asset(
+        name="extracted_graph",
+        specs=specs("semantic", EXTRACTION_TABLES, ["chunks"]),
+        partitions_def=shard_partitions(n_shards),
+        backfill_policy=SHARD_POLICY,
+    )
+    def extracted_graph(context: AssetExecutionContext, docgraph: DocgraphConfig, llm: LlmResource):
+        settings = docgraph.settings()
+        folder = run_dir(docgraph, context)
+        client = llm.get() if llm_mode(settings) else None
+        if client is not None:
+            extraction = settings.extraction.model_copy(update={"extractor": "llm"})
+            extractor = get_extractor(extraction, llm=client)
+        else:
+            extractor = get_extractor(settings.extraction)
+        before = client.metadata() if client is not None else {}
+        by_type: dict[str, int] = {}
+        reasons: dict[str, str] = {}
+
+        def extract(key: str) -> dict[str, pl.DataFrame]:
+            ents, rels, failures = extract_resilient(
+                extractor, store.read_shard(folder, "chunks", key)
+            )
+            context.log.info(f"shard {key}: {ents.height} mentions, {rels.height} relations")
+            for row in failures.iter_rows(named=True):
+                context.log.warning(
+                    f"extraction failed for unit {row['text_unit_id']}: {row['reason']}"
+                )
+                reasons[row["text_unit_id"]] = row["reason"]
+            for kind, count in ents.group_by("type").len().iter_rows():
+                by_type[kind] = by_type.get(kind, 0) + count
+            return {
+                "extracted_entities": ents,
+                "extracted_relationships": rels,
+                "extraction_failures": failures,
+            }
+
+        def metadata() -> dict:
+            llm_meta = _llm_delta(before, client.metadata()) if client is not None else {}
+            return {
+                "extractor": extractor.name,
+                "by_type": counts_md(
+                    dict(sorted(by_type.items(), key=lambda kv: -kv[1])), ("type", "mentions")
+                ),
+                "failures": counts_md(dict(list(reasons.items())[:100]), ("unit", "reason")),
+                **llm_meta,
+            }
+
+        yield from run_shards(context, folder, EXTRACTION_TABLES, extract, metadata)
+
+    return extracted_graph
+
 
 @multi_asset(
-    outs={
-        "chunks": AssetOut(
-            description="Token-sized chunks inside sections, content-anchored, citing nodes "
-            "and pages."
-        ),
-        "chunk_failures": AssetOut(
-            description="Documents whose chunking failed: reason, and the fallback they got."
-        ),
-    },
-    group_name="semantic",
-)
-def chunks(
-    docgraph: DocgraphConfig,
-    embedder: EmbedderResource,
-    documents: pl.DataFrame,
-    sections: pl.DataFrame,
-    content_nodes: pl.DataFrame,
-):
-    started = time.perf_counter()
-    settings = docgraph.settings().chunking
-    emb = embedder.get() if settings.method == "semantic" else None
-    rows: list[dict] = []
-    df = chunk_structured(documents, sections, content_nodes, settings, emb, rows)
-    failures = failures_frame(rows, "chunk_failures")
-    tokens = df.get_column("n_tokens")
-    yield Output(
-        df,
-        output_name="chunks",
-        metadata=frame_metadata(
-            df,
-            started,
-            tokens_total=int(tokens.sum() or 0),
-            tokens_mean=float(tokens.mean() or 0.0),
-            tokens_max=int(tokens.max() or 0),
-            method=settings.method,
-            failures=failures.height,
-        ),
-    )
-    yield Output(
-        failures,
-        output_name="chunk_failures",
-        metadata=frame_metadata(failures, started, failures=failures_md(failures)),
-    )
-
-
-@multi_asset(
-    outs={
-        "extracted_entities": AssetOut(description="Raw entity mentions per text unit."),
-        "extracted_relationships": AssetOut(description="Raw relations per text unit."),
-        "extraction_failures": AssetOut(description="Text units whose extraction failed, and why."),
-    },
-    group_name="semantic",
-)
-def extracted_graph(
-    context: AssetExecutionContext, docgraph: DocgraphConfig, llm: LlmResource, chunks: pl.DataFrame
-):
-    started = time.perf_counter()
-    settings = docgraph.settings()
-    client = llm.get() if llm_mode(settings) else None
-    if client is not None:
-        extraction = settings.extraction.model_copy(update={"extractor": "llm"})
-        extractor = get_extractor(extraction, llm=client)
-    else:
-        extractor = get_extractor(settings.extraction)
-    llm_meta = client.metadata() if client is not None else {}
-    ents, rels, failures = extract_resilient(extractor, chunks)
-    if client is not None:
-        llm_meta = _llm_delta(llm_meta, client.metadata())
-    context.log.info(f"{extractor.name}: {ents.height} mentions, {rels.height} relations")
-    for row in failures.iter_rows(named=True):
-        context.log.warning(f"extraction failed for unit {row['text_unit_id']}: {row['reason']}")
-    by_type = dict(ents.group_by("type").len().sort("len", descending=True).iter_rows())
-    yield Output(
-        ents,
-        output_name="extracted_entities",
-        metadata=frame_metadata(
-            ents,
-            started,
-            extractor=extractor.name,
-            by_type=counts_md(by_type, ("type", "mentions")),
-            **llm_meta,
-        ),
-    )
-    yield Output(
-        rels, output_name="extracted_relationships", metadata=frame_metadata(rels, started)
-    )
-    yield Output(
-        failures,
-        output_name="extraction_failures",
-        metadata=frame_metadata(
-            failures,
-            started,
-            reasons=counts_md(
-                dict(failures.select("text_unit_id", "reason").iter_rows()), ("unit", "reason")
-            ),
-        ),
-    )
-
-
-@multi_asset(
+    deps=["chunks", "extracted_entities", "extracted_relationships"],
     outs={
         "entities": AssetOut(description="Merged entities: normalised titles, aliases, summaries."),
         "relationships": AssetOut(description="Merged relationships between entities."),
@@ -141,15 +145,13 @@ def extracted_graph(
     },
     group_name="semantic",
 )
-def graph(
-    docgraph: DocgraphConfig,
-    llm: LlmResource,
-    chunks: pl.DataFrame,
-    extracted_entities: pl.DataFrame,
-    extracted_relationships: pl.DataFrame,
-):
+def graph(context: AssetExecutionContext, docgraph: DocgraphConfig, llm: LlmResource):
     started = time.perf_counter()
     settings = docgraph.settings()
+    folder = run_dir(docgraph, context)
+    chunks = store.read_table(folder, "chunks")
+    extracted_entities = store.read_table(folder, "extracted_entities")
+    extracted_relationships = store.read_table(folder, "extracted_relationships")
     ents, rels, units = merge_graph(
         extracted_entities, extracted_relationships, chunks, settings.graph
     )

@@ -1,14 +1,19 @@
-"""The structure layer: sections, content nodes and structure edges of every document."""
+"""The structure layer: sections, content nodes and edges of every document, shard by
+shard; links between documents are resolved once every shard is parsed (structure_edges)."""
 
 import time
 
 import polars as pl
-from dagster import AssetExecutionContext, AssetOut, MetadataValue, Output, multi_asset
+from dagster import AssetExecutionContext, MetadataValue, Output, asset, multi_asset
 
 from assets.metadata import counts_md, frame_metadata, markdown_preview
+from assets.shards import SHARD_POLICY, run_shards, shard_partitions, specs
+from pipeline import schemas, store
 from pipeline.failures import failures_frame
 from pipeline.structure import build_structure
+from pipeline.structure.links import resolve_link_table
 from resources import DocgraphConfig
+from resources.output import run_dir
 
 
 def link_resolution(edges: pl.DataFrame) -> dict[str, float | int]:
@@ -18,70 +23,102 @@ def link_resolution(edges: pl.DataFrame) -> dict[str, float | int]:
     return {"links": links.height, "links_resolved": resolved, "link_resolution_rate": rate}
 
 
-@multi_asset(
-    outs={
-        "sections": AssetOut(description="Section tree of every document (DOCUMENT root)."),
-        "content_nodes": AssetOut(description="Paragraphs, headings, tables, notes… in order."),
-        "structure_edges": AssetOut(description="Links, notes, captions, continuations."),
-        "structure_failures": AssetOut(
-            description="Documents whose parser failed: reason, and the fallback they got."
-        ),
-    },
-    deps=["documents"],
+TABLES = {
+    "sections": "Section tree of every document (DOCUMENT root).",
+    "content_nodes": "Paragraphs, headings, tables, notes… in order.",
+    "document_edges": "Edges within each document: notes, captions, continuations, "
+    "cross-references.",
+    "document_links": "Links as their parser found them, resolved by structure_edges.",
+    "structure_failures": "Documents whose parser failed: reason, and the fallback they got.",
+}
+
+
+def structure_asset(n_shards: int):
+    @multi_asset(
+        name="document_structure",
+        specs=specs("structure", TABLES, ["documents"]),
+        partitions_def=shard_partitions(n_shards),
+        backfill_policy=SHARD_POLICY,
+    )
+    def document_structure(context: AssetExecutionContext, docgraph: DocgraphConfig):
+        settings = docgraph.settings()
+        folder = run_dir(docgraph, context)
+        stats: dict[str, float] = {}
+        notes: list[str] = []
+        node_types: dict[str, int] = {}
+
+        def parse(key: str) -> dict[str, pl.DataFrame]:
+            rows: list[dict] = []
+            links: list[dict] = []
+            documents = store.read_shard(folder, "documents", key)
+            sections, nodes, edges, warnings = build_structure(
+                documents, settings.input_dir, settings.structure, stats, rows, links
+            )
+            for path, found in warnings.items():
+                for note in found:
+                    context.log.warning(f"{path}: {note}")
+                notes.append(f"- {path}: {'; '.join(found)}")
+            for kind, count in nodes.group_by("node_type").len().iter_rows():
+                node_types[kind] = node_types.get(kind, 0) + count
+            return {
+                "sections": sections,
+                "content_nodes": nodes,
+                "document_edges": edges,
+                "document_links": pl.from_arrow(
+                    schemas.pa.Table.from_pylist(links, schema=schemas.DOCUMENT_LINKS)
+                ),
+                "structure_failures": failures_frame(rows, "structure_failures"),
+            }
+
+        yield from run_shards(
+            context,
+            folder,
+            TABLES,
+            parse,
+            lambda: {
+                "warnings": MetadataValue.md("\n".join(notes[:200]) or "none"),
+                "by_type": counts_md(
+                    dict(sorted(node_types.items(), key=lambda kv: -kv[1])), ("type", "nodes")
+                ),
+                "pdf_tables": settings.structure.pdf_tables,
+                **{k: round(v, 3) for k, v in stats.items()},
+            },
+        )
+
+    return document_structure
+
+
+@asset(
+    deps=["documents", "sections", "document_edges", "document_links"],
     group_name="structure",
+    description="Every structure edge: within documents, and links resolved across all shards.",
 )
-def document_structure(
-    context: AssetExecutionContext, docgraph: DocgraphConfig, documents: pl.DataFrame
-):
+def structure_edges(
+    context: AssetExecutionContext, docgraph: DocgraphConfig
+) -> Output[pl.DataFrame]:
     started = time.perf_counter()
-    settings = docgraph.settings()
-    stats: dict[str, float] = {}
-    rows: list[dict] = []
-    sections, nodes, edges, warnings = build_structure(
-        documents, settings.input_dir, settings.structure, stats, rows
+    folder = run_dir(docgraph, context)
+    links = store.read_table(folder, "document_links")
+    resolved = resolve_link_table(
+        store.read_table(folder, "documents", ["id", "source_path", "title"]),
+        store.read_table(folder, "sections") if links.height else schemas.empty("sections"),
+        links,
     )
-    failures = failures_frame(rows, "structure_failures")
-    for path, notes in warnings.items():
-        for note in notes:
-            context.log.warning(f"{path}: {note}")
-    node_types = dict(nodes.group_by("node_type").len().sort("len", descending=True).iter_rows())
+    edges = pl.concat(
+        [
+            store.read_table(folder, "document_edges"),
+            pl.from_arrow(schemas.pa.Table.from_pylist(resolved, schema=schemas.STRUCTURE_EDGES)),
+        ]
+    )
     edge_types = dict(edges.group_by("type").len().sort("len", descending=True).iter_rows())
-    yield Output(
-        sections,
-        output_name="sections",
-        metadata=frame_metadata(
-            sections,
-            started,
-            warnings=MetadataValue.md(
-                "\n".join(f"- {p}: {'; '.join(w)}" for p, w in warnings.items()) or "none"
-            ),
-        ),
-    )
-    yield Output(
-        nodes,
-        output_name="content_nodes",
-        metadata=frame_metadata(
-            nodes,
-            started,
-            by_type=counts_md(node_types, ("type", "nodes")),
-            pdf_tables=settings.structure.pdf_tables,
-            **{k: round(v, 3) for k, v in stats.items()},
-        ),
-    )
-    yield Output(
+    return Output(
         edges,
-        output_name="structure_edges",
         metadata=frame_metadata(
             edges,
             started,
             by_type=counts_md(edge_types, ("type", "edges")),
             **link_resolution(edges),
         ),
-    )
-    yield Output(
-        failures,
-        output_name="structure_failures",
-        metadata=frame_metadata(failures, started, failures=failures_md(failures)),
     )
 
 

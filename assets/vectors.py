@@ -17,8 +17,10 @@ from dagster import (
 )
 
 from assets.metadata import frame_metadata
+from assets.shards import SHARD_POLICY, shard_partitions
+from pipeline import store
 from pipeline.structure.same_topic import same_topic_edges as build_same_topic_edges
-from pipeline.vectors import build_vector_table, read_vectors
+from pipeline.vectors import build_vector_table, embedding_text, read_vectors
 from resources import DocgraphConfig, EmbedderResource
 from resources.output import run_dir
 
@@ -46,6 +48,40 @@ def _materialize(
             "elapsed_s": round(time.perf_counter() - started, 3),
         }
     )
+
+
+def chunk_embeddings_asset(n_shards: int) -> AssetsDefinition:
+    @asset(
+        name="chunk_embeddings",
+        deps=["chunks"],
+        partitions_def=shard_partitions(n_shards),
+        backfill_policy=SHARD_POLICY,
+        group_name="vectors",
+        description="Each shard's chunks embedded into the embedding cache (cache/embeddings), "
+        "from which the text_units vector table and the derived vectors are built.",
+    )
+    def chunk_embeddings(
+        context: AssetExecutionContext, docgraph: DocgraphConfig, embedder: EmbedderResource
+    ) -> MaterializeResult:
+        started = time.perf_counter()
+        folder = run_dir(docgraph, context)
+        emb = embedder.get()
+        for key in context.partition_keys:
+            chunks = store.read_shard(folder, "chunks", key)
+            emb.embed(embedding_text("text_units", chunks))
+        elapsed = time.perf_counter() - started
+        return MaterializeResult(
+            metadata={
+                "model": emb.model_id,
+                "embedded": emb.misses,
+                "cache_hits": emb.hits,
+                "shards": len(context.partition_keys),
+                "elapsed_s": round(elapsed, 3),
+                "texts_per_s": round((emb.hits + emb.misses) / max(elapsed, 1e-9), 1),
+            }
+        )
+
+    return chunk_embeddings
 
 
 def _vector_asset(source: str, after: list[str]) -> AssetsDefinition:
@@ -134,7 +170,7 @@ def same_topic_edges(
 
 
 vector_assets = [
-    _vector_asset("text_units", []),
+    _vector_asset("text_units", ["chunk_embeddings"]),
     _vector_asset("entities", ["text_units_vectors"]),
     _vector_asset("relationships", ["text_units_vectors", "entities_vectors"]),
     community_reports_vectors,

@@ -93,6 +93,19 @@ STRUCTURE_EDGES = pa.schema(
     ]
 )
 
+# A link as its parser found it, before resolution across every shard's documents.
+DOCUMENT_LINKS = pa.schema(
+    [
+        ("document_id", _str),
+        ("source_id", _str),  # the content node (or section) holding the link
+        ("href", _str),
+        ("text", _str),
+        ("kind", _str),  # inline, reference, wikilink, object, autoref
+        ("type", _str),  # edge type when not REFERS_TO (REIFIES)
+        ("line", _i64),
+    ]
+)
+
 REJECTED_DOCUMENTS = pa.schema(
     [
         ("source_path", _str),
@@ -245,7 +258,9 @@ TABLES: dict[str, pa.Schema] = {
     "rejected_documents": REJECTED_DOCUMENTS,
     "sections": SECTIONS,
     "content_nodes": CONTENT_NODES,
-    "structure_edges": STRUCTURE_EDGES,
+    "document_edges": STRUCTURE_EDGES,  # per shard: edges within documents
+    "document_links": DOCUMENT_LINKS,  # per shard: links to resolve across the corpus
+    "structure_edges": STRUCTURE_EDGES,  # document_edges + every resolved link
     "structure_failures": DOCUMENT_FAILURES,  # documents whose parser fell back
     "same_topic_edges": STRUCTURE_EDGES,  # SAME_TOPIC edges, computed from embeddings later
     "chunks": TEXT_UNITS,  # text units before extraction fills entity/relationship ids

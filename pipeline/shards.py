@@ -13,11 +13,14 @@ chunk size re-runs every shard while a changed report setting re-runs none.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from pipeline.config import Settings
-from pipeline.ingest.walk import walk_input
+from pipeline.files import atomic_write_text
+from pipeline.ingest.walk import Entry, walk_input
 
 
 def shard_keys(n: int) -> list[str]:
@@ -47,25 +50,39 @@ def stage_settings_digest(settings: Settings) -> str:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:16]
 
 
+def by_shard(entries: Iterable[Entry], n: int) -> dict[str, list[Entry]]:
+    """A walk's entries grouped by shard, every shard present."""
+    groups: dict[str, list[Entry]] = {key: [] for key in shard_keys(n)}
+    for e in entries:
+        groups[shard_of(e.rel, n)].append(e)
+    return groups
+
+
 def fingerprints(
-    input_dir: str | Path, exclude: Iterable[str | Path], n: int, salt: str = ""
+    input_dir: str | Path,
+    exclude: Iterable[str | Path],
+    n: int,
+    salt: str = "",
+    entries: Iterable[Entry] | None = None,
 ) -> dict[str, str]:
-    """Shard key -> fingerprint of its files, for every shard (an empty one too)."""
+    """Shard key -> fingerprint of its files, for every shard (an empty one too); from
+    `entries` when the folder was just walked."""
     hashes = {key: hashlib.sha256(salt.encode("utf-8")) for key in shard_keys(n)}
     root = Path(input_dir)
-    if root.is_dir():
-        for e in walk_input(root, exclude):
-            if e.hidden:
+    if entries is None:
+        entries = walk_input(root, exclude) if root.is_dir() else []
+    for e in entries:
+        if e.hidden:
+            continue
+        if e.path is None:
+            line = f"{e.rel}\x1f{e.reason}\n"
+        else:
+            try:
+                st = e.path.stat()
+            except OSError:  # deleted since the walk: the next poll sees it gone
                 continue
-            if e.path is None:
-                line = f"{e.rel}\x1f{e.reason}\n"
-            else:
-                try:
-                    st = e.path.stat()
-                except OSError:  # deleted since the walk: the next poll sees it gone
-                    continue
-                line = f"{e.rel}\x1f{st.st_size}\x1f{st.st_mtime_ns}\n"
-            hashes[shard_of(e.rel, n)].update(line.encode("utf-8"))
+            line = f"{e.rel}\x1f{st.st_size}\x1f{st.st_mtime_ns}\n"
+        hashes[shard_of(e.rel, n)].update(line.encode("utf-8"))
     return {key: h.hexdigest()[:32] for key, h in hashes.items()}
 
 
@@ -73,3 +90,32 @@ def changed(previous: dict[str, str] | None, current: dict[str, str]) -> list[st
     """Shards whose fingerprint differs from `previous` (all of them without one)."""
     previous = previous or {}
     return sorted(k for k, fp in current.items() if previous.get(k) != fp)
+
+
+STATE_FILE = "shards.json"  # in a version: the shard count and each shard's fingerprint
+
+
+def read_state(folder: str | Path) -> dict[str, Any]:
+    """The shard state of a version folder ({} when it has none: every shard is new)."""
+    try:
+        state = json.loads((Path(folder) / STATE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def write_state(folder: str | Path, n: int, done: dict[str, str]) -> None:
+    """Record the fingerprints of the shards a run indexed (`done`) into the run's folder;
+    the other shards keep theirs (a different shard count starts the record over)."""
+    state = read_state(folder)
+    previous = state.get("fingerprints", {}) if state.get("count") == n else {}
+    state = {"count": n, "fingerprints": {**previous, **done}}
+    atomic_write_text(Path(folder) / STATE_FILE, json.dumps(state, indent=1, sort_keys=True))
+
+
+def stale_shards(folder: str | Path, current: dict[str, str]) -> list[str]:
+    """The shards of `current` (fingerprints now) that the index in `folder` does not hold
+    as they are now: added, edited or deleted files, or new stage settings."""
+    state = read_state(folder)
+    previous = state.get("fingerprints") if state.get("count") == len(current) else None
+    return changed(previous, current)

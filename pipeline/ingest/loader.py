@@ -14,8 +14,7 @@ import polars as pl
 
 from pipeline import schemas
 from pipeline.ids import sha256_hex, stable_id
-from pipeline.ingest.walk import check_input_folder, walk_input
-from pipeline.shards import shard_of
+from pipeline.ingest.walk import Entry, check_input_folder, walk_input
 
 
 class LoadError(Exception):
@@ -66,25 +65,24 @@ def load_bytes(path: Path, data: bytes) -> LoadedDoc:
 
 
 def load_folder(
-    input_dir: str | Path,
-    exclude: Iterable[str | Path] = (),
-    shard: str | None = None,
-    n_shards: int = 1,
+    input_dir: str | Path, exclude: Iterable[str | Path] = ()
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(documents, rejected_documents) frames with exactly schemas.DOCUMENTS / REJECTED_DOCUMENTS
-    columns, of every file or only of the files in document shard `shard` of `n_shards`
-    (pipeline.shards). A document's id hashes its relative path and its bytes (`sha256`):
+    columns. A document's id hashes its relative path and its bytes (`sha256`):
     an edit or a move is a new document, and identical copies at two paths are two
     documents (shards are loaded apart, so a copy elsewhere is unknown here). Nothing outside the
     input folder is read, nor the `exclude` folders inside it (see walk.py). A missing or
     empty folder raises InputFolderError."""
     root = check_input_folder(input_dir, exclude)
+    return load_entries(root, walk_input(root, exclude))
+
+
+def load_entries(root: Path, entries: Iterable[Entry]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`load_folder` over some entries of a walk of `root` (one document shard's)."""
     docs: list[dict[str, Any]] = []
     rejected: list[dict[str, Any]] = []
-    for entry in walk_input(root, exclude):
+    for entry in entries:
         rel, path = entry.rel, entry.path
-        if shard is not None and shard_of(rel, n_shards) != shard:
-            continue
         if path is None:
             rejected.append(_rejected_row(rel, "", 0, entry.reason))
             continue

@@ -106,15 +106,24 @@ def build_structure(
     settings: StructureSettings | None = None,
     stats: dict[str, float] | None = None,
     failures: list[dict[str, Any]] | None = None,
+    links: list[dict[str, Any]] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict[str, list[str]]]:
     """(sections, content_nodes, structure_edges, warnings by source_path); parsers' run
     statistics (e.g. PDF parse and table-detection seconds) are summed into `stats`, and
-    documents that needed a fallback are appended to `failures` (DOCUMENT_FAILURES rows)."""
-    from pipeline.structure.links import resolve_links
+    documents that needed a fallback are appended to `failures` (DOCUMENT_FAILURES rows).
+
+    Links between documents are resolved among `documents`, or, when a `links` list is
+    given (one shard of a corpus), appended to it as DOCUMENT_LINKS rows for
+    `links.resolve_link_table` to resolve once every shard is parsed."""
+    from pipeline.structure.links import link_rows, resolve_links
 
     root = Path(input_dir) if input_dir is not None else None
     docs = [parse_document(d, root, settings, failures) for d in documents.iter_rows(named=True)]
-    link_edges = resolve_links(docs)
+    if links is None:
+        link_edges = resolve_links(docs)
+    else:
+        links.extend(link_rows(docs))
+        link_edges = []
     sections = [s for d in docs for s in d.sections]
     nodes = [n for d in docs for n in d.nodes]
     edges = [e for d in docs for e in (*d.edges, *_cross_references(d, failures))] + link_edges

@@ -22,6 +22,8 @@ import re
 from typing import Any
 from urllib.parse import unquote
 
+import polars as pl
+
 from pipeline.structure.model import DocStructure, slugify
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
@@ -194,4 +196,44 @@ def resolve_links(docs: list[DocStructure]) -> list[dict[str, Any]]:
     for d in docs:
         for link in d.links:
             edges.append(_resolve(corpus, d, link))
+    return edges
+
+
+_LINK_KEYS = ("source_id", "href", "text", "kind", "type", "line")
+
+
+def link_rows(docs: list[DocStructure]) -> list[dict[str, Any]]:
+    """The documents' links, unresolved, as DOCUMENT_LINKS rows (one shard's part)."""
+    return [
+        {"document_id": d.document_id, **{k: link.get(k) for k in _LINK_KEYS}}
+        for d in docs
+        for link in d.links
+    ]
+
+
+def resolve_link_table(
+    documents: pl.DataFrame, sections: pl.DataFrame, links: pl.DataFrame
+) -> list[dict[str, Any]]:
+    """`resolve_links` over tables: every shard's DOCUMENT_LINKS rows against the sections
+    of the whole corpus (only the columns resolution reads; nothing when there are no links)."""
+    if links.is_empty():
+        return []
+    by_doc: dict[str, list[dict[str, Any]]] = {}
+    cols = ["id", "document_id", "parent_id", "component_type", "title", "uri", "metadata"]
+    for row in sections.select(cols).iter_rows(named=True):
+        rows = by_doc.setdefault(row["document_id"], [])
+        rows.insert(0, row) if row["parent_id"] is None else rows.append(row)  # root first
+    docs = {
+        d["id"]: DocStructure(d["id"], d["source_path"], d["title"] or "", sections=by_doc[d["id"]])
+        for d in documents.select("id", "source_path", "title").iter_rows(named=True)
+        if d["id"] in by_doc
+    }
+    corpus = _Corpus(list(docs.values()))
+    edges = []
+    for row in links.iter_rows(named=True):
+        src = docs.get(row["document_id"])
+        if src is None:
+            continue
+        link = {k: v for k, v in row.items() if k in _LINK_KEYS and v is not None}
+        edges.append(_resolve(corpus, src, link))
     return edges

@@ -1,0 +1,100 @@
+"""Document shards as Dagster partitions: the per-document stages run shard by shard.
+
+Load, structure, chunking, extraction and text-unit embeddings are partitioned by
+document shard (pipeline.shards); the corpus-wide tail (links across documents, merge,
+SAME_TOPIC, communities, reports, the vector tables) is not, and reads every shard's
+files. A run targets a range of shards in one step per stage (a single-run backfill
+policy: one process keeps the embedding model and the LLM client for every shard), and
+each shard's tables are files of their own (`<table>/<shard>.parquet`, pipeline.store),
+so the shards outside the range keep the rows of the version the run started from.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from dagster import (
+    AssetExecutionContext,
+    AssetSpec,
+    BackfillPolicy,
+    MaterializeResult,
+    StaticPartitionsDefinition,
+)
+
+from pipeline import store
+from pipeline.shards import shard_keys
+
+RANGE_START = "dagster/asset_partition_range_start"
+RANGE_END = "dagster/asset_partition_range_end"
+SHARD_POLICY = BackfillPolicy.single_run()
+
+
+def shard_partitions(n: int) -> StaticPartitionsDefinition:
+    return StaticPartitionsDefinition(shard_keys(n))
+
+
+def range_tags(keys: Iterable[str]) -> dict[str, str]:
+    """Run tags that make a run of the index job cover the shards from min to max of `keys`."""
+    keys = sorted(keys)
+    return {RANGE_START: keys[0], RANGE_END: keys[-1]} if keys else {}
+
+
+def covers_all_shards(tags: dict[str, str], n: int) -> bool:
+    """Whether a run with these tags ran every shard (no range tags: a single-shard run
+    carries `dagster/partition`)."""
+    keys = shard_keys(n)
+    if RANGE_START in tags:
+        return tags[RANGE_START] == keys[0] and tags.get(RANGE_END) == keys[-1]
+    return "dagster/partition" not in tags or n == 1
+
+
+def specs(group: str, tables: dict[str, str], deps: list[str]) -> list[AssetSpec]:
+    return [
+        AssetSpec(name, description=text, group_name=group, deps=deps)
+        for name, text in tables.items()
+    ]
+
+
+def run_shards(
+    context: AssetExecutionContext,
+    folder: Path,
+    tables: Iterable[str],
+    work: Callable[[str], dict[str, pl.DataFrame]],
+    extra: Callable[[], dict[str, Any]] = dict,
+) -> list[MaterializeResult]:
+    """Run `work(shard)` for every shard of the run's range and write the frames it returns
+    as those shards' files of each table; one materialization per table, with the rows the
+    range holds now and per-shard timing."""
+    started = time.perf_counter()
+    tables = list(tables)
+    keys = context.partition_keys
+    rows = dict.fromkeys(tables, 0)
+    for key in keys:
+        frames = work(key)
+        for name in tables:
+            store.write_shard(folder, name, key, frames[name])
+            rows[name] += frames[name].height
+    all_keys = context.assets_def.partitions_def.get_partition_keys()
+    for name in tables:
+        for gone in store.retain_shards(folder, name, all_keys):
+            context.log.info(f"{name}: removed shard {gone} (shard count changed)")
+    elapsed = round(time.perf_counter() - started, 3)
+    meta = extra()
+    return [
+        MaterializeResult(
+            asset_key=name,
+            metadata={
+                "rows_in_range": rows[name],
+                "shards": len(keys),
+                "shard_range": f"{keys[0]}..{keys[-1]}" if keys else "none",
+                "elapsed_s": elapsed,
+                "s_per_shard": round(elapsed / max(1, len(keys)), 3),
+                **meta,
+            },
+        )
+        for name in tables
+    ]
