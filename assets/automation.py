@@ -14,6 +14,8 @@ from dagster import (
     sensor,
 )
 
+from assets.run import stale_shards
+from assets.shards import range_tags
 from pipeline.ingest import (
     InputFolderError,
     check_input_folder,
@@ -38,7 +40,8 @@ index_nightly = ScheduleDefinition(
     job_name=INDEX_JOB,
     minimum_interval_seconds=60,
     default_status=DefaultSensorStatus.STOPPED,
-    description="Index again when a file under the input folder is added, edited or deleted.",
+    description="Index again when a file under the input folder is added, edited or deleted: "
+    "a run of the changed document shards, then the corpus-wide tail.",
 )
 def input_folder_changed(context: SensorEvaluationContext, docgraph: DocgraphConfig):
     settings = docgraph.settings()
@@ -47,8 +50,18 @@ def input_folder_changed(context: SensorEvaluationContext, docgraph: DocgraphCon
         check_input_folder(settings.input_dir, own)
     except InputFolderError as exc:
         return SkipReason(str(exc))
+    # compared with the published version, not with the last request: a run that failed is
+    # asked for again once the folder changes again (the run key stops exact repeats)
+    stale = stale_shards(settings)
+    if not stale:
+        return SkipReason(f"input folder unchanged ({settings.storage.shards} shards)")
     fingerprint, n_files = folder_fingerprint(settings.input_dir, own)
-    if fingerprint == (context.cursor or ""):
-        return SkipReason(f"input folder unchanged ({n_files} files)")
     context.update_cursor(fingerprint)
-    return RunRequest(run_key=fingerprint, tags={"docgraph/input_files": str(n_files)})
+    return RunRequest(
+        run_key=fingerprint,
+        tags={
+            **range_tags(stale),
+            "docgraph/input_files": str(n_files),
+            "docgraph/changed_shards": ",".join(stale),
+        },
+    )

@@ -29,7 +29,7 @@ def documents_asset(n_shards: int):
         own = own_folders(settings.output_dir)
         root = check_input_folder(settings.input_dir, own)  # missing/empty: the run stops
         entries = walk_input(root, own)
-        n = settings.storage.shards
+        n = n_shards
         groups = shards.by_shard(entries, n)
         # fingerprinted before reading: a file edited meanwhile is seen as changed next time
         prints = shards.fingerprints(

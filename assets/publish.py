@@ -41,11 +41,9 @@ def published_index_asset(upstream: list):
         manifest = store.publish(
             settings.output_dir, context.run.run_id, keep=settings.storage.keep_versions
         )
-        # a run that recomputed every stage used every cache entry its version needs: the
-        # LLM cache entries no kept version used (deleted documents' answers) can go
-        selection = context.run.asset_selection
-        full_run = not selection or set(upstream) <= set(selection)  # empty: the whole job
-        swept = store.sweep_cache(settings.output_dir) if full_run else 0
+        # the LLM cache entries no kept version used (deleted documents' answers) can go: the
+        # tail refreshed the ones it used, each shard recorded the ones its rows came from
+        swept = store.sweep_cache(settings.output_dir)
         lock.release(settings.output_dir)
         pruned = sorted(before - set(store.versions(settings.output_dir)))
         return MaterializeResult(

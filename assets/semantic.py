@@ -99,10 +99,15 @@ def extraction_asset(n_shards: int):
         by_type: dict[str, int] = {}
         reasons: dict[str, str] = {}
 
+        cache = client.cache if client is not None else None
+
         def extract(key: str) -> dict[str, pl.DataFrame]:
+            first = len(cache.used) if cache is not None else 0
             ents, rels, failures = extract_resilient(
                 extractor, store.read_shard(folder, "chunks", key)
             )
+            if cache is not None:  # kept by the cache sweep while this shard's rows are
+                store.record_cache_keys(folder, key, cache.used[first:])
             context.log.info(f"shard {key}: {ents.height} mentions, {rels.height} relations")
             for row in failures.iter_rows(named=True):
                 context.log.warning(

@@ -204,6 +204,7 @@ class DiskCache:
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
+        self.used: list[str] = []  # keys read or written, in order: what a shard's run used
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
@@ -219,11 +220,13 @@ class DiskCache:
             return None
         with contextlib.suppress(OSError):
             os.utime(path)
+        self.used.append(key)
         return entry
 
     def put(self, key: str, entry: dict) -> None:
         text = json.dumps(entry, ensure_ascii=False, sort_keys=True)
         atomic_write_text(self.path(key), text, fsync=True)
+        self.used.append(key)
 
 
 def cache_key(model: str, messages: list[dict], params: dict[str, Any]) -> str:

@@ -48,6 +48,7 @@ STAGING_DIR = "staging"
 RUN_MARKER = ".run.json"  # in staging: which run it belongs to, when it started
 VERSION_INFO = "version.json"  # in a version: its manifest
 LLM_CACHE_DIRS = ("cache/llm", "cache/llm_memo")  # per-entry files, refreshed on every hit
+LLM_KEYS_DIR = "llm_keys"  # in a version: <shard>.txt, the LLM cache keys the shard used
 FORMAT = 1
 # Lance's Rust logger warns on every first write of a table; keep real errors only. Read
 # when lancedb is first imported, which happens after this module is.
@@ -216,23 +217,34 @@ def prune(root: str | Path, keep: int) -> list[str]:
     return doomed
 
 
+def record_cache_keys(folder: str | Path, shard: str, keys: list[str]) -> None:
+    """Record the LLM cache keys shard `shard`'s extraction used in the run's `folder`: a
+    later run that skips the shard keeps them (sweep_cache), its version still uses them."""
+    text = "\n".join(sorted(set(keys)))
+    atomic_write_text(Path(folder) / LLM_KEYS_DIR / f"{shard}.txt", text + "\n" if text else "")
+
+
 def sweep_cache(root: str | Path) -> int:
-    """Delete LLM cache and memo entries that no kept version's run used (a hit refreshes an
-    entry's mtime: pipeline.llm.DiskCache): they hold answers drawn from documents since
-    deleted or edited. Returns how many went; none when a kept version's start is unknown."""
+    """Delete LLM cache and memo entries that no kept version used: neither refreshed by a
+    kept version's run (a hit refreshes an entry's mtime: pipeline.llm.DiskCache) nor
+    recorded by a kept version's shards (record_cache_keys). They hold answers drawn from
+    documents since deleted or edited. Returns how many went; none when a kept version's
+    start is unknown."""
     root = Path(root)
-    starts = [
-        _read_json(root / VERSIONS_DIR / v / VERSION_INFO).get("run_started")
-        for v in versions(root)
-    ]
+    kept = [root / VERSIONS_DIR / v for v in versions(root)]
+    starts = [_read_json(v / VERSION_INFO).get("run_started") for v in kept]
     if not starts or not all(isinstance(t, int | float) for t in starts):
         return 0
     cutoff = min(starts)
+    listed: set[str] = set()
+    for version in kept:
+        for path in (version / LLM_KEYS_DIR).glob("*.txt"):
+            listed.update(path.read_text(encoding="utf-8").split())
     removed = 0
     for folder in LLM_CACHE_DIRS:
         for path in (root / folder).rglob("*.json"):
             with contextlib.suppress(OSError):
-                if path.stat().st_mtime < cutoff:
+                if path.stem not in listed and path.stat().st_mtime < cutoff:
                     path.unlink()
                     removed += 1
     return removed

@@ -6,10 +6,11 @@ import hashlib
 
 import numpy as np
 import polars as pl
-from dagster import build_asset_context
+from dagster import build_asset_context, materialize
 
-from assets.ingest import documents
-from assets.semantic import chunks
+from assets.ingest import documents_asset
+from assets.semantic import chunks_asset
+from assets.structure import structure_asset
 from assets.vectors import vector_assets
 from pipeline import store
 from resources import DocgraphConfig, EmbedderResource
@@ -36,48 +37,55 @@ class FakeEmbedderResource(EmbedderResource):
         return HashEmbedder()
 
 
+def _materialize_shard(tmp_path, assets, **resources):
+    """Materialize `assets` (one shard of one) into tmp_path/out's staging folder."""
+    config = DocgraphConfig(input_dir=str(tmp_path / "in"), output_dir=str(tmp_path / "out"))
+    result = materialize(
+        assets,
+        partition_key="000",
+        resources={"docgraph": config, **{k: v(config) for k, v in resources.items()}},
+    )
+    assert result.success
+    return result, store.staging_dir(tmp_path / "out")
+
+
 def test_documents_asset_outputs_documents_and_rejections(tmp_path):
     inp = tmp_path / "in"
     inp.mkdir()
     (inp / "a.md").write_text("# Alpha\n\nAda Lovelace met Charles Babbage in London.\n")
     (inp / "b.xyz").write_text("what is this")
-    outputs = {
-        o.output_name: o
-        for o in documents(
-            context=build_asset_context(), docgraph=DocgraphConfig(input_dir=str(inp))
-        )
-    }
-    docs, rejected = outputs["documents"].value, outputs["rejected_documents"].value
+    result, staging = _materialize_shard(tmp_path, [documents_asset(1)])
+    docs, rejected = (store.read_table(staging, n) for n in ("documents", "rejected_documents"))
     assert docs["title"].to_list() == ["Alpha"]
     assert rejected["source_path"].to_list() == ["b.xyz"]
-    assert outputs["documents"].metadata["rows"].value == 1
+    [event] = [
+        e for e in result.get_asset_materialization_events() if e.asset_key.path == ["documents"]
+    ]
+    assert event.materialization.metadata["rows_in_range"].value == 1
+    assert event.materialization.partition == "000"
 
 
 def test_chunks_asset_chunks_inside_sections(tmp_path):
-    from pipeline.ingest import load_folder
-    from pipeline.structure import build_structure
-
     (tmp_path / "in").mkdir()
     body = "Ada Lovelace wrote notes on the engine. " * 60
     (tmp_path / "in" / "a.md").write_text(f"# Alpha\n\n## One\n\n{body}\n\n## Two\n\n{body}\n")
-    docs, _ = load_folder(tmp_path / "in")
-    sections, nodes, _, _ = build_structure(docs, tmp_path / "in")
-    config = DocgraphConfig(output_dir=str(tmp_path / "out"))
-    outputs = {
-        o.output_name: o
-        for o in chunks(
-            docgraph=config,
-            embedder=FakeEmbedderResource(config=config),
-            documents=docs,
-            sections=sections,
-            content_nodes=nodes,
-        )
-    }
-    out = outputs["chunks"]
-    assert outputs["chunk_failures"].value.is_empty()
-    df = out.value
+    result, staging = _materialize_shard(
+        tmp_path,
+        [documents_asset(1), structure_asset(1), chunks_asset(1)],
+        embedder=lambda config: FakeEmbedderResource(config=config),
+    )
+    sections, nodes = (
+        store.read_table(staging, "sections"),
+        store.read_table(staging, "content_nodes"),
+    )
+    assert store.read_table(staging, "chunk_failures").is_empty()
+    df = store.read_table(staging, "chunks")
     assert df.height > 2
-    assert out.metadata["tokens_max"].value <= config.settings().chunking.chunk_size
+    [event] = [
+        e for e in result.get_asset_materialization_events() if e.asset_key.path == ["chunks"]
+    ]
+    tokens_max = event.materialization.metadata["tokens_max"].value
+    assert 0 < tokens_max <= DocgraphConfig().settings().chunking.chunk_size
     titles = dict(sections.select("id", "title").iter_rows())
     assert {"One", "Two"} <= {titles[s] for s in df["section_id"]}
     parent = dict(sections.select("id", "parent_id").iter_rows())

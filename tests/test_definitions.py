@@ -11,6 +11,8 @@ EXPECTED_ASSETS = {
     "rejected_documents",
     "sections",
     "content_nodes",
+    "document_edges",
+    "document_links",
     "structure_edges",
     "structure_failures",
     "same_topic_edges",
@@ -27,6 +29,7 @@ EXPECTED_ASSETS = {
     "text_units",
     "communities",
     "community_reports",
+    "chunk_embeddings",
     "text_units_vectors",
     "entities_vectors",
     "relationships_vectors",
@@ -56,7 +59,20 @@ def test_lineage_follows_the_design():
     assert parents("entities") == {"chunks", "extracted_entities", "extracted_relationships"}
     assert parents("communities") == {"entities", "relationships"}
     assert "communities" in parents("community_reports")
-    assert parents("text_units_vectors") == {"text_units"}
+    assert parents("text_units_vectors") == {"text_units", "chunk_embeddings"}
+    assert parents("structure_edges") == {
+        "documents",
+        "sections",
+        "document_edges",
+        "document_links",
+    }
+    # the per-document stages are partitioned by document shard, the tail is not
+    shards = {"documents", "sections", "content_nodes", "chunks", "extracted_entities"}
+    shards |= {"chunk_embeddings", "document_links", "rejected_documents"}
+    for name in shards:
+        assert graph.get(AssetKey(name)).is_partitioned, name
+    for name in ("structure_edges", "entities", "text_units", "communities", "published_index"):
+        assert not graph.get(AssetKey(name)).is_partitioned, name
     # publishing comes after everything, so it publishes a whole version
     assert parents("published_index") == {
         k.to_user_string() for k in graph.get_all_asset_keys()
@@ -79,14 +95,17 @@ def test_nightly_schedule_and_folder_sensor(tmp_path):
         ctx = build_sensor_context(cursor=cursor, resources={"docgraph": config})
         return sensor_def(ctx), ctx.cursor
 
+    # nothing indexed yet: every shard, as one run over the whole shard range
     first, cursor = tick(None)
     assert isinstance(first, RunRequest) and cursor
-    unchanged, same = tick(cursor)
-    assert isinstance(unchanged, SkipReason) and same == cursor
+    assert first.tags["dagster/asset_partition_range_start"] == "000"
+    assert first.tags["dagster/asset_partition_range_end"] == "015"
+    again, same = tick(cursor)  # until it publishes, the same request (the run key dedupes)
+    assert isinstance(again, RunRequest) and again.run_key == first.run_key
     time.sleep(0.01)
     (tmp_path / "b.md").write_text("# New\n\nA new document.")
     added, cursor2 = tick(cursor)
-    assert isinstance(added, RunRequest) and cursor2 != cursor
+    assert isinstance(added, RunRequest) and added.run_key != first.run_key
     (tmp_path / "b.md").unlink()
-    deleted, cursor3 = tick(cursor2)
-    assert isinstance(deleted, RunRequest) and cursor3 == cursor  # back to the first state
+    deleted, _ = tick(cursor2)
+    assert isinstance(deleted, RunRequest) and deleted.run_key == first.run_key

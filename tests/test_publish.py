@@ -258,8 +258,8 @@ def test_a_killed_cli_run_is_marked_failed_and_its_leftovers_removed(corpus, tmp
     proc = _index_cli(inp, out, env=env)
     deadline = time.monotonic() + 120
     while (
-        not list(store.staging_dir(out).glob("chunks.parquet"))
-        or os.stat(store.staging_dir(out) / "chunks.parquet").st_nlink > 1
+        not list(store.staging_dir(out).glob("text_units.parquet"))
+        or os.stat(store.staging_dir(out) / "text_units.parquet").st_nlink > 1
     ):
         assert proc.poll() is None and time.monotonic() < deadline
         time.sleep(0.05)

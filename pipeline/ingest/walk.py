@@ -152,7 +152,8 @@ def _file_entry(root: Path, real_root: Path, path: Path, skip: frozenset[Path]) 
     if not stat.S_ISREG(mode):
         return Entry(rel, reason=SPECIAL)
     if path.is_symlink():  # the file it names is read under its own path, once
-        return Entry(rel, reason=f"symlink to {real.relative_to(real_root).as_posix()} (read there)")
+        target = real.relative_to(real_root).as_posix()
+        return Entry(rel, reason=f"symlink to {target} (read there)")
     return Entry(rel, path=real)
 
 
