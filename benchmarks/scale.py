@@ -1,0 +1,417 @@
+"""Scale: how a full offline index grows with the corpus (2k, 10k, 40k documents).
+
+    python benchmarks/scale.py [--sizes 2000 10000 40000] [--work DIR] [--keep]
+    python benchmarks/scale.py --sizes 300 600        # a quick check
+
+For each size a corpus is written (see `write_corpus`) and indexed by `docgraph index`
+(`python -m pipeline.cli index`) in a child process into a fresh output folder. Measured:
+
+- wall time of the whole command (model load, Dagster start-up and publish included), and
+  its CPU time (user + sys of the command and its descendants);
+- peak RSS: a sampler thread reads VmRSS from /proc/<pid>/status of the command and every
+  descendant every 50 ms; reported are the largest single process and the largest sum over
+  the tree at one sample;
+- output size: disk blocks of the current version folder plus the cache folder (each inode
+  counted once, like du: versions share files as hard links);
+- rows of documents, text_units and entities from the Parquet footers (`<name>.parquet` or a
+  folder of shards `<name>/*.parquet`);
+- an incremental run: one file gets a sentence appended and the same command runs again on
+  the same output folder.
+
+Corpus: the MuSiQue passages first (as benchmarks/throughput.py writes them), then seeded
+variations of them: sentences of 2-4 passages mixed and shuffled, titles and names swapped
+between passages and sometimes recombined into new names, so every document's text is
+distinct (no chunk or embedding cache hit makes a copy free) and the entity vocabulary keeps
+growing. Document i is the same at every size (a 2k corpus is the first 2k documents of the
+10k one). Files go 100 to a folder, as in a document store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+MUSIQUE = SHARED / "musique" / "musique_train_corpus.json"
+PER_FOLDER = 100
+SEED = 20240611
+TABLES = ("documents", "text_units", "entities")
+EDIT_SENTENCE = "\nThe scale benchmark appended this sentence to measure an incremental run."
+
+# ------------------------------------------------------------------------------ corpus
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+# capitalised runs like "University of Copenhagen" or "Jan Philip Solovej"
+_NAME = re.compile(r"\b[A-Z][\w'\-]+(?:\s+(?:of|the|de|van|von|and)?\s*[A-Z][\w'\-]+)+")
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(text) if len(s.strip()) > 20]
+
+
+class CorpusMaker:
+    """Document i of the benchmark corpus, deterministically (seeded by i)."""
+
+    def __init__(self, passages: list[dict]):
+        self.passages = passages
+        self.sentences = [_sentences(p["text"]) or [p["text"]] for p in passages]
+        names = {p["title"] for p in passages if 2 <= len(p["title"]) <= 60}
+        for p in passages:
+            names.update(m.group(0) for m in _NAME.finditer(p["text"]))
+        self.names = sorted(n for n in names if 2 <= len(n) <= 60)
+        self.seen: set[str] = set()
+        self.n_real = len(passages)
+
+    def _new_name(self, rng: random.Random) -> str:
+        """An existing name, or (one time in three) one recombined from two names' words."""
+        first = rng.choice(self.names)
+        if rng.random() < 2 / 3:
+            return first
+        second = rng.choice(self.names).split()
+        head = first.split()
+        return " ".join(head[: max(1, len(head) // 2)] + second[len(second) // 2 :])
+
+    def _synthetic(self, i: int, attempt: int) -> tuple[str, str]:
+        rng = random.Random(f"{SEED}:{i}:{attempt}")
+        sources = rng.sample(range(len(self.passages)), rng.randint(2, 4))
+        picked: list[str] = []
+        for k, src in enumerate(sources):
+            sents = self.sentences[src]
+            take = len(sents) if k == 0 else rng.randint(1, 2)
+            picked.extend(rng.sample(sents, min(take, len(sents))))
+        rng.shuffle(picked)
+        text = " ".join(picked)
+        # the sources' titles become other names (one consistent swap per document)
+        swaps = {self.passages[s]["title"]: self._new_name(rng) for s in sources}
+        # and a few other names in the text too
+        found = sorted({m.group(0) for m in _NAME.finditer(text)} - set(swaps))
+        for name in rng.sample(found, min(len(found), rng.randint(1, 3))):
+            swaps[name] = self._new_name(rng)
+        for old in sorted(swaps, key=len, reverse=True):
+            if len(old) > 2:
+                text = re.sub(rf"\b{re.escape(old)}\b", swaps[old], text)
+        title = swaps[self.passages[sources[0]]["title"]]
+        return title, text
+
+    def document(self, i: int) -> str:
+        """Title line + text; the text differs from every earlier document's (call in order)."""
+        if i < self.n_real:
+            title, text = self.passages[i]["title"], self.passages[i]["text"]
+            if text in self.seen:  # the real passages may repeat one another
+                text += f" (Document {i}.)"
+        else:
+            attempt = 0
+            title, text = self._synthetic(i, attempt)
+            while text in self.seen:
+                attempt += 1
+                title, text = self._synthetic(i, attempt)
+        self.seen.add(text)
+        return title + "\n" + text
+
+
+def doc_path(root: Path, i: int) -> Path:
+    return root / f"d{i // PER_FOLDER:04d}" / f"{i:06d}.txt"
+
+
+def write_corpus(target: Path, size: int, real: int | None = None) -> None:
+    """Documents 0..size-1 under `target`, PER_FOLDER to a sub-folder; all texts distinct.
+    The first `real` (default: all) MuSiQue passages are written as they are."""
+    passages = json.loads(MUSIQUE.read_text())
+    maker = CorpusMaker(passages)
+    maker.n_real = len(passages) if real is None else min(real, len(passages))
+    for i in range(size):
+        path = doc_path(target, i)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(maker.document(i))
+
+
+# ------------------------------------------------------------------------------ memory
+
+
+def _children_map() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry.name}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        kids.setdefault(ppid, []).append(int(entry.name))
+    return kids
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0  # gone, or a zombie (no VmRSS line)
+
+
+def _command(pid: int) -> str:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "?"
+    words = [Path(argv[0].decode(errors="replace")).name]
+    words += [a.decode(errors="replace") for a in argv[1:3] if a]
+    return " ".join(words)[:60]
+
+
+class TreeRssSampler(threading.Thread):
+    """Every `interval` s: VmRSS of `root` and all its descendants. Keeps the largest single
+    process, the largest sum over the tree, and the command of every process seen."""
+
+    def __init__(self, root: int, interval: float = 0.05):
+        super().__init__(daemon=True)
+        self.root, self.interval = root, interval
+        self.max_one_kb = self.max_tree_kb = 0
+        self.commands: dict[int, str] = {}  # pid -> its command, shortened
+        self._halt = threading.Event()
+
+    def sample(self) -> None:
+        kids = _children_map()
+        tree, todo = [], [self.root]
+        while todo:
+            pid = todo.pop()
+            tree.append(pid)
+            todo.extend(kids.get(pid, ()))
+        rss = [_rss_kb(pid) for pid in tree]
+        for pid, kb in zip(tree, rss, strict=True):
+            if kb and pid not in self.commands:
+                self.commands[pid] = _command(pid)
+        self.max_one_kb = max(self.max_one_kb, *rss)
+        self.max_tree_kb = max(self.max_tree_kb, sum(rss))
+
+    def run(self) -> None:
+        while not self._halt.is_set():
+            self.sample()
+            self._halt.wait(self.interval)
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join()
+
+
+# ------------------------------------------------------------------------------ index
+
+
+def run_index(inp: Path, out: Path, log: Path) -> dict:
+    """`docgraph index` in a child process: wall s, peak RSS (one process, tree) in MB."""
+    cmd = [sys.executable, "-m", "pipeline.cli", "index", "--input", str(inp)]
+    cmd += ["--output", str(out), "--log-level", "WARNING"]
+    env = dict(os.environ)
+    env.pop("DAGSTER_HOME", None)  # an ephemeral instance: no run storage of the user's
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env.setdefault("TRANSFORMERS_OFFLINE", "1")
+    with log.open("a") as fh:
+        fh.write(f"$ {' '.join(cmd)}\n")
+        fh.flush()
+        cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
+        sampler = TreeRssSampler(proc.pid)
+        sampler.start()
+        rc = proc.wait()
+        wall = time.perf_counter() - started
+        sampler.stop()
+        cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    commands = sampler.commands.values()
+    if rc != 0:
+        tail = "\n".join(log.read_text().splitlines()[-30:])
+        raise SystemExit(f"docgraph index exited {rc} (log {log}):\n{tail}")
+    return {
+        "wall_s": wall,
+        # user + sys of the command and the descendants it waited for: less sensitive than
+        # wall time to other load on a shared machine
+        "cpu_s": (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime),
+        "one_mb": sampler.max_one_kb / 1024,
+        "tree_mb": sampler.max_tree_kb / 1024,
+        "processes": f"{len(sampler.commands)} ({'; '.join(sorted(set(commands)))})",
+    }
+
+
+def current_version(out: Path) -> Path:
+    manifest = out / "index.json"
+    if manifest.exists():
+        return out / "versions" / json.loads(manifest.read_text())["version"]
+    return out
+
+
+def table_rows(folder: Path, name: str) -> int:
+    """Rows of table `name`: `<name>.parquet`, or the shards `<name>/*.parquet`."""
+    single = folder / f"{name}.parquet"
+    if single.exists():
+        return pq.ParquetFile(single).metadata.num_rows
+    return sum(
+        pq.ParquetFile(p).metadata.num_rows for p in sorted(folder.glob(f"{name}/*.parquet"))
+    )
+
+
+def disk_bytes(*folders: Path) -> int:
+    """Allocated bytes under `folders`, each inode once (hard links shared across versions)."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for folder in folders:
+        if not folder.exists():
+            continue
+        for dirpath, dirnames, filenames in os.walk(folder):
+            for name in dirnames + filenames:
+                try:
+                    st = os.lstat(os.path.join(dirpath, name))
+                except OSError:
+                    continue
+                if (st.st_dev, st.st_ino) not in seen:
+                    seen.add((st.st_dev, st.st_ino))
+                    total += st.st_blocks * 512
+    return total
+
+
+def bench(size: int, work: Path, real: int | None = None) -> dict:
+    base = work / f"n{size}"
+    shutil.rmtree(base, ignore_errors=True)
+    inp, out, log = base / "input", base / "output", base / "index.log"
+    base.mkdir(parents=True)
+    t0 = time.perf_counter()
+    write_corpus(inp, size, real)
+    write_s = time.perf_counter() - t0
+
+    full = run_index(inp, out, log)
+    version = current_version(out)
+    rows = {name: table_rows(version, name) for name in TABLES}
+    out_mb = disk_bytes(version, out / "cache") / 2**20
+
+    edited = doc_path(inp, size // 2)
+    with edited.open("a") as fh:
+        fh.write(EDIT_SENTENCE)
+    edit = run_index(inp, out, log)
+    after = current_version(out)
+    rows_after = {name: table_rows(after, name) for name in TABLES}
+    return {
+        "size": size,
+        "write_s": write_s,
+        **rows,
+        "full": full,
+        "out_mb": out_mb,
+        "edit": edit,
+        "rows_after": rows_after,
+        "log": log,
+    }
+
+
+# ------------------------------------------------------------------------------ report
+
+COLUMNS = (
+    "docs",
+    "text units",
+    "entities",
+    "wall s",
+    "CPU s",
+    "peak RSS one process MB",
+    "tree RSS MB",
+    "output MB",
+    "incremental edit wall s",
+    "incremental peak MB",
+)
+
+
+def _cells(r: dict) -> list[float]:
+    return [
+        r["documents"],
+        r["text_units"],
+        r["entities"],
+        r["full"]["wall_s"],
+        r["full"]["cpu_s"],
+        r["full"]["one_mb"],
+        r["full"]["tree_mb"],
+        r["out_mb"],
+        r["edit"]["wall_s"],
+        r["edit"]["one_mb"],
+    ]
+
+
+def _fmt(x: float) -> str:
+    return f"{x:,}" if isinstance(x, int) else f"{x:,.1f}"
+
+
+def table(results: list[dict]) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---:" for _ in COLUMNS) + "|"]
+    lines += ["| " + " | ".join(_fmt(c) for c in _cells(r)) + " |" for r in results]
+    if len(results) > 1:
+        lines += ["", "Growth between consecutive sizes (ratio of each column):", ""]
+        lines += [lines[0], lines[1]]
+        for a, b in zip(results, results[1:], strict=False):
+            ratios = [
+                f"{y / x:.2f}x" if x else "-" for x, y in zip(_cells(a), _cells(b), strict=True)
+            ]
+            ratios[0] = f"{a['size']:,} -> {b['size']:,}"
+            lines.append("| " + " | ".join(ratios) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--sizes", nargs="+", type=int, default=[2000, 10000, 40000])
+    parser.add_argument("--work", default=None, help="scratch folder (default: a temp dir)")
+    parser.add_argument("--keep", action="store_true", help="keep corpora and outputs")
+    parser.add_argument(
+        "--real",
+        type=int,
+        default=None,
+        metavar="N",
+        help="write only the first N MuSiQue passages as they are, the rest generated "
+        "(default: all 1,890; --real 0 makes a small run all generated documents)",
+    )
+    args = parser.parse_args()
+    if not MUSIQUE.is_file():
+        raise SystemExit(f"the scale benchmark needs {MUSIQUE}")
+    if any(n < 2 for n in args.sizes):
+        raise SystemExit("--sizes: each size must be at least 2 documents")
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="docgraph-scale-"))
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"scratch folder: {work}", flush=True)
+    results = []
+    try:
+        for size in sorted(args.sizes):
+            r = bench(size, work, args.real)
+            results.append(r)
+            f, e = r["full"], r["edit"]
+            print(
+                f"{size:,} docs: corpus {r['write_s']:.1f} s; index {f['wall_s']:.1f} s "
+                f"({f['cpu_s']:.1f} CPU s, processes: {f['processes']}); edit run "
+                f"{e['wall_s']:.1f} s ({e['cpu_s']:.1f} CPU s, processes: {e['processes']}); "
+                f"rows after the edit {r['rows_after']}",
+                flush=True,
+            )
+    finally:
+        if not args.keep:
+            for size in args.sizes:
+                shutil.rmtree(work / f"n{size}", ignore_errors=True)
+            if not args.work:
+                shutil.rmtree(work, ignore_errors=True)
+    print()
+    print(table(results))
+
+
+if __name__ == "__main__":
+    main()
