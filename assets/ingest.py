@@ -25,9 +25,10 @@ def documents_asset(n_shards: int):
     )
     def documents(context: AssetExecutionContext, docgraph: DocgraphConfig):
         settings = docgraph.settings()
-        folder = run_dir(docgraph, context)
         own = own_folders(settings.output_dir)
-        root = check_input_folder(settings.input_dir, own)  # missing/empty: the run stops
+        # a missing or empty folder stops the run before anything is written
+        root = check_input_folder(settings.input_dir, own)
+        folder = run_dir(docgraph, context)
         entries = walk_input(root, own)
         n = n_shards
         groups = shards.by_shard(entries, n)

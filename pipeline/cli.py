@@ -52,6 +52,7 @@ def cmd_index(args: argparse.Namespace) -> int:
             settings.output_dir,
             raise_on_error=False,
             log_level=args.log_level,
+            full=args.full,
         )
     finally:
         lock.release(settings.output_dir)
@@ -297,6 +298,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="when another run writes the output folder, wait this long for it "
         "(default: settings storage.lock_wait_s, 0: stop at once)",
+    )
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="run every document shard, not only those whose files changed",
     )
     p.set_defaults(func=cmd_index)
 
