@@ -1,7 +1,7 @@
 """The embedding model as a resource, with its on-disk cache under the output folder."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: Dagster reads the `config` annotation as a class to
+# accept the launch-configured `docgraph` resource there (see resources.config).
 from pathlib import Path
 
 from dagster import ConfigurableResource
@@ -10,7 +10,7 @@ from resources.config import DocgraphConfig
 
 
 class EmbedderResource(ConfigurableResource):
-    config: DocgraphConfig
+    config: DocgraphConfig  # the run's `docgraph` resource (build_resources)
 
     def get(self):
         from pipeline.embed import CachedEmbedder, get_embedder

@@ -1,8 +1,8 @@
 """The LLM client as a resource: one per process and settings, its call cache under the
 output folder (so a killed run resumes without repeating a completed call)."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: Dagster reads the `config` annotation as a class to
+# accept the launch-configured `docgraph` resource there (see resources.config).
 from pathlib import Path
 
 from dagster import ConfigurableResource
@@ -13,7 +13,7 @@ _CLIENTS: dict[str, object] = {}
 
 
 class LlmResource(ConfigurableResource):
-    config: DocgraphConfig
+    config: DocgraphConfig  # the run's `docgraph` resource (build_resources)
 
     def get(self):
         from pipeline.llm import LlmClient

@@ -1,25 +1,26 @@
 """IO manager: each asset is one Parquet table named after its key, written atomically into
 the run's staging version (resources.output), read from there by downstream steps."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: Dagster reads the `config` annotation as a class to
+# accept the launch-configured `docgraph` resource there (see resources.config).
 import polars as pl
 from dagster import ConfigurableIOManager, InputContext, OutputContext
 
 from pipeline import store
-from resources.config import DocgraphConfig
+from resources.config import DocgraphConfig, output_root_metadata
 from resources.output import run_dir
 
 
 class ParquetIOManager(ConfigurableIOManager):
-    config: DocgraphConfig
+    config: DocgraphConfig  # the run's `docgraph` resource (build_resources)
 
     def handle_output(self, context: OutputContext, obj: pl.DataFrame | None) -> None:
-        if obj is None:
-            return
-        name = context.asset_key.path[-1]
-        path = store.write_table(run_dir(self.config, context), name, obj)
-        context.add_output_metadata({"path": str(path.relative_to(path.parent.parent))})
+        metadata = output_root_metadata(self.config)
+        if obj is not None:
+            name = context.asset_key.path[-1]
+            path = store.write_table(run_dir(self.config, context), name, obj)
+            metadata["path"] = str(path.relative_to(path.parent.parent))
+        context.add_output_metadata(metadata)
 
     def load_input(self, context: InputContext) -> pl.DataFrame:
         return store.read_table(run_dir(self.config, context), context.asset_key.path[-1])
