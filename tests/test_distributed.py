@@ -1,0 +1,205 @@
+"""The index job on a distributed executor (dagster-dask): a Dask scheduler and two workers on
+127.0.0.1, started here, run the steps; the published index equals the in-process run's."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import polars as pl
+import pytest
+
+from assets.run import run_index
+from pipeline import lock, schemas, store
+from pipeline.cli import write_sample_corpus
+from resources import executors
+
+pytest.importorskip("dagster_dask")
+
+REPO = Path(__file__).resolve().parents[1]
+WORKERS = 2
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _dask(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
+    with log.open("w") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "dask", *args],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    """Stop the Dask processes: SIGINT (they ignore SIGTERM at times), then SIGKILL."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + 5  # a worker that ran steps may hang in exit (threads)
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+@pytest.fixture()
+def dask_cluster(tmp_path):
+    """(scheduler address, {worker pid}) of a scheduler and WORKERS one-thread workers on
+    127.0.0.1 that import the repository's modules like this process (the job's own module,
+    tests/distributed_defs.py, comes with the job's working directory)."""
+    from dask.distributed import Client
+
+    logs = tmp_path / "dask"
+    logs.mkdir()
+    path = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path.rstrip(os.pathsep)}
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    procs = [
+        _dask(
+            ["scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1]]
+            + ["--no-dashboard"],
+            logs / "scheduler.log",
+            env,
+        )
+    ]
+    try:
+        for n in range(WORKERS):
+            procs.append(
+                _dask(
+                    ["worker", address, "--host", "127.0.0.1", "--nthreads", "1", "--no-nanny"]
+                    + ["--no-dashboard", "--name", f"w{n}", "--local-directory", str(logs)],
+                    logs / f"worker{n}.log",
+                    env,
+                )
+            )
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(WORKERS, timeout=120)
+            pids = set(client.run(os.getpid).values())
+        assert pids == {p.pid for p in procs[1:]}  # --no-nanny: the worker is the process
+        yield address, pids
+    except BaseException:
+        for log in sorted(logs.glob("*.log")):
+            print(f"--- {log.name}\n{log.read_text()[-3000:]}")
+        raise
+    finally:
+        _stop(procs)
+
+
+def _rows(df: pl.DataFrame) -> list[str]:
+    """The rows of a table as sorted JSON lines, columns in name order."""
+    df = df.select(sorted(df.columns))
+    return sorted(df.write_ndjson().splitlines())
+
+
+def _lance_ids(out: Path) -> dict[str, list[str]]:
+    db = store.lance_db(out)
+    return {
+        name: sorted(db.open_table(name).to_arrow().column("id").to_pylist())
+        for name in db.list_tables().tables
+    }
+
+
+@pytest.mark.slow
+def test_the_index_job_on_dask_workers_equals_the_in_process_run(tmp_path, dask_cluster):
+    from dagster import DagsterInstance
+    from distributed_defs import run_on_dask
+
+    address, worker_pids = dask_cluster
+    inp, local, dist = tmp_path / "input", tmp_path / "in_process", tmp_path / "dask_run"
+    write_sample_corpus(inp)
+    assert run_index(input_dir=str(inp), output_dir=str(local), log_level="ERROR").success
+
+    home = tmp_path / "dagster_home"  # Dask needs an instance the workers can open
+    home.mkdir()
+    with DagsterInstance.from_config(str(home)) as instance:
+        result = run_on_dask(str(inp), str(dist), address, instance)
+        assert result.success, [
+            str(e.step_failure_data.error) for e in result.all_events if e.is_step_failure
+        ]
+        step_pids = {e.step_key: e.pid for e in result.all_events if e.is_step_start}
+
+    # every step ran on a Dask worker, none in this (the orchestrating) process
+    assert "published_index" in step_pids and len(step_pids) > 10
+    assert set(step_pids.values()) <= worker_pids, (step_pids, worker_pids)
+    assert os.getpid() not in step_pids.values()
+    # both workers ran steps: the lock was joined by processes other than its holder's
+    assert len(set(step_pids.values())) == WORKERS, step_pids
+
+    # the lock was released, though the run's workers live on: the next owner takes it
+    assert lock.holder(dist) is None and not lock.lock_path(dist).exists()
+    lock.acquire(dist, "the-next-run")
+    lock.release(dist)
+
+    assert store.read_manifest(dist)["tables"] == store.read_manifest(local)["tables"]
+    for name in schemas.TABLES:
+        a, b = store.read_table(local, name), store.read_table(dist, name)
+        assert a.schema == b.schema, name
+        assert a.height == b.height, name
+        assert _rows(a) == _rows(b), name
+    lance = _lance_ids(local)
+    assert lance and _lance_ids(dist) == lance
+
+
+def test_executor_for_names_the_executors():
+    from dagster import in_process_executor
+    from dagster._core.executor.multiprocess import MultiprocessExecutor
+    from dagster_dask.executor import DaskExecutor
+
+    import definitions
+
+    assert executors.OUTPUT_TAG == definitions.OUTPUT_TAG
+    assert executors.executor_for(environ={}) is in_process_executor
+    assert executors.executor_for("in-process", environ={}) is in_process_executor
+    assert executors.executor_for(environ={"DOCGRAPH_EXECUTOR": "dask"}).name == "dask"
+    with pytest.raises(ValueError, match="in_process, multiprocess, dask"):
+        executors.executor_for("celery", environ={})
+
+    def create(executor_def, config=None):
+        # what Dagster does at launch: the definition's config, resolved, to its creation fn
+        from dagster._config import process_config
+
+        schema = executor_def.config_schema
+        processed = process_config(schema.config_type, config or {})
+        assert processed.success, processed.errors
+        value = processed.value
+        if hasattr(schema, "resolve_config"):  # a configured definition: its fixed config
+            value = schema.resolve_config(value).value["config"]
+        return executor_def.executor_creation_fn(SimpleNamespace(executor_config=value))
+
+    multi = create(executors.executor_for("multiprocess", environ={}), {"max_concurrent": 3})
+    assert isinstance(multi, MultiprocessExecutor) and multi._max_concurrent == 3
+    dask = create(executors.executor_for("dask", environ={"DASK_SCHEDULER_ADDRESS": "tcp://h:1"}))
+    assert isinstance(dask, DaskExecutor) and isinstance(dask, executors._HoldsOutputLock)
+    assert (dask.cluster_type, dask.cluster_configuration) == ("existing", {"address": "tcp://h:1"})
+    local = create(executors.executor_for("dask", environ={}))
+    assert local.cluster_type == "local"
+
+
+def test_the_orchestrator_locks_the_folder_the_steps_write(tmp_path):
+    """A launch-time override of the output folder (run config) moves the orchestrator's
+    lock with the steps' writes."""
+    from definitions import make_definitions
+
+    job = make_definitions(None, str(tmp_path / "in"), str(tmp_path / "out")).resolve_job_def(
+        "index_job"
+    )
+    tags = dict(job.run_tags or {})
+    assert executors.output_root(job, {}, tags) == str(tmp_path / "out")
+    moved = {"resources": {"docgraph": {"config": {"output_dir": str(tmp_path / "moved")}}}}
+    assert executors.output_root(job, moved, tags) == str(tmp_path / "moved")
