@@ -52,7 +52,6 @@ def documents_asset(n_shards: int):
             load,
             lambda: {
                 "input_dir": settings.input_dir,
-                "output_root": str(folder.parent.resolve()),
                 "rejected": MetadataValue.json(reasons),
             },
         )

@@ -10,7 +10,7 @@ import time
 from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue, asset
 
 from pipeline import lock, store, validate
-from resources import DocgraphConfig
+from resources import DocgraphConfig, output_root_metadata
 from resources.output import run_dir
 
 
@@ -54,6 +54,7 @@ def published_index_asset(upstream: list):
                 "llm_cache_entries_swept": swept,
                 "tables": MetadataValue.json(manifest["tables"]),
                 "elapsed_s": round(time.perf_counter() - started, 3),
+                **output_root_metadata(docgraph),
             }
         )
 

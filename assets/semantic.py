@@ -17,6 +17,7 @@ from dagster import (
 
 from assets.metadata import counts_md, frame_metadata
 from assets.shards import SHARD_POLICY, run_shards, shard_partitions, specs
+from assets.structure import failures_md
 from pipeline import store
 from pipeline.chunking import chunk_structured
 from pipeline.communities import hierarchical_leiden, next_state, plan_communities
@@ -54,7 +55,8 @@ def chunks_asset(n_shards: int):
         settings = docgraph.settings().chunking
         folder = run_dir(docgraph, context)
         emb = embedder.get() if settings.method == "semantic" else None
-        tokens = {"tokens_total": 0, "tokens_max": 0, "failures": 0}
+        tokens = {"tokens_total": 0, "tokens_max": 0}
+        failed: list[pl.DataFrame] = []
 
         def chunk(key: str) -> dict[str, pl.DataFrame]:
             rows: list[dict] = []
@@ -69,12 +71,14 @@ def chunks_asset(n_shards: int):
             n_tokens = df.get_column("n_tokens")
             tokens["tokens_total"] += int(n_tokens.sum() or 0)
             tokens["tokens_max"] = max(tokens["tokens_max"], int(n_tokens.max() or 0))
-            tokens["failures"] += len(rows)
-            return {"chunks": df, "chunk_failures": failures_frame(rows, "chunk_failures")}
+            failed.append(failures_frame(rows, "chunk_failures"))
+            return {"chunks": df, "chunk_failures": failed[-1]}
 
-        yield from run_shards(
-            context, folder, CHUNK_TABLES, chunk, lambda: {**tokens, "method": settings.method}
-        )
+        def metadata() -> dict:
+            fails = pl.concat(failed) if failed else failures_frame([], "chunk_failures")
+            return {**tokens, "method": settings.method, "failures": failures_md(fails)}
+
+        yield from run_shards(context, folder, CHUNK_TABLES, chunk, metadata)
 
     return chunks
 

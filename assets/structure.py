@@ -46,6 +46,7 @@ def structure_asset(n_shards: int):
         stats: dict[str, float] = {}
         notes: list[str] = []
         node_types: dict[str, int] = {}
+        failed: list[pl.DataFrame] = []
 
         def parse(key: str) -> dict[str, pl.DataFrame]:
             rows: list[dict] = []
@@ -60,6 +61,7 @@ def structure_asset(n_shards: int):
                 notes.append(f"- {path}: {'; '.join(found)}")
             for kind, count in nodes.group_by("node_type").len().iter_rows():
                 node_types[kind] = node_types.get(kind, 0) + count
+            failed.append(failures_frame(rows, "structure_failures"))
             return {
                 "sections": sections,
                 "content_nodes": nodes,
@@ -67,7 +69,7 @@ def structure_asset(n_shards: int):
                 "document_links": pl.from_arrow(
                     schemas.pa.Table.from_pylist(links, schema=schemas.DOCUMENT_LINKS)
                 ),
-                "structure_failures": failures_frame(rows, "structure_failures"),
+                "structure_failures": failed[-1],
             }
 
         yield from run_shards(
@@ -81,6 +83,9 @@ def structure_asset(n_shards: int):
                     dict(sorted(node_types.items(), key=lambda kv: -kv[1])), ("type", "nodes")
                 ),
                 "pdf_tables": settings.structure.pdf_tables,
+                "failures": failures_md(
+                    pl.concat(failed) if failed else failures_frame([], "structure_failures")
+                ),
                 **{k: round(v, 3) for k, v in stats.items()},
             },
         )

@@ -21,7 +21,7 @@ from assets.shards import SHARD_POLICY, shard_partitions
 from pipeline import store
 from pipeline.structure.same_topic import same_topic_edges as build_same_topic_edges
 from pipeline.vectors import build_vector_table, embedding_text, read_vectors
-from resources import DocgraphConfig, EmbedderResource
+from resources import DocgraphConfig, EmbedderResource, output_root_metadata
 from resources.output import run_dir
 
 
@@ -46,6 +46,7 @@ def _materialize(
             "embedding_cache_hits": emb.hits,
             "embedding_cache_misses": emb.misses,
             "elapsed_s": round(time.perf_counter() - started, 3),
+            **output_root_metadata(docgraph),
         }
     )
 
@@ -78,6 +79,7 @@ def chunk_embeddings_asset(n_shards: int) -> AssetsDefinition:
                 "shards": len(context.partition_keys),
                 "elapsed_s": round(elapsed, 3),
                 "texts_per_s": round((emb.hits + emb.misses) / max(elapsed, 1e-9), 1),
+                **output_root_metadata(docgraph),
             }
         )
 

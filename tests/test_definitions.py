@@ -82,7 +82,7 @@ def test_lineage_follows_the_design():
 def test_nightly_schedule_and_folder_sensor(tmp_path):
     import time
 
-    from dagster import RunRequest, SkipReason, build_sensor_context
+    from dagster import RunRequest, build_sensor_context
 
     from resources import DocgraphConfig
 

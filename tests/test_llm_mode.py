@@ -50,7 +50,14 @@ def test_whole_graph_in_llm_mode_resumes_without_repeating_calls(
         calls_first = server.requests
         by_stage = dict(server.by_stage)
         assert by_stage.get("extract", 0) > 0 and by_stage.get("report", 0) > 0
-        second = run_index(config_path=config, input_dir=str(corpus), output_dir=str(out))
+        unchanged = run_index(config_path=config, input_dir=str(corpus), output_dir=str(out))
+        assert unchanged.success  # no document changed: no shard runs, the tail alone
+        assert "extracted_entities" not in {
+            e.asset_key.to_user_string() for e in unchanged.get_asset_materialization_events()
+        }
+        second = run_index(
+            config_path=config, input_dir=str(corpus), output_dir=str(out), full=True
+        )
         assert second.success
         assert server.requests == calls_first  # every call answered from the disk cache
         assert max(server.by_body.values()) == 1  # no request was ever sent twice

@@ -224,10 +224,13 @@ def test_dense_packs_are_split_and_retried_not_dropped(tmp_path, shared_data, mo
 
 
 def _metadata(result, asset: str) -> dict:
-    [event] = [
-        e for e in result.get_asset_materialization_events() if e.asset_key.path[-1] == asset
-    ]
-    return {k: v.value for k, v in event.materialization.metadata.items()}
+    """The asset's materialization metadata (a run over several shards records it once per
+    shard, the same for each)."""
+    events = [e for e in result.get_asset_materialization_events() if e.asset_key.path[-1] == asset]
+    assert events and all(
+        e.materialization.metadata == events[0].materialization.metadata for e in events
+    )
+    return {k: v.value for k, v in events[0].materialization.metadata.items()}
 
 
 def test_a_cut_summary_pack_is_split_and_retried():
