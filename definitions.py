@@ -2,26 +2,28 @@
 
 from pathlib import Path
 
-from dagster import AssetSelection, Definitions, define_asset_job, in_process_executor
+from dagster import AssetSelection, Definitions, define_asset_job
 
 from assets import index_assets, index_checks
 from assets.automation import INDEX_JOB, index_nightly, input_folder_changed
 from resources import build_resources
+from resources.executors import executor_for
 
 OUTPUT_TAG = "docgraph/output"  # dagster.yaml queues runs with equal values one at a time
 
 
 def index_job(output_dir: str):
-    """The index job. One process per run: the embedding model loads once, the LLM client's
-    connection pool and concurrency bound are shared by every stage, and the output lock
-    (pipeline.lock) is held by that process from its first step to the publish step. Runs
-    launched through the Dagster queue (UI, schedule, sensor) carry their output folder as a
-    tag, so a second run on the same folder waits in the queue instead of failing on the
-    lock."""
+    """The index job. By default one process per run (`$DOCGRAPH_EXECUTOR`: in_process):
+    the embedding model loads once and the LLM client's connection pool and concurrency
+    bound are shared by every stage; `multiprocess` and `dask` run the same steps in other
+    processes or machines, the run's coordinating process holding the output lock
+    (resources.executors). Runs launched through the Dagster queue (UI, schedule, sensor)
+    carry their output folder as a tag, so a second run on the same folder waits in the
+    queue instead of failing on the lock."""
     return define_asset_job(
         INDEX_JOB,
         selection=AssetSelection.all(),
-        executor_def=in_process_executor,
+        executor_def=executor_for(),
         run_tags={OUTPUT_TAG: str(Path(output_dir).resolve())},
         description="Index the input folder end to end: documents to communities and vectors, "
         "published as one new version of the output folder.",
