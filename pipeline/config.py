@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -143,7 +143,11 @@ class EmbeddingSettings(_Section):
     model: str = Field(
         PACKAGED_MODEL, description="sentence-transformers name or path, or the packaged model"
     )
-    batch_size: int = 64
+    batch_size: int = Field(
+        16,
+        description="texts per forward pass; on CPU 16 is as fast as 64 (less padding) and "
+        "peaks ~370 MB lower (1,000 MuSiQue passages: 12.6 s / 837 MB vs 15.0 s / 1,204 MB)",
+    )
     device: str = "cpu"
     entity_vectors: Literal["name+context", "text"] = Field(
         "name+context",
@@ -246,6 +250,12 @@ class StorageSettings(_Section):
         "document's shard is a hash of its relative path, so a change re-runs only its shard; "
         "changing the count re-indexes every shard once",
     )
+    mirror_dir: str | None = Field(
+        None,
+        description="an object-store output_dir (s3://bucket/prefix) is worked in a local "
+        "mirror folder under this one (default $XDG_CACHE_HOME/docgraph/mirrors): runs "
+        "pull the current version into it and publish it back (pipeline.remote)",
+    )
 
 
 def _env_secret(name: str) -> SecretStr | None:
@@ -294,6 +304,17 @@ class Settings(_Section):
     structure: StructureSettings = StructureSettings()
     storage: StorageSettings = StorageSettings()
     llm: LlmSettings = Field(default_factory=LlmSettings)
+
+    @model_validator(mode="after")
+    def _object_store_output(self) -> Settings:
+        """`output_dir: s3://bucket/prefix` becomes its local mirror folder, which records the
+        URL: every writer (tables, Lance, caches, the lock) works there unchanged, and runs
+        pull from and publish to the store (pipeline.remote)."""
+        from pipeline import remote
+
+        if remote.is_url(self.output_dir):
+            self.output_dir = str(remote.mirror_for(self.output_dir, self.storage.mirror_dir))
+        return self
 
 
 def _deep_update(base: dict[str, Any], upd: dict[str, Any]) -> dict[str, Any]:

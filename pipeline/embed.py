@@ -8,6 +8,8 @@ sha256(model_id + text), so re-indexing unchanged text costs no model call.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import threading
 import time
@@ -88,7 +90,16 @@ class Embedder:
                 convert_to_numpy=True,
                 show_progress_bar=False,
             )
+        if len(texts) > SMALL_BATCH:
+            _return_freed_memory()
         return np.ascontiguousarray(vecs, dtype=np.float32)
+
+
+def _return_freed_memory() -> None:
+    """Give the heap that torch's forward passes freed back to the OS (glibc keeps it in
+    its arenas otherwise: ~300 MB of RSS after a large batch, held for the whole run)."""
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to do
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 # A query (one short text) is embedded on one thread: ~14 ms p50 and p95 alike on the
