@@ -82,17 +82,41 @@ class Embedder:
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
         with _one_thread_if(len(texts) <= SMALL_BATCH):
-            vecs = self.model.encode(
-                list(texts),
-                batch_size=self.settings.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+            for rows in _batches(texts, self.settings.batch_size):
+                out[rows] = self.model.encode(
+                    [texts[i] for i in rows],
+                    batch_size=len(rows),
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
         if len(texts) > SMALL_BATCH:
             _return_freed_memory()
-        return np.ascontiguousarray(vecs, dtype=np.float32)
+        return out
+
+
+# Tokens per forward pass: `batch_size` texts of this many tokens. Shorter texts (titles,
+# headings) go in proportionally larger batches: a forward pass of 16 three-word titles is
+# mostly overhead (measured: 256 titles per pass embed 3.5x faster than 16).
+BATCH_TOKENS_PER_TEXT = 128
+_MAX_BATCH = 1024
+
+
+def _batches(texts: list[str], batch_size: int) -> list[np.ndarray]:
+    """Row indices in batches of similar length (longest first), each within a token budget
+    of `batch_size` x BATCH_TOKENS_PER_TEXT (length estimated at 4 characters a token)."""
+    lengths = np.fromiter((len(t) // 4 + 2 for t in texts), dtype=np.int64, count=len(texts))
+    order = np.argsort(-lengths, kind="stable")
+    budget = batch_size * BATCH_TOKENS_PER_TEXT
+    batches, start = [], 0
+    while start < len(order):
+        longest = min(int(lengths[order[start]]), 512)  # the model truncates longer texts
+        size = int(min(_MAX_BATCH, max(batch_size, budget // max(longest, 1))))
+        batches.append(order[start : start + size])
+        start += size
+    return batches
 
 
 def _return_freed_memory() -> None:
