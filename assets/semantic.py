@@ -164,6 +164,9 @@ def graph(context: AssetExecutionContext, docgraph: DocgraphConfig, llm: LlmReso
     ents, rels, units = merge_graph(
         extracted_entities, extracted_relationships, chunks, settings.graph
     )
+    # chunks are numbered within their shard; a text unit's short id (cited in query
+    # contexts as [n]) is numbered over the corpus, in shard then chunk order
+    units = units.with_columns(human_readable_id=pl.int_range(pl.len(), dtype=pl.Int64))
     failures, llm_meta = [], {}
     if llm_mode(settings):
         client = llm.get()
