@@ -2,14 +2,16 @@
 
 Readers (GraphIndex, `docgraph query`, notebooks) follow `<output>/index.json`; until this
 step replaces it they read the previous version whole, and a run that fails anywhere
-before it (a check included: the checks are blocking) publishes nothing.
+before it (a check included: the checks are blocking) publishes nothing. An object-store
+output is published in its local mirror, then uploaded with index.json last
+(pipeline.remote.push).
 """
 
 import time
 
 from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue, asset
 
-from pipeline import lock, store, validate
+from pipeline import lock, remote, store, validate
 from resources import DocgraphConfig, output_root_metadata
 from resources.output import run_dir
 
@@ -44,6 +46,16 @@ def published_index_asset(upstream: list):
         # the LLM cache entries no kept version used (deleted documents' answers) can go: the
         # tail refreshed the ones it used, each shard recorded the ones its rows came from
         swept = store.sweep_cache(settings.output_dir)
+        pushed: dict = {}
+        url = remote.url_of(settings.output_dir)
+        if url is not None:  # the local mirror of an object store: upload, index.json last
+            try:
+                pushed = remote.push(settings.output_dir, manifest)
+            except remote.RemoteError as exc:
+                raise Failure(
+                    description=f"not published to {url} (its last version stays current "
+                    f"there; the next run starts over from it): {exc}"
+                ) from None
         lock.release(settings.output_dir)
         pruned = sorted(before - set(store.versions(settings.output_dir)))
         return MaterializeResult(
@@ -53,6 +65,7 @@ def published_index_asset(upstream: list):
                 "versions_deleted": ", ".join(pruned) or "none",
                 "llm_cache_entries_swept": swept,
                 "tables": MetadataValue.json(manifest["tables"]),
+                **({"store": url, **pushed} if url is not None else {}),
                 "elapsed_s": round(time.perf_counter() - started, 3),
                 **output_root_metadata(docgraph),
             }

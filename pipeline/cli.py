@@ -13,7 +13,7 @@ import warnings
 from importlib import resources
 from pathlib import Path
 
-from pipeline import lock
+from pipeline import lock, remote
 from pipeline.config import load_settings
 
 QUERY_MODES = ("naive", "local", "global", "expand", "focus", "flow")
@@ -42,6 +42,9 @@ def cmd_index(args: argparse.Namespace) -> int:
     # the output lock first: a second writer stops here (exit 2, naming the holder) before
     # Dagster starts; the run's steps take it again, re-entrantly, in this process
     wait_s = settings.storage.lock_wait_s if args.wait is None else args.wait
+    url = remote.url_of(settings.output_dir)  # s3://…: output_dir is its local mirror
+    if url is not None:  # the store's current version decides which shards are stale
+        remote.refresh(settings.output_dir, force=True)
     lock.acquire(settings.output_dir, "docgraph-index", wait_s)
     from assets.run import run_index
 
@@ -69,7 +72,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     if failed_checks:
         print("asset checks failed: " + ", ".join(failed_checks), file=sys.stderr)
         return 1
-    print(f"index written to {settings.output_dir}")
+    print(f"index written to {url or settings.output_dir}")
     return 0
 
 

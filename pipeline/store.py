@@ -19,6 +19,10 @@ Within a version a Parquet write is atomic (temp file + rename) and a Lance tabl
 dropped and created anew (never modified in place: its files may be links shared with
 the previous version), keeping only its latest Lance version.
 
+An object-store output (`s3://bucket/prefix`) is worked in a local mirror folder with this
+same layout and published to the store whole (pipeline.remote); the readers here accept
+the URL itself and read the store's current version through the mirror.
+
 An output folder written before versions existed (tables at its top level) still reads
 as one; the first publish into it removes those files.
 """
@@ -38,7 +42,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline import schemas
+from pipeline import remote, schemas
 from pipeline.files import atomic_write_text, atomic_write_with
 
 LANCE_DIR = "lancedb"
@@ -58,10 +62,22 @@ os.environ.setdefault("LANCEDB_LOG", "error")
 # ---------------------------------------------------------------------------- versions
 
 
+def _local(root: str | Path) -> Path:
+    """The local folder of `root`: for an object-store URL (`s3://…`) or its mirror folder,
+    the mirror, brought up to the store's current version (pipeline.remote.refresh)."""
+    if remote.is_url(root) or (Path(root) / remote.MARKER).exists():
+        return remote.refresh(root)
+    return Path(root)
+
+
 def read_manifest(root: str | Path) -> dict[str, Any] | None:
     """The output folder's manifest, or None when nothing was published with one."""
+    return _read_manifest(_local(root))
+
+
+def _read_manifest(root: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads((Path(root) / MANIFEST).read_text(encoding="utf-8"))
+        data = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and isinstance(data.get("version"), str) else None
@@ -70,7 +86,7 @@ def read_manifest(root: str | Path) -> dict[str, Any] | None:
 def manifest_stamp(root: str | Path) -> tuple[int, int, int] | None:
     """(mtime, size, inode) of the manifest: changes whenever a version is published."""
     try:
-        st = (Path(root) / MANIFEST).stat()
+        st = (_local(root) / MANIFEST).stat()
     except OSError:
         return None
     return (st.st_mtime_ns, st.st_size, st.st_ino)
@@ -79,8 +95,8 @@ def manifest_stamp(root: str | Path) -> tuple[int, int, int] | None:
 def resolve(root: str | Path) -> Path:
     """The folder holding the tables to read: the current version of an output folder, or
     `root` itself (a version or staging folder, or an output folder from before versions)."""
-    root = Path(root)
-    manifest = read_manifest(root)
+    root = _local(root)
+    manifest = _read_manifest(root)
     if manifest is None:
         return root
     return root / VERSIONS_DIR / manifest["version"]
@@ -195,7 +211,7 @@ def publish(root: str | Path, run_id: str, keep: int = 2) -> dict[str, Any]:
 
 def versions(root: str | Path) -> list[str]:
     """Published version names, oldest first (names start with their UTC publish time)."""
-    folder = Path(root) / VERSIONS_DIR
+    folder = remote.local_root(root) / VERSIONS_DIR
     return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
 
 

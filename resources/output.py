@@ -3,7 +3,9 @@
 Every step of the index job calls `run_dir` (through the IO manager, or directly where an
 asset writes Lance tables or state files): the first call of a run takes the output lock,
 clears what a killed run left (temp files; a run the Dagster instance still shows as
-started is marked failed) and prepares the staging folder (see pipeline.store).
+started is marked failed) and prepares the staging folder (see pipeline.store). For an
+object-store output (`s3://…`) the folder is its local mirror, which that first call brings
+to the store's current version and caches first (pipeline.remote.pull).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from pipeline import lock, store
+from pipeline import lock, remote, store
 from pipeline.files import remove_stray_temps
 from resources.config import DocgraphConfig
 
@@ -56,6 +58,8 @@ def run_dir(docgraph: DocgraphConfig, context: Any = None) -> Path:
     if store.staging_owner(root) != run_id:
         for path in remove_stray_temps(root):
             log.warning("removed %s, left by a run that did not finish", path.relative_to(root))
+        if remote.url_of(root) is not None:  # an object-store output: its local mirror
+            remote.pull(root, caches=True)
     return store.begin(root, run_id, run.parent_run_id if run is not None else None)
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from pipeline import store, vectors
+from pipeline import remote, store, vectors
 from pipeline.config import Settings, load_settings
 from pipeline.embed import Embedder, get_embedder
 from pipeline.query.ppr import UnitEntityGraph
@@ -96,6 +96,10 @@ class GraphIndex:
         llm=None,
         llm_fallback: bool = False,
     ) -> GraphIndex:
+        shown = path
+        if remote.is_url(path):  # an object store: its current version, in a local mirror
+            settings = settings or load_settings()
+            path = remote.refresh(path, settings.storage.mirror_dir, force=True)
         root = Path(path)
         if not root.is_dir():
             raise FileNotFoundError(
@@ -103,7 +107,7 @@ class GraphIndex:
             )
         if not store.is_index(root):
             raise FileNotFoundError(
-                f"{root} holds no docgraph index (no index.json or text_units.parquet): "
+                f"{shown} holds no docgraph index (no index.json or text_units.parquet): "
                 "run `docgraph index` first"
             )
         settings = settings or load_settings()

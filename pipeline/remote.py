@@ -1,0 +1,478 @@
+"""Object-storage outputs (`output_dir: s3://bucket/prefix`): a local mirror, published whole.
+
+A run never writes object storage piecemeal. For an `s3://` output every writer and reader
+works in a **local mirror** folder (`storage.mirror_dir`, default
+`$XDG_CACHE_HOME/docgraph/mirrors/<hash of endpoint + URL>`; settings map `output_dir` to
+it, see `pipeline.config`), which holds the same layout as a local output folder
+(pipeline.store). So staging with hard links, atomic writes, incremental shards, the writer
+lock and the caches work unchanged; only three moments touch the store:
+
+- **pull** (`pull`, the first step of a run, under the writer lock; `refresh` for readers):
+  the mirror is made to hold exactly the store's current version — `index.json`, then the
+  files of `versions/<v>/` missing locally or of another size (a version's files never
+  change once published, so a size check suffices; index.json is written last, so a
+  mirror names only versions it holds whole) — and local versions the store no longer has
+  go. A writer's pull also fetches the caches (`cache/embeddings/*.parquet`, `cache/llm/…`
+  entries, with their store time as mtime so `store.sweep_cache` judges them as before).
+- **push** (`push`, in the `published_index` step after the local publish and the cache
+  sweep): the new version's files are uploaded — a file that is a hard link of the previous
+  version's (a carried-over shard table) is copied server-side instead — then the cache
+  entries the store lacks (and the LLM entries this run used, so their store time is fresh),
+  and **last** `index.json`: one PUT, atomic, so a reader of the store sees the old version
+  or the new one whole. Then versions pruned locally and LLM cache entries swept locally are
+  deleted from the store.
+- **readers** (`store.read_manifest`/`resolve`/`read_table` given an `s3://` URL or the
+  mirror folder, `GraphIndex.open("s3://…")`): `refresh` pulls the current version into the
+  mirror (one GET of index.json when nothing changed; at most once a second per mirror)
+  unless a local writer holds the mirror's lock, then everything reads local Parquet and
+  Lance files. LanceDB could open `s3://` tables natively, but a version's Lance tables are
+  small beside the round trips of a remote full-text/vector search, and the mirror keeps
+  one code path for every table.
+
+Credentials: only the standard AWS variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+`AWS_SESSION_TOKEN`, profiles, instance roles: the AWS SDK's default chain inside pyarrow's
+S3 filesystem); the endpoint from `AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL` (MinIO, moto,
+R2, …), the region from `AWS_REGION` / `AWS_DEFAULT_REGION`. Nothing here writes, logs or
+raises them: errors name the URL and the operation only.
+
+One writer: the lock (pipeline.lock) is a local flock on the mirror, so it serialises runs
+on one machine only. Runs on one object-store output from several machines must be
+serialised by Dagster's run queue (`tag_concurrency_limits` on `docgraph/output`,
+dagster.yaml) — there is no remote lease (pyarrow's S3 filesystem cannot send a
+conditional PUT). Two writers racing would each publish a whole version; the last
+index.json wins, never a mix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from pipeline.files import TEMP_SUFFIX, atomic_path, atomic_write_bytes
+
+log = logging.getLogger(__name__)
+
+SCHEMES = ("s3://",)
+MARKER = ".docgraph-remote.json"  # in a mirror: which URL (and endpoint) it mirrors
+MANIFEST = "index.json"  # = store.MANIFEST (store imports this module)
+VERSIONS_DIR = "versions"
+CACHE_DIR = "cache"
+LLM_CACHE_DIRS = ("cache/llm", "cache/llm_memo")  # = store.LLM_CACHE_DIRS
+REFRESH_EVERY_S = 1.0  # a reader asks the store for index.json at most this often per mirror
+THREADS = 8
+
+_last_refresh: dict[str, float] = {}
+_refresh_lock = threading.Lock()
+
+
+class RemoteError(RuntimeError):
+    """An object-store operation failed (the message names the URL, never a credential)."""
+
+
+# ---------------------------------------------------------------------------- naming
+
+
+def is_url(path: Any) -> bool:
+    return isinstance(path, str) and path.startswith(SCHEMES)
+
+
+def normalize(url: str) -> str:
+    """`s3://bucket/prefix` without a trailing slash."""
+    parsed = urlparse(url)
+    if parsed.scheme != "s3" or not parsed.netloc:
+        raise ValueError(f"not an object-store URL: {url!r} (expected s3://bucket/prefix)")
+    return f"s3://{parsed.netloc}/{parsed.path.strip('/')}".rstrip("/")
+
+
+def endpoint() -> str | None:
+    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+
+
+def default_mirror_base() -> Path:
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "docgraph" / "mirrors"
+
+
+def mirror_for(url: str, base: str | Path | None = None) -> Path:
+    """The local mirror folder of `url` (created, with its marker naming the URL). The
+    endpoint is part of the name: the same bucket name on two servers is two mirrors."""
+    url = normalize(url)
+    ep = endpoint() or ""
+    digest = hashlib.sha256(f"{ep}|{url}".encode()).hexdigest()[:16]
+    bucket_prefix = url[len("s3://") :].replace("/", "_")[:40]
+    folder = Path(base) if base else default_mirror_base()
+    folder = folder / f"{bucket_prefix}-{digest}"
+    marker = folder / MARKER
+    if not marker.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(marker, json.dumps({"url": url, "endpoint": ep}).encode())
+    return folder
+
+
+def url_of(root: str | Path) -> str | None:
+    """The URL the folder `root` mirrors (None: a plain local folder)."""
+    if is_url(root):
+        return normalize(str(root))
+    try:
+        data = json.loads((Path(root) / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data.get("url") if isinstance(data, dict) else None
+
+
+def local_root(root: str | Path, base: str | Path | None = None) -> Path:
+    """The local folder behind `root`: its mirror for a URL, `root` itself otherwise."""
+    if is_url(root):
+        if base is None:
+            base = _configured_base()
+        return mirror_for(str(root), base)
+    return Path(root)
+
+
+def _configured_base() -> str | None:
+    """storage.mirror_dir from the settings (file / DOCGRAPH_ variables), when they load."""
+    try:
+        from pipeline.config import load_settings
+
+        return load_settings().storage.mirror_dir
+    except Exception:  # noqa: BLE001 - a reader given a URL needs no valid settings file
+        return None
+
+
+# ---------------------------------------------------------------------------- the store
+
+
+def filesystem():
+    """pyarrow's S3 filesystem: credentials from the AWS SDK's default chain (environment),
+    endpoint and region from the standard variables."""
+    from pyarrow import fs
+
+    kwargs: dict[str, Any] = {
+        "region": os.environ.get("AWS_REGION")
+        or os.environ.get("AWS_DEFAULT_REGION")
+        or "us-east-1"
+    }
+    ep = endpoint()
+    if ep:
+        parsed = urlparse(ep if "://" in ep else f"https://{ep}")
+        kwargs["endpoint_override"] = parsed.netloc + parsed.path.rstrip("/")
+        kwargs["scheme"] = parsed.scheme
+    return fs.S3FileSystem(**kwargs)
+
+
+def _key(url: str, rel: str = "") -> str:
+    """pyarrow's path of `rel` under `url` (bucket/prefix/rel)."""
+    base = normalize(url)[len("s3://") :]
+    return f"{base}/{rel}".rstrip("/") if rel else base
+
+
+def _fail(op: str, url: str, exc: BaseException) -> RemoteError:
+    # pyarrow's messages name the operation, bucket and key, never a credential; cut to one line
+    reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+    return RemoteError(f"{op} {url}: {reason}")
+
+
+def _read_bytes(s3, path: str) -> bytes | None:
+    from pyarrow import fs
+
+    info = s3.get_file_info(path)
+    if info.type != fs.FileType.File:
+        return None
+    with s3.open_input_stream(path) as fh:
+        return fh.read()
+
+
+def _list(s3, path: str) -> dict[str, Any]:
+    """{relative path: FileInfo} of the files under `path` (recursive; none when missing)."""
+    from pyarrow import fs
+
+    try:
+        infos = s3.get_file_info(fs.FileSelector(path, recursive=True, allow_not_found=True))
+    except FileNotFoundError:
+        return {}
+    return {
+        i.path[len(path) + 1 :]: i
+        for i in infos
+        if i.type == fs.FileType.File and i.size is not None
+    }
+
+
+def _subdirs(s3, path: str) -> list[str]:
+    from pyarrow import fs
+
+    infos = s3.get_file_info(fs.FileSelector(path, recursive=False, allow_not_found=True))
+    return sorted(i.base_name for i in infos if i.type == fs.FileType.Directory)
+
+
+def _download(s3, src: str, dst: Path, mtime: float | None = None) -> int:
+    with atomic_path(dst) as tmp, s3.open_input_stream(src) as inp, open(tmp, "wb") as out:
+        size = 0
+        while chunk := inp.read(1 << 20):
+            out.write(chunk)
+            size += len(chunk)
+    if mtime is not None:
+        with contextlib.suppress(OSError):
+            os.utime(dst, (mtime, mtime))
+    return size
+
+
+def _upload(s3, src: Path, dst: str) -> int:
+    data = src.read_bytes()
+    with s3.open_output_stream(dst) as out:
+        out.write(data)
+    return len(data)
+
+
+def _files(folder: Path) -> dict[str, Path]:
+    """{relative posix path: path} of the files under `folder`, temp files left out."""
+    out: dict[str, Path] = {}
+    if not folder.is_dir():
+        return out
+    for dirpath, _dirs, names in os.walk(folder):
+        for name in names:
+            if name.startswith(".") and name.endswith(TEMP_SUFFIX):
+                continue
+            path = Path(dirpath) / name
+            out[path.relative_to(folder).as_posix()] = path
+    return out
+
+
+def _parallel(fn, items) -> list:
+    items = list(items)
+    if len(items) <= 1:
+        return [fn(i) for i in items]
+    with ThreadPoolExecutor(THREADS) as pool:
+        return list(pool.map(fn, items))
+
+
+# ---------------------------------------------------------------------------- pull
+
+
+def pull(root: str | Path, caches: bool = False) -> dict[str, int]:
+    """Make the mirror `root` hold exactly the store's current version (see the module
+    docstring); with `caches`, also fetch the cache files it lacks. Returns counts."""
+    root = Path(root)
+    url = url_of(root)
+    if url is None:
+        raise ValueError(f"{root} mirrors no object-store URL")
+    stats = {"files_downloaded": 0, "bytes_downloaded": 0, "files_removed": 0}
+    try:
+        s3 = filesystem()
+        remote_manifest = _read_bytes(s3, _key(url, MANIFEST))
+        local_manifest = root / MANIFEST
+        local_bytes = local_manifest.read_bytes() if local_manifest.exists() else None
+        if remote_manifest is None:
+            if local_bytes is not None:  # the store holds no index: neither does its mirror
+                local_manifest.unlink()
+                shutil.rmtree(root / VERSIONS_DIR, ignore_errors=True)
+        elif remote_manifest != local_bytes:
+            version = json.loads(remote_manifest)["version"]
+            _pull_version(s3, url, root, version, stats)
+            atomic_write_bytes(local_manifest, remote_manifest)  # last: names a whole version
+            kept = set(_subdirs(s3, _key(url, VERSIONS_DIR)))
+            for old in (root / VERSIONS_DIR).iterdir():
+                if old.is_dir() and old.name not in kept:
+                    shutil.rmtree(old, ignore_errors=True)
+        if caches:
+            _pull_caches(s3, url, root, stats)
+    except RemoteError:
+        raise
+    except (OSError, ValueError, KeyError) as exc:
+        raise _fail("pull from", url, exc) from None
+    if stats["files_downloaded"]:
+        log.info(
+            "pulled %d files (%d bytes) of %s into its mirror",
+            stats["files_downloaded"],
+            stats["bytes_downloaded"],
+            url,
+        )
+    return stats
+
+
+def _pull_version(s3, url: str, root: Path, version: str, stats: dict[str, int]) -> None:
+    rel_version = f"{VERSIONS_DIR}/{version}"
+    remote = _list(s3, _key(url, rel_version))
+    if not remote:
+        raise RemoteError(f"pull from {url}: index.json names version {version}, which is missing")
+    folder = root / rel_version
+    local = _files(folder)
+    todo = [r for r, i in remote.items() if r not in local or local[r].stat().st_size != i.size]
+
+    def fetch(rel: str) -> int:
+        return _download(s3, _key(url, f"{rel_version}/{rel}"), folder / rel)
+
+    sizes = _parallel(fetch, todo)
+    stats["files_downloaded"] += len(todo)
+    stats["bytes_downloaded"] += sum(sizes)
+    for rel in set(local) - set(remote):  # the store's version is the truth
+        local[rel].unlink(missing_ok=True)
+        stats["files_removed"] += 1
+
+
+def _pull_caches(s3, url: str, root: Path, stats: dict[str, int]) -> None:
+    remote = _list(s3, _key(url, CACHE_DIR))
+    folder = root / CACHE_DIR
+    todo = [(r, i) for r, i in remote.items() if not (folder / r).exists()]
+
+    def fetch(item) -> int:
+        rel, info = item
+        mtime = info.mtime.timestamp() if info.mtime is not None else None
+        return _download(s3, _key(url, f"{CACHE_DIR}/{rel}"), folder / rel, mtime)
+
+    sizes = _parallel(fetch, todo)
+    stats["files_downloaded"] += len(todo)
+    stats["bytes_downloaded"] += sum(sizes)
+
+
+def refresh(root: str | Path, base: str | Path | None = None, force: bool = False) -> Path:
+    """The local folder to read for `root` (a URL, a mirror, or a plain folder), a mirror
+    brought up to the store's current version first — unless a local writer holds the
+    mirror (it is then at least as new as the store), or it was refreshed under a second
+    ago. A plain folder is returned as it is."""
+    url = url_of(root)
+    local = local_root(root, base)
+    if url is None:
+        return local
+    key = str(local)
+    now = time.monotonic()
+    with _refresh_lock:
+        if not force and now - _last_refresh.get(key, -1e9) < REFRESH_EVERY_S:
+            return local
+        from pipeline import lock
+
+        if lock.holder(local) is None:
+            pull(local)
+        _last_refresh[key] = time.monotonic()
+    return local
+
+
+# ---------------------------------------------------------------------------- push
+
+
+def push(root: str | Path, manifest: dict[str, Any]) -> dict[str, int]:
+    """Upload the version `manifest` names (published locally in the mirror `root`), the
+    new cache entries, then index.json; delete what the local publish pruned or swept.
+    Returns counts (no paths, no credentials) for the run's metadata."""
+    root = Path(root)
+    url = url_of(root)
+    if url is None:
+        raise ValueError(f"{root} mirrors no object-store URL")
+    stats = dict.fromkeys(
+        (
+            "files_uploaded",
+            "bytes_uploaded",
+            "files_copied",
+            "bytes_copied",
+            "files_skipped",
+            "cache_files_uploaded",
+            "cache_bytes_uploaded",
+            "objects_deleted",
+        ),
+        0,
+    )
+    try:
+        s3 = filesystem()
+        _push_version(s3, url, root, manifest, stats)
+        _push_caches(s3, url, root, manifest, stats)
+        manifest_bytes = (root / MANIFEST).read_bytes()
+        with s3.open_output_stream(_key(url, MANIFEST)) as out:  # last, in one PUT
+            out.write(manifest_bytes)
+        _delete_pruned(s3, url, root, stats)
+    except RemoteError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise _fail("publish to", url, exc) from None
+    with _refresh_lock:
+        _last_refresh[str(root)] = time.monotonic()
+    return stats
+
+
+def _push_version(s3, url: str, root: Path, manifest: dict[str, Any], stats) -> None:
+    version, previous = manifest["version"], manifest.get("previous")
+    rel_version = f"{VERSIONS_DIR}/{version}"
+    local = _files(root / rel_version)
+    remote = _list(s3, _key(url, rel_version))  # a retried push resumes
+    prev_dir = root / VERSIONS_DIR / previous if previous else None
+    prev_remote = _list(s3, _key(url, f"{VERSIONS_DIR}/{previous}")) if previous else {}
+
+    def send(rel: str) -> tuple[str, int]:
+        path = local[rel]
+        size = path.stat().st_size
+        if rel in remote and remote[rel].size == size:
+            return "skipped", 0
+        dst = _key(url, f"{rel_version}/{rel}")
+        if prev_dir is not None and rel in prev_remote and prev_remote[rel].size == size:
+            with contextlib.suppress(OSError):
+                if os.path.samefile(path, prev_dir / rel):  # carried over: the same file
+                    s3.copy_file(_key(url, f"{VERSIONS_DIR}/{previous}/{rel}"), dst)
+                    return "copied", size
+        return "uploaded", _upload(s3, path, dst)
+
+    for how, size in _parallel(send, sorted(local)):
+        stats[f"files_{how}"] += 1
+        if how != "skipped":
+            stats[f"bytes_{how}"] += size
+
+
+def _push_caches(s3, url: str, root: Path, manifest: dict[str, Any], stats) -> None:
+    local = _files(root / CACHE_DIR)
+    if not local:
+        return
+    remote = _list(s3, _key(url, CACHE_DIR))
+    started = manifest.get("run_started")
+    llm = tuple(d[len(CACHE_DIR) + 1 :] + "/" for d in LLM_CACHE_DIRS)
+
+    def due(rel: str) -> bool:
+        path = local[rel]
+        if rel not in remote or remote[rel].size != path.stat().st_size:
+            return True
+        # an LLM entry this run used (a hit refreshes its mtime): refresh its store time too
+        return (
+            rel.startswith(llm)
+            and isinstance(started, int | float)
+            and path.stat().st_mtime >= started
+        )
+
+    todo = [r for r in sorted(local) if due(r)]
+    sizes = _parallel(lambda r: _upload(s3, local[r], _key(url, f"{CACHE_DIR}/{r}")), todo)
+    stats["cache_files_uploaded"] += len(todo)
+    stats["cache_bytes_uploaded"] += sum(sizes)
+
+
+def _delete_pruned(s3, url: str, root: Path, stats) -> None:
+    """Versions the local publish pruned, and LLM cache entries the local sweep deleted."""
+    kept = {p.name for p in (root / VERSIONS_DIR).iterdir() if p.is_dir()}
+    for name in _subdirs(s3, _key(url, VERSIONS_DIR)):
+        if name not in kept:
+            stats["objects_deleted"] += len(_list(s3, _key(url, f"{VERSIONS_DIR}/{name}")))
+            s3.delete_dir(_key(url, f"{VERSIONS_DIR}/{name}"))
+    for folder in LLM_CACHE_DIRS:
+        gone = [r for r in _list(s3, _key(url, folder)) if not (root / folder / r).exists()]
+        for rel in gone:
+            s3.delete_file(_key(url, f"{folder}/{rel}"))
+        stats["objects_deleted"] += len(gone)
+
+
+__all__ = [
+    "RemoteError",
+    "endpoint",
+    "filesystem",
+    "is_url",
+    "local_root",
+    "mirror_for",
+    "normalize",
+    "pull",
+    "push",
+    "refresh",
+    "url_of",
+]

@@ -1,0 +1,213 @@
+"""`output_dir: s3://bucket/prefix`: the index job publishes to an S3-compatible store (a moto
+server started here on 127.0.0.1), GraphIndex reads it back, and it equals a local run."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+pytestmark = pytest.mark.slow
+
+boto3 = pytest.importorskip("boto3")
+pytest.importorskip("moto")
+
+BUCKET = "docgraph-test"
+URL = f"s3://{BUCKET}/idx"
+QUESTIONS = ("Who discovered polonium and radium?", "Who worked with Ernest Rutherford?")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def s3_server(tmp_path_factory):
+    """A moto S3 server on a free 127.0.0.1 port, stopped at the end."""
+    port = _free_port()
+    log = tmp_path_factory.mktemp("moto") / "server.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+        )
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("moto server did not start: " + log.read_text()) from None
+                time.sleep(0.2)
+        yield endpoint
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _objects(client) -> dict[str, bytes]:
+    keys = []
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET):
+        keys += [o["Key"] for o in page.get("Contents", [])]
+    return {k: client.get_object(Bucket=BUCKET, Key=k)["Body"].read() for k in keys}
+
+
+def _sorted(frame: pl.DataFrame) -> pl.DataFrame:
+    keys = [c for c in ("id",) if c in frame.columns] or [
+        c for c, t in frame.schema.items() if t.is_numeric() or t == pl.Utf8
+    ]
+    return frame.sort(keys) if keys and frame.height else frame
+
+
+def _lance_ids(root) -> dict[str, list[str]]:
+    from pipeline import store
+
+    db = store.lance_db(root)
+    return {
+        name: sorted(db.open_table(name).to_arrow()["id"].to_pylist())
+        for name in sorted(db.list_tables().tables)
+    }
+
+
+def _answers(index) -> list[tuple]:
+    out = []
+    for q in QUESTIONS:
+        for mode in ("naive_search", "local_search"):
+            r = getattr(index, mode)(q)
+            out.append((mode, q, r.answer, r.context_text))
+    return out
+
+
+def _published(result) -> dict:
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        if mat.asset_key.to_user_string() == "published_index":
+            return {k: v.value for k, v in mat.metadata.items()}
+    raise AssertionError("no published_index materialization")
+
+
+def test_an_s3_output_equals_the_local_run_and_publishes_incrementally(
+    s3_server, tmp_path, monkeypatch
+):
+    from dagster import DagsterInstance
+
+    from assets.run import run_index
+    from pipeline import remote, schemas, store
+    from pipeline.cli import write_sample_corpus
+    from pipeline.query import GraphIndex
+
+    secret = "sk-" + secrets.token_hex(20)  # must never be written anywhere
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "docgraph-test-key")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    client = boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1")
+    client.create_bucket(Bucket=BUCKET)
+
+    inp, local_out = tmp_path / "in", tmp_path / "local"
+    write_sample_corpus(inp)
+    (tmp_path / "dagster").mkdir()
+    instance = DagsterInstance.local_temp(str(tmp_path / "dagster"))
+
+    timings = {}
+    started = time.perf_counter()
+    local = run_index(str(inp), str(local_out), instance=instance, log_level="ERROR")
+    assert local.success
+    timings["local"] = time.perf_counter() - started
+    started = time.perf_counter()
+    result = run_index(input_dir=str(inp), output_dir=URL, instance=instance, log_level="ERROR")
+    timings["s3"] = time.perf_counter() - started
+    assert result.success
+    pushed = _published(result)
+    assert pushed["store"] == URL and pushed["files_uploaded"] > 0
+
+    # the store holds the layout: index.json, the version's tables (sharded ones as folders),
+    # its Lance tables and the caches; nothing of the run's staging, lock or mirror marker
+    objects = _objects(client)
+    manifest = json.loads(objects["idx/index.json"])
+    version = manifest["version"]
+    prefix = f"idx/versions/{version}/"
+    assert f"{prefix}entities.parquet" in objects
+    assert any(k.startswith(f"{prefix}chunks/") and k.endswith(".parquet") for k in objects)
+    assert any(k.startswith(f"{prefix}lancedb/text_units.lance/") for k in objects)
+    assert any(k.startswith("idx/cache/embeddings/") for k in objects)
+    assert not any("staging/" in k or ".docgraph" in k for k in objects)
+    first_bytes = sum(len(v) for v in objects.values())
+
+    # every table and every Lance table equals the local run's
+    for name in schemas.TABLES:
+        s3_table, local_table = store.read_table(URL, name), store.read_table(local_out, name)
+        assert s3_table.height == local_table.height, name
+        assert_frame_equal(_sorted(s3_table), _sorted(local_table))
+    assert manifest["tables"] == store.read_manifest(local_out)["tables"]
+    assert _lance_ids(URL) == _lance_ids(local_out)
+
+    # GraphIndex reads the store; its answers equal the local index's
+    index = GraphIndex.open(URL)
+    local_index = GraphIndex.open(local_out)
+    assert index.version == version
+    assert _answers(index) == _answers(local_index)
+
+    # an incremental run: one edited file -> a second version on the store, carried-over
+    # shard files copied server-side, and the open GraphIndex sees the edit
+    edited = inp / "marie_curie.md"
+    edited.write_text(
+        edited.read_text(encoding="utf-8")
+        + "\n\nIn 1925 Marie Curie opened the Quokkaville Radium Institute.\n",
+        encoding="utf-8",
+    )
+    started = time.perf_counter()
+    result = run_index(input_dir=str(inp), output_dir=URL, instance=instance, log_level="ERROR")
+    timings["s3_incremental"] = time.perf_counter() - started
+    assert result.success
+    pushed2 = _published(result)
+    assert pushed2["files_copied"] > 0
+    objects = _objects(client)
+    manifest2 = json.loads(objects["idx/index.json"])
+    assert manifest2["version"] != version and manifest2["previous"] == version
+    assert {k.split("/")[2] for k in objects if k.startswith("idx/versions/")} == {
+        version,
+        manifest2["version"],
+    }
+    time.sleep(remote.REFRESH_EVERY_S)
+    hit = index.naive_search("Quokkaville Radium Institute")
+    assert "Quokkaville" in hit.context_text
+    assert index.latest().version == manifest2["version"]
+
+    # no credential anywhere: the store, the mirror, the Dagster instance
+    mirror = remote.local_root(URL)
+    assert mirror.is_relative_to(tmp_path / "xdg")
+    needle = secret.encode()
+    assert not any(needle in body for body in objects.values())
+    for folder in (mirror, tmp_path / "dagster", local_out):
+        for path in Path(folder).rglob("*"):
+            if path.is_file():
+                assert needle not in path.read_bytes(), path
+    print(
+        f"\nobject storage: local run {timings['local']:.1f}s, s3 run {timings['s3']:.1f}s, "
+        f"s3 incremental {timings['s3_incremental']:.1f}s; first publish "
+        f"{pushed['files_uploaded']} files / {pushed['bytes_uploaded']} B "
+        f"(+ cache {pushed['cache_files_uploaded']} files / {pushed['cache_bytes_uploaded']} B), "
+        f"bucket {first_bytes} B; incremental: {pushed2['files_uploaded']} uploaded / "
+        f"{pushed2['bytes_uploaded']} B, {pushed2['files_copied']} copied server-side / "
+        f"{pushed2['bytes_copied']} B, {pushed2['objects_deleted']} objects deleted"
+    )
