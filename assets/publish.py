@@ -40,6 +40,8 @@ def published_index_asset(upstream: list):
                 metadata={"problems": MetadataValue.md("\n".join(f"- {p}" for p in problems))},
             )
         before = set(store.versions(settings.output_dir))
+        url = remote.url_of(settings.output_dir)  # an object store's local mirror
+        carried = remote.carried_over(settings.output_dir) if url is not None else set()
         manifest = store.publish(
             settings.output_dir, context.run.run_id, keep=settings.storage.keep_versions
         )
@@ -47,10 +49,9 @@ def published_index_asset(upstream: list):
         # tail refreshed the ones it used, each shard recorded the ones its rows came from
         swept = store.sweep_cache(settings.output_dir)
         pushed: dict = {}
-        url = remote.url_of(settings.output_dir)
-        if url is not None:  # the local mirror of an object store: upload, index.json last
+        if url is not None:  # upload the version, the caches, index.json last
             try:
-                pushed = remote.push(settings.output_dir, manifest)
+                pushed = remote.push(settings.output_dir, manifest, carried)
             except remote.RemoteError as exc:
                 raise Failure(
                     description=f"not published to {url} (its last version stays current "

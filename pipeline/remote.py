@@ -15,8 +15,9 @@ lock and the caches work unchanged; only three moments touch the store:
   go. A writer's pull also fetches the caches (`cache/embeddings/*.parquet`, `cache/llm/…`
   entries, with their store time as mtime so `store.sweep_cache` judges them as before).
 - **push** (`push`, in the `published_index` step after the local publish and the cache
-  sweep): the new version's files are uploaded — a file that is a hard link of the previous
-  version's (a carried-over shard table) is copied server-side instead — then the cache
+  sweep): the new version's files are uploaded — a file that was a hard link of the previous
+  version's (a carried-over shard table, noted by `carried_over` before the local publish,
+  which may prune that version) is copied server-side instead — then the cache
   entries the store lacks (and the LLM entries this run used, so their store time is fresh),
   and **last** `index.json`: one PUT, atomic, so a reader of the store sees the old version
   or the new one whole. Then versions pruned locally and LLM cache entries swept locally are
@@ -359,9 +360,30 @@ def refresh(root: str | Path, base: str | Path | None = None, force: bool = Fals
 # ---------------------------------------------------------------------------- push
 
 
-def push(root: str | Path, manifest: dict[str, Any]) -> dict[str, int]:
+def carried_over(root: str | Path) -> set[str]:
+    """The files of the mirror `root`'s staging folder that are the current version's own
+    (hard links: shard tables a run did not recompute). Taken before the local publish,
+    which may prune that version: `push` copies them server-side instead of uploading."""
+    root = Path(root)
+    try:
+        current = json.loads((root / MANIFEST).read_text(encoding="utf-8"))["version"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+    previous = root / VERSIONS_DIR / current
+    out = set()
+    for rel, path in _files(root / "staging").items():
+        with contextlib.suppress(OSError):
+            if os.path.samefile(path, previous / rel):
+                out.add(rel)
+    return out
+
+
+def push(
+    root: str | Path, manifest: dict[str, Any], carried: set[str] | None = None
+) -> dict[str, int]:
     """Upload the version `manifest` names (published locally in the mirror `root`), the
     new cache entries, then index.json; delete what the local publish pruned or swept.
+    `carried`: files that are the previous version's (`carried_over`), copied server-side.
     Returns counts (no paths, no credentials) for the run's metadata."""
     root = Path(root)
     url = url_of(root)
@@ -382,7 +404,7 @@ def push(root: str | Path, manifest: dict[str, Any]) -> dict[str, int]:
     )
     try:
         s3 = filesystem()
-        _push_version(s3, url, root, manifest, stats)
+        _push_version(s3, url, root, manifest, carried or set(), stats)
         _push_caches(s3, url, root, manifest, stats)
         manifest_bytes = (root / MANIFEST).read_bytes()
         with s3.open_output_stream(_key(url, MANIFEST)) as out:  # last, in one PUT
@@ -397,12 +419,13 @@ def push(root: str | Path, manifest: dict[str, Any]) -> dict[str, int]:
     return stats
 
 
-def _push_version(s3, url: str, root: Path, manifest: dict[str, Any], stats) -> None:
+def _push_version(
+    s3, url: str, root: Path, manifest: dict[str, Any], carried: set[str], stats
+) -> None:
     version, previous = manifest["version"], manifest.get("previous")
     rel_version = f"{VERSIONS_DIR}/{version}"
     local = _files(root / rel_version)
     remote = _list(s3, _key(url, rel_version))  # a retried push resumes
-    prev_dir = root / VERSIONS_DIR / previous if previous else None
     prev_remote = _list(s3, _key(url, f"{VERSIONS_DIR}/{previous}")) if previous else {}
 
     def send(rel: str) -> tuple[str, int]:
@@ -411,11 +434,9 @@ def _push_version(s3, url: str, root: Path, manifest: dict[str, Any], stats) -> 
         if rel in remote and remote[rel].size == size:
             return "skipped", 0
         dst = _key(url, f"{rel_version}/{rel}")
-        if prev_dir is not None and rel in prev_remote and prev_remote[rel].size == size:
-            with contextlib.suppress(OSError):
-                if os.path.samefile(path, prev_dir / rel):  # carried over: the same file
-                    s3.copy_file(_key(url, f"{VERSIONS_DIR}/{previous}/{rel}"), dst)
-                    return "copied", size
+        if rel in carried and rel in prev_remote and prev_remote[rel].size == size:
+            s3.copy_file(_key(url, f"{VERSIONS_DIR}/{previous}/{rel}"), dst)  # server-side
+            return "copied", size
         return "uploaded", _upload(s3, path, dst)
 
     for how, size in _parallel(send, sorted(local)):
@@ -465,6 +486,7 @@ def _delete_pruned(s3, url: str, root: Path, stats) -> None:
 
 __all__ = [
     "RemoteError",
+    "carried_over",
     "endpoint",
     "filesystem",
     "is_url",
