@@ -363,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (FileNotFoundError, ValueError, lock.OutputLocked) as exc:
+    except (FileNotFoundError, ValueError, lock.OutputLocked, remote.RemoteError) as exc:
         print(f"docgraph: {exc}", file=sys.stderr)
         return 2
 
