@@ -23,13 +23,12 @@ from dagster import (
     AssetSpec,
     BackfillPolicy,
     MaterializeResult,
-    MetadataValue,
     StaticPartitionsDefinition,
 )
 
 from pipeline import store
 from pipeline.shards import shard_keys
-from resources import OUTPUT_ROOT
+from resources import output_root_entry
 
 # the single-run policy is what the shards need and is stable in use; Dagster marks it beta
 warnings.filterwarnings("ignore", message=".*backfill_policy.*", category=Warning)
@@ -98,7 +97,7 @@ def run_shards(
                 "shard_range": f"{keys[0]}..{keys[-1]}" if keys else "none",
                 "elapsed_s": elapsed,
                 "s_per_shard": round(elapsed / max(1, len(keys)), 3),
-                OUTPUT_ROOT: MetadataValue.path(str(folder.parent.resolve())),
+                **output_root_entry(folder.parent.resolve()),
                 **meta,
             },
         )

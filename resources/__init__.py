@@ -4,6 +4,7 @@ from resources.config import (
     OUTPUT_ROOT,
     DocgraphAtLaunch,
     DocgraphConfig,
+    output_root_entry,
     output_root_metadata,
 )
 from resources.embedder import EmbedderResource
@@ -35,5 +36,6 @@ __all__ = [
     "LlmResource",
     "ParquetIOManager",
     "build_resources",
+    "output_root_entry",
     "output_root_metadata",
 ]

@@ -68,4 +68,12 @@ def output_root_metadata(docgraph: DocgraphConfig | DocgraphAtLaunch) -> dict[st
     """`{"output_root": <resolved output folder>}` for an asset's metadata: the IO manager adds
     it to every output it writes; assets that write elsewhere (Lance tables, index.json) add
     it to their MaterializeResult so every materialization names the folder it went to."""
-    return {OUTPUT_ROOT: MetadataValue.path(str(docgraph.output_root()))}
+    return output_root_entry(docgraph.output_root())
+
+
+def output_root_entry(root: Path) -> dict[str, MetadataValue]:
+    """`{"output_root": ...}` for the output folder `root`: its object-store URL when it is
+    the local mirror of one (pipeline.remote), else the folder."""
+    from pipeline import remote
+
+    return {OUTPUT_ROOT: MetadataValue.path(remote.url_of(root) or str(root))}
