@@ -26,7 +26,7 @@ from dagster import (
     StaticPartitionsDefinition,
 )
 
-from pipeline import store
+from pipeline import memory, store
 from pipeline.shards import shard_keys
 from resources import output_root_entry
 
@@ -82,6 +82,8 @@ def run_shards(
         for name in tables:
             store.write_shard(folder, name, key, frames[name])
             rows[name] += frames[name].height
+        del frames
+        memory.release()  # a shard's frames: memory stays that of one shard
     all_keys = context.assets_def.partitions_def.get_partition_keys()
     for name in tables:
         for gone in store.retain_shards(folder, name, all_keys):

@@ -18,7 +18,7 @@ from dagster import (
 
 from assets.metadata import frame_metadata
 from assets.shards import SHARD_POLICY, shard_partitions
-from pipeline import store
+from pipeline import schemas, store
 from pipeline.structure.same_topic import same_topic_edges as build_same_topic_edges
 from pipeline.vectors import build_vector_table, embedding_text, read_vectors
 from resources import DocgraphConfig, EmbedderResource, output_root_metadata
@@ -137,27 +137,29 @@ def content_nodes_vectors(
 
 
 @asset(
-    deps=["text_units_vectors"],
+    deps=["text_units_vectors", "sections", "content_nodes", "text_units"],
     group_name="structure",
     description="SAME_TOPIC edges between sections of different documents, by embedding.",
 )
 def same_topic_edges(
-    context: AssetExecutionContext,
-    docgraph: DocgraphConfig,
-    embedder: EmbedderResource,
-    sections: pl.DataFrame,
-    content_nodes: pl.DataFrame,
-    text_units: pl.DataFrame,
+    context: AssetExecutionContext, docgraph: DocgraphConfig, embedder: EmbedderResource
 ) -> Output[pl.DataFrame]:
     started = time.perf_counter()
     settings = docgraph.settings()
+    folder = run_dir(docgraph, context)
+    by_units = settings.same_topic.vectors == "units"
+    # only what it reads: the text of every node and unit is most of their bytes
+    sections = store.read_table(folder, "sections", ["id", "document_id"] if by_units else None)
+    nodes = (
+        schemas.empty("content_nodes") if by_units else store.read_table(folder, "content_nodes")
+    )
     edges = build_same_topic_edges(
         sections,
-        content_nodes,
+        nodes,
         embedder.get(),
         settings.same_topic,
-        text_units,
-        read_vectors(run_dir(docgraph, context), "text_units"),
+        store.read_table(folder, "text_units", ["id", "section_id"]),
+        read_vectors(folder, "text_units"),
     )
     return Output(
         edges,

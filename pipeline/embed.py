@@ -8,8 +8,6 @@ sha256(model_id + text), so re-indexing unchanged text costs no model call.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import os
 import threading
 import time
@@ -20,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from pipeline import memory
 from pipeline.config import PACKAGED_MODEL, EmbeddingSettings
 from pipeline.files import atomic_write_with
 from pipeline.ids import sha256_hex
@@ -92,8 +91,8 @@ class Embedder:
                     convert_to_numpy=True,
                     show_progress_bar=False,
                 )
-        if len(texts) > SMALL_BATCH:
-            _return_freed_memory()
+        if len(texts) > SMALL_BATCH:  # torch's forward passes freed ~300 MB of heap
+            memory.release()
         return out
 
 
@@ -119,11 +118,26 @@ def _batches(texts: list[str], batch_size: int) -> list[np.ndarray]:
     return batches
 
 
-def _return_freed_memory() -> None:
-    """Give the heap that torch's forward passes freed back to the OS (glibc keeps it in
-    its arenas otherwise: ~300 MB of RSS after a large batch, held for the whole run)."""
-    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to do
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+# Tokens per forward pass: `batch_size` texts of this many tokens. Shorter texts (titles,
+# headings) go in proportionally larger batches: a forward pass of 16 three-word titles is
+# mostly overhead (measured: 256 titles per pass embed 3.5x faster than 16).
+BATCH_TOKENS_PER_TEXT = 128
+_MAX_BATCH = 1024
+
+
+def _batches(texts: list[str], batch_size: int) -> list[np.ndarray]:
+    """Row indices in batches of similar length (longest first), each within a token budget
+    of `batch_size` x BATCH_TOKENS_PER_TEXT (length estimated at 4 characters a token)."""
+    lengths = np.fromiter((len(t) // 4 + 2 for t in texts), dtype=np.int64, count=len(texts))
+    order = np.argsort(-lengths, kind="stable")
+    budget = batch_size * BATCH_TOKENS_PER_TEXT
+    batches, start = [], 0
+    while start < len(order):
+        longest = min(int(lengths[order[start]]), 512)  # the model truncates longer texts
+        size = int(min(_MAX_BATCH, max(batch_size, budget // max(longest, 1))))
+        batches.append(order[start : start + size])
+        start += size
+    return batches
 
 
 # A query (one short text) is embedded on one thread: ~14 ms p50 and p95 alike on the

@@ -141,6 +141,10 @@ def _lookup(keys: pl.Series, ids: list[str], vectors: np.ndarray, dim: int) -> n
     return out
 
 
+# Rows of derived vectors computed at a time: the temporaries (end points, unit means) of a
+# 136k-relationship table are ~200 MB each when computed whole.
+BLOCK_ROWS = 16_384
+
 # Titles that say nothing an embedding can use ("1911", "12%"): context vector only.
 NUMERIC_TYPES = ("DATE", "TIME", "NUMBER", "PERCENT", "MONEY", "ORDINAL", "AGE")
 
@@ -185,10 +189,14 @@ def compute_vectors(
     if name == "relationships":
         unit_ids, unit_vecs = read_vectors(output_dir, "text_units")
         ent_ids, ent_vecs = read_vectors(output_dir, "entities")
-        ends = _lookup(frame["source_id"], ent_ids, ent_vecs, dim) + _lookup(
-            frame["target_id"], ent_ids, ent_vecs, dim
-        )
-        return _normalise(ends + mean_vectors(frame["text_unit_ids"], unit_ids, unit_vecs, dim))
+        out = np.empty((frame.height, dim), dtype=np.float32)
+        for at in range(0, frame.height, BLOCK_ROWS):  # temporaries of one block at a time
+            part = frame.slice(at, BLOCK_ROWS)
+            block = _lookup(part["source_id"], ent_ids, ent_vecs, dim)
+            block += _lookup(part["target_id"], ent_ids, ent_vecs, dim)
+            block += mean_vectors(part["text_unit_ids"], unit_ids, unit_vecs, dim)
+            out[at : at + part.height] = _normalise(block)
+        return out
     # community_reports: the mean of the member entities' vectors
     ent_ids, ent_vecs = read_vectors(output_dir, "entities")
     members = frame.select("community").join(
@@ -310,7 +318,8 @@ def read_vectors(output_dir: str | Path, name: str) -> tuple[list[str], np.ndarr
     db = lancedb.connect(str(path))
     if name not in lance_table_names(db):
         return [], np.zeros((0, 0), dtype=np.float32)
-    arrow = db.open_table(name).to_arrow().select(["id", "vector"])
+    # only the two columns: the text column of a large table is most of its bytes
+    arrow = db.open_table(name).search().select(["id", "vector"]).limit(None).to_arrow()
     ids = arrow["id"].to_pylist()
     vec = arrow["vector"].combine_chunks()
     dim = vec.type.list_size

@@ -15,7 +15,7 @@ cores): path+128 tokens embeds 639 strings in ~40 s, the mean-of-nodes route wou
 
 Neighbours are found by an exact blocked top-k: rows of the (n, dim) matrix are multiplied
 by the whole matrix a block at a time, so memory stays ~BLOCK_ELEMENTS floats whatever n
-(100k sections: ~330-row blocks, one 100k x 100k x 384 pass). Each section proposes its top
+(100k sections: ~80-row blocks, one 100k x 100k x 384 pass). Each section proposes its top
 `max_connections` partners above `min_similarity`; the union is then thinned greedily, best
 pair first, so that no section ends with more than `max_connections` edges.
 """
@@ -31,7 +31,7 @@ from pipeline import schemas
 from pipeline.config import SameTopicSettings
 from pipeline.tokens import truncate_tokens
 
-BLOCK_ELEMENTS = 1 << 25  # similarity entries per block (128 MiB of float32)
+BLOCK_ELEMENTS = 1 << 23  # similarity entries per block (32 MiB of float32, ~4x in temporaries)
 # Node types that are not a section's text: headings (the path says them), page furniture.
 SKIP_TYPES = ("HEADING", "TITLE", "PAGE_NUMBER")
 
