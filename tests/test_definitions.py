@@ -88,8 +88,10 @@ def test_nightly_schedule_and_folder_sensor(tmp_path):
 
     assert defs.resolve_schedule_def("index_nightly").cron_schedule == "0 2 * * *"
     sensor_def = defs.resolve_sensor_def("input_folder_changed")
-    config = DocgraphConfig(input_dir=str(tmp_path))
-    (tmp_path / "a.txt").write_text("Ada Lovelace met Charles Babbage.")
+    inp = tmp_path / "in"  # and an output folder of its own: nothing indexed yet
+    inp.mkdir()
+    config = DocgraphConfig(input_dir=str(inp), output_dir=str(tmp_path / "out"))
+    (inp / "a.txt").write_text("Ada Lovelace met Charles Babbage.")
 
     def tick(cursor: str | None):
         ctx = build_sensor_context(cursor=cursor, resources={"docgraph": config})
@@ -103,9 +105,9 @@ def test_nightly_schedule_and_folder_sensor(tmp_path):
     again, same = tick(cursor)  # until it publishes, the same request (the run key dedupes)
     assert isinstance(again, RunRequest) and again.run_key == first.run_key
     time.sleep(0.01)
-    (tmp_path / "b.md").write_text("# New\n\nA new document.")
+    (inp / "b.md").write_text("# New\n\nA new document.")
     added, cursor2 = tick(cursor)
     assert isinstance(added, RunRequest) and added.run_key != first.run_key
-    (tmp_path / "b.md").unlink()
+    (inp / "b.md").unlink()
     deleted, _ = tick(cursor2)
     assert isinstance(deleted, RunRequest) and deleted.run_key == first.run_key
