@@ -47,15 +47,6 @@ def range_tags(keys: Iterable[str]) -> dict[str, str]:
     return {RANGE_START: keys[0], RANGE_END: keys[-1]} if keys else {}
 
 
-def covers_all_shards(tags: dict[str, str], n: int) -> bool:
-    """Whether a run with these tags ran every shard (no range tags: a single-shard run
-    carries `dagster/partition`)."""
-    keys = shard_keys(n)
-    if RANGE_START in tags:
-        return tags[RANGE_START] == keys[0] and tags.get(RANGE_END) == keys[-1]
-    return "dagster/partition" not in tags or n == 1
-
-
 def specs(group: str, tables: dict[str, str], deps: list[str]) -> list[AssetSpec]:
     return [
         AssetSpec(name, description=text, group_name=group, deps=deps)
