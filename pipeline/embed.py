@@ -118,28 +118,6 @@ def _batches(texts: list[str], batch_size: int) -> list[np.ndarray]:
     return batches
 
 
-# Tokens per forward pass: `batch_size` texts of this many tokens. Shorter texts (titles,
-# headings) go in proportionally larger batches: a forward pass of 16 three-word titles is
-# mostly overhead (measured: 256 titles per pass embed 3.5x faster than 16).
-BATCH_TOKENS_PER_TEXT = 128
-_MAX_BATCH = 1024
-
-
-def _batches(texts: list[str], batch_size: int) -> list[np.ndarray]:
-    """Row indices in batches of similar length (longest first), each within a token budget
-    of `batch_size` x BATCH_TOKENS_PER_TEXT (length estimated at 4 characters a token)."""
-    lengths = np.fromiter((len(t) // 4 + 2 for t in texts), dtype=np.int64, count=len(texts))
-    order = np.argsort(-lengths, kind="stable")
-    budget = batch_size * BATCH_TOKENS_PER_TEXT
-    batches, start = [], 0
-    while start < len(order):
-        longest = min(int(lengths[order[start]]), 512)  # the model truncates longer texts
-        size = int(min(_MAX_BATCH, max(batch_size, budget // max(longest, 1))))
-        batches.append(order[start : start + size])
-        start += size
-    return batches
-
-
 # A query (one short text) is embedded on one thread: ~14 ms p50 and p95 alike on the
 # 2-core machine, against 10 ms p50 but 260-540 ms p95 with torch's 2 threads as soon as
 # another process wants a core (its threads wait on each other). Batches keep every thread.
