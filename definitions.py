@@ -7,9 +7,7 @@ from dagster import AssetSelection, Definitions, define_asset_job
 from assets import index_assets, index_checks
 from assets.automation import INDEX_JOB, index_nightly, input_folder_changed
 from resources import build_resources
-from resources.executors import executor_for
-
-OUTPUT_TAG = "docgraph/output"  # dagster.yaml queues runs with equal values one at a time
+from resources.executors import OUTPUT_TAG, executor_for  # dagster.yaml queues by OUTPUT_TAG
 
 
 def index_job(output_dir: str):
