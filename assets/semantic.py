@@ -158,14 +158,22 @@ def graph(context: AssetExecutionContext, docgraph: DocgraphConfig, llm: LlmReso
     started = time.perf_counter()
     settings = docgraph.settings()
     folder = run_dir(docgraph, context)
-    chunks = store.read_table(folder, "chunks")
+    # in path order, as one shard would hold them: what follows (numbering, ties broken by
+    # row order) does not depend on the shard count
+    paths = store.read_table(folder, "documents", ["id", "source_path"])
+    chunks = (
+        store.read_table(folder, "chunks")
+        .join(paths, left_on="document_id", right_on="id", how="left", maintain_order="left")
+        .sort("source_path", maintain_order=True)
+        .drop("source_path")
+    )
     extracted_entities = store.read_table(folder, "extracted_entities")
     extracted_relationships = store.read_table(folder, "extracted_relationships")
     ents, rels, units = merge_graph(
         extracted_entities, extracted_relationships, chunks, settings.graph
     )
     # chunks are numbered within their shard; a text unit's short id (cited in query
-    # contexts as [n]) is numbered over the corpus, in shard then chunk order
+    # contexts as [n]) is numbered over the corpus, in path then chunk order
     units = units.with_columns(human_readable_id=pl.int_range(pl.len(), dtype=pl.Int64))
     failures, llm_meta = [], {}
     if llm_mode(settings):

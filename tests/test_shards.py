@@ -184,3 +184,34 @@ def test_the_sensor_asks_for_the_changed_shard_only(indexed):
     assert request.tags["dagster/asset_partition_range_start"] == shard
     assert request.tags["dagster/asset_partition_range_end"] == shard
     assert request.tags["docgraph/changed_shards"] == shard
+
+
+def test_the_index_does_not_depend_on_the_shard_count(tmp_path):
+    """Links resolve across shards and the tail reads shards in path order: 1 shard and 4
+    shards give the same tables (SAME_TOPIC weights up to float summation order)."""
+    from assets.run import run_index
+
+    inp = tmp_path / "in"
+    for i in range(12):
+        folder = inp / f"part{i % 3}"
+        folder.mkdir(parents=True, exist_ok=True)
+        j = (i * 5 + 1) % 12
+        (folder / f"page{i}.md").write_text(
+            f"# Page {i}\n\n{_doc(i)}\n## Links\n\nSee [page {j}](../part{j % 3}/page{j}.md#links)"
+            f" and [[page{(i + 1) % 12}]].\n"
+        )
+    outs = {}
+    for n in (1, 4):
+        config = tmp_path / f"s{n}.yaml"
+        config.write_text(f"storage:\n  shards: {n}\n")
+        outs[n] = tmp_path / f"out{n}"
+        assert run_index(str(config), str(inp), str(outs[n]), log_level="ERROR").success
+    assert len(store.table_files(outs[4], "documents")) == 4
+    links = store.read_table(outs[4], "structure_edges").filter(pl.col("type") == "REFERS_TO")
+    assert links.height == 24 and links["target_id"].null_count() == 0  # across shards too
+    for name in ("structure_edges", "text_units", "entities", "relationships", "communities"):
+        one, four = store.read_table(outs[1], name), store.read_table(outs[4], name)
+        key = [c for c in one.columns if one.schema[c] in (pl.Utf8, pl.Int64)]
+        assert one.sort(key).equals(four.sort(key)), name
+    reports = [store.read_table(outs[n], "community_reports").sort("id") for n in (1, 4)]
+    assert reports[0].drop("rating").equals(reports[1].drop("rating"))
