@@ -149,6 +149,12 @@ class EmbeddingSettings(_Section):
         "peaks ~370 MB lower (1,000 MuSiQue passages: 12.6 s / 837 MB vs 15.0 s / 1,204 MB)",
     )
     device: str = "cpu"
+    process: Literal["worker", "inline"] = Field(
+        "worker",
+        description="where an index runs the model: worker: a child process (the index's own "
+        "process never loads torch, ~450 MB less, and it can go on while texts embed); "
+        "inline: in the index's process. Queries always embed inline.",
+    )
     entity_vectors: Literal["name+context", "text"] = Field(
         "name+context",
         description="name+context: the embedded title plus the mean of its text units' vectors;"

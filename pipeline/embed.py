@@ -24,7 +24,7 @@ from pipeline.files import atomic_write_with
 from pipeline.ids import sha256_hex
 
 # all-MiniLM-L6-v2's width; lets callers size empty outputs without loading the model.
-_KNOWN_DIMS = {PACKAGED_MODEL: 384}
+KNOWN_DIMS = {PACKAGED_MODEL: 384}
 
 
 def resolve_model(name: str) -> str:
@@ -74,8 +74,8 @@ class Embedder:
 
     @property
     def dim(self) -> int:
-        if self._model is None and self.settings.model in _KNOWN_DIMS:
-            return _KNOWN_DIMS[self.settings.model]
+        if self._model is None and self.settings.model in KNOWN_DIMS:
+            return KNOWN_DIMS[self.settings.model]
         return int(self.model.get_embedding_dimension())
 
     def embed(self, texts: list[str]) -> np.ndarray:

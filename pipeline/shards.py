@@ -43,7 +43,7 @@ def stage_settings_digest(settings: Settings) -> str:
         settings.structure.model_dump_json(),
         settings.chunking.model_dump_json(),
         settings.extraction.model_dump_json(),
-        settings.embedding.model_dump_json(),
+        settings.embedding.model_dump_json(exclude={"process"}),  # not in the outputs
         str(settings.storage.shards),
         f"{llm.enabled}|{llm.base_url}|{llm.chat_model}|{llm.temperature}" if llm.enabled else "",
     ]

@@ -14,7 +14,10 @@ class EmbedderResource(ConfigurableResource):
 
     def get(self):
         from pipeline.embed import CachedEmbedder, get_embedder
+        from pipeline.embed_worker import get_worker
 
         settings = self.config.settings()
         cache_dir = Path(settings.output_dir) / "cache" / "embeddings"
-        return CachedEmbedder(get_embedder(settings.embedding), cache_dir)
+        inline = settings.embedding.process == "inline"
+        model = get_embedder(settings.embedding) if inline else get_worker(settings.embedding)
+        return CachedEmbedder(model, cache_dir)

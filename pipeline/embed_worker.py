@@ -1,0 +1,175 @@
+"""The embedding model in a child process of its own, so the indexing process never loads it.
+
+torch and the model hold ~450 MB resident and fragment the heap of the process that runs
+them; the index's corpus-wide stages (merge, communities, reports) then start from that
+baseline. In a worker the model's memory is bounded (the model and one batch) and the index
+process holds only its tables. `submit` returns a future, so a caller can queue texts and go
+on with other work while the worker embeds them on the other cores.
+
+Protocol: the parent writes pickled `(request id, texts)` to the child's stdin; the child
+answers pickled `(request id, ok, vectors | error text)` on its original stdout (it moves its
+own fd 1 to stderr first, so a library that prints cannot corrupt the stream). EOF on stdin
+ends the child. Both ends are this package's code, so pickle carries no foreign data.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import os
+import pickle
+import queue
+import subprocess
+import sys
+import threading
+from concurrent.futures import Future
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.config import EmbeddingSettings
+from pipeline.embed import KNOWN_DIMS, resolve_model
+
+_DIM = None  # request payload asking for the model's width
+
+
+class EmbeddingWorker:
+    """`Embedder`'s interface (model_id, dim, embed) over a child process, plus `submit`."""
+
+    def __init__(self, settings: EmbeddingSettings):
+        self.settings = settings
+        self._model_id = resolve_model(settings.model)
+        self._proc: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+        self._pending: dict[int, Future] = {}
+        self._outbox: queue.Queue = queue.Queue()
+        self._ids = itertools.count()
+        self._dim: int | None = KNOWN_DIMS.get(settings.model)
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = int(self.submit(_DIM).result())
+        return self._dim
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self.submit(list(texts)).result()
+
+    def submit(self, texts: list[str] | None) -> Future:
+        """Queue `texts` (None: the model's width); the future gets an (n, dim) float32 array,
+        or a RuntimeError when the worker failed or died."""
+        future: Future = Future()
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._start()
+            rid = next(self._ids)
+            self._pending[rid] = future
+            self._outbox.put((rid, texts))
+        return future
+
+    def close(self) -> None:
+        with self._lock:
+            proc, self._proc = self._proc, None
+        if proc is not None:
+            self._outbox.put(None)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+    # ---- parent side
+
+    def _start(self) -> None:
+        root = str(Path(__file__).resolve().parents[1])  # where `pipeline` imports from
+        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", __name__, self.settings.model_dump_json()],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": path},
+        )
+        # each child has its own queue and pending requests: a dead one fails only its own
+        self._proc, self._outbox, self._pending = proc, queue.Queue(), {}
+        threading.Thread(target=self._write, args=(proc, self._outbox), daemon=True).start()
+        threading.Thread(target=self._read, args=(proc, self._pending), daemon=True).start()
+
+    @staticmethod
+    def _write(proc: subprocess.Popen, outbox: queue.Queue) -> None:
+        """Requests go out from a thread of their own: `submit` never blocks on a full pipe."""
+        try:
+            while (item := outbox.get()) is not None:
+                pickle.dump(item, proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+                proc.stdin.flush()
+            proc.stdin.close()
+        except (BrokenPipeError, OSError, ValueError):
+            pass  # the child died: the reader fails what is pending
+
+    def _read(self, proc: subprocess.Popen, pending: dict[int, Future]) -> None:
+        try:
+            while True:
+                rid, ok, value = pickle.load(proc.stdout)
+                future = pending.pop(rid)
+                if ok:
+                    future.set_result(value)
+                else:
+                    future.set_exception(RuntimeError(f"embedding worker: {value}"))
+        except (EOFError, OSError, pickle.UnpicklingError):
+            pass
+        code = proc.wait()
+        with self._lock:
+            lost = [pending.pop(r) for r in list(pending)]
+        for future in lost:
+            future.set_exception(RuntimeError(f"embedding worker exited with code {code}"))
+
+
+_WORKERS: dict[tuple[str, str], EmbeddingWorker] = {}
+_WORKERS_LOCK = threading.Lock()
+
+
+def get_worker(settings: EmbeddingSettings) -> EmbeddingWorker:
+    """One worker per (model, device) per process, started on its first request."""
+    key = (settings.model, settings.device)
+    with _WORKERS_LOCK:
+        if key not in _WORKERS:
+            _WORKERS[key] = EmbeddingWorker(settings)
+        return _WORKERS[key]
+
+
+@atexit.register
+def _close_workers() -> None:
+    for worker in list(_WORKERS.values()):
+        worker.close()
+
+
+# ---- child side
+
+
+def _serve(settings: EmbeddingSettings) -> None:
+    from pipeline.embed import Embedder
+
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # whatever prints from here on goes to stderr, not into the protocol
+    embedder = Embedder(settings)
+    requests = sys.stdin.buffer
+    while True:
+        try:
+            rid, texts = pickle.load(requests)
+        except EOFError:
+            return
+        try:
+            value = embedder.dim if texts is _DIM else embedder.embed(texts)
+            reply = (rid, True, value)
+        except Exception as exc:  # reported to the caller, the worker goes on
+            reply = (rid, False, f"{type(exc).__name__}: {exc}")
+        pickle.dump(reply, out, protocol=pickle.HIGHEST_PROTOCOL)
+        out.flush()
+
+
+if __name__ == "__main__":
+    _serve(EmbeddingSettings.model_validate_json(sys.argv[1]))
