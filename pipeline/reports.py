@@ -416,15 +416,38 @@ def _mentions(
         .select("entity_id", "nform")
         .unique()
     )
-    return (
-        pool.select("sid", "norm", pl.col("cands").alias("entity_id"))
+    # (sentence, candidate) pairs as integers; each sentence's text is joined to a slice of
+    # them at a time: joined whole, a sentence was copied once per candidate form (2.7M
+    # copies, +0.4 GB at 10k documents)
+    surface = surface.with_columns(pl.col("entity_id").rank("dense").alias("e"))
+    pairs = (
+        pool.select("sid", pl.col("cands").alias("entity_id"))
         .explode("entity_id")
-        .join(surface, on="entity_id", how="inner")
+        .join(surface.select("entity_id", "e").unique(), on="entity_id", how="inner")
+        .select("sid", "e")
+    )
+    norm = pool.select("sid", "norm")
+    forms = surface.select("e", "nform")
+    hits = [
+        pairs.slice(at, _PAIRS_PER_SLICE)
+        .join(forms, on="e")
+        .join(norm, on="sid")
         .filter(pl.col("norm").str.contains(pl.col("nform"), literal=True))
-        .select("sid", "entity_id")
+        .select("sid", "e")
         .unique()
+        for at in range(0, pairs.height, _PAIRS_PER_SLICE)
+    ]
+    ids = surface.select("e", "entity_id").unique()
+    return (
+        (pl.concat(hits) if hits else pairs)
+        .unique()
+        .join(ids, on="e")
+        .select("sid", "entity_id")
         .join(pool.select("sid", "sentence", "length"), on="sid")
     )
+
+
+_PAIRS_PER_SLICE = 250_000
 
 
 def _ratings(frame: pl.DataFrame) -> pl.DataFrame:

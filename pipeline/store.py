@@ -34,6 +34,7 @@ import json
 import os
 import shutil
 import warnings
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -357,20 +358,28 @@ def lance_db(root: str | Path):
     return lancedb.connect(str(path))
 
 
-def write_lance(root: str | Path, name: str, table: pa.Table, fts: bool = True):
-    """Lance table `name` of the folder `root`, created anew from `table` (explicit schema)
-    with its text indexed, keeping only its latest Lance version: a deleted row's text
-    must not stay readable in an old Lance version."""
+def write_lance(
+    root: str | Path,
+    name: str,
+    data: pa.Table | Iterable[pa.RecordBatch],
+    schema: pa.Schema | None = None,
+    fts: bool = True,
+):
+    """Lance table `name` of the folder `root`, created anew from `data` (a table, or record
+    batches of `schema`, streamed: a large table need never be whole in memory) with its
+    text indexed, keeping only its latest Lance version: a deleted row's text must not stay
+    readable in an old Lance version."""
     from lancedb.index import FTS
 
     db = lance_db(root)
     db.drop_table(name, ignore_missing=True)  # its files may be links into the last version
     # streamed in batches: Lance buffers a whole in-memory table once more while it writes
     # (measured: +580 MB for 136k relationship rows; +0 MB as 16k-row batches)
-    batches = table.to_batches(max_chunksize=LANCE_BATCH_ROWS)
-    reader = pa.RecordBatchReader.from_batches(table.schema, batches)
-    tbl = db.create_table(name, data=reader, schema=table.schema)
-    if fts and table.num_rows:
+    if isinstance(data, pa.Table):
+        schema, data = data.schema, data.to_batches(max_chunksize=LANCE_BATCH_ROWS)
+    reader = pa.RecordBatchReader.from_batches(schema, data)
+    tbl = db.create_table(name, data=reader, schema=schema)
+    if fts and tbl.count_rows():
         tbl.create_index("text", config=FTS(with_position=True), replace=True)
         with warnings.catch_warnings():  # nobody else reads a table being written
             warnings.simplefilter("ignore", UserWarning)

@@ -19,6 +19,7 @@ HEADING, FIGURE, CODE, NOTE, ...) embeds its own text (its description when it h
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
 
@@ -187,22 +188,48 @@ def compute_vectors(
             vecs[named] += embedder.embed(frame["title"].fill_null("").gather(named).to_list())
         return _normalise(vecs)
     if name == "relationships":
-        unit_ids, unit_vecs = read_vectors(output_dir, "text_units")
-        ent_ids, ent_vecs = read_vectors(output_dir, "entities")
-        out = np.empty((frame.height, dim), dtype=np.float32)
-        for at in range(0, frame.height, BLOCK_ROWS):  # temporaries of one block at a time
-            part = frame.slice(at, BLOCK_ROWS)
-            block = _lookup(part["source_id"], ent_ids, ent_vecs, dim)
-            block += _lookup(part["target_id"], ent_ids, ent_vecs, dim)
-            block += mean_vectors(part["text_unit_ids"], unit_ids, unit_vecs, dim)
-            out[at : at + part.height] = _normalise(block)
-        return out
+        return np.concatenate(list(_relationship_blocks(output_dir, frame, dim)))
     # community_reports: the mean of the member entities' vectors
     ent_ids, ent_vecs = read_vectors(output_dir, "entities")
     members = frame.select("community").join(
         communities.select("community", "entity_ids"), on="community", how="left"
     )["entity_ids"]
     return mean_vectors(members, ent_ids, ent_vecs, dim)
+
+
+def _relationship_blocks(
+    output_dir: str | Path, frame: pl.DataFrame, dim: int
+) -> Iterator[np.ndarray]:
+    """Derived relationship vectors (source + target entity + mean of its text units),
+    BLOCK_ROWS rows at a time: only one block's temporaries exist at once."""
+    unit_ids, unit_vecs = read_vectors(output_dir, "text_units")
+    ent_ids, ent_vecs = read_vectors(output_dir, "entities")
+    for at in range(0, frame.height, BLOCK_ROWS):
+        part = frame.slice(at, BLOCK_ROWS)
+        block = _lookup(part["source_id"], ent_ids, ent_vecs, dim)
+        block += _lookup(part["target_id"], ent_ids, ent_vecs, dim)
+        block += mean_vectors(part["text_unit_ids"], unit_ids, unit_vecs, dim)
+        yield _normalise(block)
+
+
+def vector_blocks(
+    output_dir: str | Path,
+    name: str,
+    frame: pl.DataFrame,
+    texts: list[str],
+    embedder: EmbedderLike,
+    settings: EmbeddingSettings,
+    communities: pl.DataFrame | None = None,
+) -> Iterator[np.ndarray]:
+    """`compute_vectors` in consecutive row blocks. The relationships' derived vectors (the
+    largest table: 136k rows, 210 MB of vectors at 10k documents) are computed block by
+    block, so their table is written without ever being whole in memory."""
+    if name == "relationships" and settings.relationship_vectors == "context" and frame.height:
+        yield from _relationship_blocks(output_dir, frame, embedder.dim)
+        return
+    vecs = compute_vectors(output_dir, name, frame, texts, embedder, settings, communities)
+    for at in range(0, len(vecs), BLOCK_ROWS):
+        yield vecs[at : at + BLOCK_ROWS]
 
 
 def node_vectors(
@@ -279,10 +306,20 @@ def build_vector_table(
     count. Derived modes read the text_units (and entities) Lance tables: build those first."""
     settings = settings or EmbeddingSettings()
     texts = embedding_text(name, frame)
-    vecs = compute_vectors(output_dir, name, frame, texts, embedder, settings, communities)
-    table = vector_arrow(name, frame, texts, vecs, embedder.dim)
-    store.write_lance(output_dir, name, table)
-    return table.num_rows
+    dim = embedder.dim
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        at = 0
+        for vecs in vector_blocks(output_dir, name, frame, texts, embedder, settings, communities):
+            n = len(vecs)
+            yield from vector_arrow(
+                name, frame.slice(at, n), texts[at : at + n], vecs, dim
+            ).to_batches()
+            at += n
+
+    schema = schemas.vector_schema(dim, schemas.VECTOR_TABLES[name])
+    store.write_lance(output_dir, name, batches(), schema)
+    return frame.height
 
 
 def build_vector_tables(
