@@ -18,12 +18,6 @@ multiple of `c` (so the ideal is exactly `c / l`) and capped so that one row tak
 about `--max-row-s` seconds at the ideal rate. The fake server speaks HTTP/1.0 (one
 connection per request, no keep-alive), so every call also pays a TCP connect on loopback.
 
-Listen backlog: the fake server is a stdlib `ThreadingHTTPServer`, whose listen backlog is
-socketserver's default of 5. At concurrency 16 and more, connections beyond it are reset
-(ConnectionResetError -> APIConnectionError), the client retries them after its backoff
-(0.5 s and up), and the rate collapses: an artefact of the fake server, not of the client or
-of a real endpoint. So by default this script raises the backlog to `--backlog 1024` (set on
-the server class before it starts); `--backlog 0` keeps the server's own, to see the effect.
 The `retries` column counts the client's retries (0 expected).
 """
 
@@ -39,7 +33,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline import fake_llm  # noqa: E402
 from pipeline.config import LlmSettings  # noqa: E402
 from pipeline.fake_llm import FakeLlm  # noqa: E402
 from pipeline.llm import LlmClient, LlmError  # noqa: E402
@@ -110,13 +103,6 @@ def measure(
     }
 
 
-def _serve(latency: float, backlog: int) -> FakeLlm:
-    """The fake server with `latency`; `backlog` > 0 replaces its listen backlog."""
-    if backlog > 0:
-        fake_llm._Server.request_queue_size = backlog  # read by listen() in start()
-    return FakeLlm(latency_s=latency)
-
-
 HEAD = (
     "| latency s | concurrency | calls | wall s | calls/s | ideal c/latency | efficiency % "
     "| compl. tok/s | peak in flight | retries |"
@@ -154,24 +140,16 @@ def main() -> None:
     )
     parser.add_argument("--timeout", type=float, default=60.0, help="client timeout_s per request")
     parser.add_argument("--retries", type=int, default=2, help="client max_retries")
-    parser.add_argument(
-        "--backlog",
-        type=int,
-        default=1024,
-        help="fake server listen backlog (0: its own, socketserver's 5)",
-    )
     args = parser.parse_args()
 
-    backlog = f"listen backlog {args.backlog}" if args.backlog > 0 else "its own listen backlog"
     print(
-        f"\n## LLM client rate: fake server ({backlog}), {args.calls} calls per row "
-        f"(max {args.max_row_s:g} s)"
+        f"\n## LLM client rate: fake server, {args.calls} calls per row (max {args.max_row_s:g} s)"
     )
     print(HEAD)
     print("|" + "|".join("-" * len(c) for c in HEAD.split("|")[1:-1]) + "|")
     notes: list[str] = []
     for latency in args.latency:
-        with _serve(latency, args.backlog) as server:
+        with FakeLlm(latency_s=latency) as server:
             for conc in args.concurrency:
                 n = _n_calls(args.calls, conc, latency, args.max_row_s)
                 r = measure(server, conc, n, latency, args)
