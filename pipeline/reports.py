@@ -25,6 +25,7 @@ import re
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
 
 from pipeline.config import ReportSettings
 from pipeline.ids import stable_id
@@ -175,11 +176,16 @@ def _gather(
         .fill_null([])
         .alias("aliases"),
     )
+    # The per-community frames (a row per member, per internal edge and direction) carry
+    # integers only: a title is sorted by its rank (`trank`, the same order), and the strings
+    # (titles, descriptions) join the few rows a report shows. With strings, every level's
+    # copy of every relationship held its description (+1.5 GB at 40k documents).
+    ents = ents.with_columns(pl.col("title").rank("dense").alias("trank"))
     members = (
         communities.select("community", pl.col("entity_ids").alias("entity_id"))
         .explode("entity_id")
         .drop_nulls("entity_id")
-        .join(ents.drop("aliases"), on="entity_id", how="inner")
+        .join(ents.select("entity_id", "e_hrid", "g_degree", "trank"), on="entity_id")
     )
     rels = relationships.select(
         pl.col("id").alias("rel_id"),
@@ -193,118 +199,148 @@ def _gather(
         pl.col("description").cast(pl.Utf8).fill_null("").alias("r_desc"),
         pl.col("weight").cast(pl.Float64).fill_null(1.0).alias("weight"),
     )
-    titles = ents.select("entity_id", "title", "e_hrid")
+    ends_of = ents.select("entity_id", "e_hrid", "trank")
     edges = (
         communities.select("community", pl.col("relationship_ids").alias("rel_id"))
         .explode("rel_id")
         .drop_nulls("rel_id")
-        .join(rels, on="rel_id", how="inner")
         .join(
-            titles.rename({"entity_id": "source_id", "title": "s_title", "e_hrid": "s_hrid"}),
+            rels.select(
+                "rel_id", "r_hrid", "source_id", "target_id", "weight", pl.col("r_desc") != ""
+            ).rename({"r_desc": "has_desc"}),
+            on="rel_id",
+            how="inner",
+        )
+        .join(
+            ends_of.rename({"entity_id": "source_id", "e_hrid": "s_hrid", "trank": "s_trank"}),
             on="source_id",
         )
         .join(
-            titles.rename({"entity_id": "target_id", "title": "t_title", "e_hrid": "t_hrid"}),
+            ends_of.rename({"entity_id": "target_id", "e_hrid": "t_hrid", "trank": "t_trank"}),
             on="target_id",
         )
     )
     # both directions: every edge seen from each endpoint, to rank members and their neighbours
-    cols = ["community", "r_hrid", "r_desc", "weight"]
+    cols = ["community", "r_hrid", "has_desc", "weight"]
     ends = pl.concat(
         [
             edges.select(
                 *cols,
                 pl.col("source_id").alias("entity_id"),
-                pl.col("t_title").alias("n_title"),
+                pl.col("t_trank").alias("n_trank"),
                 pl.col("t_hrid").alias("n_hrid"),
             ),
             edges.select(
                 *cols,
                 pl.col("target_id").alias("entity_id"),
-                pl.col("s_title").alias("n_title"),
+                pl.col("s_trank").alias("n_trank"),
                 pl.col("s_hrid").alias("n_hrid"),
             ),
         ]
     ).sort(
-        ["community", "entity_id", "weight", "n_title", "r_hrid"],
+        ["community", "entity_id", "weight", "n_trank", "r_hrid"],
         descending=[False, False, True, False, False],
     )
     per_member = ends.group_by(["community", "entity_id"], maintain_order=True).agg(
         pl.col("weight").sum().alias("w_degree"),
-        pl.col("n_title").unique(maintain_order=True).head(3).alias("neighbours"),
+        pl.col("n_trank").unique(maintain_order=True).head(3).alias("neighbours"),
         pl.col("n_hrid").unique(maintain_order=True).head(4).alias("n_hrids"),
         pl.col("r_hrid").head(3).alias("m_rel_hrids"),
-        pl.col("r_desc").filter(pl.col("r_desc") != "").first().alias("m_rel_desc"),
+        pl.col("r_hrid").filter(pl.col("has_desc")).first().alias("m_rel"),
     )
+    del ends
     members = (
         members.join(per_member, on=["community", "entity_id"], how="left")
         .with_columns(pl.col("w_degree").fill_null(0.0))
         .sort(
-            ["community", "w_degree", "g_degree", "title", "entity_id"],
+            ["community", "w_degree", "g_degree", "trank", "entity_id"],
             descending=[False, True, True, False, False],
         )
         .with_columns(pl.int_range(pl.len()).over("community").alias("rank"))
     )
 
-    sentences = _mentions(members, edges, rels, text_units, ents, communities)
-    # score each sentence inside each community: the members it mentions, each counted
-    # 1 + log(1 + weighted degree) so that central members outweigh peripheral ones
-    cand = (
-        sentences.join(
-            members.select(
-                "community",
-                "entity_id",
-                "rank",
-                (1.0 + pl.col("w_degree").log1p()).alias("mw"),
-            ),
-            on="entity_id",
-            how="inner",
+    mentions, pool, codes = _mentions(members, edges, rels, text_units, ents, communities)
+    # each community's candidate sentences, for a batch of communities at a time (a
+    # community's pairs of member x mention are all in one batch: exact, and the group-by
+    # over them peaked at +1.2 GB at 40k documents when done at once)
+    scored = (
+        members.select(
+            "community",
+            "entity_id",
+            "rank",
+            # each member counts 1 + log(1 + weighted degree): central ones outweigh others
+            (1.0 + pl.col("w_degree").log1p()).alias("mw"),
         )
-        .sort("community", "sid", "rank")
-        .group_by(["community", "sid"])
-        .agg(
-            pl.col("mw").sum().alias("n_mentioned"),
-            pl.col("rank").first().alias("best_rank"),
-            pl.col("rank").alias("ranks"),
-            pl.col("mw").alias("weights"),
-        )
-        .join(
-            sentences.select("sid", "sentence", "length").unique("sid"),
-            on="sid",
-        )
-        .with_columns(
-            # a sentence longer than the clip limit loses part of its evidence: discount it
-            (
-                _MAX_SENTENCE_CHARS
-                / pl.max_horizontal(pl.col("length"), pl.lit(_MAX_SENTENCE_CHARS))
-            ).alias("factor"),
-            (pl.col("length") - 160).abs().alias("len_penalty"),
-        )
-        .with_columns((pl.col("n_mentioned") * pl.col("factor")).alias("score"))
-        .sort(
-            ["community", "score", "best_rank", "len_penalty", "sid"],
-            descending=[False, True, False, False, False],
-        )
-        .group_by("community", maintain_order=True)
-        .head(_CANDIDATES_PER_COMMUNITY)
-        .select("community", "sentence", "ranks", "weights", "factor")
+        .join(codes, on="entity_id")
+        .drop("entity_id")
+    )
+    batch = (
+        scored.group_by("community")
+        .len()
+        .sort("community")
+        .select("community", (pl.col("len").cum_sum() // CANDIDATE_BATCH_MEMBERS).alias("b"))
+    )
+    scored = scored.join(batch, on="community")
+    cand = pl.concat(
+        [
+            _candidates(mentions, scored.filter(pl.col("b") == b).drop("b"), pool)
+            for b in batch["b"].unique().sort().to_list()
+        ]
+        or [_candidates(mentions, scored.drop("b"), pool)]
     )
 
-    top_members = members.filter(pl.col("rank") < max(settings.max_findings, 3)).select(
-        "community",
-        "e_hrid",
-        "title",
-        "type",
-        "description",
-        "neighbours",
-        "n_hrids",
-        "m_rel_hrids",
-        "m_rel_desc",
+    title_of = ents.select("trank", "title").unique("trank")
+    neighbours = (
+        members.filter(pl.col("rank") < max(settings.max_findings, 3))
+        .select("community", "entity_id", pl.col("neighbours").alias("trank"))
+        .explode("trank")
+        .join(title_of, on="trank", how="left", maintain_order="left")
+        .group_by("community", "entity_id", maintain_order=True)
+        .agg(pl.col("title").drop_nulls().alias("neighbours"))
+    )
+    top_members = (
+        members.filter(pl.col("rank") < max(settings.max_findings, 3))
+        .drop("neighbours")
+        .join(neighbours, on=["community", "entity_id"], how="left", maintain_order="left")
+        .join(
+            ents.select("entity_id", "title", "type", "description"),
+            on="entity_id",
+            how="left",
+            maintain_order="left",
+        )
+        .join(
+            rels.select(pl.col("r_hrid").alias("m_rel"), pl.col("r_desc").alias("m_rel_desc")),
+            on="m_rel",
+            how="left",
+            maintain_order="left",
+        )
+        .select(
+            "community",
+            "e_hrid",
+            "title",
+            "type",
+            "description",
+            "neighbours",
+            "n_hrids",
+            "m_rel_hrids",
+            "m_rel_desc",
+        )
     )
     top_rels = (
         edges.sort(["community", "weight", "r_hrid"], descending=[False, True, False])
         .group_by("community", maintain_order=True)
         .head(max(settings.max_findings, 1))
+        .join(rels.select("rel_id", "r_type", "r_desc"), on="rel_id", maintain_order="left")
+        .join(
+            title_of.rename({"trank": "s_trank", "title": "s_title"}),
+            on="s_trank",
+            maintain_order="left",
+        )
+        .join(
+            title_of.rename({"trank": "t_trank", "title": "t_title"}),
+            on="t_trank",
+            maintain_order="left",
+        )
         .select("community", "r_hrid", "r_type", "r_desc", "s_title", "t_title", "s_hrid", "t_hrid")
     )
     stats = edges.group_by("community").agg(
@@ -329,6 +365,44 @@ def _gather(
     return head, top_members, top_rels, cand
 
 
+# Community members scored against all mentions at once, at most (whole communities).
+CANDIDATE_BATCH_MEMBERS = 50_000
+
+
+def _candidates(mentions: pl.DataFrame, scored: pl.DataFrame, pool: pl.DataFrame) -> pl.DataFrame:
+    """The best `_CANDIDATES_PER_COMMUNITY` sentences of each community in `scored`
+    (community, e, rank, mw): those naming the most member weight, long ones discounted."""
+    return (
+        mentions.join(scored, on="e", how="inner")
+        .sort("community", "sid", "rank")
+        .group_by(["community", "sid"])
+        .agg(
+            pl.col("mw").sum().alias("n_mentioned"),
+            pl.col("rank").first().alias("best_rank"),
+            pl.col("rank").alias("ranks"),
+            pl.col("mw").alias("weights"),
+        )
+        .join(pool.select("sid", "length"), on="sid")
+        .with_columns(
+            # a sentence longer than the clip limit loses part of its evidence: discount it
+            (
+                _MAX_SENTENCE_CHARS
+                / pl.max_horizontal(pl.col("length"), pl.lit(_MAX_SENTENCE_CHARS))
+            ).alias("factor"),
+            (pl.col("length") - 160).abs().alias("len_penalty"),
+        )
+        .with_columns((pl.col("n_mentioned") * pl.col("factor")).alias("score"))
+        .sort(
+            ["community", "score", "best_rank", "len_penalty", "sid"],
+            descending=[False, True, False, False, False],
+        )
+        .group_by("community", maintain_order=True)
+        .head(_CANDIDATES_PER_COMMUNITY)
+        .join(pool.select("sid", "sentence"), on="sid", how="left", maintain_order="left")
+        .select("community", "sentence", "ranks", "weights", "factor")
+    )
+
+
 def _by_community(frame: pl.DataFrame) -> dict[int, list[dict[str, Any]]]:
     """Rows of a flat frame (already in the wanted order) grouped by community.
 
@@ -349,30 +423,31 @@ def _mentions(
     text_units: pl.DataFrame,
     ents: pl.DataFrame,
     communities: pl.DataFrame,
-) -> pl.DataFrame:
-    """(sid, entity_id, sentence, length): which entities each evidence sentence names.
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(mentions: sid, e; pool: sid, sentence, length; codes: e, entity_id): which
+    entities each evidence sentence names (as integer codes `e`), and the sentences.
 
     Candidate entities per sentence come from its origin (a text unit's entity_ids, a
     relationship's endpoints, an entity and its neighbours), and a candidate counts when its
-    title or an alias occurs in the sentence as whole words (case-insensitive).
+    title or an alias occurs in the sentence as whole words (case-insensitive). Candidates
+    stay with their origin (one list per text unit, not per sentence) and are paired with
+    the sentences as integers, a slice of sentences at a time: at 40k documents the pairs
+    are tens of millions, and each pair once held its sentence's text and candidate list.
     """
     used_units = communities.select(pl.col("text_unit_ids").alias("unit_id")).explode("unit_id")
     units = text_units.select(
         pl.col("id").alias("unit_id"), _hrid(text_units).alias("ref"), "text", "entity_ids"
     ).join(used_units.unique(), on="unit_id", how="semi")
-    unit_s = _sentences(units, "text").select(
-        pl.lit("Sources").alias("kind"), "ref", "sentence", pl.col("entity_ids").alias("cands")
+    unit_src = units.select(
+        pl.lit("Sources").alias("kind"), "ref", "text", pl.col("entity_ids").alias("cands")
     )
     member_ids = members.select("entity_id").unique()
     used_rels = rels.join(edges.select("rel_id").unique(), on="rel_id", how="semi")
-    rel_s = _sentences(
-        used_rels.select(
-            pl.lit("Relationships").alias("kind"),
-            pl.col("r_hrid").alias("ref"),
-            pl.col("r_desc").alias("text"),
-            pl.concat_list("source_id", "target_id").alias("cands"),
-        ),
-        "text",
+    rel_src = used_rels.select(
+        pl.lit("Relationships").alias("kind"),
+        pl.col("r_hrid").alias("ref"),
+        pl.col("r_desc").alias("text"),
+        pl.concat_list("source_id", "target_id").alias("cands"),
     )
     nbrs = pl.concat(
         [
@@ -384,7 +459,7 @@ def _mentions(
             ),
         ]
     )
-    ent_cands = (
+    ent_src = (
         ents.join(member_ids, on="entity_id", how="semi")
         .select("entity_id", "e_hrid", "description")
         .join(
@@ -397,15 +472,13 @@ def _mentions(
             pl.concat_list(pl.col("entity_id"), pl.col("n").fill_null([])).alias("cands"),
         )
     )
-    ent_s = _sentences(ent_cands, "text")
+    sources = pl.concat([ent_src, rel_src, unit_src]).with_row_index("src")
     pool = (
-        pl.concat([ent_s, rel_s, unit_s.select(ent_s.columns)])
+        _sentences(sources.select("src", "kind", "ref", "text"), "text")
         .sort("kind", "ref", "sentence")  # sid must not depend on the input row order
-        .with_columns(
-            pl.col("sentence").str.len_chars().alias("length"),
-            _norm(pl.col("sentence")).alias("norm"),
-        )
+        .with_columns(pl.col("sentence").str.len_chars().alias("length"))
         .with_row_index("sid")
+        .select("sid", "src", "sentence", "length")
     )
     forms = ents.select("entity_id", pl.concat_list("title", "aliases").alias("form"))
     surface = (
@@ -415,39 +488,32 @@ def _mentions(
         .filter(pl.col("nform").str.len_chars() >= 4)  # " x " and blanks match everything
         .select("entity_id", "nform")
         .unique()
+        .with_columns(pl.col("entity_id").rank("dense").alias("e"))
     )
-    # (sentence, candidate) pairs as integers; each sentence's text is joined to a slice of
-    # them at a time: joined whole, a sentence was copied once per candidate form (2.7M
-    # copies, +0.4 GB at 10k documents)
-    surface = surface.with_columns(pl.col("entity_id").rank("dense").alias("e"))
-    pairs = (
-        pool.select("sid", pl.col("cands").alias("entity_id"))
-        .explode("entity_id")
-        .join(surface.select("entity_id", "e").unique(), on="entity_id", how="inner")
-        .select("sid", "e")
-    )
-    norm = pool.select("sid", "norm")
-    forms = surface.select("e", "nform")
-    hits = [
-        pairs.slice(at, _PAIRS_PER_SLICE)
-        .join(forms, on="e")
-        .join(norm, on="sid")
-        .filter(pl.col("norm").str.contains(pl.col("nform"), literal=True))
-        .select("sid", "e")
-        .unique()
-        for at in range(0, pairs.height, _PAIRS_PER_SLICE)
-    ]
     ids = surface.select("e", "entity_id").unique()
-    return (
-        (pl.concat(hits) if hits else pairs)
-        .unique()
-        .join(ids, on="e")
-        .select("sid", "entity_id")
-        .join(pool.select("sid", "sentence", "length"), on="sid")
+    cands = (
+        sources.select("src", pl.col("cands").alias("entity_id"))
+        .explode("entity_id")
+        .join(ids, on="entity_id", how="inner")
+        .select("src", "e")
     )
+    nforms = surface.select("e", "nform")
+    hits = []
+    for at in range(0, pool.height, _SENTENCES_PER_SLICE):
+        part = pool.slice(at, _SENTENCES_PER_SLICE)
+        hits.append(
+            part.select("sid", "src", _norm(pl.col("sentence")).alias("norm"))
+            .join(cands, on="src")
+            .join(nforms, on="e")
+            .filter(pl.col("norm").str.contains(pl.col("nform"), literal=True))
+            .select("sid", "e")
+            .unique()
+        )
+    found = pl.concat(hits) if hits else pl.DataFrame(schema={"sid": pl.UInt32, "e": pl.UInt32})
+    return found, pool.select("sid", "sentence", "length"), ids
 
 
-_PAIRS_PER_SLICE = 250_000
+_SENTENCES_PER_SLICE = 20_000
 
 
 def _ratings(frame: pl.DataFrame) -> pl.DataFrame:
@@ -555,6 +621,28 @@ def build_reports(
     head, top_members, top_rels, cand = _gather(
         communities, entities, relationships, text_units, settings
     )
+    # reports are assembled as Python strings ASSEMBLE_BATCH communities at a time, each
+    # batch converted to Arrow at once: all of them as Python objects took +1 GB at 40k
+    tables = []
+    for at in range(0, head.height, ASSEMBLE_BATCH):
+        part = head.slice(at, ASSEMBLE_BATCH)
+        ids = part.select("community")
+        frames = [f.join(ids, on="community", how="semi") for f in (top_members, top_rels, cand)]
+        tables.append(_report_table(part, *frames, settings))
+    return pl.from_arrow(pa.concat_tables(tables))  # type: ignore[return-value]
+
+
+ASSEMBLE_BATCH = 2_000
+
+
+def _report_table(
+    head: pl.DataFrame,
+    top_members: pl.DataFrame,
+    top_rels: pl.DataFrame,
+    cand: pl.DataFrame,
+    settings: ReportSettings,
+) -> pa.Table:
+    """The reports of the communities in `head`, as Arrow in the table's schema."""
     members_of = _by_community(top_members)
     rels_of = _by_community(top_rels)
     sentences_of = _by_community(cand)
@@ -609,4 +697,4 @@ def build_reports(
             "findings": pl.List(pl.Struct({"summary": pl.Utf8, "explanation": pl.Utf8}))
         },
     ).to_arrow()
-    return pl.from_arrow(table.select(schema.names).cast(schema))  # type: ignore[return-value]
+    return table.select(schema.names).cast(schema)
