@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import re
@@ -185,6 +186,8 @@ class TreeRssSampler(threading.Thread):
         self.root, self.interval = root, interval
         self.max_one_kb = self.max_tree_kb = 0
         self.commands: dict[int, str] = {}  # pid -> its command, shortened
+        self.timeline: list[tuple[float, int]] = []  # (wall clock, the root process's KB)
+        self.peak_kb: dict[int, int] = {}  # pid -> its largest RSS
         self._halt = threading.Event()
 
     def sample(self) -> None:
@@ -198,7 +201,9 @@ class TreeRssSampler(threading.Thread):
         for pid, kb in zip(tree, rss, strict=True):
             if kb and pid not in self.commands:
                 self.commands[pid] = _command(pid)
+            self.peak_kb[pid] = max(self.peak_kb.get(pid, 0), kb)
         self.max_one_kb = max(self.max_one_kb, *rss)
+        self.timeline.append((time.time(), rss[0]))
         self.max_tree_kb = max(self.max_tree_kb, sum(rss))
 
     def run(self) -> None:
@@ -219,7 +224,14 @@ def run_index(inp: Path, out: Path, log: Path) -> dict:
     cmd = [sys.executable, "-m", "pipeline.cli", "index", "--input", str(inp)]
     cmd += ["--output", str(out), "--log-level", "WARNING"]
     env = dict(os.environ)
-    env.pop("DAGSTER_HOME", None)  # an ephemeral instance: no run storage of the user's
+    # an instance of its own (not the user's), to read the run's step times from
+    home = log.parent / "dagster_home"
+    home.mkdir(exist_ok=True)
+    (home / "dagster.yaml").write_text(  # no stdout capture: no extra processes
+        "compute_logs:\n  module: dagster._core.storage.noop_compute_log_manager\n"
+        "  class: NoOpComputeLogManager\ntelemetry:\n  enabled: false\n"
+    )
+    env["DAGSTER_HOME"] = str(home)
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("TRANSFORMERS_OFFLINE", "1")
     with log.open("a") as fh:
@@ -234,7 +246,6 @@ def run_index(inp: Path, out: Path, log: Path) -> dict:
         wall = time.perf_counter() - started
         sampler.stop()
         cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    commands = sampler.commands.values()
     if rc != 0:
         tail = "\n".join(log.read_text().splitlines()[-30:])
         raise SystemExit(f"docgraph index exited {rc} (log {log}):\n{tail}")
@@ -245,8 +256,32 @@ def run_index(inp: Path, out: Path, log: Path) -> dict:
         "cpu_s": (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime),
         "one_mb": sampler.max_one_kb / 1024,
         "tree_mb": sampler.max_tree_kb / 1024,
-        "processes": f"{len(sampler.commands)} ({'; '.join(sorted(set(commands)))})",
+        "peaks": ", ".join(
+            f"{sampler.commands.get(pid, '?')} {kb / 1024:,.0f} MB"
+            for pid, kb in sorted(sampler.peak_kb.items(), key=lambda kv: -kv[1])
+            if kb
+        ),
+        "stages": stage_profile(home, sampler.timeline),
     }
+
+
+def stage_profile(home: Path, timeline: list[tuple[float, int]]) -> dict[str, tuple[float, float]]:
+    """Step key -> (wall s, peak RSS MB of the index process while it ran: the process that
+    runs the steps, not the embedding worker) of the latest run in the instance at `home`;
+    asset checks left out."""
+    from dagster import DagsterInstance
+    from dagster._core.instance.ref import InstanceRef
+
+    with DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as instance:
+        run = instance.get_runs(limit=1)[0]
+        stats = instance.get_run_step_stats(run.run_id)
+    out = {}
+    for st in sorted(stats, key=lambda st: st.start_time or 0):
+        if st.start_time is None or st.end_time is None or st.step_key.endswith("_integrity"):
+            continue
+        kb = [k for t, k in timeline if st.start_time <= t <= st.end_time]
+        out[st.step_key] = (st.end_time - st.start_time, max(kb, default=0) / 1024)
+    return out
 
 
 def current_version(out: Path) -> Path:
@@ -367,6 +402,48 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def stage_table(results: list[dict]) -> str:
+    """Per stage of the full run: wall s and the index process's peak MB at each size."""
+    steps = list(dict.fromkeys(k for r in results for k in r["full"]["stages"]))
+    head = ["stage"] + [f"{r['size']:,} docs: s / index process peak MB" for r in results]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * len(results)]
+    for step in steps:
+        cells = []
+        for r in results:
+            wall, mb = r["full"]["stages"].get(step, (float("nan"), float("nan")))
+            cells.append(f"{wall:,.1f} / {mb:,.0f}")
+        lines.append(f"| {step} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+# The per-document (partitioned) stages: they run per shard, so they scale out over workers.
+SHARD_STAGES = ("documents", "document_structure", "chunks", "extracted_graph", "chunk_embeddings")
+TARGETS = (1_000_000, 10_000_000)  # text units (chunks) to project to
+
+
+def projection(results: list[dict]) -> str:
+    """Arithmetic on the two largest measured sizes, nothing assumed: every stage's wall
+    time and peak RSS fitted as a * chunks^p, extrapolated to TARGETS chunks.
+
+    A per-shard stage's time spreads over workers (divide by W); a corpus-wide stage runs
+    in one process, so its time and memory are what one node must hold."""
+    a, b = sorted(results, key=lambda r: r["text_units"])[-2:]
+    na, nb = a["text_units"], b["text_units"]
+    head = ["stage", "kind", "p (time)", "p (memory)"]
+    head += [f"{t / 1e6:g}M chunks: s / peak GB" for t in TARGETS]
+    lines = ["| " + " | ".join(head) + " |", "|---|---|---:|---:|" + "---:|" * len(TARGETS)]
+    for step, (tb, mb) in b["full"]["stages"].items():
+        ta, ma = a["full"]["stages"].get(step, (0.0, 0.0))
+        if min(ta, tb) < 0.5 or min(ma, mb) <= 0:  # too short to fit an exponent
+            continue
+        pt = math.log(tb / ta) / math.log(nb / na)
+        pm = math.log(mb / ma) / math.log(nb / na)
+        cells = [f"{tb * (n / nb) ** pt:,.0f} / {mb * (n / nb) ** pm / 1024:,.1f}" for n in TARGETS]
+        kind = "per shard" if step in SHARD_STAGES else "corpus-wide"
+        lines.append(f"| {step} | {kind} | {pt:.2f} | {pm:.2f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -398,8 +475,8 @@ def main() -> None:
             f, e = r["full"], r["edit"]
             print(
                 f"{size:,} docs: corpus {r['write_s']:.1f} s; index {f['wall_s']:.1f} s "
-                f"({f['cpu_s']:.1f} CPU s, processes: {f['processes']}); edit run "
-                f"{e['wall_s']:.1f} s ({e['cpu_s']:.1f} CPU s, processes: {e['processes']}); "
+                f"({f['cpu_s']:.1f} CPU s, peak RSS per process: {f['peaks']}); edit run "
+                f"{e['wall_s']:.1f} s ({e['cpu_s']:.1f} CPU s, peaks {e['peaks']}); "
                 f"rows after the edit {r['rows_after']}",
                 flush=True,
             )
@@ -411,6 +488,11 @@ def main() -> None:
                 shutil.rmtree(work, ignore_errors=True)
     print()
     print(table(results))
+    print("\nPer stage of the full run (asset checks left out):\n")
+    print(stage_table(results))
+    if len(results) > 1:
+        print("\nProjection from the two largest sizes (a * chunks^p per stage):\n")
+        print(projection(results))
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from pipeline.config import EmbeddingSettings
 from pipeline.embed import KNOWN_DIMS, resolve_model
 
 _DIM = None  # request payload asking for the model's width
+REQUEST_TEXTS = 4096
 
 
 class EmbeddingWorker:
@@ -59,7 +60,13 @@ class EmbeddingWorker:
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return self.submit(list(texts)).result()
+        # all requests queued at once (the worker never waits), each at most REQUEST_TEXTS
+        # texts: the worker's buffers (texts, vectors, the reply) stay that size
+        parts = [
+            self.submit(list(texts[at : at + REQUEST_TEXTS]))
+            for at in range(0, len(texts), REQUEST_TEXTS)
+        ]
+        return np.concatenate([p.result() for p in parts])
 
     def submit(self, texts: list[str] | None) -> Future:
         """Queue `texts` (None: the model's width); the future gets an (n, dim) float32 array,
