@@ -212,26 +212,6 @@ def _relationship_blocks(
         yield _normalise(block)
 
 
-def vector_blocks(
-    output_dir: str | Path,
-    name: str,
-    frame: pl.DataFrame,
-    texts: list[str],
-    embedder: EmbedderLike,
-    settings: EmbeddingSettings,
-    communities: pl.DataFrame | None = None,
-) -> Iterator[np.ndarray]:
-    """`compute_vectors` in consecutive row blocks. The relationships' derived vectors (the
-    largest table: 136k rows, 210 MB of vectors at 10k documents) are computed block by
-    block, so their table is written without ever being whole in memory."""
-    if name == "relationships" and settings.relationship_vectors == "context" and frame.height:
-        yield from _relationship_blocks(output_dir, frame, embedder.dim)
-        return
-    vecs = compute_vectors(output_dir, name, frame, texts, embedder, settings, communities)
-    for at in range(0, len(vecs), BLOCK_ROWS):
-        yield vecs[at : at + BLOCK_ROWS]
-
-
 def node_vectors(
     output_dir: str | Path,
     nodes: pl.DataFrame,
@@ -305,17 +285,28 @@ def build_vector_table(
     """Vectors for `frame` (rows of table `name`) into Lance table `name`; returns the row
     count. Derived modes read the text_units (and entities) Lance tables: build those first."""
     settings = settings or EmbeddingSettings()
-    texts = embedding_text(name, frame)
     dim = embedder.dim
+    if name == "relationships" and settings.relationship_vectors == "context":
+        # the largest table (501k rows at 40k documents): vectors and texts (not embedded,
+        # stored for the full-text index) made a block at a time, never whole in memory
+        blocks = _relationship_blocks(output_dir, frame, dim) if frame.height else iter(())
+
+        def texts_of(part: pl.DataFrame, at: int) -> list[str]:
+            return embedding_text(name, part)
+    else:
+        texts = embedding_text(name, frame)
+        vecs = compute_vectors(output_dir, name, frame, texts, embedder, settings, communities)
+        blocks = (vecs[at : at + BLOCK_ROWS] for at in range(0, len(vecs), BLOCK_ROWS))
+
+        def texts_of(part: pl.DataFrame, at: int) -> list[str]:
+            return texts[at : at + part.height]
 
     def batches() -> Iterator[pa.RecordBatch]:
         at = 0
-        for vecs in vector_blocks(output_dir, name, frame, texts, embedder, settings, communities):
-            n = len(vecs)
-            yield from vector_arrow(
-                name, frame.slice(at, n), texts[at : at + n], vecs, dim
-            ).to_batches()
-            at += n
+        for vecs in blocks:
+            part = frame.slice(at, len(vecs))
+            yield from vector_arrow(name, part, texts_of(part, at), vecs, dim).to_batches()
+            at += len(vecs)
 
     schema = schemas.vector_schema(dim, schemas.VECTOR_TABLES[name])
     store.write_lance(output_dir, name, batches(), schema)
