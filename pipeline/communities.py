@@ -564,6 +564,21 @@ def next_state(plan: dict, communities: pl.DataFrame) -> dict:
     }
 
 
+def _decode(frame: pl.DataFrame, column: str, names: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with its list column `column` of integer codes turned into the ids `names`
+    (code, id) gives them, in the same order."""
+    return frame.with_columns(
+        frame.select(pl.col(column).list.eval(pl.element().cast(pl.Int64)))
+        .with_row_index("row")
+        .explode(column)
+        .join(names, left_on=column, right_on="code", how="left", maintain_order="left")
+        .group_by("row", maintain_order=True)
+        .agg(pl.col("id").drop_nulls())
+        .get_column("id")
+        .alias(column)
+    )
+
+
 def hierarchical_leiden(
     entities: pl.DataFrame,
     relationships: pl.DataFrame,
@@ -587,33 +602,57 @@ def hierarchical_leiden(
             return empty("communities")
         head, vmembers = _frames_of(comms)
 
-    membership = vmembers.with_columns(
-        pl.Series("entity_id", ids.to_numpy()[vmembers["v"].to_numpy()], dtype=pl.Utf8)
-    ).select("community", "entity_id")
+    # Joined as integer codes (a vertex; a relationship's or text unit's rank among the
+    # sorted ids, so sorting codes sorts ids) and turned back into ids per community at the
+    # end: the string joins (every relationship and mention once per level) peaked at
+    # +1 GB at 40k documents.
+    membership = vmembers.select("community", "v")
     members = membership.group_by("community").agg(
-        pl.col("entity_id").sort().alias("entity_ids"), pl.len().cast(pl.Int64).alias("size")
+        pl.col("v").sort().alias("entity_ids"), pl.len().cast(pl.Int64).alias("size")
     )
-
-    rels = relationships.select(pl.col("id", "source_id", "target_id").cast(pl.Utf8))
-    src = rels.join(membership, left_on="source_id", right_on="entity_id").select("id", "community")
-    tgt = rels.join(membership, left_on="target_id", right_on="entity_id").select("id", "community")
+    codes = pl.DataFrame({"id": ids}).with_row_index("v").with_columns(pl.col("v").cast(pl.Int64))
+    rels = (
+        relationships.select(pl.col("id", "source_id", "target_id").cast(pl.Utf8))
+        .with_columns(pl.col("id").rank("dense").cast(pl.Int64).alias("r"))
+        .join(codes.rename({"id": "source_id", "v": "su"}), on="source_id")
+        .join(codes.rename({"id": "target_id", "v": "tu"}), on="target_id")
+    )
+    rel_names = rels.select("r", "id").unique("r")
     rel_ids = (
-        src.join(tgt, on=["id", "community"], how="inner")
+        rels.select("r", "su")
+        .join(membership, left_on="su", right_on="v")
+        .select("r", "community")
+        .join(
+            rels.select("r", "tu")
+            .join(membership, left_on="tu", right_on="v")
+            .select("r", "community"),
+            on=["r", "community"],
+            how="inner",
+        )
         .unique()
         .group_by("community")
-        .agg(pl.col("id").sort().alias("relationship_ids"))
+        .agg(pl.col("r").sort().alias("relationship_ids"))
     )
-
+    unit_of = (
+        entities.select(pl.col("id").cast(pl.Utf8), "text_unit_ids")
+        .join(codes, on="id")
+        .select("v", pl.col("text_unit_ids").alias("unit"))
+        .explode("unit")
+        .drop_nulls("unit")
+        .with_columns(pl.col("unit").rank("dense").cast(pl.Int64).alias("u"))
+    )
+    unit_names = unit_of.select("u", "unit").unique("u")
     units = (
-        entities.select(pl.col("id").alias("entity_id"), "text_unit_ids")
-        .explode("text_unit_ids")
-        .drop_nulls("text_unit_ids")
-        .join(membership, on="entity_id")
-        .select("community", pl.col("text_unit_ids").alias("unit"))
+        unit_of.select("v", "u")
+        .join(membership, on="v")
+        .select("community", "u")
         .unique()
         .group_by("community")
-        .agg(pl.col("unit").sort().alias("text_unit_ids"))
+        .agg(pl.col("u").sort().alias("text_unit_ids"))
     )
+    members = _decode(members, "entity_ids", codes.select(pl.col("v").alias("code"), "id"))
+    rel_ids = _decode(rel_ids, "relationship_ids", rel_names.rename({"r": "code"}))
+    units = _decode(units, "text_unit_ids", unit_names.rename({"u": "code", "unit": "id"}))
 
     out = (
         head.join(members, on="community", how="inner")
