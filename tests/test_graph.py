@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline import schemas
+from pipeline import graph, schemas
 from pipeline.config import GraphSettings
 from pipeline.graph import merge_graph, normalize_title, title_key
 from pipeline.ids import stable_id
@@ -194,3 +194,38 @@ def test_empty_inputs():
     assert ents.height == 0 and rels.height == 0
     assert ents.columns == schemas.ENTITIES.names and rels.columns == schemas.RELATIONSHIPS.names
     assert tu["entity_ids"].to_list() == [[]] * UNITS.height
+
+
+def test_slices_do_not_change_the_output(monkeypatch):
+    """Descriptions and id lists are built SLICE_ROWS rows at a time: any slicing gives
+    the same tables."""
+    whole = _merge(description_max_tokens=20)
+    monkeypatch.setattr(graph, "SLICE_ROWS", 1)
+    for a, b in zip(whole, _merge(description_max_tokens=20), strict=True):
+        assert a.equals(b)
+
+
+def test_null_fields():
+    ents, rels, tu = _merge(
+        ents=[
+            ("u1", "Scrooge", None, None),
+            ("u1", None, "PERSON", "no title: dropped"),
+            (None, "Scrooge", "PERSON", "Scrooge, no unit."),
+            ("u2", "...", "PERSON", "no key: dropped"),
+        ],
+        rels=[("u2", "Marley", "Scrooge", None, "", None), ("u2", None, "Marley", "X", "x", 1.0)],
+        units=pl.DataFrame({"id": ["u1", "u2", None]}),
+    )
+    assert ents["title"].to_list() == ["Scrooge", "Marley"]
+    sc, marley = ents.iter_rows(named=True)
+    assert sc["type"] == "PERSON" and sc["description"] == "Scrooge, no unit."
+    assert sc["text_unit_ids"] == [None, "u1"] and sc["frequency"] == 2
+    assert marley["type"] == "CONCEPT" and marley["text_unit_ids"] == ["u2"]
+    r = rels.row(0, named=True)
+    assert rels.height == 1 and (r["type"], r["weight"], r["description"]) == (
+        "RELATED_TO",
+        1.0,
+        "",
+    )
+    assert [len(x) for x in tu["entity_ids"]] == [1, 1, 0]
+    assert [len(x) for x in tu["relationship_ids"]] == [0, 1, 0]
