@@ -301,15 +301,15 @@ def merge_graph(
     )
     sym_types = [i for i, t in enumerate(rtypes.to_list()) if t in SYMMETRIC_TYPES]
     sym = pl.col("t").is_in(sym_types) & (pl.col("sk") > pl.col("tk"))
-    er = er.with_columns(
+    er = er.with_columns(  # each end keeps its own surface form
         pl.when(sym).then(pl.col("tk")).otherwise(pl.col("sk")).alias("sk"),
         pl.when(sym).then(pl.col("sk")).otherwise(pl.col("tk")).alias("tk"),
+        pl.when(sym).then(pl.col("tc")).otherwise(pl.col("sc")).alias("sc"),
+        pl.when(sym).then(pl.col("sc")).otherwise(pl.col("tc")).alias("tc"),
     )
 
-    # Relation endpoints no entity row names become entities too (an LLM may do that).
-    # Such an endpoint's display votes come from the surface in the same column (source /
-    # target), which after the symmetric swap above is the other endpoint's: kept as the
-    # string version of this merge did, so the output did not change.
+    # Relation endpoints no entity row names become entities too (an LLM may do that),
+    # titled by their own surface forms.
     endpoints = pl.concat([er.select("u", k="sk", sc="sc"), er.select("u", k="tk", sc="tc")]).join(
         ee.select("k").unique(), on="k", how="anti"
     )

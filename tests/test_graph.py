@@ -184,6 +184,18 @@ def test_relation_endpoint_without_entity_row_becomes_entity():
     assert rels.height == 1
 
 
+def test_an_endpoint_of_a_swapped_symmetric_relation_keeps_its_own_title():
+    """A symmetric relation is stored with its ends in key order; an end no entity row names
+    takes its title from its own side, not from the other end ("marley" titled "Scrooge")."""
+    ents, rels, _ = _merge(
+        ents=[],
+        rels=[("u1", "Scrooge", "Marley", "RELATED_TO", "Scrooge and Marley.", 1.0)],
+        units=pl.DataFrame({"id": ["u1"]}),
+    )
+    assert sorted(ents["title"]) == ["Marley", "Scrooge"]
+    assert rels.select("source", "target").row(0) == ("Marley", "Scrooge")
+
+
 def test_empty_inputs():
     ents, rels, tu = merge_graph(
         schemas.empty("extracted_entities"),
