@@ -393,7 +393,9 @@ def _update_hierarchy(
             prev.filter(pl.col("community").is_in(alive.implode()))
             .select("community", "level", "parent", "children")
             .with_columns(
-                pl.col("children").list.eval(pl.element().filter(pl.element().is_in(alive)))
+                pl.col("children").list.eval(
+                    pl.element().filter(pl.element().is_in(alive.implode()))
+                )
             ),
             new_head,
         ]
