@@ -16,6 +16,13 @@ TEXT_FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_LIGATURES
 MATH_FONT = re.compile(r"CMMI|CMSY|CMEX|Math|Symbol|MSAM|MSBM", re.I)
 MARKER = re.compile(r"^(\d{1,3}|[*†‡§¶#]+|[a-z])$")
 ROMAN = re.compile(r"^[ivxlcdm]+$", re.I)
+CAPTION = re.compile(r"^(figure|fig\.|table|tab\.|example|listing|chart|exhibit)\s*[\dIVX]+", re.I)
+# A caption's leading label ("Figure 3", "Fig. 3a", "Table 2-1", "TABLE IV") and what follows.
+CAPTION_LABEL = re.compile(
+    r"^(?i:figure|fig\.|table|tab\.|example|listing|chart|exhibit)\s*"
+    r"(?:\d{1,3}(?:[.\-–]\d{1,3})*[a-z]?|[IVXLC]{1,6})(?!\w)"
+)
+NOTE_START = re.compile(r"^(\d{1,3}|[*†‡§¶]+)\s?(?=\S)")
 PAGE_NO = re.compile(r"^(?:page\s+)?(\d{1,4}|[ivxlcdm]{1,7})(?:\s*(?:/|of)\s*\d+)?$", re.I)
 
 
@@ -82,7 +89,7 @@ def join_lines(lines: list[str]) -> str:
     return out
 
 
-def _line(all_spans: list[dict[str, Any]]) -> Line | None:
+def make_line(all_spans: list[dict[str, Any]]) -> Line | None:
     spans = [s for s in all_spans if s["text"].strip()]  # blank spans: text only, no metrics
     if not spans:
         return None
@@ -116,7 +123,7 @@ def _line(all_spans: list[dict[str, Any]]) -> Line | None:
     return Line(text, (x0, y0, x1, y1), size, bold / total, math / total, markers, first_small)
 
 
-def _merge_same_row(lines: list[Line]) -> list[Line]:
+def merge_same_row(lines: list[Line]) -> list[Line]:
     """pymupdf splits '5.1' and 'Hyper Parameter Optimization' into two lines on one baseline:
     join lines of a block that share a row."""
     out: list[Line] = []
@@ -147,7 +154,7 @@ def _merge_same_row(lines: list[Line]) -> list[Line]:
     return out
 
 
-def _split_block(lines: list[Line], page: int) -> list[Unit]:
+def split_block(lines: list[Line], page: int) -> list[Unit]:
     """A block splits where size or boldness changes (a heading set inside a text block),
     at bullets, and at vertical gaps wider than a line."""
     units: list[Unit] = []
@@ -185,7 +192,7 @@ def page_units(page: pymupdf.Page, pno: int) -> list[Unit]:
             continue
         lines: list[Line] = []
         for raw in b["lines"]:
-            ln = _line(raw["spans"])
+            ln = make_line(raw["spans"])
             if ln is None:
                 continue
             key = (ln.text, round(ln.bbox[0]), round(ln.bbox[1]))
@@ -194,10 +201,10 @@ def page_units(page: pymupdf.Page, pno: int) -> list[Unit]:
             seen.add(key)
             lines.append(ln)
         blocks.append(lines)
-    blocks = _attach_markers(blocks)
+    blocks = attach_markers(blocks)
     for lines in blocks:
         if lines:
-            units.extend(_split_block(_merge_same_row(lines), pno))
+            units.extend(split_block(merge_same_row(lines), pno))
     return units
 
 
@@ -230,7 +237,7 @@ def _marker_host(m: Line, lines: list[Line]) -> tuple[Line, bool] | None:
     return None
 
 
-def _attach_markers(blocks: list[list[Line]]) -> list[list[Line]]:
+def attach_markers(blocks: list[list[Line]]) -> list[list[Line]]:
     """A superscript marker drawn as its own text object (pymupdf gives it its own line,
     sometimes its own block) joins its host line: after it as a note reference, or before
     it as a footnote's own marker. Checked across blocks of the page."""
@@ -256,6 +263,29 @@ def _attach_markers(blocks: list[list[Line]]) -> list[list[Line]]:
         host.bbox = (min(x0, m.bbox[0]), min(y0, m.bbox[1]), max(x1, m.bbox[2]), max(y1, m.bbox[3]))
         used.add(id(m))
     return [[ln for ln in b if id(ln) not in used] for b in blocks]
+
+
+def body_size(units: list[Unit]) -> float:
+    c: Counter[float] = Counter()
+    for u in units:
+        for ln in u.lines:
+            c[ln.size] += len(ln.text)
+    return c.most_common(1)[0][0] if c else 10.0
+
+
+def is_caption(u: Unit, text: str, body: float) -> bool:
+    """A figure/table caption rather than a sentence about one: the label is followed by a
+    separator ("Table 2:", "Figure 3 –"), a capitalised title ("Table 2-1 FUNCTION_USAGE
+    view"), or nothing. A lower-case word after it ("Table 2 compares ...", "Figure 3-5
+    shows ...") makes a sentence of running text, a caption only when set off from the body
+    text by a smaller or bold font."""
+    m = CAPTION_LABEL.match(text)
+    if m is None:
+        return False
+    rest = text[m.end() :].lstrip()
+    if not rest[:1].islower():
+        return True
+    return u.size < 0.95 * body or u.bold > 0.9
 
 
 def page_number_token(text: str) -> str | None:

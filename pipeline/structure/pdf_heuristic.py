@@ -1,0 +1,317 @@
+"""The fast PDF path: document structure from hand-written rules over pymupdf's text
+(font sizes, weights, positions). About 20x faster than the layout model, for very large
+corpora; weaker on unusual layouts (see `pdf_model` for the default path).
+
+Layout work (lines, units, columns, running headers) is in `pdf_layout.py`; this module
+classifies the units of each page in reading order."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from typing import Any
+
+import pymupdf
+
+from pipeline.config import StructureSettings
+from pipeline.structure.model import DocStructure
+from pipeline.structure.pdf_layout import (
+    BULLET,
+    CAPTION,
+    NOTE_START,
+    Unit,
+    body_size,
+    is_caption,
+    normalise_margin_text,
+    page_number_token,
+    page_units,
+    xy_cut,
+)
+from pipeline.structure.pdf_sections import NUMBERED
+
+DOT_LEADER = re.compile(r"(\.\s?){4,}\s*\S*$")
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.sub(r"[\W_]+", " ", text.lower()).split())
+
+
+def _margins(
+    pages: list[list[Unit]], heights: list[float], cfg: StructureSettings
+) -> tuple[set[int], dict[int, str], dict[int, str]]:
+    """Ids of running header/footer units (out of the body text), printed page numbers by
+    page, and the printed page number of each margin unit that carries one (a PAGE_NUMBER
+    node). A number that stays the same on every page ('vol. 3') is no page number."""
+    band: list[tuple[int, Unit]] = []
+    for pno, units in enumerate(pages):
+        h = heights[pno]
+        for u in units:
+            if u.image or len(u.lines) > 2:
+                continue
+            y0, y1 = u.bbox[1], u.bbox[3]
+            if y1 <= cfg.header_footer_margin * h or y0 >= (1 - cfg.header_footer_margin) * h:
+                band.append((pno, u))
+    pages_with: Counter[str] = Counter()
+    for key in {(p, normalise_margin_text(u.text)) for p, u in band}:
+        pages_with[key[1]] += 1
+    toks = {id(u): page_number_token(u.text) for _, u in band}
+    constant = Counter((" ".join(u.text.lower().split()), toks[id(u)]) for _, u in band)
+    n = len(pages)
+    body = body_size([u for us in pages for u in us])
+    drop: set[int] = set()
+    labels: dict[int, str] = {}
+    numbers: dict[int, str] = {}
+    for pno, u in band:
+        key = normalise_margin_text(u.text)
+        repeated = n >= 2 and pages_with[key] >= max(2, cfg.header_footer_min_repeat * n)
+        tok = toks[id(u)]
+        words = len(u.text.split())
+        small_numbered = tok is not None and words <= 15 and u.size <= body + 0.5
+        if repeated or small_numbered or (tok is not None and words == 1):
+            drop.add(id(u))
+            if tok is not None and constant[(" ".join(u.text.lower().split()), tok)] < 2:
+                numbers[id(u)] = tok
+                labels.setdefault(pno, tok)
+    return drop, labels, numbers
+
+
+def _is_heading(
+    u: Unit, body: float, nxt: Unit | None, col: tuple[float, float], cfg: StructureSettings
+) -> bool:
+    text = u.text.strip()
+    words = text.split()
+    if not words or len(words) > cfg.heading_max_words or len(u.lines) > 4:
+        return False
+    if (
+        CAPTION.match(text)
+        or DOT_LEADER.search(text)
+        or text.endswith((".", ",", ";"))
+        and not NUMBERED.match(text)
+    ):
+        return False
+    if not re.search(r"[^\W\d_]", text):  # numbers only: a chapter number if very large
+        return u.size >= 2 * body and len(text) <= 3
+    if u.math > 0.3 or BULLET.match(text) and not NUMBERED.match(text):
+        return False
+    left, center = col
+    if u.bbox[0] > left + 6 and abs((u.bbox[0] + u.bbox[2]) / 2 - center) > 20:
+        return False  # indented and not centred: text inside a figure or a table
+    larger = u.size >= 1.15 * body
+    bold = u.bold > 0.9 and u.size >= 0.95 * body
+    if larger or bold:
+        if NUMBERED.match(text) or larger:
+            return True
+        return len(words) <= 12
+    if nxt is not None and not nxt.image and u.size >= 1.2 * nxt.size and u.size >= 0.9 * body:
+        gap = nxt.bbox[1] - u.bbox[3]
+        return gap < 1.2 * u.size and len(words) <= 10
+    return False
+
+
+def _is_note(u: Unit, body: float, height: float, cfg: StructureSettings) -> str | None:
+    """A footnote's marker, if `u` is a footnote: small text low on the page, marker first."""
+    if u.image or u.bbox[1] < (1 - cfg.footnote_zone) * height or u.size > 0.92 * body:
+        return None
+    first = u.lines[0]
+    if first.first_small:
+        return first.first_small
+    m = NOTE_START.match(first.text.strip())
+    if m and not re.match(r"^\d+\s*[.,%]", first.text.strip()):
+        return m.group(1)
+    return None
+
+
+def parse_heuristic(
+    out: DocStructure, pdf: pymupdf.Document, cfg: StructureSettings
+) -> tuple[list[dict[str, Any]], dict[int, str], dict[str, Any]]:
+    """Classified items in reading order, printed page numbers by page and metadata."""
+    pages: list[list[Unit]] = []
+    heights: list[float] = []
+    widths: list[float] = []
+    for pno in range(pdf.page_count):
+        page = pdf[pno]
+        try:
+            units = page_units(page, pno)
+        except Exception as exc:  # noqa: BLE001 - one odd page must not cost the document
+            out.warnings.append(f"page {pno + 1}: text extraction failed ({exc})")
+            units = []
+        if page.rotation:
+            out.warnings.append(f"page {pno + 1}: rotated {page.rotation} degrees")
+        if not any(not u.image for u in units):
+            out.warnings.append(f"page {pno + 1}: no text")
+        pages.append(units)
+        heights.append(page.rect.height or 792.0)
+        widths.append(page.rect.width or 612.0)
+    all_units = [u for us in pages for u in us if not u.image]
+    body = body_size(all_units)
+    drop, printed, page_numbers = _margins(pages, heights, cfg)
+
+    # Tables (optional, costly): units inside a table's bbox become one TABLE unit.
+    table_s = 0.0
+    tables: dict[int, list[tuple[tuple[float, float, float, float], str]]] = {}
+    if cfg.pdf_tables:
+        t = time.perf_counter()
+        for pno in range(pdf.page_count):
+            try:
+                found = pdf[pno].find_tables()
+                tables[pno] = [(tuple(tb.bbox), tb.to_markdown()) for tb in found.tables]
+            except Exception as exc:  # noqa: BLE001
+                out.warnings.append(f"page {pno + 1}: table detection failed ({exc})")
+        table_s = time.perf_counter() - t
+
+    # Per page: reading order, classification.
+    items: list[dict[str, Any]] = []  # logical units before merging, in reading order
+    for pno, units in enumerate(pages):
+        kept = [u for u in units if id(u) not in drop]
+        page_tables = tables.get(pno, [])
+        for bbox, md in page_tables:
+            inside = [u for u in kept if _inside(u.bbox, bbox)]
+            if inside:
+                kept = [u for u in kept if not _inside(u.bbox, bbox)]
+                tu = Unit(inside[0].lines[:1], pno, kind="TABLE")
+                tu.lines = [type(inside[0].lines[0])(md, bbox, body, 0, 0)]
+                kept.append(tu)
+        notes = []
+        flow = []
+        for u in kept:
+            marker = None if u.kind == "TABLE" else _is_note(u, body, heights[pno], cfg)
+            if marker is not None:
+                u.kind = "NOTE"
+                notes.append((u, marker))
+            elif (
+                notes and not u.image and u.size <= 0.92 * body and u.bbox[1] > notes[-1][0].bbox[1]
+            ):
+                notes[-1][0].lines.extend(u.lines)  # a footnote's continuation block
+            else:
+                flow.append(u)
+        ordered = xy_cut(flow, min_vgap=max(0.8 * body, 6.0), min_hgap=0.5)
+        col_x0 = _column_lefts(ordered)
+        for u in ordered:
+            text = u.text
+            if u.image:
+                kind = "FIGURE"
+            elif u.kind == "TABLE":
+                kind = "TABLE"
+            elif is_caption(u, text, body):
+                kind = "CAPTION"
+            elif _is_heading(u, body, _below(u, ordered), col_x0(u), cfg):
+                kind = "HEADING"
+            elif u.math > 0.4 and len(text) < 300:
+                kind = "FORMULA"
+            elif (
+                BULLET.match(text) and not NUMBERED.match(text) or re.match(r"^[•·▪◦●■–]\s*", text)
+            ):
+                kind = "LIST_ITEM"
+            else:
+                kind = "PARAGRAPH"
+            items.append({"kind": kind, "unit": u, "text": text, "marker": None})
+        for u, marker in sorted(notes, key=lambda nm: (nm[0].bbox[1], nm[0].bbox[0])):
+            text = u.text
+            if text.startswith(marker):
+                text = text[len(marker) :].lstrip()
+            items.append({"kind": "NOTE", "unit": u, "text": text, "marker": marker})
+        for u in sorted(units, key=lambda u: (u.bbox[1], u.bbox[0])):
+            if id(u) in page_numbers:
+                items.append({"kind": "PAGE_NUMBER", "unit": u, "text": page_numbers[id(u)]})
+
+    # The document title: the largest heading on page 1 when clearly above body size.
+    first = [it for it in items if it["kind"] == "HEADING" and it["unit"].page == 0]
+    if first:
+        top = max(first, key=lambda it: it["unit"].size)
+        if top["unit"].size >= 1.5 * body:
+            top["kind"] = "TITLE"
+    _cover_pages(items, pdf.page_count, body)
+    _dedupe_headings(items)
+
+    meta = {"body_font_size": body, "pdf_tables": cfg.pdf_tables}
+    out.stats["pdf_table_s"] = table_s
+    return items, printed, meta
+
+
+def _inside(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    cx, cy = (a[0] + a[2]) / 2, (a[1] + a[3]) / 2
+    return b[0] <= cx <= b[2] and b[1] <= cy <= b[3]
+
+
+def _below(u: Unit, units: list[Unit]) -> Unit | None:
+    """The unit right under `u` in its column (nearest top edge below it, overlapping it
+    horizontally): what a heading is compared with. Reading order is no substitute: a
+    heading with a tiny gap under it is cut off as its own band by the XY-cut."""
+    cands = [
+        v
+        for v in units
+        if v is not u
+        and v.bbox[1] >= u.bbox[3] - 1
+        and v.bbox[0] < u.bbox[2]
+        and v.bbox[2] > u.bbox[0]
+    ]
+    return min(cands, key=lambda v: (v.bbox[1], v.bbox[0])) if cands else None
+
+
+def _column_lefts(units: list[Unit]):  # noqa: ANN202 - a small closure
+    """Left edge of the text column a unit sits in (the smallest x0 of multi-line units
+    overlapping it horizontally and near it vertically): headings must start there or be
+    centred. Nearness matters: a full-width banner elsewhere on the page is no column."""
+    text = [u for u in units if not u.image and len(u.lines) >= 2]
+
+    def left(u: Unit) -> tuple[float, float]:
+        over = [v.bbox for v in text if v.bbox[0] < u.bbox[2] and v.bbox[2] > u.bbox[0]]
+        if over:
+            dist = [max(0.0, b[1] - u.bbox[3], u.bbox[1] - b[3]) for b in over]
+            near = min(dist) + 60
+            over = [b for b, d in zip(over, dist, strict=True) if d <= near]
+        if not over:
+            return u.bbox[0], (u.bbox[0] + u.bbox[2]) / 2
+        x0, x1 = min(b[0] for b in over), max(b[2] for b in over)
+        return x0, (x0 + x1) / 2
+
+    return left
+
+
+def _cover_pages(items: list[dict[str, Any]], n_pages: int, body: float) -> None:
+    """Front/back covers (first/last page with little body-size text): only the largest
+    multi-word heading there is one; the rest is display type."""
+    for pno in {0, n_pages - 1}:
+        on = [it for it in items if it["unit"].page == pno and not it["unit"].image]
+        chars = sum(len(it["text"]) for it in on)
+        body_chars = sum(len(it["text"]) for it in on if abs(it["unit"].size - body) <= 0.6)
+        cover = bool(on) and re.match(r"^(front |back )?cover$", on[0]["text"].strip(), re.I)
+        if not on or body_chars > 0.3 * chars and not cover:
+            continue
+        heads = [it for it in on if it["kind"] in ("HEADING", "TITLE")]
+        multi = [it for it in heads if len(it["text"].split()) >= 3]
+        keep = max(multi, key=lambda it: it["unit"].size) if multi else None
+        units = [it["unit"] for it in on]
+        for it in heads:
+            if it is not keep and not _over_text(it["unit"], units):
+                it["kind"] = "PARAGRAPH"
+        if keep is not None and pno == 0:
+            keep["kind"] = "TITLE"
+
+
+def _over_text(u: Unit, units: list[Unit]) -> bool:
+    """A multi-word display line set right over a block of smaller running text (a cover's
+    blurb heading), as opposed to a free-standing slogan."""
+    b = _below(u, units)
+    if b is None or len(u.text.split()) < 3 or len(b.lines) < 3:
+        return False
+    return b.bbox[1] - u.bbox[3] < 2 * u.size and b.size < u.size and abs(b.bbox[0] - u.bbox[0]) < 3
+
+
+def _dedupe_headings(items: list[dict[str, Any]]) -> None:
+    """The same heading text twice on one page (a masthead over the display heading): only
+    the larger one heads a section."""
+    best: dict[tuple[int, str], dict[str, Any]] = {}
+    for it in items:
+        if it["kind"] != "HEADING":
+            continue
+        key = (it["unit"].page, _norm(it["text"]))
+        other = best.get(key)
+        if other is None:
+            best[key] = it
+        elif it["unit"].size > other["unit"].size:
+            other["kind"] = "PARAGRAPH"
+            best[key] = it
+        else:
+            it["kind"] = "PARAGRAPH"
