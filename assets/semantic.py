@@ -8,6 +8,7 @@ from pathlib import Path
 import polars as pl
 from dagster import (
     AssetExecutionContext,
+    AssetIn,
     AssetOut,
     MetadataValue,
     Output,
@@ -20,11 +21,13 @@ from assets.shards import SHARD_POLICY, run_shards, shard_partitions, specs
 from assets.structure import failures_md
 from pipeline import store
 from pipeline.chunking import chunk_structured
+from pipeline.communities import INPUT_COLUMNS as COMMUNITY_INPUTS
 from pipeline.communities import hierarchical_leiden, next_state, plan_communities
 from pipeline.extract import extract_resilient, get_extractor
 from pipeline.failures import failures_frame
 from pipeline.files import atomic_write_text
 from pipeline.graph import merge_graph
+from pipeline.reports import INPUT_COLUMNS as REPORT_INPUTS
 from pipeline.reports import build_reports
 from pipeline.reports_llm import build_reports_llm
 from pipeline.summarize_llm import summarize_descriptions
@@ -197,7 +200,16 @@ def graph(context: AssetExecutionContext, docgraph: DocgraphConfig, llm: LlmReso
     yield Output(fails, output_name="summary_failures", metadata=frame_metadata(fails, started))
 
 
-@asset(group_name="communities", description="Hierarchical Leiden communities of the entity graph.")
+def _columns(columns: dict[str, list[str]]) -> dict[str, AssetIn]:
+    """Inputs that load only the columns the stage reads (resources.parquet_io)."""
+    return {name: AssetIn(metadata={"columns": cols}) for name, cols in columns.items()}
+
+
+@asset(
+    group_name="communities",
+    description="Hierarchical Leiden communities of the entity graph.",
+    ins=_columns(COMMUNITY_INPUTS),
+)
 def communities(
     context: AssetExecutionContext,
     docgraph: DocgraphConfig,
@@ -264,6 +276,7 @@ def _write_state(path: Path, state: dict) -> None:
         ),
         "report_failures": AssetOut(description="LLM mode: reports that stayed extractive."),
     },
+    ins=_columns(REPORT_INPUTS),
     group_name="communities",
 )
 def community_reports(

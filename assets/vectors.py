@@ -20,7 +20,7 @@ from assets.metadata import frame_metadata
 from assets.shards import SHARD_POLICY, shard_partitions
 from pipeline import schemas, store
 from pipeline.structure.same_topic import same_topic_edges as build_same_topic_edges
-from pipeline.vectors import build_vector_table, embedding_text, read_vectors
+from pipeline.vectors import INPUT_COLUMNS, build_vector_table, embedding_text, read_vectors
 from resources import DocgraphConfig, EmbedderResource, output_root_metadata
 from resources.output import run_dir
 
@@ -98,7 +98,8 @@ def chunk_embeddings_asset(n_shards: int) -> AssetsDefinition:
 def _vector_asset(source: str, after: list[str]) -> AssetsDefinition:
     @asset(
         name=f"{source}_vectors",
-        ins={"frame": AssetIn(source)},
+        # only the columns the vector table is built from (resources.parquet_io)
+        ins={"frame": AssetIn(source, metadata={"columns": INPUT_COLUMNS.get(source)})},
         deps=after,
         group_name="vectors",
         description=f"LanceDB table `{source}`: vectors + full-text index.",

@@ -41,6 +41,13 @@ from pipeline.config import GraphSettings
 from pipeline.ids import sha256_hex, stable_id_expr
 from pipeline.schemas import TABLES, empty
 
+# The columns of each input table this stage reads (incremental carry-over included): its
+# Dagster asset loads only these (resources.parquet_io); tests/test_stage_inputs.py checks it.
+INPUT_COLUMNS = {
+    "entities": ["id", "text_unit_ids"],
+    "relationships": ["id", "source_id", "target_id", "weight"],
+}
+
 
 @dataclass
 class _Community:

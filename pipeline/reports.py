@@ -32,6 +32,24 @@ from pipeline.ids import stable_id
 from pipeline.schemas import TABLES, empty
 from pipeline.tokens import truncate_tokens
 
+# The columns of each input table the extractive and the LLM reports read (communities: all):
+# the asset loads only these (resources.parquet_io); tests/test_stage_inputs.py checks it.
+INPUT_COLUMNS = {
+    "entities": ["id", "title", "type", "description", "aliases", "degree"],
+    "relationships": [
+        "id",
+        "human_readable_id",
+        "source",
+        "target",
+        "source_id",
+        "target_id",
+        "type",
+        "description",
+        "weight",
+    ],
+    "text_units": ["id", "text", "entity_ids"],
+}
+
 _SUMMARY_SENTENCES = 3
 _CANDIDATES_PER_COMMUNITY = 12
 _MAX_SENTENCE_CHARS = 320

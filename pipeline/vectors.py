@@ -40,6 +40,21 @@ NODE_TOKENS = 256
 # Node types whose vector is derived from their text units under node_vectors="derived".
 DERIVED_NODE_TYPES = ("PARAGRAPH", "LIST_ITEM")
 TEXT_UNIT_TOKENS = 512
+# The columns of a source table its vector table is built from, in any mode (the others:
+# every column); the asset loads only these. tests/test_stage_inputs.py checks it.
+INPUT_COLUMNS = {
+    "text_units": ["id", "text", "document_id"],
+    "entities": ["id", "title", "type", "description", "frequency", "text_unit_ids"],
+    "relationships": [
+        "id",
+        "source",
+        "target",
+        "description",
+        "source_id",
+        "target_id",
+        "text_unit_ids",
+    ],
+}
 
 
 class EmbedderLike(Protocol):

@@ -1,5 +1,9 @@
 """IO manager: each asset is one Parquet table named after its key, written atomically into
-the run's staging version (resources.output), read from there by downstream steps."""
+the run's staging version (resources.output), read from there by downstream steps.
+
+An input declared `AssetIn(metadata={"columns": [...]})` reads only those columns: the
+corpus-wide steps read a few of a large table's columns (a relationship's description is
+half its bytes), and Parquet reads a column without the others."""
 
 # No `from __future__ import annotations`: Dagster reads the `config` annotation as a class to
 # accept the launch-configured `docgraph` resource there (see resources.config).
@@ -23,4 +27,5 @@ class ParquetIOManager(ConfigurableIOManager):
         context.add_output_metadata(metadata)
 
     def load_input(self, context: InputContext) -> pl.DataFrame:
-        return store.read_table(run_dir(self.config, context), context.asset_key.path[-1])
+        columns = (context.definition_metadata or {}).get("columns")
+        return store.read_table(run_dir(self.config, context), context.asset_key.path[-1], columns)

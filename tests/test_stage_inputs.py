@@ -1,0 +1,124 @@
+"""The corpus-wide stages load only the input columns they declare (INPUT_COLUMNS, read by
+resources.parquet_io): each stage gives the same output from those columns as from the whole
+tables. A stage that starts reading another column fails here (a KeyError, or a different
+output), not in a user's run."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+
+import numpy as np
+import polars as pl
+import pytest
+
+from pipeline import communities, reports, store, vectors
+from pipeline.config import EmbeddingSettings, GraphSettings, LlmSettings, ReportSettings
+from pipeline.fake_llm import FakeLlm
+from pipeline.llm import LlmClient
+from pipeline.reports_llm import build_reports_llm
+
+
+def _digest(df: pl.DataFrame) -> str:
+    return hashlib.sha256(df.write_ipc(None).getvalue()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def tables(sample_index) -> dict[str, pl.DataFrame]:
+    _, out, _, _ = sample_index
+    names = ("entities", "relationships", "text_units", "communities", "community_reports")
+    return {name: store.read_table(out, name) for name in names}
+
+
+def _pruned(tables: dict[str, pl.DataFrame], columns: dict[str, list[str]]) -> dict:
+    return {n: t.select(columns[n]) if n in columns else t for n, t in tables.items()}
+
+
+def test_communities_read_only_their_columns(tables) -> None:
+    settings = GraphSettings()
+    small = _pruned(tables, communities.INPUT_COLUMNS)
+    assert set(small["relationships"].columns) < set(tables["relationships"].columns)
+    full = communities.hierarchical_leiden(tables["entities"], tables["relationships"], settings)
+    assert _digest(
+        communities.hierarchical_leiden(small["entities"], small["relationships"], settings)
+    ) == _digest(full)
+    # the incremental path: carry the previous table over a graph with one entity fewer
+    gone = tables["entities"]["id"][0]
+
+    def without(t: dict) -> tuple[pl.DataFrame, pl.DataFrame]:
+        rels = t["relationships"].filter(
+            (pl.col("source_id") != gone) & (pl.col("target_id") != gone)
+        )
+        return t["entities"].filter(pl.col("id") != gone), rels
+
+    plans = [
+        communities.plan_communities(*without(t), settings, full, None) for t in (tables, small)
+    ]
+    assert plans[0] == plans[1]
+    carried = [
+        communities.hierarchical_leiden(*without(t), settings, previous=full)
+        for t in (tables, small)
+    ]
+    assert _digest(carried[0]) == _digest(carried[1])
+
+
+def test_reports_read_only_their_columns(tables) -> None:
+    small = _pruned(tables, reports.INPUT_COLUMNS)
+    assert set(small["text_units"].columns) < set(tables["text_units"].columns)
+
+    def run(t: dict) -> pl.DataFrame:
+        args = (t["communities"], t["entities"], t["relationships"], t["text_units"])
+        return reports.build_reports(*args, ReportSettings())
+
+    extractive = run(tables)
+    assert extractive.height == tables["communities"].height
+    assert _digest(run(small)) == _digest(extractive)
+    settings = ReportSettings(llm_min_size=2)
+    with FakeLlm() as srv:
+        llm_settings = LlmSettings(base_url=srv.base_url, api_key=None, max_retries=0)
+        llm_reports = []
+        for t in (tables, small):
+            client = LlmClient(llm_settings, None, backoff_base_s=0)
+            args = (t["communities"], t["entities"], t["relationships"], t["text_units"])
+            df, failures, counts = build_reports_llm(*args, extractive, client, settings)
+            assert not failures and counts["sent"] > 0
+            llm_reports.append(df)
+    assert _digest(llm_reports[0]) == _digest(llm_reports[1])
+
+
+class _HashEmbedder:
+    """Deterministic vectors from the text's hash: the test compares tables, not meaning."""
+
+    dim = 8
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = [
+            np.frombuffer(hashlib.sha256(t.encode()).digest()[:32], dtype=np.uint8)[: self.dim]
+            for t in texts
+        ]
+        return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dim) / 255.0
+
+
+@pytest.mark.parametrize(
+    ("entity_mode", "relationship_mode"), [("name+context", "context"), ("text", "text")]
+)
+def test_vector_tables_read_only_their_columns(
+    sample_index, tables, tmp_path, entity_mode, relationship_mode
+) -> None:
+    _, out, _, _ = sample_index
+    settings = EmbeddingSettings(entity_vectors=entity_mode, relationship_vectors=relationship_mode)
+    small = _pruned(tables, vectors.INPUT_COLUMNS)
+    for label, frames in (("full", tables), ("small", small)):
+        shutil.copytree(store.resolve(out), tmp_path / label)
+        for name in ("text_units", "entities", "relationships"):  # derived read the earlier
+            vectors.build_vector_table(
+                tmp_path / label, name, frames[name], _HashEmbedder(), settings
+            )
+    for name in ("text_units", "entities", "relationships"):
+        assert set(small[name].columns) < set(tables[name].columns)
+        full_table, small_table = (
+            store.lance_db(tmp_path / label).open_table(name).to_arrow().sort_by("id")
+            for label in ("full", "small")
+        )
+        assert full_table.num_rows == tables[name].height > 0
+        assert full_table.equals(small_table), name
