@@ -1,0 +1,147 @@
+"""Inline Markdown: heading text as rendered (what toc slugs are made of), attribute lists
+(`{#id}`, `{: #id .cls }`, `{ id="x" }`, Python-Markdown's attr_list) and the links, footnote
+markers and anchor ids of one block, read from markdown-it's inline tokens, so code spans,
+escapes and reference definitions follow CommonMark rather than a regex's guess.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from markdown_it.common.utils import normalizeReference
+from markdown_it.token import Token
+
+from pipeline.structure.markdown_syntax import markdown_parser
+
+# An attribute list closing a line: `{#id}`, `{: #id .cls }`, `{ id="x" key=v }`.
+ATTR_LIST = re.compile(r"[ \t]*\{:?[ \t]*([^{}\n]*)\}[ \t]*$")
+_LINE_ATTR = re.compile(r"[ \t]*\{:?[ \t]*([^{}\n]*)\}[ \t]*$", re.M)
+_ATTR = re.compile(r"""([#.])([\w:.-]+)|([\w:-]+)=(?:"([^"]*)"|'([^']*)'|(\S+))""")
+# `[](){#id}`: an autorefs anchor, an empty link carrying an id
+EMPTY_ANCHOR = re.compile(r"\[\]\(\)\{:?[ \t]*#([\w:.-]+)[^}]*\}")
+HTML_ANCHOR = re.compile(r"<a\s+[^>]*?(?:name|id)=[\"']([^\"']+)[\"'][^>]*>(?:\s*</a>)?", re.I)
+_SPACE = re.compile(r"\s+")
+
+
+def attr_ids(attrs: str) -> list[str]:
+    """The ids an attribute list's inner text sets (`#id` or `id=...`)."""
+    out = []
+    for m in _ATTR.finditer(attrs):
+        if m.group(1) == "#":
+            out.append(m.group(2))
+        elif m.group(3) == "id":
+            out.append(next(g for g in m.groups()[3:] if g is not None))
+    return out
+
+
+def _is_attr_list(inner: str) -> bool:
+    """Does `{inner}` read as an attribute list (every part `#x`, `.x` or `k=v`)?"""
+    rest = _ATTR.sub("", inner)
+    return bool(inner.strip()) and not rest.strip()
+
+
+def strip_line_attrs(text: str) -> tuple[str, list[str]]:
+    """(text without `[](){#id}` anchors and id-setting attribute lists at line ends, their
+    ids): attr_list puts those ids on the block, mkdocs-autorefs on an anchor there."""
+    ids = EMPTY_ANCHOR.findall(text)
+    if ids:
+        text = EMPTY_ANCHOR.sub("", text)
+    if "}" in text:
+
+        def attr(m: re.Match[str]) -> str:
+            if not _is_attr_list(m.group(1)):
+                return m.group(0)
+            ids.extend(attr_ids(m.group(1)))
+            return ""
+
+        text = _LINE_ATTR.sub(attr, text)
+    return text.strip(), ids
+
+
+def plain_text(children: Sequence[Token]) -> str:
+    """The rendered text of inline tokens: markup, tags and images dropped."""
+    parts = []
+    for t in children:
+        if t.type in ("text", "code_inline"):
+            parts.append(t.content)
+        elif t.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+        elif t.type == "wikilink":
+            parts.append(t.meta["text"])
+    return _SPACE.sub(" ", "".join(parts)).strip()
+
+
+def plain_inline(text: str) -> str:
+    """Heading text as rendered (markup, tags, attribute lists dropped): what toc slugifies."""
+    if (m := ATTR_LIST.search(text)) and _is_attr_list(m.group(1)):
+        text = text[: m.start()]
+    text = EMPTY_ANCHOR.sub("", text)
+    return plain_text(markdown_parser().parseInline(text, {})[0].children or [])
+
+
+def heading_anchor(raw: str) -> tuple[str, str | None, list[str]]:
+    """(title, explicit id or None, other anchors) of a heading's raw text: a closing
+    attribute list's id (`{#id}`, `{: #id }`, `{ id="x" }`) is the heading's id, as in
+    Python-Markdown; `[](){#old}` and `<a name="old">` in it are other anchors."""
+    explicit = None
+    if (m := ATTR_LIST.search(raw)) and _is_attr_list(m.group(1)):
+        ids = attr_ids(m.group(1))
+        explicit = ids[-1] if ids else None
+        raw = raw[: m.start()]
+    anchors = HTML_ANCHOR.findall(raw) + EMPTY_ANCHOR.findall(raw)
+    return plain_inline(raw), explicit, anchors
+
+
+def inline_links(children: Sequence[Token]) -> tuple[list[dict[str, str]], list[str], list[str]]:
+    """(links, footnote labels referenced, anchor ids set by inline attributes) of one
+    inline token's children. Links: {href, text, kind} with kind inline, reference,
+    wikilink or autoref; images and `[](){#id}` anchors are no links."""
+    links: list[dict[str, str]] = []
+    notes: list[str] = []
+    ids: list[str] = []
+    open_link: dict[str, str] | None = None
+    text: list[Token] = []
+    for t in children:
+        if open_link is not None and t.type not in ("link_close", "autoref_close"):
+            text.append(t)
+            continue
+        kind = t.type
+        if kind == "link_open" or kind == "autoref_open":
+            if t.attrs.get("id"):
+                ids.append(str(t.attrs["id"]))
+            if kind == "autoref_open":
+                open_link = {"href": t.meta["label"], "kind": "autoref"}
+            else:
+                link_kind = "reference" if "label" in t.meta else "inline"
+                open_link = {"href": str(t.attrs.get("href", "")), "kind": link_kind}
+            text = []
+        elif kind in ("link_close", "autoref_close") and open_link is not None:
+            label = plain_text(text)
+            if open_link["href"] or label:
+                links.append({"href": open_link["href"], "text": label, "kind": open_link["kind"]})
+            open_link = None
+        elif kind == "wikilink":
+            links.append({**t.meta, "kind": "wikilink"})
+        elif kind == "footnote_ref":
+            notes.append(t.meta["label"])
+        elif kind in ("image", "code_inline") and t.attrs.get("id"):
+            ids.append(str(t.attrs["id"]))
+        elif kind == "html_inline" and (m := HTML_ANCHOR.match(t.content)):
+            ids.append(m.group(1))
+    return links, notes, ids
+
+
+def references_env(refs: dict[str, str]) -> dict[str, Any]:
+    """A markdown-it env holding reference definitions label -> href."""
+    return {
+        "references": {normalizeReference(k): {"href": v, "title": ""} for k, v in refs.items()}
+    }
+
+
+def extract_links(text: str, refs: dict[str, str]) -> list[dict[str, str]]:
+    """Links in a piece of inline Markdown (a note's details), in order: {href, text, kind};
+    `refs`: reference definitions label -> href the text may use."""
+    tokens = markdown_parser().parseInline(text, references_env(refs))
+    return inline_links(tokens[0].children or [])[0]

@@ -1,0 +1,187 @@
+"""The Markdown dialect of mkdocs sites on markdown-it-py: the CommonMark parser with the
+mdit-py-plugins extensions (front matter, footnotes, definition lists, inline attributes,
+GFM tables) and the rules no plugin covers as mkdocs does, written here:
+
+- admonitions (`!!! note "Title"`, `??? note`, `???+ note`) and content tabs
+  (`=== "Tab"`): containers whose content is the run of lines indented by 4 after the
+  marker, blank lines included, as in Python-Markdown (`admonition_open` with the plugin's
+  `meta["tag"]`, `tab_open`). mdit-py-plugins' admonition rule ends a block at two blank
+  lines, which cuts mkdocs admonitions holding code with blank lines in two;
+- mkdocstrings directives (`::: pkg.mod` + indented YAML options): one `directive` token,
+  opaque, since what it renders comes from code, not from the page;
+- content nested past FLAT_LEVEL (a list 1,000 deep): one `flat` token holding its lines,
+  instead of markdown-it's own limit, which drops such content, and instead of recursing
+  further (every nesting level costs Python stack frames);
+- wikilinks (`[[Page#anchor|text]]`) and mkdocs-autorefs links (`[text][pkg.Thing]` with a
+  label the page does not define): `wikilink` and `autoref_open` / `autoref_close` tokens.
+
+Link destinations are kept as written (no percent-encoding, no scheme filter): resolution
+across documents reads them, nothing is rendered.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+from markdown_it import MarkdownIt
+from markdown_it.rules_block import StateBlock
+from markdown_it.rules_inline import StateInline
+from mdit_py_plugins.attrs import attrs_plugin
+from mdit_py_plugins.deflist import deflist_plugin
+from mdit_py_plugins.footnote import footnote_plugin
+from mdit_py_plugins.front_matter import front_matter_plugin
+from mdit_py_plugins.utils import is_code_block
+
+# Token nesting level from which content is taken flat (lists add 2 levels each, so about
+# 32 nested lists are parsed as blocks); MAX_NESTING (markdown-it's maxNesting) stays above
+# it so markdown-it never drops content, and bounds inline nesting.
+FLAT_LEVEL = 64
+MAX_NESTING = 100
+
+_TAB = re.compile(r"===\+?[ \t]+\"(.*?)\"[ \t]*$")
+_ADMONITION = re.compile(
+    r"(?:!!!|\?\?\?\+?)[ \t]*([\w-]+(?:[ \t]+[\w-]+)*)(?:[ \t]+\"(.*?)\")?[ \t]*$"
+)
+_DIRECTIVE = re.compile(r":::[ \t]+(\S+)")
+_WIKILINK = re.compile(r"\[\[([^\[\]|#\n]*)(#[^\[\]|\n]*)?(?:\|([^\[\]\n]*))?\]\]")
+
+
+def _line(state: StateBlock, line: int) -> str:
+    """A line's content from where its container says it starts."""
+    return state.src[state.bMarks[line] + state.tShift[line] : state.eMarks[line]]
+
+
+def _indented_end(state: StateBlock, start: int, end: int, indent: int) -> int:
+    """End (exclusive) of the run of lines after `start` that are blank or indented by at
+    least `indent` columns, trailing blank lines left out."""
+    last = line = start + 1
+    while line < end:
+        if not state.isEmpty(line):
+            if state.sCount[line] < indent:
+                break
+            last = line + 1
+        line += 1
+    return last
+
+
+def _container(state: StateBlock, start: int, end: int, silent: bool) -> bool:
+    """Admonitions, content tabs and mkdocstrings directives (see the module docstring)."""
+    if is_code_block(state, start):
+        return False
+    text = _line(state, start)
+    if not text.startswith(("===", ":::", "!!!", "???")):
+        return False
+    admonition = _ADMONITION.match(text) if text[0] in "!?" else None
+    tab = _TAB.match(text) if text[0] == "=" else None
+    directive = _DIRECTIVE.match(text) if text[0] == ":" else None
+    if admonition is None and tab is None and directive is None:
+        return False
+    if silent:
+        return True
+    indent = state.sCount[start] + 4
+    stop = _indented_end(state, start, end, indent)
+    if directive is not None:
+        token = state.push("directive", "div", 0)
+        body = [text.strip()] + [
+            state.src[state.bMarks[k] : state.eMarks[k]][indent:] for k in range(start + 1, stop)
+        ]
+        token.content = "\n".join(body).rstrip()
+        token.info = directive.group(1)
+        token.map = [start, stop]
+        state.line = stop
+        return True
+    name = "admonition" if admonition else "tab"
+    old = state.parentType, state.lineMax, state.blkIndent
+    state.parentType, state.lineMax, state.blkIndent = name, stop, indent
+    token = state.push(f"{name}_open", "div", 1)
+    if admonition:
+        token.meta = {"tag": admonition.group(1).split()[0].lower()}
+        token.info = admonition.group(2) or ""
+    else:
+        token.info = tab.group(1) if tab else ""
+    token.map = [start, stop]
+    state.md.block.tokenize(state, start + 1, stop)
+    state.push(f"{name}_close", "div", -1)
+    state.parentType, state.lineMax, state.blkIndent = old
+    state.line = stop
+    return True
+
+
+def _deep_flat(state: StateBlock, start: int, end: int, silent: bool) -> bool:
+    """Past FLAT_LEVEL: the container's remaining lines as one `flat` token, no recursion."""
+    if state.level < FLAT_LEVEL:
+        return False
+    if silent:
+        return True
+    line = last = start
+    while line < end:
+        if not state.isEmpty(line):
+            if state.sCount[line] < state.blkIndent and line > start:
+                break
+            last = line + 1
+        line += 1
+    token = state.push("flat", "", 0)
+    token.content = "\n".join(_line(state, k) for k in range(start, last))
+    token.map = [start, last]
+    state.line = last
+    return True
+
+
+def _wikilink(state: StateInline, silent: bool) -> bool:
+    if not state.src.startswith("[[", state.pos):
+        return False
+    m = _WIKILINK.match(state.src, state.pos, state.posMax)
+    if m is None:
+        return False
+    if not silent:
+        token = state.push("wikilink", "", 0)
+        page, anchor, alias = m.group(1) or "", m.group(2) or "", m.group(3)
+        token.meta = {"href": page.strip() + anchor, "text": (alias or page + anchor).strip()}
+    state.pos = m.end()
+    return True
+
+
+def _autoref(state: StateInline, silent: bool) -> bool:
+    """`[text][label]` / `[label][]` whose label is no reference of the page (the link rule,
+    which runs first, failed on it): an mkdocs-autorefs identifier. Not after `!` (an image)."""
+    pos = state.pos
+    if state.src[pos] != "[" or state.linkLevel > 0 or (pos and state.src[pos - 1] == "!"):
+        return False
+    label_end = state.md.helpers.parseLinkLabel(state, pos, True)
+    if label_end < 0 or label_end + 1 >= state.posMax or state.src[label_end + 1] != "[":
+        return False
+    ref_end = state.md.helpers.parseLinkLabel(state, label_end + 1)
+    if ref_end < 0:
+        return False
+    label = state.src[label_end + 2 : ref_end] or state.src[pos + 1 : label_end]
+    if not silent:
+        maximum = state.posMax
+        token = state.push("autoref_open", "a", 1)
+        token.meta = {"label": label.strip()}
+        state.pos, state.posMax = pos + 1, label_end
+        state.linkLevel += 1
+        state.md.inline.tokenize(state)
+        state.linkLevel -= 1
+        state.push("autoref_close", "a", -1)
+        state.posMax = maximum
+    state.pos = ref_end + 1
+    return True
+
+
+@cache
+def markdown_parser() -> MarkdownIt:
+    """The shared parser: CommonMark + GFM tables + the mkdocs extensions above."""
+    md = MarkdownIt("commonmark", {"maxNesting": MAX_NESTING, "store_labels": True})
+    md.enable("table")
+    md.normalizeLink = lambda url: url  # type: ignore[method-assign]
+    md.validateLink = lambda url: True  # type: ignore[method-assign]
+    md.use(front_matter_plugin).use(deflist_plugin)
+    md.use(footnote_plugin, inline=False, move_to_end=False)
+    md.use(attrs_plugin, after=("image", "code_inline", "link_close"))
+    md.block.ruler.before("table", "deep_flat", _deep_flat)
+    alt = {"alt": ["paragraph", "reference", "blockquote", "list"]}
+    md.block.ruler.before("fence", "container", _container, alt)
+    md.inline.ruler.before("link", "wikilink", _wikilink)
+    md.inline.ruler.after("link", "autoref", _autoref)
+    return md

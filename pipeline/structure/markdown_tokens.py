@@ -1,0 +1,266 @@
+"""markdown-it's token stream as the blocks a Markdown document's nodes are made of.
+
+The stream is flat (open/close tokens with a nesting level), so one loop with a stack of
+open containers reads it, however deep the document nests. Per block kind:
+
+- HEADING only outside any container (as mkdocs' table of contents sees headings); inside
+  one, a heading is a paragraph of its container;
+- PARAGRAPH, or LIST_ITEM inside a list item (`depth` = enclosing items - 1, later
+  paragraphs of one item numbered by `minor`) or a definition (`term` in its metadata, the
+  term leading its first paragraph's text, so a definition never loses what it defines);
+- BLOCK_QUOTATION and NOTE (a footnote definition, `marker` = its label): one node each,
+  whatever they hold, with the links of everything inside;
+- TABLE: the table's lines, its cells as `rows` in the metadata; CODE: fenced, indented
+  and mkdocstrings `::: x` directives, opaque;
+- admonitions and content tabs add `container` / `container_title` to what they hold.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from markdown_it.token import Token
+
+from pipeline.structure.markdown_inline import (
+    HTML_ANCHOR,
+    inline_links,
+    strip_line_attrs,
+)
+from pipeline.structure.markdown_syntax import markdown_parser
+
+_QUOTE = re.compile(r"^[ \t]*> ?", re.M)
+_LIST_MARK = re.compile(r"^(?:[ \t]*>)*[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
+_QUOTE_MARKS = re.compile(r"^(?:[ \t]*>)+[ \t]?")
+
+
+@dataclass
+class Block:
+    kind: str  # HEADING, PARAGRAPH, CODE, TABLE, LIST_ITEM, BLOCK_QUOTATION, NOTE, ANCHOR
+    text: str
+    start: int  # 0-based line index in the parsed text
+    end: int  # inclusive
+    meta: dict[str, Any] = field(default_factory=dict)
+    minor: int = 0  # part number inside one logical unit (a list item's later paragraphs)
+    links: list[dict[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # footnote labels it references
+    ids: list[str] = field(default_factory=list)  # anchor ids declared in it
+
+
+def _span(token: Token, lines: list[str]) -> tuple[int, int]:
+    """(first, last) 0-based line of a block token, trailing blank lines left out."""
+    lo, hi = token.map or (0, 1)
+    hi = max(lo, min(hi, len(lines)) - 1)
+    while hi > lo and not lines[hi].strip():
+        hi -= 1
+    return lo, hi
+
+
+def _close(tokens: list[Token], i: int) -> int:
+    """Index of the token closing the container opened at tokens[i]."""
+    depth = 0
+    for j in range(i, len(tokens)):
+        depth += tokens[j].nesting
+        if depth == 0:
+            return j
+    return len(tokens) - 1
+
+
+class _Reader:
+    """One pass over the tokens; `stack` holds the open containers (type, data)."""
+
+    def __init__(self, tokens: list[Token], lines: list[str], env: dict[str, Any]) -> None:
+        self.tokens, self.lines, self.env = tokens, lines, env
+        self.out: list[Block] = []
+        self.stack: list[tuple[str, dict[str, Any]]] = []
+
+    def container(self) -> dict[str, Any]:
+        for kind, data in reversed(self.stack):
+            if kind == "container":
+                return {"container": data["name"], "container_title": data["title"]}
+        return {}
+
+    def add(self, kind: str, text: str, span: tuple[int, int], **meta: Any) -> Block:
+        block = Block(kind, text, span[0], span[1], {**self.container(), **meta})
+        self.out.append(block)
+        return block
+
+    def text_block(self, text: str, span: tuple[int, int], children: list[Token]) -> None:
+        """A paragraph's text where it stands: PARAGRAPH or a list item's / definition's
+        part; anchors-only text ([](){#id}, {#id}) is an ANCHOR block."""
+        links, notes, ids = inline_links(children)
+        text, line_ids = strip_line_attrs("\n".join(x.strip() for x in text.split("\n")))
+        ids += line_ids
+        item = next(((k, d) for k, d in reversed(self.stack) if k in ("item", "dd")), None)
+        if not text:
+            block = self.add("ANCHOR", "", span)
+        elif item is None:
+            block = self.add("PARAGRAPH", text, span)
+        else:
+            kind, data = item
+            depth = sum(1 for k, _ in self.stack if k in ("item", "dd")) - 1
+            meta: dict[str, Any] = {"depth": depth}
+            if kind == "dd":
+                meta["term"] = data["term"]
+                if data["parts"] == 0:
+                    text = f"{data['term']}: {text}"
+            block = self.add("LIST_ITEM", text, span, **meta)
+            block.minor = data["parts"]
+            data["parts"] += 1
+        block.links, block.notes, block.ids = links, notes, ids
+
+    def captured(self, i: int, kind: str, **meta: Any) -> int:
+        """A quote or footnote from tokens[i]: one node, with the links of all inside."""
+        end = _close(self.tokens, i)
+        lo, hi = _span(self.tokens[i], self.lines)
+        if kind == "NOTE":
+            parts = [t.content.strip() for t in self.tokens[i:end] if t.type in _CONTENT]
+            text = "\n\n".join(p for p in parts if p)
+        else:
+            text = _QUOTE.sub("", "\n".join(self.lines[lo : hi + 1]), count=0).strip()
+        block = self.add(kind, text, (lo, hi), **meta)
+        for t in self.tokens[i:end]:
+            if t.type == "inline":
+                links, notes, ids = inline_links(t.children or [])
+                block.links += links
+                block.notes += notes
+                block.ids += ids
+        return end
+
+    def table(self, i: int) -> int:
+        end = _close(self.tokens, i)
+        lo, hi = _span(self.tokens[i], self.lines)
+        rows: list[list[str]] = []
+        block = self.add("TABLE", "\n".join(x.strip() for x in self.lines[lo : hi + 1]), (lo, hi))
+        for t in self.tokens[i:end]:
+            if t.type == "tr_open":
+                rows.append([])
+            elif t.type == "inline":
+                rows[-1].append(t.content)
+                links, notes, ids = inline_links(t.children or [])
+                block.links += links
+                block.notes += notes
+                block.ids += ids
+        block.meta["rows"] = rows
+        return end
+
+    def flat(self, token: Token) -> None:
+        """Content nested past FLAT_LEVEL: a LIST_ITEM per list-marker line (the first line
+        too, inside a list item) with the lines after it, otherwise a PARAGRAPH."""
+        lo = (token.map or (0, 0))[0]
+        in_item = any(k in ("item", "dd") for k, _ in self.stack)
+        depth = sum(1 for k, _ in self.stack if k in ("item", "dd"))
+        parts: list[tuple[str, list[str], int]] = []
+        for k, line in enumerate(token.content.split("\n")):
+            mark = _LIST_MARK.match(line)
+            body = (line[mark.end() :] if mark else _QUOTE_MARKS.sub("", line)).strip()
+            if not body:
+                continue
+            if mark or not parts:
+                kind = "LIST_ITEM" if mark or in_item else "PARAGRAPH"
+                parts.append((kind, [body], lo + k))
+            else:
+                parts[-1][1].append(body)
+        parser = markdown_parser()
+        for kind, body, start in parts:
+            text = "\n".join(body)
+            children = parser.parseInline(text, self.env)[0].children or []
+            meta = {"depth": depth} if kind == "LIST_ITEM" else {}
+            block = self.add(kind, text, (start, start + len(body) - 1), **meta)
+            block.links, block.notes, block.ids = inline_links(children)
+
+    def read(self) -> list[Block]:
+        tokens, i = self.tokens, 0
+        while i < len(tokens):
+            t = tokens[i]
+            kind = t.type
+            if kind == "heading_open":
+                inline = tokens[i + 1]
+                span = _span(t, self.lines)
+                if not self.stack:
+                    level = int(t.tag[1])
+                    self.out.append(Block("HEADING", inline.content, *span, {"level": level}))
+                else:
+                    mark = t.markup + " " if t.markup.startswith("#") else ""
+                    self.text_block(mark + inline.content, span, inline.children or [])
+                i += 3
+                continue
+            if kind == "paragraph_open":
+                inline = tokens[i + 1]
+                self.text_block(inline.content, _span(t, self.lines), inline.children or [])
+                i += 3
+                continue
+            if kind in ("fence", "code_block"):
+                text = t.content[:-1] if t.content.endswith("\n") else t.content
+                meta = {"language": t.info.split()[0] if t.info.split() else ""}
+                self.add("CODE", text, _span(t, self.lines), **(meta if kind == "fence" else {}))
+            elif kind == "directive":
+                self.add("CODE", t.content, _span(t, self.lines), directive="mkdocstrings")
+                self.out[-1].ids.append(t.info)
+            elif kind == "html_block":
+                self.html(t)
+            elif kind == "flat":
+                self.flat(t)
+            elif kind == "blockquote_open":
+                i = self.captured(i, "BLOCK_QUOTATION")
+            elif kind == "footnote_reference_open":
+                i = self.captured(i, "NOTE", marker=t.meta["label"])
+            elif kind == "table_open":
+                i = self.table(i)
+            elif kind in ("admonition_open", "tab_open"):
+                name = f"admonition:{t.meta['tag']}" if kind == "admonition_open" else "tab"
+                self.stack.append(("container", {"name": name, "title": t.info}))
+            elif kind in ("list_item_open", "dd_open"):
+                term = self.stack[-1][1].get("term", "") if self.stack else ""
+                self.stack.append(("item" if kind == "list_item_open" else "dd", {"parts": 0}))
+                self.stack[-1][1]["term"] = term
+            elif kind == "dl_open":
+                self.stack.append(("dl", {"term": ""}))
+            elif kind == "dt_open":
+                self.stack[-1][1]["term"] = tokens[i + 1].content.strip()
+                i += 2
+            elif t.nesting == 1 and kind in _CONTAINERS:
+                self.stack.append(("other", {}))
+            elif t.nesting == -1 and kind in _CLOSERS and self.stack:
+                self.stack.pop()
+            i += 1
+        return self.out
+
+    def html(self, t: Token) -> None:
+        """Raw HTML: comments are skipped, `<a id=...></a>`-only blocks are anchors (of the
+        heading after them, like `{#id}` lines), other HTML is a paragraph of its text."""
+        text = t.content.strip()
+        if text.startswith("<!--"):
+            return
+        ids = HTML_ANCHOR.findall(text)
+        rest = HTML_ANCHOR.sub("", text).strip()
+        block = self.add("ANCHOR" if not rest else "PARAGRAPH", rest, _span(t, self.lines))
+        block.ids = ids
+
+
+_CONTENT = frozenset({"inline", "fence", "code_block"})
+_CONTAINERS = frozenset({"bullet_list_open", "ordered_list_open"})
+_CLOSERS = frozenset(
+    {
+        "bullet_list_close",
+        "ordered_list_close",
+        "list_item_close",
+        "dd_close",
+        "dl_close",
+        "admonition_close",
+        "tab_close",
+    }
+)
+
+
+def parse_tokens(text: str) -> tuple[list[Block], dict[str, Any]]:
+    """(blocks, markdown-it env) of one Markdown text; lines are 0-based in `text`."""
+    env: dict[str, Any] = {}
+    tokens = markdown_parser().parse(text, env)
+    return _Reader(tokens, text.split("\n"), env).read(), env
+
+
+def parse_blocks(lines: list[str]) -> list[Block]:
+    """Block structure of a document given as lines."""
+    return parse_tokens("\n".join(lines))[0]
