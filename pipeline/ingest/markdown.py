@@ -1,6 +1,8 @@
 """Markdown loader: YAML front matter into metadata, title from the first heading.
 
-The Markdown itself is kept: its headings are the strongest chunk boundaries.
+The Markdown itself is kept: its headings are the strongest chunk boundaries. A page of
+front matter alone (an mkdocs redirect page) is a document with no text, so links to it
+resolve; one with empty front matter too is an empty file.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ def load_markdown(path: Path, data: bytes) -> LoadedDoc:
     meta, body, warnings = split_front_matter(decode_text(data))
     fm_title = meta.get("title")
     title = str(fm_title).strip() if fm_title else (first_heading(body) or path.stem)
-    if not body.strip():
+    if not body.strip() and not meta:
         raise LoadError("empty file (front matter only)")
     return LoadedDoc(
         title=title, mime_type="text/markdown", text=body, metadata=meta, warnings=warnings

@@ -32,7 +32,7 @@ from pipeline.structure.markdown_syntax import markdown_parser
 
 _QUOTE = re.compile(r"^[ \t]*> ?", re.M)
 _LIST_MARK = re.compile(r"^(?:[ \t]*>)*[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
-_QUOTE_MARKS = re.compile(r"^(?:[ \t]*>)+[ \t]?")
+_QUOTE_MARKS = re.compile(r"^(?:[ \t]*>)+[ \t]?", re.M)
 
 
 @dataclass
@@ -92,6 +92,8 @@ class _Reader:
         links, notes, ids = inline_links(children)
         text, line_ids = strip_line_attrs("\n".join(x.strip() for x in text.split("\n")))
         ids += line_ids
+        if "<" in text and not HTML_ANCHOR.sub("", text).strip():
+            text = ""  # `<a id="x"></a>` alone: an anchor, like a `{#x}` line
         item = next(((k, d) for k, d in reversed(self.stack) if k in ("item", "dd")), None)
         if not text:
             block = self.add("ANCHOR", "", span)
@@ -122,11 +124,19 @@ class _Reader:
         block = self.add(kind, text, (lo, hi), **meta)
         for t in self.tokens[i:end]:
             if t.type == "inline":
-                links, notes, ids = inline_links(t.children or [])
-                block.links += links
-                block.notes += notes
-                block.ids += ids
+                self.gather(block, t.children or [])
+            elif t.type == "flat":  # nested past FLAT_LEVEL: its text was not parsed yet
+                flat = _QUOTE_MARKS.sub("", t.content)
+                self.gather(block, markdown_parser().parseInline(flat, self.env)[0].children)
         return end
+
+    @staticmethod
+    def gather(block: Block, children: list[Token] | None) -> None:
+        """Adds the links, footnote markers and anchor ids of inline tokens to `block`."""
+        links, notes, ids = inline_links(children or [])
+        block.links += links
+        block.notes += notes
+        block.ids += ids
 
     def table(self, i: int) -> int:
         end = _close(self.tokens, i)
@@ -138,10 +148,7 @@ class _Reader:
                 rows.append([])
             elif t.type == "inline":
                 rows[-1].append(t.content)
-                links, notes, ids = inline_links(t.children or [])
-                block.links += links
-                block.notes += notes
-                block.ids += ids
+                self.gather(block, t.children)
         block.meta["rows"] = rows
         return end
 
