@@ -73,14 +73,18 @@ def prf(pred: list[str], gold: list[str]) -> tuple[float, float, int]:
 
 
 def order_agreement(gold: list[str], nodes: list[str]) -> tuple[float, int]:
-    """(share of adjacent matched gold pairs in order, number of gold paragraphs matched)."""
+    """(share of adjacent matched gold pairs in order, number of gold paragraphs matched).
+    A paragraph repeated in the document: its k-th copy in the gold is the k-th node that
+    holds it."""
     keys = [squash(t) for t in nodes]
     found: list[int] = []
+    used: Counter[str] = Counter()
     for para in gold:
         head = squash(para)[:40]
-        idx = next((i for i, k in enumerate(keys) if head in k or len(k) >= 20 and k in head), -1)
-        if idx >= 0:
-            found.append(idx)
+        hits = [i for i, k in enumerate(keys) if head in k or len(k) >= 20 and k in head]
+        if hits:
+            found.append(hits[min(used[head], len(hits) - 1)])
+            used[head] += 1
     pairs = list(zip(found, found[1:], strict=False))
     if not pairs:
         return 1.0, len(found)

@@ -221,7 +221,7 @@ def parse_heuristic(
         top = max(first, key=lambda it: it["unit"].size)
         if top["unit"].size >= 1.5 * body:
             top["kind"] = "TITLE"
-    _cover_pages(items, pdf.page_count, body)
+    cover_pages(items, pdf.page_count, body)
     _dedupe_headings(items)
 
     meta = {"body_font_size": body, "pdf_tables": cfg.pdf_tables}
@@ -269,7 +269,7 @@ def _column_lefts(units: list[Unit]):  # noqa: ANN202 - a small closure
     return left
 
 
-def _cover_pages(items: list[dict[str, Any]], n_pages: int, body: float) -> None:
+def cover_pages(items: list[dict[str, Any]], n_pages: int, body: float) -> None:
     """Front/back covers (first/last page with little body-size text): only the largest
     multi-word heading there is one; the rest is display type."""
     for pno in {0, n_pages - 1}:

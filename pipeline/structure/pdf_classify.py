@@ -1,0 +1,133 @@
+"""Node types for the layout model's regions: the model's class, checked against what the
+text says where the class alone misleads (a "section-header" that is a caption label or an
+equation, a "caption" that is a sentence about a table, a small "text" block led by a
+superscript marker that is a footnote)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pipeline.structure.pdf_heuristic import cover_pages
+from pipeline.structure.pdf_layout import CAPTION_LABEL, NOTE_START, Unit, is_caption
+from pipeline.structure.pdf_sections import SENT_END, norm
+
+WORD = re.compile(r"[^\W\d_]{2,}")
+MATH_SIGN = re.compile(r"[=<>≤≥∑∫√±×÷∈]")
+
+
+def _item(kind: str, u: Unit, text: str, **extra: Any) -> dict[str, Any]:
+    return {"kind": kind, "unit": u, "text": text, "marker": None, **extra}
+
+
+def _kind(cls: str, u: Unit, text: str, body: float) -> str:
+    labelled = CAPTION_LABEL.match(text) is not None
+    if cls in ("section-header", "title"):
+        if labelled and is_caption(u, text, body):
+            return "CAPTION"
+        if re.fullmatch(r"\d{1,3}|[IVX]{1,5}", text.strip()):  # a chapter number set large
+            return "HEADING" if u.size >= 1.5 * body else "PARAGRAPH"
+        if not WORD.search(text) or u.math > 0.3:  # "a2 + 8 = 12" set large: an equation
+            return "FORMULA" if MATH_SIGN.search(text) or u.math > 0.3 else "PARAGRAPH"
+        return "TITLE" if cls == "title" else "HEADING"
+    if cls == "caption":
+        return "PARAGRAPH" if labelled and not is_caption(u, text, body) else "CAPTION"
+    if cls == "list-item":
+        return "LIST_ITEM"
+    if cls == "formula":
+        return "FORMULA"
+    return "CAPTION" if labelled and is_caption(u, text, body) else "PARAGRAPH"
+
+
+def _marker(u: Unit) -> str:
+    first = u.lines[0]
+    if first.first_small:
+        return first.first_small
+    m = NOTE_START.match(first.text.strip())
+    return m.group(1) if m and not re.match(r"^\d+\s*[.,%]", first.text.strip()) else ""
+
+
+def _notes(u: Unit) -> list[dict[str, Any]]:
+    """A footnote region split into its notes: a new note at a line led by a superscript
+    marker, or by a number or symbol right after a line that ended a sentence."""
+    groups: list[list[Any]] = []
+    for ln in u.lines:
+        t = ln.text.strip()
+        starts = bool(ln.first_small) or (
+            bool(NOTE_START.match(t))
+            and not re.match(r"^\d+\s*[.,%]", t)
+            and bool(groups)
+            and bool(SENT_END.search(groups[-1][-1].text.strip()))
+        )
+        if not groups or starts:
+            groups.append([ln])
+        else:
+            groups[-1].append(ln)
+    out = []
+    for lines in groups:
+        part = Unit(lines, u.page, kind="NOTE")
+        marker = _marker(part)
+        text = part.text
+        if marker and text.startswith(marker):
+            text = text[len(marker) :].lstrip()
+        out.append(_item("NOTE", part, text, marker=marker))
+    return out
+
+
+def classify_page(
+    units: list[Unit],
+    cls_of: dict[int, str],
+    tables: dict[int, tuple[str, dict[str, Any]]],
+    body: float,
+) -> list[dict[str, Any]]:
+    """Items of one page: the flow in reading order, then its footnotes."""
+    flow: list[dict[str, Any]] = []
+    notes: list[dict[str, Any]] = []
+    for u in units:
+        cls = cls_of.get(id(u), "text")
+        if id(u) in tables:
+            text, meta = tables[id(u)]
+            flow.append(_item("TABLE", u, text, meta=meta))
+            continue
+        if u.image:
+            flow.append(_item("FIGURE", u, ""))
+            continue
+        text = u.text
+        if not text.strip():
+            continue
+        small = u.size <= 0.92 * body
+        if cls == "footnote" or cls == "text" and small and u.lines[0].first_small:
+            notes += _notes(u)
+            continue
+        flow.append(_item(_kind(cls, u, text, body), u, text))
+    return flow + notes
+
+
+def title_and_headings(items: list[dict[str, Any]], n_pages: int, body: float) -> None:
+    """One TITLE: the largest model "title" on the first page that has one (the smaller
+    ones there are author lines); later titles head sections. On a cover (first or last
+    page, mostly display type) only the largest heading heads. The same heading text twice
+    on one page (a masthead over the display heading): only the larger one heads."""
+    cover_pages(items, n_pages, body)
+    titles = [it for it in items if it["kind"] == "TITLE"]
+    if titles:
+        page = titles[0]["unit"].page
+        first = [it for it in titles if it["unit"].page == page]
+        top = max(first, key=lambda it: it["unit"].size)
+        for it in titles:
+            if it is top:
+                continue
+            it["kind"] = "PARAGRAPH" if it["unit"].page == page else "HEADING"
+    best: dict[tuple[int, str], dict[str, Any]] = {}
+    for it in items:
+        if it["kind"] not in ("HEADING", "TITLE"):
+            continue
+        key = (it["unit"].page, norm(it["text"]))
+        other = best.get(key)
+        if other is None:
+            best[key] = it
+        elif it["unit"].size > other["unit"].size:
+            other["kind"] = "PARAGRAPH"
+            best[key] = it
+        else:
+            it["kind"] = "PARAGRAPH"

@@ -1,0 +1,241 @@
+"""The layout-model PDF path (the default): pymupdf's layout-analysis model (an ONNX model
+shipped with pymupdf 2.x, run on the CPU, nothing downloaded) classes the regions of each
+page (text, section-header, title, caption, footnote, list-item, formula, picture, table,
+page-header, page-footer) and pymupdf4llm puts them in reading order, columns included.
+
+The model gives regions; the text comes from pymupdf's own lines (`pdf_layout`), each span
+given to the region that holds it, so superscript note markers, font sizes and
+hyphenation are read as on the heuristic path. Lines in no region (text the model left
+out) become paragraphs placed by position; rotated lines (margin text, axis labels) are
+dropped. Page headers/footers are dropped, their page numbers kept as page labels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pymupdf
+
+from pipeline.config import StructureSettings
+from pipeline.structure.model import DocStructure
+from pipeline.structure.pdf_classify import classify_page, title_and_headings
+from pipeline.structure.pdf_layout import (
+    TEXT_FLAGS,
+    Line,
+    Unit,
+    attach_markers,
+    body_size,
+    make_line,
+    merge_same_row,
+    split_block,
+)
+from pipeline.structure.pdf_pages import printed_numbers, running_text
+from pipeline.structure.pdf_sections import SENT_END
+
+MARGIN_CLASSES = ("page-header", "page-footer")
+NO_TEXT_CLASSES = ("picture",)
+BATCH_PAGES = 64  # pages per model call: bounds the memory of the parsed pages
+
+
+@dataclass
+class Region:
+    """One region of a page as the layout model classed it, with its text as units."""
+
+    cls: str
+    bbox: tuple[float, float, float, float]
+    table: dict[str, Any] | None
+    unit: Unit | None = None  # its lines (None: no text, e.g. a picture)
+    head: Unit | None = None  # a heading run into the top of a text region
+
+
+def _model_regions(pdf: pymupdf.Document, pages: list[int]) -> list[list[Region]]:
+    """Regions of `pages` in reading order. `pymupdf4llm.to_json` serialises this same
+    parse; the objects are used directly, without the JSON round trip."""
+    from pymupdf4llm.helpers.document_layout import parse_document
+
+    parsed = parse_document(pdf, pages=pages, use_ocr=False, force_text=False)
+    return [
+        _join_pictures([Region(b.boxclass, (b.x0, b.y0, b.x1, b.y1), b.table) for b in p.boxes])
+        for p in parsed.pages
+    ]
+
+
+def _join_pictures(regions: list[Region]) -> list[Region]:
+    """Picture regions that touch are one figure drawn in pieces (tiles, strips): one region
+    over all of them, where the first piece was in reading order."""
+    out: list[Region] = []
+    for r in regions:
+        if r.cls == "picture":
+            for o in out:
+                if o.cls == "picture" and _touch(o.bbox, r.bbox):
+                    o.bbox = (
+                        min(o.bbox[0], r.bbox[0]),
+                        min(o.bbox[1], r.bbox[1]),
+                        max(o.bbox[2], r.bbox[2]),
+                        max(o.bbox[3], r.bbox[3]),
+                    )
+                    break
+            else:
+                out.append(r)
+        else:
+            out.append(r)
+    return out
+
+
+def _touch(a: tuple[float, ...], b: tuple[float, ...], gap: float = 2.0) -> bool:
+    return a[0] - gap <= b[2] and b[0] - gap <= a[2] and a[1] - gap <= b[3] and b[1] - gap <= a[3]
+
+
+def _horizontal(line: dict[str, Any]) -> bool:
+    dx, dy = line.get("dir", (1.0, 0.0))
+    return dx > 0.98 and abs(dy) < 0.1
+
+
+def _region_of(bbox: tuple[float, ...], regions: list[Region]) -> int:
+    """Index of the region holding a span (its centre; the smallest such region), -1 if
+    none."""
+    cx, cy = (bbox[0] + bbox[2]) / 2, (bbox[1] + bbox[3]) / 2
+    best, area = -1, float("inf")
+    for i, r in enumerate(regions):
+        x0, y0, x1, y1 = r.bbox
+        if x0 - 1 <= cx <= x1 + 1 and y0 - 1 <= cy <= y1 + 1:
+            a = (x1 - x0) * (y1 - y0)
+            if a < area:
+                best, area = i, a
+    return best
+
+
+def _page_text(page: pymupdf.Page, pno: int, regions: list[Region]) -> list[Unit]:
+    """Give every region its lines (spans split between regions where one pymupdf line
+    crosses two, as two captions on one row); return the units of text in no region."""
+    d = page.get_text("dict", flags=TEXT_FLAGS, sort=False)
+    groups: dict[tuple[int, int], list[Line]] = {}
+    seen: set[tuple[str, int, int]] = set()
+    for bno, b in enumerate(d["blocks"]):
+        if b["type"] != 0:
+            continue
+        for raw in b["lines"]:
+            if not _horizontal(raw):
+                continue  # rotated: margin text or a figure's axis label
+            parts: dict[int, list[dict[str, Any]]] = {}
+            for s in raw["spans"]:
+                parts.setdefault(_region_of(s["bbox"], regions), []).append(s)
+            for rno, spans in parts.items():
+                ln = make_line(spans)
+                if ln is None:
+                    continue
+                key = (ln.text, round(ln.bbox[0]), round(ln.bbox[1]))
+                if key not in seen:  # text drawn twice (fake bold)
+                    seen.add(key)
+                    groups.setdefault((rno, bno if rno < 0 else -1), []).append(ln)
+    keys = list(groups)
+    kept = attach_markers([groups[k] for k in keys])
+    orphans: list[Unit] = []
+    for (rno, _), lines in zip(keys, kept, strict=True):
+        if not lines:
+            continue
+        lines = merge_same_row(sorted(lines, key=lambda ln: (ln.bbox[1], ln.bbox[0])))
+        if rno < 0:
+            orphans.extend(split_block(lines, pno))
+        elif regions[rno].cls not in NO_TEXT_CLASSES:
+            regions[rno].unit = Unit(lines, pno)
+            if regions[rno].cls == "text":
+                _split_run_in_heading(regions[rno])
+    return orphans
+
+
+def _split_run_in_heading(region: Region) -> None:
+    """A text region whose first lines are a short bold or larger line over the rest: the
+    model took a heading and its paragraph for one block."""
+    assert region.unit is not None
+    parts = split_block(region.unit.lines, region.unit.page)
+    if len(parts) < 2:
+        return
+    head, nxt = parts[0], parts[1]
+    words = head.text.split()
+    if not words or len(words) > 12 or len(head.lines) > 2 or SENT_END.search(head.text):
+        return
+    if head.bold > 0.9 and nxt.bold < 0.5 or head.size >= 1.15 * nxt.size:
+        region.head = head
+        region.unit = Unit([ln for p in parts[1:] for ln in p.lines], head.page)
+
+
+def _place_orphans(flow: list[Unit], orphans: list[Unit]) -> list[Unit]:
+    """Units the model left out, each before the first unit of its column that starts below
+    it (after everything when there is none)."""
+    out = list(flow)
+    for o in sorted(orphans, key=lambda u: (u.bbox[1], u.bbox[0])):
+        at = len(out)
+        for i, u in enumerate(out):
+            overlap = min(u.bbox[2], o.bbox[2]) - max(u.bbox[0], o.bbox[0])
+            if overlap > 0 and u.bbox[1] >= o.bbox[1]:
+                at = i
+                break
+        out.insert(at, o)
+    return out
+
+
+def _table_text(region: Region) -> tuple[str, dict[str, Any]]:
+    """A table as Markdown rows from the model's cell grid, with its shape as metadata; the
+    text of its lines when the model gave no grid."""
+    tab = region.table or {}
+    cells = tab.get("extract")
+    if cells:
+        rows = [[" ".join(str(c or "").split()).replace("|", "\\|") for c in r] for r in cells]
+        md = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+        md += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+        return "\n".join(md), {"rows": tab.get("row_count"), "cols": tab.get("col_count")}
+    return (region.unit.text if region.unit else ""), {}
+
+
+def parse_layout(
+    out: DocStructure, pdf: pymupdf.Document, cfg: StructureSettings
+) -> tuple[list[dict[str, Any]], dict[int, str], dict[str, Any]]:
+    """Classified items in reading order, printed page numbers by page and metadata."""
+    pages: list[list[Region]] = []
+    orphans: list[list[Unit]] = []
+    heights: list[float] = []
+    for start in range(0, pdf.page_count, BATCH_PAGES):
+        batch = list(range(start, min(start + BATCH_PAGES, pdf.page_count)))
+        for pno, regions in zip(batch, _model_regions(pdf, batch), strict=True):
+            page = pdf[pno]
+            orphans.append(_page_text(page, pno, regions))
+            pages.append(regions)
+            heights.append(page.rect.height or 792.0)
+            if not any(r.unit for r in regions) and not orphans[-1]:
+                out.warnings.append(f"page {pno + 1}: no text")
+    margins = [[r.unit for r in rs if r.unit and r.cls in MARGIN_CLASSES] for rs in pages]
+    numbers = printed_numbers(margins)
+    body_units = [[r.unit for r in rs if r.unit and r.cls not in MARGIN_CLASSES] for rs in pages]
+    body = body_size([u for us in body_units for u in us])
+    running = running_text(
+        body_units, heights, cfg.header_footer_margin, cfg.header_footer_min_repeat
+    )
+    items: list[dict[str, Any]] = []
+    for pno, regions in enumerate(pages):
+        flow: list[Unit] = []
+        cls_of: dict[int, str] = {}
+        tables: dict[int, tuple[str, dict[str, Any]]] = {}
+        for r in regions:
+            if r.cls in MARGIN_CLASSES or r.unit is not None and id(r.unit) in running:
+                continue
+            if r.cls in ("picture", "table"):
+                unit = Unit([Line("", r.bbox, 0.0, 0.0, 0.0)], pno, image=r.cls == "picture")
+                if r.cls == "table":
+                    tables[id(unit)] = _table_text(r)
+            elif r.unit is None:
+                continue
+            else:
+                unit = r.unit
+                if r.head is not None:
+                    cls_of[id(r.head)] = "section-header"
+                    flow.append(r.head)
+            cls_of[id(unit)] = r.cls
+            flow.append(unit)
+        units = _place_orphans(flow, [o for o in orphans[pno] if id(o) not in running])
+        items += classify_page(units, cls_of, tables, body)
+        if pno in numbers:
+            tok, u = numbers[pno]
+            items.append({"kind": "PAGE_NUMBER", "unit": u, "text": tok, "marker": None})
+    title_and_headings(items, pdf.page_count, body)
+    return items, {p: tok for p, (tok, _) in numbers.items()}, {"body_font_size": body}

@@ -1,0 +1,244 @@
+"""The layout-model PDF path on small synthetic PDFs, one per failure of the heuristic path
+(issue 11): three columns with a narrow gutter, a full-width caption under two columns,
+footnotes high on the page and back to back, rotated margin text, italic body-size
+headings, "(a) Title" headings, a journal line with numbers in the running header, a
+partial outline, two captions on one row and a figure drawn in pieces."""
+
+from __future__ import annotations
+
+import pymupdf
+
+from pipeline.structure.pdf import parse_pdf
+
+LOREM = (
+    "Structured documents carry their meaning in layout as well as in words and a parser "
+    "has to recover paragraphs headings and notes before anything else can use them"
+)
+
+
+def text(tag: str, n: int) -> str:
+    """`tag` then n words of running text ending a sentence."""
+    words = LOREM.split()
+    body = " ".join(words[i % len(words)] for i in range(n))
+    return f"{tag} {body}."
+
+
+def box(page: pymupdf.Page, rect: tuple[float, ...], txt: str, size: float = 10, **kw) -> None:
+    rc = page.insert_textbox(pymupdf.Rect(*rect), txt, fontsize=size, **kw)
+    assert rc >= 0, f"text did not fit: {txt[:30]}"
+
+
+def image(page: pymupdf.Page, rect: tuple[float, ...], shade: int = 128) -> None:
+    pix = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 64, 64), False)
+    pix.clear_with(shade)
+    for i in range(64):  # a diagonal, so it is a picture, not a flat box
+        pix.set_pixel(i, i, (0, 0, 0))
+    page.insert_image(pymupdf.Rect(*rect), pixmap=pix)
+
+
+def parse(pdf: pymupdf.Document, mode: str = "layout"):
+    data = pdf.tobytes()
+    doc = {"id": "d", "source_path": "s.pdf", "title": "s", "text": "", "sha256": ""}
+    return parse_pdf(doc, data, mode=mode)
+
+
+def firsts(st, types=("PARAGRAPH",)) -> list[str]:
+    return [n["text"].split(" ")[0] for n in st.nodes if n["node_type"] in types]
+
+
+def three_columns() -> pymupdf.Document:
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    width, gutter = 163, 6  # 6 pt gutter, under the 7.2 pt the XY-cut needed
+    for c in range(3):
+        x = 50 + c * (width + gutter)
+        split = 250 + 60 * c  # paragraph breaks at different heights in each column
+        box(page, (x, 80, x + width, split), text(f"C{c + 1}top", (split - 80) // 3), 9)
+        box(page, (x, split + 10, x + width, 740), text(f"C{c + 1}bottom", 120), 9)
+    return pdf
+
+
+def caption_under_two_columns() -> pymupdf.Document:
+    """Two columns, a full-width caption right under them, two columns again below it."""
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    for c, x in enumerate((50, 316)):
+        split = 180 + 70 * c  # paragraph breaks at different heights in each column
+        box(page, (x, 60, x + 246, split), text(f"Col{c + 1}a", (split - 60) // 2))
+        box(page, (x, split + 6, x + 246, 380), text(f"Col{c + 1}b", (374 - split) // 2))
+    box(page, (50, 383, 562, 405), "Figure 2: A full-width caption right under both columns.", 9)
+    for c, x in enumerate((50, 316)):
+        box(page, (x, 410, x + 246, 700), text(f"Low{c + 1}", 150))
+    return pdf
+
+
+def high_footnotes() -> pymupdf.Document:
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    claim = "A claim that needs a source is made here in the running text."
+    page.insert_text((50, 100), claim, fontsize=10)
+    end = 50 + pymupdf.get_text_length(claim, fontsize=10) + 0.5
+    page.insert_text((end, 96), "1", fontsize=6)
+    other = "Another claim follows with its own note."
+    page.insert_text((50, 114), other, fontsize=10)
+    end = 50 + pymupdf.get_text_length(other, fontsize=10) + 0.5
+    page.insert_text((end, 110), "2", fontsize=6)
+    box(page, (50, 124, 550, 220), text("Body", 90))
+    page.draw_line((50, 236), (200, 236), width=0.5)
+    for i, y in ((1, 250), (2, 262)):  # back to back, in the top third of the page
+        page.insert_text((50, y - 3), str(i), fontsize=5)
+        page.insert_text((54, y), f"Note {i} gives the source of claim {i}, 2020.", fontsize=8)
+    return pdf
+
+
+def rotated_margin() -> pymupdf.Document:
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    box(page, (60, 80, 550, 300), text("Body", 160))
+    page.insert_text((30, 600), "arXiv:2004.04906v3 [cs.CL] 30 Sep 2020", fontsize=14, rotate=90)
+    return pdf
+
+
+def italic_headings() -> pymupdf.Document:
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    y = 60
+    for i, title in enumerate(("Related work", "Training data", "Evaluation protocol")):
+        page.insert_text((50, y + 10), title, fontsize=10, fontname="Times-Italic")
+        box(page, (50, y + 18, 550, y + 140), text(f"Para{i + 1}", 110), fontname="Times-Roman")
+        y += 170
+    return pdf
+
+
+def lettered_headings() -> pymupdf.Document:
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    y = 60
+    for i, title in enumerate(("(a) Scope of the study", "(b) Data collection")):
+        page.insert_text((50, y + 12), title, fontsize=12, fontname="Helvetica-Bold")
+        box(page, (50, y + 22, 550, y + 150), text(f"Para{i + 1}", 110))
+        y += 180
+    return pdf
+
+
+def journal_pages() -> pymupdf.Document:
+    pdf = pymupdf.open()
+    for i in range(3):
+        page = pdf.new_page()
+        if i == 0:  # the journal line of an article's first page
+            page.insert_text((50, 40), "Journal of Examples, Vol. 85, No. 152", fontsize=8)
+        box(page, (50, 80, 550, 300), text(f"Page{i + 1}", 150))
+        page.insert_text((300, 780), str(1234 + i), fontsize=9)
+    return pdf
+
+
+def partial_outline() -> pymupdf.Document:
+    pdf = pymupdf.open()
+    for i, title in enumerate(("1 Introduction", "2 Method", "3 Results")):
+        page = pdf.new_page()
+        page.insert_text((50, 80), title, fontsize=16, fontname="Helvetica-Bold")
+        box(page, (50, 100, 550, 300), text(f"Sec{i + 1}", 150))
+    pdf.set_toc([[1, "1 Introduction", 1]])
+    return pdf
+
+
+def two_captions_one_row() -> pymupdf.Document:
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    box(page, (50, 50, 550, 150), text("Intro", 90))
+    image(page, (60, 170, 290, 380), 90)
+    image(page, (320, 170, 550, 380), 200)
+    page.insert_text((60, 400), "Figure 1: The left picture.", fontsize=9)
+    page.insert_text((320, 400), "Figure 2: The right picture.", fontsize=9)
+    box(page, (50, 430, 550, 530), text("Outro", 90))
+    return pdf
+
+
+def tiled_figure() -> pymupdf.Document:
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    box(page, (50, 50, 550, 150), text("Intro", 90))
+    for r in range(2):
+        for c in range(2):
+            x, y = 150 + c * 120, 170 + r * 120  # square tiles that touch
+            image(page, (x, y, x + 120, y + 120), 60 + 50 * (r * 2 + c))
+    page.insert_text((150, 430), "Figure 1: One figure drawn as four images.", fontsize=9)
+    box(page, (50, 450, 550, 550), text("Outro", 90))
+    return pdf
+
+
+# Each test below fails on the heuristic path (mode="heuristic" as of issue 11).
+
+
+def test_three_columns_narrow_gutter_read_column_by_column():
+    st = parse(three_columns())
+    assert firsts(st) == ["C1top", "C1bottom", "C2top", "C2bottom", "C3top", "C3bottom"]
+
+
+def test_full_width_caption_under_two_columns_keeps_columns_apart():
+    st = parse(caption_under_two_columns())
+    order = firsts(st, ("PARAGRAPH", "CAPTION"))
+    assert order == ["Col1a", "Col1b", "Col2a", "Col2b", "Figure", "Low1", "Low2"]
+
+
+def test_footnotes_high_on_the_page_each_its_own_note_and_linked():
+    st = parse(high_footnotes())
+    notes = {n["id"]: n for n in st.nodes if n["node_type"] == "NOTE"}
+    assert [n["text"][:6] for n in notes.values()] == ["Note 1", "Note 2"]
+    links = {(e["marker_text"], notes[e["target_id"]]["text"][:6]) for e in st.edges}
+    assert links == {("1", "Note 1"), ("2", "Note 2")}
+
+
+def test_rotated_margin_text_is_dropped():
+    st = parse(rotated_margin())
+    assert not [n for n in st.nodes if "arXiv" in n["text"]]
+    assert [s["title"] for s in st.sections[1:]] == []
+
+
+def test_italic_body_size_headings():
+    st = parse(italic_headings())
+    heads = [n["text"] for n in st.nodes if n["node_type"] == "HEADING"]
+    assert heads == ["Related work", "Training data", "Evaluation protocol"]
+
+
+def test_lettered_paragraph_headings_are_headings_not_list_items():
+    st = parse(lettered_headings())
+    heads = [n["text"] for n in st.nodes if n["node_type"] == "HEADING"]
+    assert heads == ["(a) Scope of the study", "(b) Data collection"]
+    assert not [n for n in st.nodes if n["node_type"] == "LIST_ITEM"]
+
+
+def test_printed_page_numbers_not_the_issue_number():
+    st = parse(journal_pages())
+    labels = [n["positions"][0]["page_label"] for n in st.nodes if n["node_type"] == "PARAGRAPH"]
+    assert labels == ["1234", "1235", "1236"]
+    assert all(n["text"] != "152" for n in st.nodes)
+
+
+def test_partial_outline_keeps_the_detected_headings():
+    st = parse(partial_outline())
+    titles = [s["title"] for s in st.sections[1:]]
+    assert titles == ["1 Introduction", "2 Method", "3 Results"]
+    by_title = {s["title"]: s for s in st.sections}
+    assert by_title["2 Method"]["parent_id"] == st.root_id
+
+
+def test_two_captions_on_one_row_each_to_its_figure():
+    st = parse(two_captions_one_row())
+    caps = {n["id"]: n for n in st.nodes if n["node_type"] == "CAPTION"}
+    figs = {n["id"]: n for n in st.nodes if n["node_type"] == "FIGURE"}
+    assert sorted(n["text"] for n in caps.values()) == [
+        "Figure 1: The left picture.",
+        "Figure 2: The right picture.",
+    ]
+    pairs = [(figs[e["source_id"]], caps[e["target_id"]]) for e in st.edges]
+    assert len(pairs) == 2
+    for fig, cap in pairs:  # the left figure gets the left caption
+        left = fig["positions"][0]["x0"] < 300
+        assert cap["text"].startswith("Figure 1" if left else "Figure 2")
+
+
+def test_figure_drawn_in_pieces_is_one_figure():
+    st = parse(tiled_figure())
+    assert [n["node_type"] for n in st.nodes].count("FIGURE") == 1
+    assert [e["type"] for e in st.edges] == ["IS_CAPTIONED_BY"]
