@@ -6,8 +6,10 @@ href alone: the right document is the href's path normalised relative to the lin
 (`../`, `./`, missing `.md`, directory -> index.md, URL-encoded characters); the right
 section is one whose slug (the fragment of its uri) equals the anchor. Reference-style
 links, wikilinks and autorefs are counted separately; unresolved reasons are tallied.
+`--kinds inline,reference` checks reference-style links to .md files too (sites such as the
+Node.js API docs link almost only that way).
 
-    python benchmarks/markdown_links.py [folder]
+    python benchmarks/markdown_links.py [folder] [--kinds inline,reference]
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def _id_lines(path: Path, anchor: str) -> list[int]:
     return hits
 
 
-def run(folder: str | Path = DEFAULT) -> list[str]:
+def run(folder: str | Path = DEFAULT, kinds: tuple[str, ...] = ("inline",)) -> list[str]:
     folder = Path(folder)
     t0 = time.perf_counter()
     docs, rejected = load_folder(folder)
@@ -90,7 +92,7 @@ def run(folder: str | Path = DEFAULT) -> list[str]:
     )
     known = set(docs["source_path"])
     inline = links.filter(
-        (pl.col("kind") == "inline")
+        pl.col("kind").is_in(list(kinds))
         & pl.col("href").str.split("#").list.first().str.contains(r"(?i)\.md$")
         & ~pl.col("href").str.contains(r"^[A-Za-z][A-Za-z0-9+.-]*:")
     )
@@ -121,7 +123,7 @@ def run(folder: str | Path = DEFAULT) -> list[str]:
         f"  documents {docs.height} (rejected {rejected.height}), sections {sections.height}, "
         f"content nodes {nodes.height}, REFERS_TO edges {links.height}, "
         f"parse warnings {sum(len(w) for w in warnings.values())}; load+structure {seconds:.2f} s",
-        f"  inline cross-doc links found {len(rows)}; resolved to the right document "
+        f"  {'/'.join(kinds)} cross-doc links found {len(rows)}; resolved to the right document "
         f"{right_doc} ({pct(right_doc, len(rows))})",
         f"  anchored {anchored}; resolved to the right section {right_section} "
         f"({pct(right_section, anchored)})",
@@ -147,4 +149,10 @@ def run(folder: str | Path = DEFAULT) -> list[str]:
 
 
 if __name__ == "__main__":
-    print("\n".join(run(sys.argv[1] if len(sys.argv) > 1 else DEFAULT)))
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder", nargs="?", default=DEFAULT)
+    parser.add_argument("--kinds", default="inline", help="link kinds to check, comma-separated")
+    args = parser.parse_args()
+    print("\n".join(run(args.folder, tuple(args.kinds.split(",")))))
