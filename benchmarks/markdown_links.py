@@ -27,7 +27,7 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipeline.ingest import load_folder  # noqa: E402
-from pipeline.structure import build_structure  # noqa: E402
+from pipeline.structure import build_structure, slugify  # noqa: E402
 
 DEFAULT = Path(__file__).resolve().parents[1].parent / "shared/data/markdown/pydantic/docs"
 
@@ -63,6 +63,7 @@ def _id_lines(path: Path, anchor: str) -> list[int]:
 
 def run(folder: str | Path = DEFAULT, kinds: tuple[str, ...] = ("inline",)) -> list[str]:
     folder = Path(folder)
+    checked = "/".join(kinds)
     t0 = time.perf_counter()
     docs, rejected = load_folder(folder)
     sections, nodes, edges, warnings = build_structure(docs, folder)
@@ -97,7 +98,7 @@ def run(folder: str | Path = DEFAULT, kinds: tuple[str, ...] = ("inline",)) -> l
         & ~pl.col("href").str.contains(r"^[A-Za-z][A-Za-z0-9+.-]*:")
     )
     rows = inline.select("source_doc", "href", "target_doc", "target_slug", "lo", "hi").rows()
-    right_doc = anchored = right_section = other = other_ok = 0
+    right_doc = anchored = right_section = other = other_ok = toc_slug = 0
     for source, href, target_doc, slug, lo, hi in rows:
         path, _, anchor = href.partition("#")
         want = expected_path(source, path, known)
@@ -106,6 +107,7 @@ def run(folder: str | Path = DEFAULT, kinds: tuple[str, ...] = ("inline",)) -> l
         if anchor:
             anchored += 1
             right_section += ok and slug == unquote(anchor)
+            toc_slug += ok and slug != unquote(anchor) and slug == slugify(unquote(anchor))
             where = _id_lines(folder / want, unquote(anchor)) if ok else []
             if where and slug != unquote(anchor):  # a non-heading id: the section holding it
                 other += 1
@@ -123,7 +125,7 @@ def run(folder: str | Path = DEFAULT, kinds: tuple[str, ...] = ("inline",)) -> l
         f"  documents {docs.height} (rejected {rejected.height}), sections {sections.height}, "
         f"content nodes {nodes.height}, REFERS_TO edges {links.height}, "
         f"parse warnings {sum(len(w) for w in warnings.values())}; load+structure {seconds:.2f} s",
-        f"  {'/'.join(kinds)} cross-doc links found {len(rows)}; resolved to the right document "
+        f"  {checked} cross-doc links found {len(rows)}; resolved to the right document "
         f"{right_doc} ({pct(right_doc, len(rows))})",
         f"  anchored {anchored}; resolved to the right section {right_section} "
         f"({pct(right_section, anchored)})",
@@ -131,6 +133,10 @@ def run(folder: str | Path = DEFAULT, kinds: tuple[str, ...] = ("inline",)) -> l
         f"directives) {other}; resolved to the section holding the id {other_ok}; "
         f"right document or section overall {right_section + other_ok} "
         f"({pct(right_section + other_ok, anchored)})",
+        f"  anchors another slugger wrote (e.g. `--flag`, which toc makes `-flag`): resolved to "
+        f"the section whose toc slug is the anchor's {toc_slug}; with those "
+        f"{right_section + other_ok + toc_slug} "
+        f"({pct(right_section + other_ok + toc_slug, anchored)})",
     ]
     for kind in ("inline", "reference", "wikilink", "autoref"):
         lines.append(f"  {kind:9} links {kinds.get(kind, 0):5}  resolved {resolved.get(kind, 0):5}")
