@@ -81,6 +81,7 @@ def test_definition_list_bodies_keep_their_term_and_links():
         ("Isotope", 0),
     ]
     assert items[0]["text"].startswith("Half-life: The time for half")
+    assert (_meta(items[0])["line_start"], _meta(items[0])["line_end"]) == (3, 4)  # term on
     assert items[1]["text"] == "Measured for radium by [Rutherford](rutherford.md)."
     links = _links(doc)
     assert links["decay.md"]["source_id"] == items[0]["id"]

@@ -105,8 +105,9 @@ class _Reader:
             meta: dict[str, Any] = {"depth": depth}
             if kind == "dd":
                 meta["term"] = data["term"]
-                if data["parts"] == 0:
+                if data["parts"] == 0:  # the definition's first part starts at its term
                     text = f"{data['term']}: {text}"
+                    span = (min(span[0], data["term_line"]), span[1])
             block = self.add("LIST_ITEM", text, span, **meta)
             block.minor = data["parts"]
             data["parts"] += 1
@@ -218,14 +219,18 @@ class _Reader:
             elif kind in ("admonition_open", "tab_open"):
                 name = f"admonition:{t.meta['tag']}" if kind == "admonition_open" else "tab"
                 self.stack.append(("container", {"name": name, "title": t.info}))
-            elif kind in ("list_item_open", "dd_open"):
-                term = self.stack[-1][1].get("term", "") if self.stack else ""
-                self.stack.append(("item" if kind == "list_item_open" else "dd", {"parts": 0}))
-                self.stack[-1][1]["term"] = term
+            elif kind == "list_item_open":
+                self.stack.append(("item", {"parts": 0}))
+            elif kind == "dd_open":  # its term is the enclosing dl's latest
+                dl = self.stack[-1][1] if self.stack else {}
+                term = {"term": dl.get("term", ""), "term_line": dl.get("term_line", 0)}
+                self.stack.append(("dd", {"parts": 0, **term}))
             elif kind == "dl_open":
-                self.stack.append(("dl", {"term": ""}))
+                self.stack.append(("dl", {"term": "", "term_line": 0}))
             elif kind == "dt_open":
-                self.stack[-1][1]["term"] = tokens[i + 1].content.strip()
+                self.stack[-1][1].update(
+                    term=tokens[i + 1].content.strip(), term_line=(t.map or [0])[0]
+                )
                 i += 2
             elif t.nesting == 1 and kind in _CONTAINERS:
                 self.stack.append(("other", {}))
