@@ -26,7 +26,7 @@ from pipeline.communities import hierarchical_leiden, next_state, plan_communiti
 from pipeline.extract import extract_resilient, get_extractor
 from pipeline.failures import failures_frame
 from pipeline.files import atomic_write_text
-from pipeline.graph import merge_graph
+from pipeline.graph import merge_graph, read_mentions
 from pipeline.reports import INPUT_COLUMNS as REPORT_INPUTS
 from pipeline.reports import build_reports
 from pipeline.reports_llm import build_reports_llm
@@ -170,8 +170,7 @@ def graph(context: AssetExecutionContext, docgraph: DocgraphConfig, llm: LlmReso
         .sort("source_path", maintain_order=True)
         .drop("source_path")
     )
-    extracted_entities = store.read_table(folder, "extracted_entities")
-    extracted_relationships = store.read_table(folder, "extracted_relationships")
+    extracted_entities, extracted_relationships = read_mentions(folder)
     ents, rels, units = merge_graph(
         extracted_entities, extracted_relationships, chunks, settings.graph
     )

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import os
 
 _M_ARENA_MAX = -8  # glibc mallopt parameter
@@ -42,3 +43,10 @@ def release() -> None:
         pa.default_memory_pool().release_unused()
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def collect() -> None:
+    """Free what only reference cycles keep (frames held by a finished step's context),
+    then `release()`: between the stages of a run."""
+    gc.collect()
+    release()

@@ -122,3 +122,22 @@ def test_vector_tables_read_only_their_columns(
         )
         assert full_table.num_rows == tables[name].height > 0
         assert full_table.equals(small_table), name
+
+
+def test_merge_of_coded_mentions_equals_merge_of_strings(sample_index) -> None:
+    """The graph step reads mentions as Categorical (graph.read_mentions): same tables."""
+    from pipeline.graph import MENTION_COLUMNS, merge_graph, read_mentions
+
+    _, out, _, _ = sample_index
+    chunks = store.read_table(out, "chunks")
+    coded = read_mentions(out)
+    assert all(isinstance(df["description"].dtype, pl.Categorical) for df in coded)
+    strings = [store.read_table(out, name, cols) for name, cols in MENTION_COLUMNS.items()]
+    assert coded[0].height == strings[0].height > 0
+    for a, b in zip(
+        merge_graph(*coded, chunks, GraphSettings()),
+        merge_graph(*strings, chunks, GraphSettings()),
+        strict=True,
+    ):
+        assert a.height > 0
+        assert a.equals(b)
