@@ -197,6 +197,8 @@ CONTAINERS = """# API
 !!! example "With code"
     Before the code.
 
+    ### Inside heading
+
     ```python
     x = 1
 
@@ -235,7 +237,9 @@ def test_mkdocs_containers_tables_and_html_anchors():
     directive = nodes["::: pkg.modu"]
     assert directive["node_type"] == "CODE" and "show_source" in directive["text"]
     api, renamed = doc.sections[1:]
-    assert "pkg.module" in _meta(api)["anchors"]
+    assert _meta(api)["anchors"] == ["inside-heading", "pkg.module"]
+    inside = nodes["### Inside h"]  # no section, but its toc id still leads here
+    assert inside["node_type"] == "PARAGRAPH" and inside["section_id"] == api["id"]
     assert _meta(renamed)["anchors"] == ["old-name"]
     table = next(n for n in doc.nodes if n["node_type"] == "TABLE")
     assert _meta(table)["rows"] == [["a", "b"], ["1", "[two](two.md)"]]

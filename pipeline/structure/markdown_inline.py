@@ -14,6 +14,7 @@ from markdown_it.common.utils import normalizeReference
 from markdown_it.token import Token
 
 from pipeline.structure.markdown_syntax import markdown_parser
+from pipeline.structure.model import slugify
 
 # An attribute list closing a line: `{#id}`, `{: #id .cls }`, `{ id="x" key=v }`.
 ATTR_LIST = re.compile(r"[ \t]*\{:?[ \t]*([^{}\n]*)\}[ \t]*$")
@@ -92,6 +93,14 @@ def heading_anchor(raw: str) -> tuple[str, str | None, list[str]]:
         raw = raw[: m.start()]
     anchors = HTML_ANCHOR.findall(raw) + EMPTY_ANCHOR.findall(raw)
     return plain_inline(raw), explicit, anchors
+
+
+def heading_ids(raw: str) -> list[str]:
+    """The anchors a heading that opens no section (one inside a list item, quote or
+    container) still has in the rendered page: its toc id and other anchors."""
+    title, explicit, extra = heading_anchor(raw)
+    own = explicit or slugify(title)
+    return [own, *extra] if own else extra
 
 
 def inline_links(children: Sequence[Token]) -> tuple[list[dict[str, str]], list[str], list[str]]:

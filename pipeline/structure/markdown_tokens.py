@@ -25,6 +25,7 @@ from markdown_it.token import Token
 
 from pipeline.structure.markdown_inline import (
     HTML_ANCHOR,
+    heading_ids,
     inline_links,
     strip_line_attrs,
 )
@@ -86,12 +87,15 @@ class _Reader:
         self.out.append(block)
         return block
 
-    def text_block(self, text: str, span: tuple[int, int], children: list[Token]) -> None:
+    def text_block(
+        self, text: str, span: tuple[int, int], children: list[Token], anchors: list[str]
+    ) -> None:
         """A paragraph's text where it stands: PARAGRAPH or a list item's / definition's
-        part; anchors-only text ([](){#id}, {#id}) is an ANCHOR block."""
+        part; anchors-only text ([](){#id}, {#id}) is an ANCHOR block. `anchors`: ids it
+        has besides those in its text (a heading's slug)."""
         links, notes, ids = inline_links(children)
         text, line_ids = strip_line_attrs("\n".join(x.strip() for x in text.split("\n")))
-        ids += line_ids
+        ids += line_ids + anchors
         if "<" in text and not HTML_ANCHOR.sub("", text).strip():
             text = ""  # `<a id="x"></a>` alone: an anchor, like a `{#x}` line
         item = next(((k, d) for k, d in reversed(self.stack) if k in ("item", "dd")), None)
@@ -123,9 +127,12 @@ class _Reader:
         else:
             text = _QUOTE.sub("", "\n".join(self.lines[lo : hi + 1]), count=0).strip()
         block = self.add(kind, text, (lo, hi), **meta)
-        for t in self.tokens[i:end]:
+        for k in range(i, end):
+            t = self.tokens[k]
             if t.type == "inline":
                 self.gather(block, t.children or [])
+            elif t.type == "heading_open":
+                block.ids += heading_ids(self.tokens[k + 1].content)
             elif t.type == "flat":  # nested past FLAT_LEVEL: its text was not parsed yet
                 flat = _QUOTE_MARKS.sub("", t.content)
                 self.gather(block, markdown_parser().parseInline(flat, self.env)[0].children)
@@ -191,12 +198,13 @@ class _Reader:
                     self.out.append(Block("HEADING", inline.content, *span, {"level": level}))
                 else:
                     mark = t.markup + " " if t.markup.startswith("#") else ""
-                    self.text_block(mark + inline.content, span, inline.children or [])
+                    ids = heading_ids(inline.content)
+                    self.text_block(mark + inline.content, span, inline.children or [], ids)
                 i += 3
                 continue
             if kind == "paragraph_open":
                 inline = tokens[i + 1]
-                self.text_block(inline.content, _span(t, self.lines), inline.children or [])
+                self.text_block(inline.content, _span(t, self.lines), inline.children or [], [])
                 i += 3
                 continue
             if kind in ("fence", "code_block"):
