@@ -36,8 +36,17 @@ from pipeline.structure.markdown_inline import extract_links, heading_anchor, pl
 from pipeline.structure.markdown_tokens import Block, parse_blocks, parse_tokens
 from pipeline.structure.model import DocStructure, position
 
-__all__ = ["Block", "extract_links", "heading_anchor", "parse_blocks", "parse_markdown"]
-__all__ += ["plain_inline"]
+# Block, parse_blocks, extract_links, heading_anchor and plain_inline: what callers (notes,
+# tests) imported from here before the parser was split into modules.
+__all__ = [
+    "Block",
+    "extract_links",
+    "heading_anchor",
+    "parse_blocks",
+    "parse_markdown",
+    "parse_markdown_document",
+    "plain_inline",
+]
 
 # A caption paragraph: emphasis, keyword, label, then a separator or nothing ("Table 1: ...",
 # "**Table 1.** ...", "*Figure 2.* ...", "Таблица 1 — ..."); "Table 1 shows ..." is a sentence.
@@ -48,6 +57,7 @@ _CAPTION = re.compile(
 
 
 def _dedupe(items: list[str]) -> list[str]:
+    """Order-keeping unique: one anchor can be declared twice (attrs plugin and regex)."""
     return list(dict.fromkeys(items))
 
 
@@ -65,6 +75,8 @@ def parse_markdown(
     doc = DocStructure(document_id, source_path, title)
     root = doc.sections[0]
     root_meta: dict[str, Any] = {"front_matter": front_matter} if front_matter else {}
+    if "\r" in text:  # markdown-it's line numbers count lone CRs as line ends too
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     blocks, _ = parse_tokens(text)
     n_lines = text.count("\n") + 1
     n_h1 = sum(1 for b in blocks if b.kind == "HEADING" and b.meta["level"] == 1)
