@@ -166,22 +166,23 @@ class _Reader:
         lo = (token.map or (0, 0))[0]
         in_item = any(k in ("item", "dd") for k, _ in self.stack)
         depth = sum(1 for k, _ in self.stack if k in ("item", "dd"))
-        parts: list[tuple[str, list[str], int]] = []
+        parts: list[tuple[str, list[str], int, int]] = []  # kind, lines, first line, depth
         for k, line in enumerate(token.content.split("\n")):
             mark = _LIST_MARK.match(line)
             body = (line[mark.end() :] if mark else _QUOTE_MARKS.sub("", line)).strip()
             if not body:
                 continue
-            if mark or not parts:
-                kind = "LIST_ITEM" if mark or in_item else "PARAGRAPH"
-                parts.append((kind, [body], lo + k))
+            if mark:
+                parts.append(("LIST_ITEM", [body], lo + k, depth))
+            elif not parts:  # the rest of the enclosing item's (or container's) text
+                parts.append(("LIST_ITEM" if in_item else "PARAGRAPH", [body], lo + k, depth - 1))
             else:
                 parts[-1][1].append(body)
         parser = markdown_parser()
-        for kind, body, start in parts:
+        for kind, body, start, level in parts:
             text = "\n".join(body)
             children = parser.parseInline(text, self.env)[0].children or []
-            meta = {"depth": depth} if kind == "LIST_ITEM" else {}
+            meta = {"depth": level} if kind == "LIST_ITEM" else {}
             block = self.add(kind, text, (start, start + len(body) - 1), **meta)
             block.links, block.notes, block.ids = inline_links(children)
 
@@ -249,7 +250,7 @@ class _Reader:
 
     def html(self, t: Token) -> None:
         """Raw HTML: comments are skipped, `<a id=...></a>`-only blocks are anchors (of the
-        heading after them, like `{#id}` lines), other HTML is a paragraph of its text."""
+        heading after them, like `{#id}` lines), other HTML is a paragraph of its source."""
         text = t.content.strip()
         if text.startswith("<!--"):
             return
