@@ -33,7 +33,10 @@ TEXT_TYPES = ("HEADING", "TITLE")
 
 
 def norm(text: str) -> str:
+    """Lower case, words only. A change between right-to-left and Latin letters is a word
+    break: docling writes "و Python" where the PDF has no space glyph ("وPython")."""
     text = text.replace("\\_", "_")
+    text = re.sub(r"(?<=[\u0590-\u08ff])(?=[A-Za-z])|(?<=[A-Za-z])(?=[\u0590-\u08ff])", " ", text)
     return " ".join(re.sub(r"[\W_]+", " ", text.lower()).split())
 
 
@@ -50,16 +53,19 @@ def gt_headings(md: Path) -> list[str]:
     ]
 
 
-def gt_paragraphs(md: Path) -> list[str]:
-    """Running-text blocks of the ground truth: no headings, lists, tables, images, math."""
+def gt_paragraphs(md: Path) -> list[tuple[str, int]]:
+    """Running-text blocks of the ground truth (no headings, lists, tables, images, math),
+    each with the number of earlier lines holding its opening: a repeated
+    text is matched to the node holding that occurrence."""
     out = []
+    earlier: list[str] = []
     for block in re.split(r"\n\s*\n", md.read_text(encoding="utf-8")):
         b = block.strip()
-        if not b or b.startswith(("#", "|", "<!--", "$$", "```", "- ", "* ")):
-            continue
-        if re.match(r"^\d+\.\s", b) or len(squash(b)) < 20:
-            continue
-        out.append(b)
+        keep = bool(b) and not b.startswith(("#", "|", "<!--", "$$", "```", "- ", "* "))
+        if keep and not re.match(r"^\d+\.\s", b) and len(squash(b)) >= 20:
+            head = squash(b)[:40]
+            out.append((b, sum(head in e for e in earlier)))
+        earlier += [squash(ln) for ln in b.splitlines()]
     return out
 
 
@@ -72,19 +78,17 @@ def prf(pred: list[str], gold: list[str]) -> tuple[float, float, int]:
     return (hit / len(pred) if pred else 0.0, hit / len(gold) if gold else 0.0, hit)
 
 
-def order_agreement(gold: list[str], nodes: list[str]) -> tuple[float, int]:
+def order_agreement(gold: list[tuple[str, int]], nodes: list[str]) -> tuple[float, int]:
     """(share of adjacent matched gold pairs in order, number of gold paragraphs matched).
-    A paragraph repeated in the document: its k-th copy in the gold is the k-th node that
-    holds it."""
+    A paragraph whose opening occurs k times before it in the gold is matched to the
+    (k+1)-th node holding it."""
     keys = [squash(t) for t in nodes]
     found: list[int] = []
-    used: Counter[str] = Counter()
-    for para in gold:
+    for para, earlier in gold:
         head = squash(para)[:40]
         hits = [i for i, k in enumerate(keys) if head in k or len(k) >= 20 and k in head]
         if hits:
-            found.append(hits[min(used[head], len(hits) - 1)])
-            used[head] += 1
+            found.append(hits[min(earlier, len(hits) - 1)])
     pairs = list(zip(found, found[1:], strict=False))
     if not pairs:
         return 1.0, len(found)

@@ -24,7 +24,7 @@ from pipeline.structure.pdf_sections import build, merge_continuations
 from pipeline.structure.text import parse_text
 
 PdfMode = Literal["layout", "heuristic"]
-DEFAULT_MODE: PdfMode = "heuristic"
+DEFAULT_MODE: PdfMode = "layout"
 
 
 def pdf_mode(settings: StructureSettings | None) -> PdfMode:

@@ -11,10 +11,12 @@ from typing import Any
 
 import pymupdf
 
+from pipeline.structure.pdf_rtl import RTL, fix_rtl_ligatures
+
 # No TEXT_PRESERVE_LIGATURES: "ﬁ" comes out as "fi", which search and matching need.
 TEXT_FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_LIGATURES
 MATH_FONT = re.compile(r"CMMI|CMSY|CMEX|Math|Symbol|MSAM|MSBM", re.I)
-MARKER = re.compile(r"^(\d{1,3}|[*†‡§¶#]+|[a-z])$")
+MARKER = re.compile(r"^(\d{1,3}|[*∗†‡§¶#]+|[a-z])$")
 ROMAN = re.compile(r"^[ivxlcdm]+$", re.I)
 CAPTION = re.compile(r"^(figure|fig\.|table|tab\.|example|listing|chart|exhibit)\s*[\dIVX]+", re.I)
 # A caption's leading label ("Figure 3", "Fig. 3a", "Table 2-1", "TABLE IV") and what follows.
@@ -22,7 +24,7 @@ CAPTION_LABEL = re.compile(
     r"^(?i:figure|fig\.|table|tab\.|example|listing|chart|exhibit)\s*"
     r"(?:\d{1,3}(?:[.\-–]\d{1,3})*[a-z]?|[IVXLC]{1,6})(?!\w)"
 )
-NOTE_START = re.compile(r"^(\d{1,3}|[*†‡§¶]+)\s?(?=\S)")
+NOTE_START = re.compile(r"^(\d{1,3}|[*∗†‡§¶]+)\s?(?=\S)")
 PAGE_NO = re.compile(r"^(?:page\s+)?(\d{1,4}|[ivxlcdm]{1,7})(?:\s*(?:/|of)\s*\d+)?$", re.I)
 
 
@@ -123,9 +125,15 @@ def make_line(all_spans: list[dict[str, Any]]) -> Line | None:
     return Line(text, (x0, y0, x1, y1), size, bold / total, math / total, markers, first_small)
 
 
+def _rtl(text: str) -> bool:
+    """Mostly right-to-left letters (Arabic, Hebrew, ...)."""
+    letters = [c for c in text if c.isalpha()]
+    return len(RTL.findall(text)) > 0.5 * len(letters) if letters else False
+
+
 def merge_same_row(lines: list[Line]) -> list[Line]:
     """pymupdf splits '5.1' and 'Hyper Parameter Optimization' into two lines on one baseline:
-    join lines of a block that share a row."""
+    join lines of a block that share a row (right to left in right-to-left script)."""
     out: list[Line] = []
     for ln in sorted(lines, key=lambda ln: (round(ln.bbox[3]), ln.bbox[0])):
         prev = out[-1] if out else None
@@ -135,8 +143,10 @@ def merge_same_row(lines: list[Line]) -> list[Line]:
             if same_row:
                 n1, n2 = len(prev.text), len(ln.text)
                 total = n1 + n2 or 1
+                # right to left: the line on the right is read first
+                a, b = (ln, prev) if _rtl(prev.text) and _rtl(ln.text) else (prev, ln)
                 out[-1] = Line(
-                    f"{prev.text.rstrip()} {ln.text.lstrip()}",
+                    f"{a.text.rstrip()} {b.text.lstrip()}",
                     (
                         prev.bbox[0],
                         min(prev.bbox[1], ln.bbox[1]),
@@ -181,6 +191,7 @@ BULLET = re.compile(r"^([•·▪◦‣●○■□–—\-*]|\(?[a-z0-9]{1,2}\)
 def page_units(page: pymupdf.Page, pno: int) -> list[Unit]:
     """Text and image units of one page, duplicates (text drawn twice) dropped."""
     d = page.get_text("dict", flags=TEXT_FLAGS, sort=False)
+    fix_rtl_ligatures(page, d, TEXT_FLAGS)
     units: list[Unit] = []
     seen: set[tuple[str, int, int]] = set()
     blocks: list[list[Line]] = []

@@ -30,6 +30,7 @@ from pipeline.structure.pdf_layout import (
     split_block,
 )
 from pipeline.structure.pdf_pages import printed_numbers, running_text
+from pipeline.structure.pdf_rtl import fix_rtl_ligatures
 from pipeline.structure.pdf_sections import SENT_END
 
 MARGIN_CLASSES = ("page-header", "page-footer")
@@ -86,6 +87,28 @@ def _touch(a: tuple[float, ...], b: tuple[float, ...], gap: float = 2.0) -> bool
     return a[0] - gap <= b[2] and b[0] - gap <= a[2] and a[1] - gap <= b[3] and b[1] - gap <= a[3]
 
 
+def _split_wide_gutter(regions: list[Region], width: float) -> list[Region]:
+    """The model's reading order, side by side where a wide blank strip (5% of the page
+    width or more) runs down the whole page: two pages of a spread, or panels, are read
+    one after the other. The model reads such a page row by row across the strip; narrow
+    column gutters are left to the model."""
+    body = [r for r in regions if r.cls not in MARGIN_CLASSES]
+    spans = sorted((r.bbox[0], r.bbox[2]) for r in body)
+    if len(spans) < 2:
+        return regions
+    best, cut, end = 0.0, 0.0, spans[0][1]
+    for x0, x1 in spans[1:]:
+        if x0 - end > best:
+            best, cut = x0 - end, (x0 + end) / 2
+        end = max(end, x1)
+    if best < 0.05 * width:
+        return regions
+    left = [r for r in body if r.bbox[2] <= cut]
+    right = [r for r in body if r.bbox[0] >= cut]
+    margins = [r for r in regions if r.cls in MARGIN_CLASSES]
+    return left + right + margins
+
+
 def _horizontal(line: dict[str, Any]) -> bool:
     dx, dy = line.get("dir", (1.0, 0.0))
     return dx > 0.98 and abs(dy) < 0.1
@@ -109,6 +132,7 @@ def _page_text(page: pymupdf.Page, pno: int, regions: list[Region]) -> list[Unit
     """Give every region its lines (spans split between regions where one pymupdf line
     crosses two, as two captions on one row); return the units of text in no region."""
     d = page.get_text("dict", flags=TEXT_FLAGS, sort=False)
+    fix_rtl_ligatures(page, d, TEXT_FLAGS)
     groups: dict[tuple[int, int], list[Line]] = {}
     seen: set[tuple[str, int, int]] = set()
     for bno, b in enumerate(d["blocks"]):
@@ -199,6 +223,7 @@ def parse_layout(
         batch = list(range(start, min(start + BATCH_PAGES, pdf.page_count)))
         for pno, regions in zip(batch, _model_regions(pdf, batch), strict=True):
             page = pdf[pno]
+            regions = _split_wide_gutter(regions, page.rect.width)
             orphans.append(_page_text(page, pno, regions))
             pages.append(regions)
             heights.append(page.rect.height or 792.0)
