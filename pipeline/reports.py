@@ -491,8 +491,10 @@ def _mentions(
         )
     )
     sources = pl.concat([ent_src, rel_src, unit_src]).with_row_index("src")
+    # split a slice of the sources at a time: each step of the split copies every text
+    texts = sources.select("src", "kind", "ref", "text").iter_slices(_SOURCES_PER_SLICE)
     pool = (
-        _sentences(sources.select("src", "kind", "ref", "text"), "text")
+        pl.concat([_sentences(part, "text") for part in texts])
         .sort("kind", "ref", "sentence")  # sid must not depend on the input row order
         .with_columns(pl.col("sentence").str.len_chars().alias("length"))
         .with_row_index("sid")
@@ -532,6 +534,7 @@ def _mentions(
 
 
 _SENTENCES_PER_SLICE = 20_000
+_SOURCES_PER_SLICE = 50_000
 
 
 def _ratings(frame: pl.DataFrame) -> pl.DataFrame:
