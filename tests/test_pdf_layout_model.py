@@ -242,3 +242,18 @@ def test_figure_drawn_in_pieces_is_one_figure():
     st = parse(tiled_figure())
     assert [n["node_type"] for n in st.nodes].count("FIGURE") == 1
     assert [e["type"] for e in st.edges] == ["IS_CAPTIONED_BY"]
+
+
+def test_page_ranges_in_worker_processes_match_one_process():
+    from pipeline.structure.pdf_regions import layout_regions
+
+    pdf = journal_pages()
+    pdf.insert_pdf(three_columns())
+    data = pdf.tobytes()
+
+    def classes(workers: int) -> list[list[tuple[str, tuple[int, ...]]]]:
+        with pymupdf.open(stream=data, filetype="pdf") as doc:
+            regions = layout_regions(doc, data, workers=workers)
+        return [[(r.cls, tuple(round(v) for v in r.bbox)) for r in rs] for rs in regions]
+
+    assert classes(2) == classes(1)

@@ -68,7 +68,7 @@ def parse_pdf(
         if mode == "layout":
             from pipeline.structure.pdf_model import parse_layout
 
-            items, printed, meta = parse_layout(out, pdf, cfg)
+            items, printed, meta = parse_layout(out, pdf, cfg, data)
         else:
             from pipeline.structure.pdf_heuristic import parse_heuristic
 

@@ -11,7 +11,6 @@ dropped. Page headers/footers are dropped, their page numbers kept as page label
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import pymupdf
@@ -30,83 +29,11 @@ from pipeline.structure.pdf_layout import (
     split_block,
 )
 from pipeline.structure.pdf_pages import printed_numbers, running_text
+from pipeline.structure.pdf_regions import MARGIN_CLASSES, Region, layout_regions
 from pipeline.structure.pdf_rtl import fix_rtl_ligatures
 from pipeline.structure.pdf_sections import SENT_END
 
-MARGIN_CLASSES = ("page-header", "page-footer")
 NO_TEXT_CLASSES = ("picture",)
-BATCH_PAGES = 64  # pages per model call: bounds the memory of the parsed pages
-
-
-@dataclass
-class Region:
-    """One region of a page as the layout model classed it, with its text as units."""
-
-    cls: str
-    bbox: tuple[float, float, float, float]
-    table: dict[str, Any] | None
-    unit: Unit | None = None  # its lines (None: no text, e.g. a picture)
-    head: Unit | None = None  # a heading run into the top of a text region
-
-
-def _model_regions(pdf: pymupdf.Document, pages: list[int]) -> list[list[Region]]:
-    """Regions of `pages` in reading order. `pymupdf4llm.to_json` serialises this same
-    parse; the objects are used directly, without the JSON round trip."""
-    from pymupdf4llm.helpers.document_layout import parse_document
-
-    parsed = parse_document(pdf, pages=pages, use_ocr=False, force_text=False)
-    return [
-        _join_pictures([Region(b.boxclass, (b.x0, b.y0, b.x1, b.y1), b.table) for b in p.boxes])
-        for p in parsed.pages
-    ]
-
-
-def _join_pictures(regions: list[Region]) -> list[Region]:
-    """Picture regions that touch are one figure drawn in pieces (tiles, strips): one region
-    over all of them, where the first piece was in reading order."""
-    out: list[Region] = []
-    for r in regions:
-        if r.cls == "picture":
-            for o in out:
-                if o.cls == "picture" and _touch(o.bbox, r.bbox):
-                    o.bbox = (
-                        min(o.bbox[0], r.bbox[0]),
-                        min(o.bbox[1], r.bbox[1]),
-                        max(o.bbox[2], r.bbox[2]),
-                        max(o.bbox[3], r.bbox[3]),
-                    )
-                    break
-            else:
-                out.append(r)
-        else:
-            out.append(r)
-    return out
-
-
-def _touch(a: tuple[float, ...], b: tuple[float, ...], gap: float = 2.0) -> bool:
-    return a[0] - gap <= b[2] and b[0] - gap <= a[2] and a[1] - gap <= b[3] and b[1] - gap <= a[3]
-
-
-def _split_wide_gutter(regions: list[Region], width: float) -> list[Region]:
-    """The model's reading order, side by side where a wide blank strip (5% of the page
-    width or more) runs down the whole page: two pages of a spread, or panels, are read
-    one after the other. The model reads such a page row by row across the strip; narrow
-    column gutters are left to the model."""
-    body = [r for r in regions if r.cls not in MARGIN_CLASSES]
-    spans = sorted((r.bbox[0], r.bbox[2]) for r in body)
-    if len(spans) < 2:
-        return regions
-    best, cut, end = 0.0, 0.0, spans[0][1]
-    for x0, x1 in spans[1:]:
-        if x0 - end > best:
-            best, cut = x0 - end, (x0 + end) / 2
-        end = max(end, x1)
-    if best < 0.05 * width:
-        return regions
-    left = [r for r in body if r.bbox[2] <= cut]
-    right = [r for r in body if r.bbox[0] >= cut]
-    margins = [r for r in regions if r.cls in MARGIN_CLASSES]
-    return left + right + margins
 
 
 def _horizontal(line: dict[str, Any]) -> bool:
@@ -213,22 +140,19 @@ def _table_text(region: Region) -> tuple[str, dict[str, Any]]:
 
 
 def parse_layout(
-    out: DocStructure, pdf: pymupdf.Document, cfg: StructureSettings
+    out: DocStructure, pdf: pymupdf.Document, cfg: StructureSettings, data: bytes | None = None
 ) -> tuple[list[dict[str, Any]], dict[int, str], dict[str, Any]]:
-    """Classified items in reading order, printed page numbers by page and metadata."""
-    pages: list[list[Region]] = []
+    """Classified items in reading order, printed page numbers by page and metadata;
+    `data` (the PDF's bytes) lets a long PDF be read by several processes."""
+    pages = layout_regions(pdf, data)
     orphans: list[list[Unit]] = []
     heights: list[float] = []
-    for start in range(0, pdf.page_count, BATCH_PAGES):
-        batch = list(range(start, min(start + BATCH_PAGES, pdf.page_count)))
-        for pno, regions in zip(batch, _model_regions(pdf, batch), strict=True):
-            page = pdf[pno]
-            regions = _split_wide_gutter(regions, page.rect.width)
-            orphans.append(_page_text(page, pno, regions))
-            pages.append(regions)
-            heights.append(page.rect.height or 792.0)
-            if not any(r.unit for r in regions) and not orphans[-1]:
-                out.warnings.append(f"page {pno + 1}: no text")
+    for pno, regions in enumerate(pages):
+        page = pdf[pno]
+        orphans.append(_page_text(page, pno, regions))
+        heights.append(page.rect.height or 792.0)
+        if not any(r.unit for r in regions) and not orphans[-1]:
+            out.warnings.append(f"page {pno + 1}: no text")
     margins = [[r.unit for r in rs if r.unit and r.cls in MARGIN_CLASSES] for rs in pages]
     numbers = printed_numbers(margins)
     body_units = [[r.unit for r in rs if r.unit and r.cls not in MARGIN_CLASSES] for rs in pages]

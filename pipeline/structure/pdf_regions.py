@@ -1,0 +1,176 @@
+"""Regions of PDF pages from pymupdf's layout-analysis model, in reading order: the model
+(ONNX, on the CPU, shipped with pymupdf 2.x, nothing downloaded) classes each region (text,
+title, section-header, caption, footnote, list-item, formula, picture, table, page-header,
+page-footer) and pymupdf4llm orders them, columns included. A long PDF is split into page
+ranges run in worker processes: the model is the cost of the layout path (~0.3-0.5 s a
+page on one core), and its pages are independent."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pymupdf
+
+from pipeline.structure.pdf_layout import Unit
+
+MARGIN_CLASSES = ("page-header", "page-footer")
+BATCH_PAGES = 64  # pages per model call: bounds the memory of the parsed pages
+PAGES_PER_WORKER = 24  # fewer pages than this per process: loading the model costs more
+
+
+@dataclass
+class Region:
+    """One region of a page as the layout model classed it, with its text as units."""
+
+    cls: str
+    bbox: tuple[float, float, float, float]
+    table: dict[str, Any] | None
+    unit: Unit | None = None  # its lines (None: no text, e.g. a picture)
+    head: Unit | None = None  # a heading run into the top of a text region
+
+
+def _model_regions(pdf: pymupdf.Document, pages: list[int]) -> list[list[Region]]:
+    """Regions of `pages` in reading order. `pymupdf4llm.to_json` serialises this same
+    parse; the objects are used directly, without the JSON round trip."""
+    from pymupdf4llm.helpers.document_layout import parse_document
+
+    parsed = parse_document(pdf, pages=pages, use_ocr=False, force_text=False)
+    return [
+        _join_pictures(
+            [Region(b.boxclass, (b.x0, b.y0, b.x1, b.y1), _grid(b.table)) for b in p.boxes]
+        )
+        for p in parsed.pages
+    ]
+
+
+def _grid(table: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What is used of a table: its cell texts and shape."""
+    if not table:
+        return None
+    return {k: table.get(k) for k in ("extract", "row_count", "col_count")}
+
+
+def _join_pictures(regions: list[Region]) -> list[Region]:
+    """Picture regions that touch are one figure drawn in pieces (tiles, strips): one region
+    over all of them, where the first piece was in reading order."""
+    out: list[Region] = []
+    for r in regions:
+        if r.cls == "picture":
+            for o in out:
+                if o.cls == "picture" and _touch(o.bbox, r.bbox):
+                    o.bbox = (
+                        min(o.bbox[0], r.bbox[0]),
+                        min(o.bbox[1], r.bbox[1]),
+                        max(o.bbox[2], r.bbox[2]),
+                        max(o.bbox[3], r.bbox[3]),
+                    )
+                    break
+            else:
+                out.append(r)
+        else:
+            out.append(r)
+    return out
+
+
+def _touch(a: tuple[float, ...], b: tuple[float, ...], gap: float = 2.0) -> bool:
+    return a[0] - gap <= b[2] and b[0] - gap <= a[2] and a[1] - gap <= b[3] and b[1] - gap <= a[3]
+
+
+def _split_wide_gutter(regions: list[Region], width: float) -> list[Region]:
+    """The model's reading order, side by side where a wide blank strip (5% of the page
+    width or more) runs down the whole page: two pages of a spread, or panels, are read
+    one after the other. The model reads such a page row by row across the strip; narrow
+    column gutters are left to the model."""
+    body = [r for r in regions if r.cls not in MARGIN_CLASSES]
+    spans = sorted((r.bbox[0], r.bbox[2]) for r in body)
+    if len(spans) < 2:
+        return regions
+    best, cut, end = 0.0, 0.0, spans[0][1]
+    for x0, x1 in spans[1:]:
+        if x0 - end > best:
+            best, cut = x0 - end, (x0 + end) / 2
+        end = max(end, x1)
+    if best < 0.05 * width:
+        return regions
+    left = [r for r in body if r.bbox[2] <= cut]
+    right = [r for r in body if r.bbox[0] >= cut]
+    margins = [r for r in regions if r.cls in MARGIN_CLASSES]
+    return left + right + margins
+
+
+def _regions_in_process(pdf: pymupdf.Document, pages: list[int]) -> list[list[Region]]:
+    out: list[list[Region]] = []
+    for start in range(0, len(pages), BATCH_PAGES):
+        out += _model_regions(pdf, pages[start : start + BATCH_PAGES])
+    return out
+
+
+def worker_count(n_pages: int) -> int:
+    """Processes for a PDF of `n_pages`: one per usable CPU, at least PAGES_PER_WORKER
+    pages each."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cpus or 1, n_pages // PAGES_PER_WORKER))
+
+
+def _in_workers(data: bytes, ranges: list[list[int]]) -> list[list[list[Region]] | None]:
+    """Regions of each page range, each range read by a `python -m` process of its own
+    (not multiprocessing: that re-runs the caller's main script, and forking would copy the
+    model's ONNX threads). None for a range whose process failed."""
+    root = str(Path(__file__).resolve().parents[2])
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+    }
+    with tempfile.TemporaryDirectory(prefix="docgraph-pdf-") as tmp:
+        src = Path(tmp) / "doc.pdf"
+        src.write_bytes(data)
+        procs = []
+        for i, pages in enumerate(ranges):
+            out = Path(tmp) / f"{i}.pickle"
+            cmd = [sys.executable, "-m", __name__, str(src), str(out), *map(str, pages)]
+            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            procs.append((proc, out))
+        results: list[list[list[Region]] | None] = []
+        for proc, out in procs:
+            proc.communicate()
+            ok = proc.returncode == 0 and out.exists()
+            results.append(pickle.loads(out.read_bytes()) if ok else None)
+    return results
+
+
+def layout_regions(
+    pdf: pymupdf.Document, data: bytes | None, workers: int | None = None
+) -> list[list[Region]]:
+    """Regions of every page of `pdf` (whose bytes are `data`), in reading order, with
+    wide gutters cut; page ranges of a long PDF in worker processes."""
+    pages = list(range(pdf.page_count))
+    n = worker_count(len(pages)) if workers is None else workers
+    if n <= 1 or data is None:
+        regions = _regions_in_process(pdf, pages)
+    else:
+        size = -(-len(pages) // n)
+        ranges = [pages[i : i + size] for i in range(0, len(pages), size)]
+        regions = []
+        for rng, got in zip(ranges, _in_workers(data, ranges), strict=True):
+            regions += got if got is not None else _regions_in_process(pdf, rng)
+    for pno, rs in enumerate(regions):
+        page = pdf[pno]
+        if page.rotation:  # the model read the page unrotated: so is its text
+            page.remove_rotation()
+        regions[pno] = _split_wide_gutter(rs, page.rect.width)
+    return regions
+
+
+if __name__ == "__main__":  # a worker: python -m pipeline.structure.pdf_regions PDF OUT PAGE...
+    from pipeline.structure import pdf_regions  # Region pickled under its module's name
+
+    with pymupdf.open(sys.argv[1]) as doc:
+        result = pdf_regions._regions_in_process(doc, [int(p) for p in sys.argv[3:]])
+    Path(sys.argv[2]).write_bytes(pickle.dumps(result))
