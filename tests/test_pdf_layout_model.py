@@ -91,6 +91,23 @@ def high_footnotes() -> pymupdf.Document:
     return pdf
 
 
+def note_over_two_columns() -> pymupdf.Document:
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    for c, x in enumerate((50, 316)):
+        box(page, (x, 60, x + 246, 640), text(f"Col{c + 1}", 330))
+    claim = "A claim with a note."
+    page.insert_text((50, 655), claim, fontsize=10)
+    end = 50 + pymupdf.get_text_length(claim, fontsize=10) + 0.5
+    page.insert_text((end, 651), "1", fontsize=6)
+    page.draw_line((50, 700), (150, 700), width=0.5)
+    page.insert_text((50, 712), "1", fontsize=5)
+    first = "The note starts in the left column and says a great deal about the source of the"
+    box(page, (54, 706, 296, 780), first + " claim, which is why it runs on", 8)
+    box(page, (316, 706, 562, 780), "into the right column, where it ends with the year 2020.", 8)
+    return pdf
+
+
 def rotated_margin() -> pymupdf.Document:
     pdf = pymupdf.open()
     page = pdf.new_page()
@@ -189,6 +206,14 @@ def test_footnotes_high_on_the_page_each_its_own_note_and_linked():
     assert links == {("1", "Note 1"), ("2", "Note 2")}
 
 
+def test_footnote_run_over_into_the_next_column_is_one_note():
+    st = parse(note_over_two_columns())
+    notes = [n for n in st.nodes if n["node_type"] == "NOTE"]
+    assert len(notes) == 1 and notes[0]["text"].endswith("ends with the year 2020.")
+    assert not [n for n in st.nodes if n["text"].startswith("into the right")]
+    assert [e["target_id"] for e in st.edges] == [notes[0]["id"]]
+
+
 def test_rotated_margin_text_is_dropped():
     st = parse(rotated_margin())
     assert not [n for n in st.nodes if "arXiv" in n["text"]]
@@ -257,3 +282,23 @@ def test_page_ranges_in_worker_processes_match_one_process():
         return [[(r.cls, tuple(round(v) for v in r.bbox)) for r in rs] for rs in regions]
 
     assert classes(2) == classes(1)
+
+
+def test_a_page_the_model_cannot_read_keeps_its_text(monkeypatch):
+    from pipeline.structure import pdf_regions
+
+    real = pdf_regions._model_regions
+
+    def flaky(pdf, pages):
+        if 1 in pages:
+            raise RuntimeError("model broke")
+        return real(pdf, pages)
+
+    monkeypatch.setattr(pdf_regions, "_model_regions", flaky)
+    pdf = journal_pages()
+    pdf.insert_pdf(three_columns())
+    st = parse(pdf)
+    assert any("page 2: layout model failed (RuntimeError: model broke)" in w for w in st.warnings)
+    on_page2 = [n["text"].split(" ")[0] for n in st.nodes if n["positions"][0]["page"] == 2]
+    assert "Page2" in on_page2
+    assert firsts(st)[-6:] == ["C1top", "C1bottom", "C2top", "C2bottom", "C3top", "C3bottom"]

@@ -10,7 +10,7 @@ from typing import Any
 
 from pipeline.structure.pdf_heuristic import cover_pages
 from pipeline.structure.pdf_layout import CAPTION_LABEL, NOTE_START, Unit, is_caption
-from pipeline.structure.pdf_sections import SENT_END, norm
+from pipeline.structure.pdf_sections import SENT_END, join_text, norm
 
 WORD = re.compile(r"[^\W\d_]{2,}")
 MATH_SIGN = re.compile(r"[=<>≤≥∑∫√±×÷∈]")
@@ -20,8 +20,10 @@ def _item(kind: str, u: Unit, text: str, **extra: Any) -> dict[str, Any]:
     return {"kind": kind, "unit": u, "text": text, "marker": None, **extra}
 
 
-def _kind(cls: str, u: Unit, text: str, body: float) -> str:
+def _kind(cls: str, u: Unit, text: str, body: float, max_words: int) -> str:
     labelled = CAPTION_LABEL.match(text) is not None
+    if cls in ("section-header", "title") and len(text.split()) > max_words:
+        return "PARAGRAPH"  # a paragraph set in display type is no heading
     if cls in ("section-header", "title"):
         if labelled and is_caption(u, text, body):
             return "CAPTION"
@@ -74,13 +76,25 @@ def _notes(u: Unit) -> list[dict[str, Any]]:
     return out
 
 
+def _continues_note(u: Unit, text: str, notes: list[dict[str, Any]]) -> bool:
+    """Small text in the footnote band (not above the page's first note) that starts in
+    lower case right after a note ending mid-sentence: the note run over into the next
+    column, which the model took for text."""
+    top = min(n["unit"].bbox[1] for n in notes)
+    unfinished = not SENT_END.search(notes[-1]["text"])
+    return unfinished and text[:1].islower() and u.bbox[1] >= top - 2
+
+
 def classify_page(
     units: list[Unit],
     cls_of: dict[int, str],
     tables: dict[int, tuple[str, dict[str, Any]]],
     body: float,
+    max_words: int = 20,
 ) -> list[dict[str, Any]]:
-    """Items of one page: the flow in reading order, then its footnotes."""
+    """Items of one page: the flow in reading order, then its footnotes (a footnote region
+    with no marker, or `_continues_note` text, after a note that ends mid-sentence continues
+    that note: a note run over into the next column)."""
     flow: list[dict[str, Any]] = []
     notes: list[dict[str, Any]] = []
     for u in units:
@@ -96,10 +110,21 @@ def classify_page(
         if not text.strip():
             continue
         small = u.size <= 0.92 * body
-        if cls == "footnote" or cls == "text" and small and u.lines[0].first_small:
-            notes += _notes(u)
+        if cls == "text" and small and notes and _continues_note(u, text, notes):
+            prev = notes[-1]
+            prev["unit"] = Unit(prev["unit"].lines + u.lines, u.page, "NOTE")
+            prev["text"] = join_text(prev["text"], text)
             continue
-        flow.append(_item(_kind(cls, u, text, body), u, text))
+        if cls == "footnote" or cls == "text" and small and u.lines[0].first_small:
+            for part in _notes(u):
+                prev = notes[-1] if notes else None
+                if prev and not part["marker"] and not SENT_END.search(prev["text"]):
+                    prev["unit"] = Unit(prev["unit"].lines + part["unit"].lines, u.page, "NOTE")
+                    prev["text"] = join_text(prev["text"], part["text"])
+                else:
+                    notes.append(part)
+            continue
+        flow.append(_item(_kind(cls, u, text, body, max_words), u, text))
     return flow + notes
 
 

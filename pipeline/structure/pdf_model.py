@@ -27,9 +27,10 @@ from pipeline.structure.pdf_layout import (
     make_line,
     merge_same_row,
     split_block,
+    xy_cut,
 )
 from pipeline.structure.pdf_pages import printed_numbers, running_text
-from pipeline.structure.pdf_regions import MARGIN_CLASSES, Region, layout_regions
+from pipeline.structure.pdf_regions import FAILED, MARGIN_CLASSES, Region, layout_regions
 from pipeline.structure.pdf_rtl import fix_rtl_ligatures
 from pipeline.structure.pdf_sections import SENT_END
 
@@ -114,6 +115,8 @@ def _split_run_in_heading(region: Region) -> None:
 def _place_orphans(flow: list[Unit], orphans: list[Unit]) -> list[Unit]:
     """Units the model left out, each before the first unit of its column that starts below
     it (after everything when there is none)."""
+    if not flow:
+        return list(orphans)
     out = list(flow)
     for o in sorted(orphans, key=lambda u: (u.bbox[1], u.bbox[0])):
         at = len(out)
@@ -149,7 +152,13 @@ def parse_layout(
     heights: list[float] = []
     for pno, regions in enumerate(pages):
         page = pdf[pno]
+        if regions and regions[0].cls == FAILED:
+            err = (regions[0].table or {}).get("error", "")
+            out.warnings.append(f"page {pno + 1}: layout model failed ({err}); text by position")
+            regions.clear()
         orphans.append(_page_text(page, pno, regions))
+        if not regions:  # no model regions: the heuristic path's column-aware order
+            orphans[-1] = xy_cut(orphans[-1], min_vgap=6.0, min_hgap=0.5)
         heights.append(page.rect.height or 792.0)
         if not any(r.unit for r in regions) and not orphans[-1]:
             out.warnings.append(f"page {pno + 1}: no text")
@@ -182,7 +191,7 @@ def parse_layout(
             cls_of[id(unit)] = r.cls
             flow.append(unit)
         units = _place_orphans(flow, [o for o in orphans[pno] if id(o) not in running])
-        items += classify_page(units, cls_of, tables, body)
+        items += classify_page(units, cls_of, tables, body, cfg.heading_max_words)
         if pno in numbers:
             tok, u = numbers[pno]
             items.append({"kind": "PAGE_NUMBER", "unit": u, "text": tok, "marker": None})

@@ -21,6 +21,7 @@ import pymupdf
 from pipeline.structure.pdf_layout import Unit
 
 MARGIN_CLASSES = ("page-header", "page-footer")
+FAILED = "model-failed"  # the class of the one region of a page the model could not read
 BATCH_PAGES = 64  # pages per model call: bounds the memory of the parsed pages
 PAGES_PER_WORKER = 24  # fewer pages than this per process: loading the model costs more
 
@@ -106,9 +107,22 @@ def _split_wide_gutter(regions: list[Region], width: float) -> list[Region]:
 
 
 def _regions_in_process(pdf: pymupdf.Document, pages: list[int]) -> list[list[Region]]:
+    """Regions of `pages` in batches; where a batch fails, page by page, and a page the model
+    cannot read is one FAILED region (its text is then ordered by position)."""
     out: list[list[Region]] = []
     for start in range(0, len(pages), BATCH_PAGES):
-        out += _model_regions(pdf, pages[start : start + BATCH_PAGES])
+        batch = pages[start : start + BATCH_PAGES]
+        try:
+            out += _model_regions(pdf, batch)
+            continue
+        except Exception:  # noqa: BLE001 - find the page, keep the others
+            pass
+        for pno in batch:
+            try:
+                out += _model_regions(pdf, [pno])
+            except Exception as exc:  # noqa: BLE001 - one odd page must not cost the document
+                reason = f"{type(exc).__name__}: {exc}"[:200]
+                out.append([Region(FAILED, (0.0, 0.0, 0.0, 0.0), {"error": reason})])
     return out
 
 
