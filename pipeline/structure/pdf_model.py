@@ -80,6 +80,8 @@ def _page_text(page: pymupdf.Page, pno: int, regions: list[Region]) -> list[Unit
                 if key not in seen:  # text drawn twice (fake bold)
                     seen.add(key)
                     groups.setdefault((rno, bno if rno < 0 else -1), []).append(ln)
+    images = [tuple(b["bbox"]) for b in d["blocks"] if b["type"] == 1]
+    drawings: list[pymupdf.Rect] | None = None  # read once, for a picture with text only
     keys = list(groups)
     kept = attach_markers([groups[k] for k in keys])
     orphans: list[Unit] = []
@@ -89,27 +91,62 @@ def _page_text(page: pymupdf.Page, pno: int, regions: list[Region]) -> list[Unit
         lines = merge_same_row(sorted(lines, key=lambda ln: (ln.bbox[1], ln.bbox[0])))
         if rno < 0:
             orphans.extend(split_block(lines, pno))
-        elif regions[rno].cls not in NO_TEXT_CLASSES:
-            regions[rno].unit = Unit(lines, pno)
-            if regions[rno].cls == "text":
-                _split_run_in_heading(regions[rno])
+            continue
+        r = regions[rno]
+        if r.cls == "picture" and drawings is None:
+            drawings = [pymupdf.Rect(dr["rect"]) for dr in page.get_drawings()]
+        if r.cls == "picture" and not _drawn(r.bbox, images, drawings or []):
+            r.cls = "text"  # only text in it: no picture (display type, a logo in letters)
+        if r.cls not in NO_TEXT_CLASSES:
+            r.unit = Unit(lines, pno)
+            if r.cls == "text":
+                _split_headings(r)
     return orphans
 
 
-def _split_run_in_heading(region: Region) -> None:
-    """A text region whose first lines are a short bold or larger line over the rest: the
-    model took a heading and its paragraph for one block."""
+def _split_headings(region: Region) -> None:
+    """A text region holding a short bold or larger line set off from the text above or
+    below it: the model took a heading and a paragraph for one block."""
     assert region.unit is not None
     parts = split_block(region.unit.lines, region.unit.page)
     if len(parts) < 2:
         return
-    head, nxt = parts[0], parts[1]
-    words = head.text.split()
-    if not words or len(words) > 12 or len(head.lines) > 2 or SENT_END.search(head.text):
-        return
-    if head.bold > 0.9 and nxt.bold < 0.5 or head.size >= 1.15 * nxt.size:
-        region.head = head
-        region.unit = Unit([ln for p in parts[1:] for ln in p.lines], head.page)
+    out: list[tuple[str, Unit]] = []
+    run: list[Unit] = []
+    for i, p in enumerate(parts):
+        around = [parts[j] for j in (i - 1, i + 1) if 0 <= j < len(parts)]
+        if _heading_like(p, around):
+            if run:
+                out.append(("text", Unit([ln for u in run for ln in u.lines], p.page)))
+                run = []
+            out.append(("section-header", p))
+        else:
+            run.append(p)
+    if run:
+        out.append(("text", Unit([ln for u in run for ln in u.lines], parts[0].page)))
+    if len(out) > 1:
+        region.parts = out
+
+
+def _heading_like(u: Unit, around: list[Unit]) -> bool:
+    words = u.text.split()
+    if not words or len(words) > 12 or len(u.lines) > 2 or SENT_END.search(u.text):
+        return False
+    return all(u.bold > 0.9 and n.bold < 0.5 or u.size >= 1.15 * n.size for n in around)
+
+
+def _drawn(bbox: tuple[float, ...], images: list[Any], drawings: list[pymupdf.Rect]) -> bool:
+    """Whether anything but text is drawn in a region: an image or a vector drawing no
+    larger than the region (a page background or frame around it does not count)."""
+    rect = pymupdf.Rect(bbox)
+    if any(rect.intersects(pymupdf.Rect(b)) for b in images):
+        return True
+    area = rect.width * rect.height
+    return any(
+        pymupdf.Rect(r.x0 - 1, r.y0 - 1, r.x1 + 1, r.y1 + 1).intersects(rect)
+        and r.width * r.height <= area
+        for r in drawings
+    )
 
 
 def _place_orphans(flow: list[Unit], orphans: list[Unit]) -> list[Unit]:
@@ -183,11 +220,13 @@ def parse_layout(
                     tables[id(unit)] = _table_text(r)
             elif r.unit is None:
                 continue
+            elif r.parts:
+                for cls, part in r.parts:
+                    cls_of[id(part)] = cls
+                    flow.append(part)
+                continue
             else:
                 unit = r.unit
-                if r.head is not None:
-                    cls_of[id(r.head)] = "section-header"
-                    flow.append(r.head)
             cls_of[id(unit)] = r.cls
             flow.append(unit)
         units = _place_orphans(flow, [o for o in orphans[pno] if id(o) not in running])

@@ -34,7 +34,7 @@ class Region:
     bbox: tuple[float, float, float, float]
     table: dict[str, Any] | None
     unit: Unit | None = None  # its lines (None: no text, e.g. a picture)
-    head: Unit | None = None  # a heading run into the top of a text region
+    parts: list[tuple[str, Unit]] | None = None  # (class, unit): headings split from text
 
 
 def _model_regions(pdf: pymupdf.Document, pages: list[int]) -> list[list[Region]]:
