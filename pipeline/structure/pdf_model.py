@@ -201,7 +201,10 @@ def parse_layout(
             out.warnings.append(f"page {pno + 1}: no text")
     margins = [[r.unit for r in rs if r.unit and r.cls in MARGIN_CLASSES] for rs in pages]
     numbers = printed_numbers(margins)
-    body_units = [[r.unit for r in rs if r.unit and r.cls not in MARGIN_CLASSES] for rs in pages]
+    body_units = [
+        [r.unit for r in rs if r.unit and r.cls not in MARGIN_CLASSES] + orphans[pno]
+        for pno, rs in enumerate(pages)
+    ]
     body = body_size([u for us in body_units for u in us])
     running = running_text(
         body_units, heights, cfg.header_footer_margin, cfg.header_footer_min_repeat
