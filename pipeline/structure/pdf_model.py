@@ -63,23 +63,24 @@ def _page_text(page: pymupdf.Page, pno: int, regions: list[Region]) -> list[Unit
     fix_rtl_ligatures(page, d, TEXT_FLAGS)
     groups: dict[tuple[int, int], list[Line]] = {}
     seen: set[tuple[str, int, int]] = set()
-    for bno, b in enumerate(d["blocks"]):
-        if b["type"] != 0:
-            continue
-        for raw in b["lines"]:
-            if not _horizontal(raw):
-                continue  # rotated: margin text or a figure's axis label
-            parts: dict[int, list[dict[str, Any]]] = {}
-            for s in raw["spans"]:
-                parts.setdefault(_region_of(s["bbox"], regions), []).append(s)
-            for rno, spans in parts.items():
-                ln = make_line(spans)
-                if ln is None:
-                    continue
-                key = (ln.text, round(ln.bbox[0]), round(ln.bbox[1]))
-                if key not in seen:  # text drawn twice (fake bold)
-                    seen.add(key)
-                    groups.setdefault((rno, bno if rno < 0 else -1), []).append(ln)
+    raws = [(bno, ln) for bno, b in enumerate(d["blocks"]) if b["type"] == 0 for ln in b["lines"]]
+    size = [sum(len(s["text"]) for s in ln["spans"]) for _, ln in raws]
+    across = sum(n for n, (_, ln) in zip(size, raws, strict=True) if _horizontal(ln))
+    upright = across >= 0.5 * sum(size)  # else a page set sideways: its text is all kept
+    for bno, raw in raws:
+        if upright and not _horizontal(raw):
+            continue  # rotated on an upright page: margin text or a figure's axis label
+        parts: dict[int, list[dict[str, Any]]] = {}
+        for s in raw["spans"]:
+            parts.setdefault(_region_of(s["bbox"], regions), []).append(s)
+        for rno, spans in parts.items():
+            ln = make_line(spans)
+            if ln is None:
+                continue
+            key = (ln.text, round(ln.bbox[0]), round(ln.bbox[1]))
+            if key not in seen:  # text drawn twice (fake bold)
+                seen.add(key)
+                groups.setdefault((rno, bno if rno < 0 else -1), []).append(ln)
     images = [tuple(b["bbox"]) for b in d["blocks"] if b["type"] == 1]
     drawings: list[pymupdf.Rect] | None = None  # read once, for a picture with text only
     keys = list(groups)
