@@ -127,10 +127,11 @@ def _regions_in_process(pdf: pymupdf.Document, pages: list[int]) -> list[list[Re
 
 
 def worker_count(n_pages: int) -> int:
-    """Processes for a PDF of `n_pages`: one per usable CPU, at least PAGES_PER_WORKER
-    pages each."""
+    """Processes for a PDF of `n_pages`: half the usable CPUs (each process's ONNX runtime
+    runs its own threads; on 2 CPUs a second process measured slower), at least
+    PAGES_PER_WORKER pages each."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(cpus or 1, n_pages // PAGES_PER_WORKER))
+    return max(1, min((cpus or 1) // 2, n_pages // PAGES_PER_WORKER))
 
 
 def _in_workers(data: bytes, ranges: list[list[int]]) -> list[list[list[Region]] | None]:
