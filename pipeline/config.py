@@ -215,10 +215,18 @@ class QuerySettings(_Section):
 
 
 class StructureSettings(_Section):
+    pdf_structure: Literal["layout", "heuristic"] = Field(
+        "layout",
+        description="how PDF structure is read: 'layout' classes page regions (headings, "
+        "captions, footnotes, tables, page headers/footers, margin text) and orders them with "
+        "pymupdf's layout model (~0.3-0.5 s of CPU a page; long PDFs over worker processes); "
+        "'heuristic': font-size and position rules, ~10-20 ms a page, for very large corpora",
+    )
     pdf_tables: bool = Field(
         False,
-        description="detect tables with pymupdf find_tables (~0.15 s/page; the time spent is "
-        "kept in the document section's metadata)",
+        description="heuristic path: detect tables with pymupdf find_tables (~0.15 s/page; "
+        "the time spent is kept in the document section's metadata); the layout path takes "
+        "tables, with their cells, from the model",
     )
     header_footer_margin: float = Field(
         0.12, description="top/bottom page fraction where running headers/footers are looked for"

@@ -175,8 +175,9 @@ def test_shared_pdfs_cross_references():
     st, _ = parse_file(DATA / "multi-column.pdf")
     text = {n["id"]: n["text"] for n in st.nodes} | {s["id"]: s["title"] for s in st.sections}
     edges = cross_references(st)
-    assert len(edges) == 28
+    assert len(edges) == 29
     pairs = {(e["marker_text"], text[e["target_id"]][:22]) for e in edges}
+    assert ("Eq. (2)", "(2) L(qi, p+ i , p− i,") in pairs  # the layout model finds (2)
     assert ("Section 4.1", "4.1 Wikipedia Data Pre") in pairs
     assert ("Appendix B", "B Alternative Similari") in pairs
     assert ("Eq. (1)", "(1) sim(q, p) = EQ(q)⊺") in pairs
