@@ -10,8 +10,9 @@ from resources import build_resources
 from resources.executors import OUTPUT_TAG, executor_for  # dagster.yaml queues by OUTPUT_TAG
 
 
-def index_job(output_dir: str):
-    """The index job. By default one process per run (`$DOCGRAPH_EXECUTOR`: in_process):
+def index_job(output_dir: str, executor: str | None = None):
+    """The index job. By default one process per run (`executor`, else
+    `$DOCGRAPH_EXECUTOR`, else in_process):
     the embedding model loads once and the LLM client's connection pool and concurrency
     bound are shared by every stage; `multiprocess` and `dask` run the same steps in other
     processes or machines, the run's coordinating process holding the output lock
@@ -21,7 +22,7 @@ def index_job(output_dir: str):
     return define_asset_job(
         INDEX_JOB,
         selection=AssetSelection.all(),
-        executor_def=executor_for(),
+        executor_def=executor_for(executor),
         run_tags={OUTPUT_TAG: str(Path(output_dir).resolve())},
         description="Index the input folder end to end: documents to communities and vectors, "
         "published as one new version of the output folder.",
@@ -29,15 +30,19 @@ def index_job(output_dir: str):
 
 
 def make_definitions(
-    config_path: str | None = None, input_dir: str | None = None, output_dir: str | None = None
+    config_path: str | None = None,
+    input_dir: str | None = None,
+    output_dir: str | None = None,
+    executor: str | None = None,
 ) -> Definitions:
-    """Definitions whose resources read the given settings file and folders."""
+    """Definitions whose resources read the given settings file and folders, the index job
+    on `executor` (resources.executors; None: $DOCGRAPH_EXECUTOR, else in_process)."""
     resources = build_resources(config_path, input_dir, output_dir)
     settings = resources["docgraph"].settings()
     return Definitions(
         assets=index_assets(settings.storage.shards),
         asset_checks=index_checks,
-        jobs=[index_job(settings.output_dir)],
+        jobs=[index_job(settings.output_dir, executor)],
         schedules=[index_nightly],
         sensors=[input_folder_changed],
         resources=resources,

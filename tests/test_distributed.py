@@ -203,3 +203,51 @@ def test_the_orchestrator_locks_the_folder_the_steps_write(tmp_path):
     assert executors.output_root(job, {}, tags) == str(tmp_path / "out")
     moved = {"resources": {"docgraph": {"config": {"output_dir": str(tmp_path / "moved")}}}}
     assert executors.output_root(job, moved, tags) == str(tmp_path / "moved")
+
+
+def test_large_inputs_run_each_step_in_its_own_process(tmp_path, monkeypatch):
+    """`docgraph index` over `storage.multiprocess_from_documents` files or more takes the
+    multiprocess executor, one step at a time (unless $DOCGRAPH_EXECUTOR names one), with a
+    persistent instance; a caller's ephemeral instance keeps one process. (A whole run this
+    way costs a process start per step: checked by hand, 37 steps on two documents.)"""
+    from dagster import DagsterInstance
+    from dagster._core.executor.multiprocess import MultiprocessExecutor
+    from dagster._core.system_config.objects import ResolvedRunConfig
+
+    from assets.run import executor_by_size, index_job, input_entries, run_index
+    from pipeline.config import load_settings
+
+    inp = tmp_path / "in"
+    inp.mkdir()
+    for i in range(3):
+        (inp / f"d{i}.txt").write_text(f"Document {i} names Alice Smith.\n")
+    (inp / ".hidden.txt").write_text("not a document\n")
+    monkeypatch.delenv("DOCGRAPH_EXECUTOR", raising=False)
+
+    def settings(limit: int):
+        overrides = {"input_dir": str(inp), "output_dir": str(tmp_path / "out")}
+        return load_settings(None, {**overrides, "storage": {"multiprocess_from_documents": limit}})
+
+    entries = input_entries(settings(3))
+    assert executor_by_size(settings(3), entries) == "multiprocess"
+    assert executor_by_size(settings(4), entries) is None  # the hidden file does not count
+    assert executor_by_size(settings(0), entries) is None  # 0: never
+    monkeypatch.setenv("DOCGRAPH_EXECUTOR", "in_process")
+    assert executor_by_size(settings(3), entries) is None  # the environment decides
+    job = index_job(None, str(inp), str(tmp_path / "out"), "multiprocess")
+    config = {"execution": {"config": {"max_concurrent": 1}}}
+    resolved = ResolvedRunConfig.build(job, config)
+    assert resolved.execution.execution_engine_name == "multiprocess"
+    executor = job.executor_def.executor_creation_fn(
+        type("Init", (), {"executor_config": resolved.execution.execution_engine_config})()
+    )
+    assert isinstance(executor, MultiprocessExecutor) and executor._max_concurrent == 1
+    # a caller's ephemeral instance cannot coordinate processes: the run stays in this one
+    monkeypatch.delenv("DOCGRAPH_EXECUTOR")
+    config_file = tmp_path / "docgraph.yaml"
+    config_file.write_text("storage:\n  multiprocess_from_documents: 1\n")
+    result = run_index(
+        str(config_file), str(inp), str(tmp_path / "out"), instance=DagsterInstance.ephemeral()
+    )
+    events = [e.event_type_value for e in result.all_events]
+    assert result.success and "STEP_WORKER_STARTED" not in events
