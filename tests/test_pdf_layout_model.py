@@ -302,3 +302,22 @@ def test_a_page_the_model_cannot_read_keeps_its_text(monkeypatch):
     on_page2 = [n["text"].split(" ")[0] for n in st.nodes if n["positions"][0]["page"] == 2]
     assert "Page2" in on_page2
     assert firsts(st)[-6:] == ["C1top", "C1bottom", "C2top", "C2bottom", "C3top", "C3bottom"]
+
+
+def test_a_sentence_the_model_puts_in_a_margin_once_is_kept():
+    """A one-page document's closing line at the foot of the page may be classed as a page
+    footer; it is content unless another page repeats it (found on an unseen PDF: the line
+    vanished and its "1" became the page label)."""
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    box(page, (50, 80, 560, 600), text("Body", 150))
+    page.insert_text((50, 800), "1 The Harbour Trust was dissolved in the year 1920.", fontsize=7)
+    st = parse(pdf)
+    assert any("Harbour Trust was dissolved" in n["text"] for n in st.nodes)
+    # a footer sentence repeated on every page is still a running footer, dropped
+    repeated = journal_pages()
+    for p in repeated:
+        p.insert_text(
+            (50, 810), "Printed for the examples society by the example press.", fontsize=7
+        )
+    assert not any("example press" in n["text"] for n in parse(repeated).nodes)

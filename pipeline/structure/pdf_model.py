@@ -11,6 +11,8 @@ dropped. Page headers/footers are dropped, their page numbers kept as page label
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from typing import Any
 
 import pymupdf
@@ -180,6 +182,33 @@ def _table_text(region: Region) -> tuple[str, dict[str, Any]]:
     return (region.unit.text if region.unit else ""), {}
 
 
+# A page-header/footer region that is a sentence (this many words or more, ending like one)
+# and that no other page repeats (digits aside) is content the model put in a margin.
+MARGIN_CONTENT_WORDS = 5
+
+
+def _keep_margin_content(pages: list[list[Region]]) -> None:
+    """In place: margin regions holding a sentence seen on one page only (a one-page
+    document's footnote, a closing remark) become text: dropping them lost content. Page
+    numbers, running titles, journal lines ("Vol. 85, No. 152": no sentence) and lines
+    repeated across pages stay margins."""
+
+    def key(unit: Unit) -> str:
+        return re.sub(r"\d+", "#", " ".join(unit.text.lower().split()))
+
+    seen: Counter[str] = Counter()
+    for regions in pages:
+        seen.update({key(r.unit) for r in regions if r.unit and r.cls in MARGIN_CLASSES})
+    for regions in pages:
+        for r in regions:
+            unit = r.unit
+            if r.cls not in MARGIN_CLASSES or unit is None or seen[key(unit)] > 1:
+                continue
+            text = unit.text.strip()
+            if len(text.split()) >= MARGIN_CONTENT_WORDS and SENT_END.search(text):
+                r.cls = "text"
+
+
 def parse_layout(
     out: DocStructure, pdf: pymupdf.Document, cfg: StructureSettings, data: bytes | None = None
 ) -> tuple[list[dict[str, Any]], dict[int, str], dict[str, Any]]:
@@ -200,6 +229,7 @@ def parse_layout(
         heights.append(page.rect.height or 792.0)
         if not any(r.unit for r in regions) and not orphans[-1]:
             out.warnings.append(f"page {pno + 1}: no text")
+    _keep_margin_content(pages)
     margins = [[r.unit for r in rs if r.unit and r.cls in MARGIN_CLASSES] for rs in pages]
     numbers = printed_numbers(margins)
     body_units = [
