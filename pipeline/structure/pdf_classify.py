@@ -10,7 +10,7 @@ from typing import Any
 
 from pipeline.structure.pdf_heuristic import cover_pages
 from pipeline.structure.pdf_layout import CAPTION_LABEL, NOTE_START, Unit, is_caption
-from pipeline.structure.pdf_sections import SENT_END, join_text, norm
+from pipeline.structure.pdf_sections import SENT_END, dedupe_headings, join_text
 
 WORD = re.compile(r"[^\W\d_]{2,}")
 MATH_SIGN = re.compile(r"[=<>≤≥∑∫√±×÷∈]")
@@ -143,16 +143,4 @@ def title_and_headings(items: list[dict[str, Any]], n_pages: int, body: float) -
             if it is top:
                 continue
             it["kind"] = "PARAGRAPH" if it["unit"].page == page else "HEADING"
-    best: dict[tuple[int, str], dict[str, Any]] = {}
-    for it in items:
-        if it["kind"] not in ("HEADING", "TITLE"):
-            continue
-        key = (it["unit"].page, norm(it["text"]))
-        other = best.get(key)
-        if other is None:
-            best[key] = it
-        elif it["unit"].size > other["unit"].size:
-            other["kind"] = "PARAGRAPH"
-            best[key] = it
-        else:
-            it["kind"] = "PARAGRAPH"
+    dedupe_headings(items, ("HEADING", "TITLE"))

@@ -28,13 +28,9 @@ from pipeline.structure.pdf_layout import (
     page_units,
     xy_cut,
 )
-from pipeline.structure.pdf_sections import NUMBERED
+from pipeline.structure.pdf_sections import NUMBERED, dedupe_headings
 
 DOT_LEADER = re.compile(r"(\.\s?){4,}\s*\S*$")
-
-
-def _norm(text: str) -> str:
-    return " ".join(re.sub(r"[\W_]+", " ", text.lower()).split())
 
 
 def _margins(
@@ -222,7 +218,7 @@ def parse_heuristic(
         if top["unit"].size >= 1.5 * body:
             top["kind"] = "TITLE"
     cover_pages(items, pdf.page_count, body)
-    _dedupe_headings(items)
+    dedupe_headings(items)
 
     meta = {"body_font_size": body, "pdf_tables": cfg.pdf_tables}
     out.stats["pdf_table_s"] = table_s
@@ -297,21 +293,3 @@ def _over_text(u: Unit, units: list[Unit]) -> bool:
     if b is None or len(u.text.split()) < 3 or len(b.lines) < 3:
         return False
     return b.bbox[1] - u.bbox[3] < 2 * u.size and b.size < u.size and abs(b.bbox[0] - u.bbox[0]) < 3
-
-
-def _dedupe_headings(items: list[dict[str, Any]]) -> None:
-    """The same heading text twice on one page (a masthead over the display heading): only
-    the larger one heads a section."""
-    best: dict[tuple[int, str], dict[str, Any]] = {}
-    for it in items:
-        if it["kind"] != "HEADING":
-            continue
-        key = (it["unit"].page, _norm(it["text"]))
-        other = best.get(key)
-        if other is None:
-            best[key] = it
-        elif it["unit"].size > other["unit"].size:
-            other["kind"] = "PARAGRAPH"
-            best[key] = it
-        else:
-            it["kind"] = "PARAGRAPH"

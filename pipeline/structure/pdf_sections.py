@@ -33,6 +33,24 @@ def norm(text: str) -> str:
     return " ".join(re.sub(r"[\W_]+", " ", text.lower()).split())
 
 
+def dedupe_headings(items: list[dict[str, Any]], kinds: tuple[str, ...] = ("HEADING",)) -> None:
+    """In place: the same heading text twice on one page (a masthead over the display
+    heading): only the larger one heads a section, the other is a PARAGRAPH."""
+    best: dict[tuple[int, str], dict[str, Any]] = {}
+    for it in items:
+        if it["kind"] not in kinds:
+            continue
+        key = (it["unit"].page, norm(it["text"]))
+        other = best.get(key)
+        if other is None:
+            best[key] = it
+        elif it["unit"].size > other["unit"].size:
+            other["kind"] = "PARAGRAPH"
+            best[key] = it
+        else:
+            it["kind"] = "PARAGRAPH"
+
+
 def merge_continuations(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One node for a paragraph split by a page or column break (or a block split by pymupdf):
     the previous paragraph does not end a sentence and this one starts in lower case, in about
