@@ -1,4 +1,4 @@
-"""Run the index job in-process: what `docgraph index`, benchmarks and tests call.
+"""Run the index job from Python: what `docgraph index`, benchmarks and tests call.
 
 It is the same `index_job` over the same assets that the Dagster UI, schedules and
 sensors run (no second code path); only the resources get the caller's folders. A run
@@ -7,7 +7,8 @@ and then the corpus-wide tail; the other shards' tables carry over from that ver
 
 It executes the job with `execute_job`, not `JobDefinition.execute_in_process`: the latter
 keeps every step's output value for the result object, so a run's process held every table
-it produced until the end (+0.7 GB at 10k documents).
+it produced until the end (+0.7 GB at 10k documents). The steps run in this process, or
+each in one of its own for a large input (`executor_by_size`).
 """
 
 from __future__ import annotations
