@@ -32,6 +32,29 @@ DOCUMENTS = pa.schema(
         ("text", _str),  # PDF pages are separated by "\f"
         ("creation_date", _str),  # ISO 8601, file mtime (UTC)
         ("warnings", _strs),
+        # from the publications manifest (pipeline.ingest.publications); null when unmapped
+        ("publication_id", _str),
+        ("document_type", _str),  # MAIN | SUPPLEMENTAL | OTHER
+        ("document_description", _str),
+        ("document_language", _str),  # as declared; `language` is the detected one
+        ("document_version", _str),
+    ]
+)
+
+# A publication of the manifest (publications.json / .jsonl beside the documents).
+PUBLICATIONS = pa.schema(
+    [
+        ("id", _str),
+        ("human_readable_id", _i64),
+        ("title", _str),
+        ("abstract", _str),
+        ("citation", _str),
+        ("authors", _strs),
+        ("date", _str),  # as written in the manifest (ISO 8601 or a year)
+        ("source", _str),
+        ("source_url", _str),
+        ("uri", _str),
+        ("document_ids", _strs),  # the indexed documents its file entries matched
     ]
 )
 
@@ -256,6 +279,8 @@ COMMUNITY_REPORTS = pa.schema(
 TABLES: dict[str, pa.Schema] = {
     "documents": DOCUMENTS,
     "rejected_documents": REJECTED_DOCUMENTS,
+    "publications": PUBLICATIONS,
+    "publication_failures": DOCUMENT_FAILURES,  # manifest rows skipped, and why
     "sections": SECTIONS,
     "content_nodes": CONTENT_NODES,
     "document_edges": STRUCTURE_EDGES,  # per shard: edges within documents
@@ -305,11 +330,31 @@ VECTOR_TABLES: dict[str, list[tuple[str, pa.DataType]]] = {
     # node_type etc. let node search pre-filter ("only TABLE nodes")
     "content_nodes": [("node_type", _str), ("document_id", _str), ("section_id", _str)],
 }
+# Last columns of every Lance table an index run writes: which model made the vectors, when.
+VECTOR_PROVENANCE: list[tuple[str, pa.DataType]] = [
+    ("embedding_model", _str),
+    ("created_at", pa.timestamp("us", tz="UTC")),
+]
+
+
+# Columns added after a table's first release, filled with nulls when a frame lacks them
+# (frames built by older code and tests); any other missing column is an error.
+OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {
+    "documents": (
+        "publication_id",
+        "document_type",
+        "document_description",
+        "document_language",
+        "document_version",
+    ),
+}
 
 
 def conform(df: pl.DataFrame, name: str) -> pa.Table:
     """The frame as an Arrow table with exactly table `name`'s schema."""
     schema = TABLES[name]
+    absent = [c for c in OPTIONAL_COLUMNS.get(name, ()) if c not in df.columns]
+    df = df.with_columns(pl.lit(None, dtype=pl.Utf8).alias(c) for c in absent)
     missing = [f.name for f in schema if f.name not in df.columns]
     if missing:
         raise ValueError(f"table {name!r} is missing columns {missing}")
