@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from pipeline import schemas
 from pipeline.ids import sha256_hex, stable_id
 from pipeline.ingest.walk import Entry, check_input_folder, walk_input
+
+if TYPE_CHECKING:
+    from pipeline.ingest.publications import FileMapping
 
 
 class LoadError(Exception):
@@ -73,12 +76,19 @@ def load_folder(
     documents (shards are loaded apart, so a copy elsewhere is unknown here). Nothing outside the
     input folder is read, nor the `exclude` folders inside it (see walk.py). A missing or
     empty folder raises InputFolderError."""
+    from pipeline.ingest.publications import read_manifest  # it imports this module
+
     root = check_input_folder(input_dir, exclude)
-    return load_entries(root, walk_input(root, exclude))
+    entries = walk_input(root, exclude)
+    return load_entries(root, entries, read_manifest(root, entries).files)
 
 
-def load_entries(root: Path, entries: Iterable[Entry]) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """`load_folder` over some entries of a walk of `root` (one document shard's)."""
+def load_entries(
+    root: Path, entries: Iterable[Entry], mapping: Mapping[str, FileMapping] | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`load_folder` over some entries of a walk of `root` (one document shard's); `mapping`
+    (the publications manifest's files) fills the documents' publication columns."""
+    mapping = mapping or {}
     docs: list[dict[str, Any]] = []
     rejected: list[dict[str, Any]] = []
     for entry in entries:
@@ -116,9 +126,25 @@ def load_entries(root: Path, entries: Iterable[Entry]) -> tuple[pl.DataFrame, pl
                 "text": doc.text,
                 "creation_date": _mtime_iso(path),
                 "warnings": list(doc.warnings),
+                **_publication_columns(mapping.get(rel)),
             }
         )
     return _documents_frame(docs), _rejected_frame(rejected)
+
+
+# The documents columns the publications manifest fills (FileMapping's fields).
+PUBLICATION_COLUMNS = (
+    "publication_id",
+    "document_type",
+    "document_description",
+    "document_language",
+    "document_version",
+)
+
+
+def _publication_columns(mapped: FileMapping | None) -> dict[str, str | None]:
+    """The documents table's manifest columns of one file (nulls when it is unmapped)."""
+    return {c: getattr(mapped, c, None) for c in PUBLICATION_COLUMNS}
 
 
 def _relative(reason: str, root: Path) -> str:

@@ -27,6 +27,9 @@ SPECIAL = "not a regular file"
 HIDDEN_FILE = "hidden file (not read)"
 HIDDEN_FOLDER = "hidden folder (not read)"
 INTO_OWN = "symlink into a folder docgraph writes (not read)"
+# The publications manifest (pipeline.ingest.publications) at the input folder's top level:
+# it describes documents, it is not one.
+MANIFEST_NAMES = ("publications.json", "publications.jsonl")
 
 
 class InputFolderError(ValueError):
@@ -114,8 +117,19 @@ def walk_input(input_dir: str | Path, exclude: Iterable[str | Path] = ()) -> lis
             elif entry.reason:
                 entries.append(entry)
         dirnames[:] = kept
+        if here == root:
+            filenames = [n for n in filenames if n not in MANIFEST_NAMES]
         entries.extend(_file_entry(root, real_root, here / name, skip) for name in filenames)
     return sorted(entries, key=lambda e: e.rel)
+
+
+def manifest_entries(input_dir: str | Path) -> list[Entry]:
+    """The publications manifest files present at the top of the input folder, each with its
+    real path to read or the reason it may not be (a symlink out of the folder, ...)."""
+    root = Path(input_dir)
+    real_root = Path(os.path.realpath(root))
+    found = (root / name for name in MANIFEST_NAMES)
+    return [_file_entry(root, real_root, p, frozenset()) for p in found if os.path.lexists(p)]
 
 
 def _folder_entry(root: Path, path: Path, skip: frozenset[Path]) -> Entry | None:
@@ -169,7 +183,7 @@ def folder_fingerprint(
         return "", 0
     h = hashlib.sha256()
     n = 0
-    for e in walk_input(root, exclude):
+    for e in [*walk_input(root, exclude), *manifest_entries(root)]:
         if e.hidden:
             continue
         if e.path is None:
