@@ -246,6 +246,22 @@ def cmd_fake_llm(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write the entity graph as GraphML or as one offline HTML page (pipeline.export)."""
+    from pipeline import export
+
+    settings = load_settings(args.config, _folder_overrides(args))
+    target = Path(args.to or f"entity_graph.{args.format}")
+    if args.format == "graphml":
+        nodes, edges = export.export_graphml(settings.output_dir, target)
+        print(f"{target}: {nodes} entities, {edges} relationships")
+    else:
+        limit = args.max_nodes or export.DEFAULT_MAX_NODES
+        shown, total = export.export_html(settings.output_dir, target, limit)
+        print(f"{target}: {shown} of {total} entities (the highest degree first)")
+    return 0
+
+
 def _folder_overrides(args: argparse.Namespace) -> dict[str, str]:
     pairs = (("input_dir", getattr(args, "input", None)), ("output_dir", args.output))
     return {k: v for k, v in pairs if v}
@@ -335,6 +351,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="check schemas and references of an index")
     common(p)
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("export", help="write the entity graph as GraphML or an offline HTML page")
+    p.add_argument("format", choices=["graphml", "html"])
+    common(p)
+    p.add_argument("--to", help="file to write (default: ./entity_graph.FORMAT)")
+    p.add_argument(
+        "--max-nodes", type=_positive_int, default=None, help="html: entities shown (2000)"
+    )
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("sample", help="write the sample corpus to a folder")
     p.add_argument("target")
