@@ -1,4 +1,5 @@
-"""The one place that assembles dagster.Definitions (loaded by `dagster dev` via workspace.yaml)."""
+"""The one place that assembles dagster.Definitions: the code location "docgraph" that
+pyproject.toml's [tool.dg] block names, loaded by `dg dev` and `dagster dev` alike."""
 
 from pathlib import Path
 

@@ -1,6 +1,6 @@
 """What a run launched from the webserver costs next to the CLI, on the sample corpus.
 
-    python benchmarks/ui_launch.py [--modes dev,webserver] [--repeat N] [--work DIR]
+    python benchmarks/ui_launch.py [--modes dev,dg,webserver] [--repeat N] [--work DIR]
 
 In one script run, each run into a fresh output folder, after one untimed warm-up run.
 For each UI mode a server is started on a temporary DAGSTER_HOME (a copy of the repo's
@@ -11,6 +11,7 @@ background load; the CLI records its run in the same instance, as with DAGSTER_H
   dev        `dagster dev` (webserver + daemon, the repo's QueuedRunCoordinator: the daemon
              dequeues the run), `index_job` submitted through GraphQL with a run-config
              override of `resources.docgraph.config.output_dir`: submit to RUN_SUCCESS;
+  dg         `dg dev` (dagster-dg-cli): the same as dev, the location from [tool.dg];
   webserver  `dagster-webserver` alone with DefaultRunCoordinator (the run launches at
              submit, no queue): the same submission, submit to RUN_SUCCESS.
 
@@ -111,17 +112,24 @@ def _default_sigint() -> None:
 
 
 class DagsterServer:
-    """`dagster dev` (daemon=True: webserver + daemon) or `dagster-webserver` alone, on a free
-    127.0.0.1 port, in its own process group (stopped by SIGINT, then SIGKILL to the group)."""
+    """`dagster dev` (daemon=True: webserver + daemon), `dg dev` (cli="dg", webserver +
+    daemon) or `dagster-webserver` alone, on a free 127.0.0.1 port, in its own process group
+    (stopped by SIGINT, then SIGKILL to the group). Each finds the code location where a user
+    running it in the repo does: pyproject.toml's [tool.dg] block, no -w."""
 
-    def __init__(self, env: dict[str, str], log_path: Path, daemon: bool = True):
-        self.env, self.log_path, self.daemon = env, log_path, daemon
+    def __init__(
+        self, env: dict[str, str], log_path: Path, daemon: bool = True, cli: str = "dagster"
+    ):
+        self.env, self.log_path, self.daemon, self.cli = env, log_path, daemon, cli
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
 
     def __enter__(self) -> DagsterServer:
-        exe = [str(BIN / "dagster"), "dev"] if self.daemon else [str(BIN / "dagster-webserver")]
-        args = [*exe, "-w", str(ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(self.port)]
+        if self.cli == "dg":
+            exe = [str(BIN / "dg"), "dev"]
+        else:
+            exe = [str(BIN / "dagster"), "dev"] if self.daemon else [str(BIN / "dagster-webserver")]
+        args = [*exe, "-h", "127.0.0.1", "-p", str(self.port)]
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             args,
@@ -335,7 +343,7 @@ def time_ui(server: DagsterServer, home: Path, out: Path) -> tuple[float, list]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--modes", default="dev,webserver", help="UI modes: dev, webserver")
+    parser.add_argument("--modes", default="dev,webserver", help="UI modes: dev, dg, webserver")
     parser.add_argument("--repeat", type=int, default=1, help="pairs of runs per mode (median)")
     parser.add_argument("--work", help="work folder (default: a temp folder, removed)")
     args = parser.parse_args()
@@ -356,10 +364,12 @@ def main() -> int:
         # untimed: the first run of a session pays cold file caches (torch, the model)
         time_cli(instance_home(work / "home_warmup"), inp, fresh(), work / "warmup.log")
         for mode in modes:
-            home = instance_home(work / f"home_{mode}", queued=mode == "dev")
+            home = instance_home(work / f"home_{mode}", queued=mode != "webserver")
             env = docgraph_env(home, inp, work / "default_out")
             times[mode] = {"cli": [], "ui": []}
-            with DagsterServer(env, work / f"{mode}.log", daemon=mode == "dev") as server:
+            cli = "dg" if mode == "dg" else "dagster"
+            log = work / f"{mode}.log"
+            with DagsterServer(env, log, daemon=mode != "webserver", cli=cli) as server:
                 # CLI and UI runs alternate with the same server up: same background load
                 for _ in range(args.repeat):
                     seconds, detail["cli"] = time_cli(home, inp, fresh(), work / "cli.log")
@@ -378,6 +388,7 @@ def main() -> int:
 LABELS = {
     "cli": "docgraph index (CLI)",
     "dev": "GraphQL on dagster dev (queued)",
+    "dg": "GraphQL on dg dev (queued)",
     "webserver": "GraphQL on dagster-webserver (direct)",
 }
 

@@ -1,6 +1,7 @@
 """Tier 5: the index job launched from the webserver, as the Launchpad does it.
 
-`dagster dev` (webserver + daemon) serves workspace.yaml with DOCGRAPH_INPUT_DIR and
+`dagster dev` (webserver + daemon) serves the code location of pyproject.toml's [tool.dg]
+block (the one place it is named; `dg dev` reads the same) with DOCGRAPH_INPUT_DIR and
 DOCGRAPH_OUTPUT_DIR pointing at temp folders; `index_job` is submitted through the GraphQL
 API with run config overriding `resources.docgraph.config.output_dir`. Every output of the
 run (Parquet tables, Lance tables, index.json, caches) must land in the overridden folder and
