@@ -72,45 +72,89 @@ def _clip(cx: float, cy: float, w: float, h: float, tx: float, ty: float) -> tup
     return cx + dx * t, cy + dy * t
 
 
+def _merged(chart: Flowchart) -> list[tuple[str, str, str]]:
+    """One edge per (source, target), its distinct labels joined: parallel edges (born and
+    died in the same city) would otherwise draw one line with labels on top of each other."""
+    labels: dict[tuple[str, str], list[str]] = {}
+    for a, b, label in chart.edges:
+        seen = labels.setdefault((a, b), [])
+        if label and label not in seen:
+            seen.append(label)
+    return [(a, b, ", ".join(v)) for (a, b), v in labels.items()]
+
+
+def _layered(
+    pairs: list[tuple[int, int]], n: int
+) -> tuple[list[tuple[float, float]], list[list[tuple[float, float]]]]:
+    """(x, layer) of `n` nodes and the bend points of each edge: Sugiyama layers first,
+    then one dummy node per layer an edge crosses, laid out with the nodes so a long edge
+    bends around boxes instead of crossing them. (igraph's own edge routing is not used:
+    its control points come back out of order.)"""
+    if n == 0:
+        return [], []
+    layer = [
+        int(round(y))
+        for _, y in ig.Graph(n=n, edges=pairs, directed=True).layout_sugiyama().coords[:n]
+    ]
+    extended, chains = list(pairs), []
+    for a, b in pairs:
+        low, high = sorted((layer[a], layer[b]))
+        dummies = list(range(len(layer), len(layer) + max(0, high - low - 1)))
+        layer += list(range(low + 1, high))
+        chains.append(dummies if layer[a] <= layer[b] else dummies[::-1])
+        if dummies:
+            ends = (a, b) if layer[a] <= layer[b] else (b, a)
+            path = [ends[0], *dummies, ends[1]]
+            extended += list(zip(path, path[1:], strict=False))
+    extended = [(a, b) for a, b in extended if abs(layer[a] - layer[b]) == 1]
+    coords = ig.Graph(n=len(layer), edges=extended, directed=True).layout_sugiyama(layers=layer)
+    xy = [(float(x), float(y)) for x, y in coords.coords[: len(layer)]]
+    return xy[:n], [[xy[d] for d in chain] for chain in chains]
+
+
 def mermaid_svg(text: str) -> str:
     """SVG of the Mermaid flowchart `text` (the subset flow search writes)."""
     chart = parse(text)
     keys = list(chart.labels)
     pos = {k: i for i, k in enumerate(keys)}
-    pairs = [(pos[a], pos[b]) for a, b, _ in chart.edges if a != b]
+    edges = [e for e in _merged(chart) if e[0] != e[1]]
     widths = [len(chart.labels[k]) * CHAR_W + 2 * PAD for k in keys]
-    coords = (
-        ig.Graph(n=len(keys), edges=pairs, directed=True).layout_sugiyama().coords[: len(keys)]
-        if keys
-        else []
-    )
+    coords, routes = _layered([(pos[a], pos[b]) for a, b, _ in edges], len(keys))
     horizontal = chart.direction in ("LR", "RL")
-    layers = sorted({int(round(c[1])) for c in coords})
+    layer_of = [int(round(c[1])) for c in coords]
+    layers = sorted(set(layer_of) | {int(round(y)) for r in routes for _, y in r})
     # a layer is as wide (LR) or as tall (TD) as its widest box
-    extent = {
-        layer: max(w for w, c in zip(widths, coords, strict=True) if int(round(c[1])) == layer)
-        if horizontal
-        else NODE_H
-        for layer in layers
-    }
+    extent = {layer: 0.0 for layer in layers}
+    for layer, w in zip(layer_of, widths, strict=True):
+        extent[layer] = max(extent[layer], w if horizontal else NODE_H)
     offset, at = {}, PAD
     for layer in layers:
         offset[layer] = at
         at += extent[layer] + GAP_X
     slot = NODE_H + GAP_Y if horizontal else max(widths, default=0) + GAP_Y
-    centres = []
-    for (x, y), w in zip(coords, widths, strict=True):
+    inset = NODE_H / 2 if horizontal else max(widths, default=0) / 2
+
+    def place(x: float, y: float) -> tuple[float, float]:
         layer = int(round(y))
-        along = offset[layer] + (extent[layer] / 2 if horizontal else NODE_H / 2)
-        across = PAD + x * slot + (NODE_H / 2 if horizontal else w / 2)
-        centres.append((along, across) if horizontal else (across, along))
+        along, across = offset[layer] + extent[layer] / 2, PAD + x * slot + inset
+        return (along, across) if horizontal else (across, along)
+
+    centres = [place(x, y) for x, y in coords]
     if chart.direction in ("RL", "BT") and centres:
-        far = max(c[0 if horizontal else 1] for c in centres) + min(
-            c[0 if horizontal else 1] for c in centres
-        )
-        centres = [(far - cx, cy) if horizontal else (cx, far - cy) for cx, cy in centres]
-    width = max((cx + w / 2 for (cx, _), w in zip(centres, widths, strict=True)), default=0) + PAD
-    height = max((cy + NODE_H / 2 for _, cy in centres), default=0) + PAD
+        axis = 0 if horizontal else 1
+        far = max(c[axis] for c in centres) + min(c[axis] for c in centres)
+
+        def flip(c: tuple[float, float]) -> tuple[float, float]:
+            return (far - c[0], c[1]) if horizontal else (c[0], far - c[1])
+
+        centres = [flip(c) for c in centres]
+        routes = [[flip(place(x, y)) for x, y in r] for r in routes]
+    else:
+        routes = [[place(x, y) for x, y in r] for r in routes]
+    bends = [point for route in routes for point in route]
+    right = [cx + w / 2 for (cx, _), w in zip(centres, widths, strict=True)]
+    width = max(right + [x for x, _ in bends], default=0) + PAD
+    height = max([cy + NODE_H / 2 for _, cy in centres] + [y for _, y in bends], default=0) + PAD
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
         f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="sans-serif" font-size="12">',
@@ -119,15 +163,21 @@ def mermaid_svg(text: str) -> str:
         "</defs>",
     ]
     labels = []
-    for a, b, label in chart.edges:
+    for (a, b, label), bends in zip(edges, routes, strict=True):
         (ax, ay), (bx, by) = centres[pos[a]], centres[pos[b]]
-        x1, y1 = _clip(ax, ay, widths[pos[a]], NODE_H, bx, by)
-        x2, y2 = _clip(bx, by, widths[pos[b]], NODE_H, ax, ay)
+        first, last = (bends[0], bends[-1]) if bends else ((bx, by), (ax, ay))
+        points = [
+            _clip(ax, ay, widths[pos[a]], NODE_H, *first),
+            *bends,
+            _clip(bx, by, widths[pos[b]], NODE_H, *last),
+        ]
+        path = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
         out.append(
-            f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="#888" '
-            'marker-end="url(#arrow)"/>'
+            f'<polyline points="{path}" fill="none" stroke="#888" marker-end="url(#arrow)"/>'
         )
         if label:
+            mid = len(points) // 2
+            (x1, y1), (x2, y2) = points[mid - 1], points[mid]
             mx, my, w = (x1 + x2) / 2, (y1 + y2) / 2, len(label) * 6.0 + 6
             labels.append(
                 f'<rect x="{mx - w / 2:.1f}" y="{my - 8:.1f}" width="{w:.1f}" height="15" '
