@@ -3,7 +3,7 @@
 from dagster import AssetsDefinition
 
 from assets.checks import integrity_checks
-from assets.ingest import documents_asset
+from assets.ingest import documents_asset, publications
 from assets.publish import published_index_asset
 from assets.semantic import (
     chunks_asset,
@@ -21,6 +21,7 @@ def index_assets(n_shards: int) -> list[AssetsDefinition]:
     (assets.shards), `published_index` last."""
     assets = [
         documents_asset(n_shards),
+        publications,
         structure_asset(n_shards),
         chunks_asset(n_shards),
         extraction_asset(n_shards),

@@ -1,12 +1,19 @@
 """Documents from the input folder, shard by shard; unreadable files land in
-rejected_documents with a reason."""
+rejected_documents with a reason. The publications manifest fills the documents'
+publication columns and, corpus-wide, the publications table."""
 
-from dagster import AssetExecutionContext, MetadataValue, multi_asset
+import time
+from pathlib import Path
 
+from dagster import AssetExecutionContext, AssetOut, MetadataValue, Output, multi_asset
+
+from assets.metadata import frame_metadata
 from assets.shards import SHARD_POLICY, run_shards, shard_partitions, specs
-from pipeline import shards
+from assets.structure import failures_md
+from pipeline import shards, store
 from pipeline.ingest import check_input_folder, own_folders, walk_input
 from pipeline.ingest.loader import load_entries
+from pipeline.ingest.publications import failures_frame, publications_frame, read_manifest
 from resources import DocgraphConfig
 from resources.output import run_dir
 
@@ -30,16 +37,17 @@ def documents_asset(n_shards: int):
         root = check_input_folder(settings.input_dir, own)
         folder = run_dir(docgraph, context)
         entries = walk_input(root, own)
+        mapping = read_manifest(root, entries).files  # its failures: the publications asset
         n = n_shards
         groups = shards.by_shard(entries, n)
         # fingerprinted before reading: a file edited meanwhile is seen as changed next time
         prints = shards.fingerprints(
-            root, own, n, shards.stage_settings_digest(settings), entries=entries
+            root, own, n, shards.stage_settings_digest(settings), entries=entries, mapping=mapping
         )
         reasons: dict[str, str] = {}
 
         def load(key: str):
-            docs, rejected = load_entries(root, groups[key])
+            docs, rejected = load_entries(root, groups[key], mapping)
             for row in rejected.iter_rows(named=True):
                 context.log.warning(f"rejected {row['source_path']}: {row['reason']}")
                 reasons[row["source_path"]] = row["reason"]
@@ -59,3 +67,40 @@ def documents_asset(n_shards: int):
         yield from results
 
     return documents
+
+
+@multi_asset(
+    outs={
+        "publications": AssetOut(
+            description="Publications of the manifest (publications.json / .jsonl in the "
+            "input folder) with the documents mapped to each."
+        ),
+        "publication_failures": AssetOut(
+            description="Manifest rows skipped (bad JSON, missing or repeated id, unknown "
+            "type, a path matching no file, a file claimed twice), and why."
+        ),
+    },
+    deps=["documents"],
+    group_name="ingest",
+)
+def publications(context: AssetExecutionContext, docgraph: DocgraphConfig):
+    started = time.perf_counter()
+    settings = docgraph.settings()
+    own = own_folders(settings.output_dir)
+    root = Path(settings.input_dir)
+    manifest = read_manifest(root, walk_input(root, own) if root.is_dir() else [])
+    docs = store.read_table(run_dir(docgraph, context), "documents", ["id", "publication_id"])
+    pubs, failed = publications_frame(manifest, docs), failures_frame(manifest)
+    for row in failed.iter_rows(named=True):
+        context.log.warning(f"publications manifest: {row['source_path']}: {row['reason']}")
+    mapped = docs.filter(docs["publication_id"].is_not_null()).height
+    yield Output(
+        pubs,
+        output_name="publications",
+        metadata=frame_metadata(pubs, started, documents_mapped=mapped),
+    )
+    yield Output(
+        failed,
+        output_name="publication_failures",
+        metadata=frame_metadata(failed, started, failures=failures_md(failed)),
+    )

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from pipeline import schemas
 from pipeline.config import Settings
 from pipeline.files import atomic_write_text
+from pipeline.ingest.publications import FileMapping, read_manifest
 from pipeline.ingest.walk import Entry, walk_input
 
 
@@ -37,9 +39,12 @@ def shard_of(rel_path: str, n: int) -> str:
 
 def stage_settings_digest(settings: Settings) -> str:
     """Hash of the settings the per-document stages read (structure, chunking, extraction,
-    embedding, the LLM's endpoint and model in LLM mode, the shard count)."""
+    embedding, the LLM's endpoint and model in LLM mode, the shard count) and of the tables'
+    columns: a shard written with other columns cannot be read with the new ones (Parquet
+    files of one table must agree), so a schema change re-runs every shard once."""
     llm = settings.llm
     parts = [
+        ";".join(f"{name}={schema}" for name, schema in sorted(schemas.TABLES.items())),
         settings.structure.model_dump_json(),
         settings.chunking.model_dump_json(),
         settings.extraction.model_dump_json(),
@@ -64,13 +69,19 @@ def fingerprints(
     n: int,
     salt: str = "",
     entries: Iterable[Entry] | None = None,
+    mapping: Mapping[str, FileMapping] | None = None,
 ) -> dict[str, str]:
     """Shard key -> fingerprint of its files, for every shard (an empty one too); from
-    `entries` when the folder was just walked."""
+    `entries` when the folder was just walked. A file's publications-manifest mapping (read
+    here unless given) is part of it: a manifest edit re-runs only the shards of the files
+    whose mapping changed."""
     hashes = {key: hashlib.sha256(salt.encode("utf-8")) for key in shard_keys(n)}
     root = Path(input_dir)
     if entries is None:
         entries = walk_input(root, exclude) if root.is_dir() else []
+    entries = list(entries)
+    if mapping is None:
+        mapping = read_manifest(root, entries).files if root.is_dir() else {}
     for e in entries:
         if e.hidden:
             continue
@@ -82,6 +93,8 @@ def fingerprints(
             except OSError:  # deleted since the walk: the next poll sees it gone
                 continue
             line = f"{e.rel}\x1f{st.st_size}\x1f{st.st_mtime_ns}\n"
+            if e.rel in mapping:
+                line += f"{e.rel}\x1f{mapping[e.rel].key()}\n"
         hashes[shard_of(e.rel, n)].update(line.encode("utf-8"))
     return {key: h.hexdigest()[:32] for key, h in hashes.items()}
 

@@ -19,7 +19,9 @@ HEADING, FIGURE, CODE, NOTE, ...) embeds its own text (its description when it h
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -272,11 +274,35 @@ def node_vectors(
     return out
 
 
+def lance_schema(name: str, dim: int) -> pa.Schema:
+    """The Arrow schema of Lance table `name`: its columns, then VECTOR_PROVENANCE."""
+    return schemas.vector_schema(dim, schemas.VECTOR_TABLES[name] + schemas.VECTOR_PROVENANCE)
+
+
+def model_label(embedder: EmbedderLike, settings: EmbeddingSettings) -> str:
+    """The name of the model that made the vectors, as configured (the packaged model by its
+    name, a local model folder by its folder name: the machine's layout is not the table's
+    business); a caller's own embedder by its `model_id`."""
+    from pipeline.embed import resolve_model
+
+    model = str(getattr(embedder, "model_id", "") or settings.model)
+    if model == resolve_model(settings.model):
+        model = settings.model
+    return Path(model).name if os.path.isabs(model) else model
+
+
 def vector_arrow(
-    name: str, frame: pl.DataFrame, texts: list[str], vecs: np.ndarray, dim: int
+    name: str,
+    frame: pl.DataFrame,
+    texts: list[str],
+    vecs: np.ndarray,
+    dim: int,
+    model: str = "",
+    created_at: datetime | None = None,
 ) -> pa.Table:
-    """Table `name`'s rows with their vectors, as Arrow in the explicit vector schema."""
-    schema = schemas.vector_schema(dim, schemas.VECTOR_TABLES[name])
+    """Table `name`'s rows with their vectors, as Arrow in the explicit vector schema; every
+    row records the embedding `model` and when the table was made (`created_at`, UTC)."""
+    schema = lance_schema(name, dim)
     vector = pa.FixedSizeListArray.from_arrays(pa.array(vecs.ravel(), pa.float32()), dim)
     columns: dict[str, pa.Array] = {
         "id": pa.array(frame["id"].to_list() if frame.height else [], pa.string()),
@@ -286,6 +312,10 @@ def vector_arrow(
     for col, typ in schemas.VECTOR_TABLES[name]:
         values = frame[col].to_list() if frame.height else []
         columns[col] = pa.array(values, typ)
+    n = len(texts)
+    columns["embedding_model"] = pa.array([model] * n, pa.string())
+    stamp = created_at or datetime.now(UTC)
+    columns["created_at"] = pa.array([stamp] * n, schema.field("created_at").type)
     return pa.table(columns, schema=schema)
 
 
@@ -301,6 +331,7 @@ def build_vector_table(
     count. Derived modes read the text_units (and entities) Lance tables: build those first."""
     settings = settings or EmbeddingSettings()
     dim = embedder.dim
+    model, created_at = model_label(embedder, settings), datetime.now(UTC)
     if name == "relationships" and settings.relationship_vectors == "context":
         # the largest table (501k rows at 40k documents): vectors and texts (not embedded,
         # stored for the full-text index) made a block at a time, never whole in memory
@@ -320,11 +351,11 @@ def build_vector_table(
         at = 0
         for vecs in blocks:
             part = frame.slice(at, len(vecs))
-            yield from vector_arrow(name, part, texts_of(part, at), vecs, dim).to_batches()
+            table = vector_arrow(name, part, texts_of(part, at), vecs, dim, model, created_at)
+            yield from table.to_batches()
             at += len(vecs)
 
-    schema = schemas.vector_schema(dim, schemas.VECTOR_TABLES[name])
-    store.write_lance(output_dir, name, batches(), schema)
+    store.write_lance(output_dir, name, batches(), lance_schema(name, dim))
     return frame.height
 
 

@@ -9,6 +9,8 @@ from definitions import defs
 EXPECTED_ASSETS = {
     "documents",
     "rejected_documents",
+    "publications",
+    "publication_failures",
     "sections",
     "content_nodes",
     "document_edges",

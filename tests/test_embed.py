@@ -155,7 +155,9 @@ def test_vector_tables_have_explicit_schema_fts_and_roundtrip(tmp_path):
     db = lancedb.connect(str(tmp_path / store.LANCE_DIR))
     for name in counts:
         tbl = db.open_table(name)
-        assert tbl.schema == schemas.vector_schema(8, schemas.VECTOR_TABLES[name])
+        extra = schemas.VECTOR_TABLES[name] + schemas.VECTOR_PROVENANCE
+        assert tbl.schema == schemas.vector_schema(8, extra)
+        assert set(tbl.to_arrow()["embedding_model"].to_pylist()) == {"fake-model"}
     hits = db.open_table("text_units").search("purr", query_type="fts").limit(3).to_arrow()
     assert hits["id"].to_pylist() == ["u1"]
     ids, mat = read_vectors(tmp_path, "text_units")
