@@ -16,13 +16,20 @@ from dagster import (
     multi_asset,
 )
 
-from assets.metadata import counts_md, frame_metadata
+from assets.metadata import (
+    PARQUET_KINDS,
+    community_sizes,
+    counts_md,
+    degree_summary,
+    frame_metadata,
+)
 from assets.shards import SHARD_POLICY, run_shards, shard_partitions, specs
 from assets.structure import failures_md
 from pipeline import store
 from pipeline.chunking import chunk_structured
 from pipeline.communities import INPUT_COLUMNS as COMMUNITY_INPUTS
 from pipeline.communities import hierarchical_leiden, next_state, plan_communities
+from pipeline.compat.columns import stamp_period, with_text_unit_ids
 from pipeline.extract import extract_resilient, get_extractor
 from pipeline.failures import failures_frame
 from pipeline.files import atomic_write_text
@@ -63,14 +70,18 @@ def chunks_asset(n_shards: int):
 
         def chunk(key: str) -> dict[str, pl.DataFrame]:
             rows: list[dict] = []
+            docs = store.read_shard(folder, "documents", key)
             df = chunk_structured(
-                store.read_shard(folder, "documents", key),
+                docs,
                 store.read_shard(folder, "sections", key),
                 store.read_shard(folder, "content_nodes", key),
                 settings,
                 emb,
                 rows,
             )
+            # GraphRAG's documents.text_unit_ids is known only now: the shard's documents
+            # file is written again with it (pipeline.compat.columns)
+            store.write_shard(folder, "documents", key, with_text_unit_ids(docs, df))
             n_tokens = df.get_column("n_tokens")
             tokens["tokens_total"] += int(n_tokens.sum() or 0)
             tokens["tokens_max"] = max(tokens["tokens_max"], int(n_tokens.max() or 0))
@@ -148,12 +159,20 @@ def extraction_asset(n_shards: int):
 @multi_asset(
     deps=["chunks", "extracted_entities", "extracted_relationships"],
     outs={
-        "entities": AssetOut(description="Merged entities: normalised titles, aliases, summaries."),
-        "relationships": AssetOut(description="Merged relationships between entities."),
-        "text_units": AssetOut(
-            description="Chunks with the entity and relationship ids they hold."
+        "entities": AssetOut(
+            description="Merged entities: normalised titles, aliases, summaries.",
+            kinds=set(PARQUET_KINDS),
         ),
-        "summary_failures": AssetOut(description="LLM mode: summaries that failed, and why."),
+        "relationships": AssetOut(
+            description="Merged relationships between entities.", kinds=set(PARQUET_KINDS)
+        ),
+        "text_units": AssetOut(
+            description="Chunks with the entity and relationship ids they hold.",
+            kinds=set(PARQUET_KINDS),
+        ),
+        "summary_failures": AssetOut(
+            description="LLM mode: summaries that failed, and why.", kinds=set(PARQUET_KINDS)
+        ),
     },
     group_name="semantic",
 )
@@ -186,17 +205,27 @@ def graph(context: AssetExecutionContext, docgraph: DocgraphConfig, llm: LlmReso
         )
         llm_meta = _llm_delta(before, client.metadata())
     by_type = dict(ents.group_by("type").len().sort("len", descending=True).iter_rows())
+    degrees = degree_summary(ents, rels)
+    by_type_md = counts_md(by_type, ("type", "entities"))
     yield Output(
         ents,
         output_name="entities",
-        metadata=frame_metadata(ents, started, by_type=counts_md(by_type, ("type", "entities"))),
+        metadata=frame_metadata(ents, started, "entities", by_type=by_type_md, **degrees),
     )
     yield Output(
-        rels, output_name="relationships", metadata=frame_metadata(rels, started, **llm_meta)
+        rels,
+        output_name="relationships",
+        metadata=frame_metadata(rels, started, "relationships", **degrees, **llm_meta),
     )
-    yield Output(units, output_name="text_units", metadata=frame_metadata(units, started))
+    yield Output(
+        units, output_name="text_units", metadata=frame_metadata(units, started, "text_units")
+    )
     fails = _failures_frame("summarize", [(f["id"], f["reason"]) for f in failures])
-    yield Output(fails, output_name="summary_failures", metadata=frame_metadata(fails, started))
+    yield Output(
+        fails,
+        output_name="summary_failures",
+        metadata=frame_metadata(fails, started, "summary_failures"),
+    )
 
 
 def _columns(columns: dict[str, list[str]]) -> dict[str, AssetIn]:
@@ -208,6 +237,7 @@ def _columns(columns: dict[str, list[str]]) -> dict[str, AssetIn]:
     group_name="communities",
     description="Hierarchical Leiden communities of the entity graph.",
     ins=_columns(COMMUNITY_INPUTS),
+    kinds=set(PARQUET_KINDS),
 )
 def communities(
     context: AssetExecutionContext,
@@ -230,16 +260,17 @@ def communities(
     df = hierarchical_leiden(
         entities, relationships, settings.graph, previous=previous if plan["carry_over"] else None
     )
+    df = stamp_period(df, previous)  # GraphRAG's period: the run's date, kept when unchanged
     # written before the IO manager writes the table: the state names the table it describes
     # (table_hash), so if that write never happens the next run sees a stale state and recomputes
     _write_state(state_path, next_state(plan, df))
-    levels = dict(df.group_by("level").len().sort("level").iter_rows())
     return Output(
         df,
         metadata=frame_metadata(
             df,
             started,
-            levels=counts_md({str(k): v for k, v in levels.items()}, ("level", "n")),
+            "communities",
+            **community_sizes(df),
             incremental="carried_over" if plan["carry_over"] else "recomputed",
             incremental_reason=plan["reason"],
             cumulative_change=round(float(plan["change"]), 6),
@@ -271,9 +302,12 @@ def _write_state(path: Path, state: dict) -> None:
 @multi_asset(
     outs={
         "community_reports": AssetOut(
-            description="One report per community (title, summary, rating, findings)."
+            description="One report per community (title, summary, rating, findings).",
+            kinds=set(PARQUET_KINDS),
         ),
-        "report_failures": AssetOut(description="LLM mode: reports that stayed extractive."),
+        "report_failures": AssetOut(
+            description="LLM mode: reports that stayed extractive.", kinds=set(PARQUET_KINDS)
+        ),
     },
     ins=_columns(REPORT_INPUTS),
     group_name="communities",
@@ -302,10 +336,16 @@ def community_reports(
         llm_meta["reports_kept_from_memo"] = counts["reused"]
         llm_meta["reports_failed_kept_previous"] = counts["failed_kept"]
     yield Output(
-        df, output_name="community_reports", metadata=frame_metadata(df, started, **llm_meta)
+        df,
+        output_name="community_reports",
+        metadata=frame_metadata(df, started, "community_reports", **llm_meta),
     )
     fails = _failures_frame("report", [(str(f["community"]), f["reason"]) for f in failures])
-    yield Output(fails, output_name="report_failures", metadata=frame_metadata(fails, started))
+    yield Output(
+        fails,
+        output_name="report_failures",
+        metadata=frame_metadata(fails, started, "report_failures"),
+    )
 
 
 def llm_mode(settings) -> bool:

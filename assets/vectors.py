@@ -16,9 +16,10 @@ from dagster import (
     asset,
 )
 
-from assets.metadata import frame_metadata
+from assets.metadata import LANCE_KINDS, PARQUET_KINDS, frame_metadata, lance_metadata
 from assets.shards import SHARD_POLICY, shard_partitions
 from pipeline import schemas, store
+from pipeline.compat.lance_names import write_alias
 from pipeline.structure.same_topic import same_topic_edges as build_same_topic_edges
 from pipeline.vectors import INPUT_COLUMNS, build_vector_table, embedding_text, read_vectors
 from resources import DocgraphConfig, EmbedderResource, output_root_metadata
@@ -36,17 +37,20 @@ def _materialize(
     started = time.perf_counter()
     settings = docgraph.settings()
     emb = embedder.get()
-    rows = build_vector_table(
-        run_dir(docgraph, context), source, frame, emb, settings.embedding, communities
-    )
+    folder = run_dir(docgraph, context)
+    rows = build_vector_table(folder, source, frame, emb, settings.embedding, communities)
+    # the same table under GraphRAG's name (hard links: no copy), for its LanceDB store
+    alias = write_alias(store.resolve(folder) / store.LANCE_DIR, source)
     return MaterializeResult(
         metadata={
             "rows": rows,
+            **({"graphrag_name": alias} if alias else {}),
             "model": emb.model_id,
             "embedding_cache_hits": emb.hits,
             "embedding_cache_misses": emb.misses,
             "elapsed_s": round(time.perf_counter() - started, 3),
             **output_root_metadata(docgraph),
+            **lance_metadata(run_dir(docgraph, context), source),
         }
     )
 
@@ -65,6 +69,7 @@ def chunk_embeddings_asset(n_shards: int) -> AssetsDefinition:
         group_name="vectors",
         description="Each shard's chunks embedded into the embedding cache (cache/embeddings), "
         "from which the text_units vector table and the derived vectors are built.",
+        kinds=set(PARQUET_KINDS),  # the cache: polars frames of vectors in Parquet files
     )
     def chunk_embeddings(
         context: AssetExecutionContext, docgraph: DocgraphConfig, embedder: EmbedderResource
@@ -103,6 +108,7 @@ def _vector_asset(source: str, after: list[str]) -> AssetsDefinition:
         deps=after,
         group_name="vectors",
         description=f"LanceDB table `{source}`: vectors + full-text index.",
+        kinds=set(LANCE_KINDS),
     )
     def _build(
         context: AssetExecutionContext,
@@ -119,6 +125,7 @@ def _vector_asset(source: str, after: list[str]) -> AssetsDefinition:
     deps=["entities_vectors"],
     group_name="vectors",
     description="LanceDB table `community_reports`: vectors + full-text index.",
+    kinds=set(LANCE_KINDS),
 )
 def community_reports_vectors(
     context: AssetExecutionContext,
@@ -136,6 +143,7 @@ def community_reports_vectors(
     deps=["text_units_vectors", "text_units"],
     group_name="vectors",
     description="LanceDB table `content_nodes` (node_type, section): node search, pre-filtered.",
+    kinds=set(LANCE_KINDS),
 )
 def content_nodes_vectors(
     context: AssetExecutionContext,
@@ -150,6 +158,7 @@ def content_nodes_vectors(
     deps=["text_units_vectors", "sections", "content_nodes", "text_units"],
     group_name="structure",
     description="SAME_TOPIC edges between sections of different documents, by embedding.",
+    kinds=set(PARQUET_KINDS),
 )
 def same_topic_edges(
     context: AssetExecutionContext, docgraph: DocgraphConfig, embedder: EmbedderResource
@@ -176,6 +185,7 @@ def same_topic_edges(
         metadata=frame_metadata(
             edges,
             started,
+            "same_topic_edges",
             min_similarity=settings.same_topic.min_similarity,
             max_connections=settings.same_topic.max_connections,
             cross_doc_only=settings.same_topic.cross_doc_only,

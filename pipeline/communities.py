@@ -23,8 +23,10 @@ that the caller keeps beside the table. A carried-over leaf that grows past
 
 Determinism: vertices are numbered by sorted entity id, parallel/reversed edges are merged and
 sorted, every Leiden call uses `settings.seed`, and community numbers are assigned by
-(level, smallest member id). `period` is "" because the run date would make the output
-differ between runs; the id is a hash of (level, member ids), so it is stable across runs.
+(level, smallest member id). `period` is "" here: the run date would make the output
+differ between runs; the communities asset stamps it (pipeline.compat.columns.stamp_period,
+GraphRAG's date of ingest, kept while a community is unchanged). The id is a hash of
+(level, member ids), so it is stable across runs.
 """
 
 from __future__ import annotations

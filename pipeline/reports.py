@@ -703,6 +703,7 @@ def _report_table(
                 "title": title,
                 "summary": summary,
                 "rating": rating,
+                "rank": rating,  # GraphRAG's name
                 "rating_explanation": explanation,
                 "findings": findings,
                 "full_content": content,

@@ -457,6 +457,7 @@ def _row(base: dict[str, Any], ans: ReportAnswer, settings: ReportSettings) -> d
         "title": ans.title,
         "summary": ans.summary,
         "rating": ans.rating,
+        "rank": ans.rating,  # GraphRAG's name
         "rating_explanation": ans.rating_explanation,
         "findings": findings,
         "full_content": content,

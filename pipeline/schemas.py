@@ -38,6 +38,10 @@ DOCUMENTS = pa.schema(
         ("document_description", _str),
         ("document_language", _str),  # as declared; `language` is the detected one
         ("document_version", _str),
+        # GraphRAG's documents columns (pipeline.compat): the document's text units, filled
+        # by the chunks step; raw_data = the input's own fields (our metadata JSON)
+        ("text_unit_ids", _strs),
+        ("raw_data", _str),
     ]
 )
 
@@ -163,6 +167,7 @@ TEXT_UNITS = pa.schema(
         ("seq", _i64),  # position of the unit inside its document
         ("entity_ids", _strs),
         ("relationship_ids", _strs),
+        ("covariate_ids", _strs),  # GraphRAG's column; no claims are extracted: always []
     ]
 )
 
@@ -267,6 +272,7 @@ COMMUNITY_REPORTS = pa.schema(
         ("title", _str),
         ("summary", _str),
         ("rating", _f64),
+        ("rank", _f64),  # = rating, under GraphRAG's name (its readers need `rank`)
         ("rating_explanation", _str),
         ("findings", pa.list_(FINDING)),
         ("full_content", _str),
@@ -337,8 +343,8 @@ VECTOR_PROVENANCE: list[tuple[str, pa.DataType]] = [
 ]
 
 
-# Columns added after a table's first release, filled with nulls when a frame lacks them
-# (frames built by older code and tests); any other missing column is an error.
+# Columns added after a table's first release, filled with nulls (lists: []) when a frame
+# lacks them (frames built by older code and tests); any other missing column is an error.
 OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {
     "documents": (
         "publication_id",
@@ -346,15 +352,30 @@ OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {
         "document_description",
         "document_language",
         "document_version",
+        "text_unit_ids",
+        "raw_data",
     ),
+    "chunks": ("covariate_ids",),
+    "text_units": ("covariate_ids",),
 }
+# Columns that copy another one when a frame lacks them (GraphRAG's name for ours).
+ALIAS_COLUMNS: dict[str, dict[str, str]] = {"community_reports": {"rank": "rating"}}
+
+
+def _fill(typ: pa.DataType) -> pl.Expr:
+    """An absent optional column's value: [] for a list column, else null."""
+    if pa.types.is_list(typ):
+        return pl.lit([], dtype=pl.List(pl.Utf8))
+    return pl.lit(None, dtype=pl.Utf8)
 
 
 def conform(df: pl.DataFrame, name: str) -> pa.Table:
     """The frame as an Arrow table with exactly table `name`'s schema."""
     schema = TABLES[name]
     absent = [c for c in OPTIONAL_COLUMNS.get(name, ()) if c not in df.columns]
-    df = df.with_columns(pl.lit(None, dtype=pl.Utf8).alias(c) for c in absent)
+    df = df.with_columns(_fill(schema.field(c).type).alias(c) for c in absent)
+    aliases = ALIAS_COLUMNS.get(name, {})
+    df = df.with_columns(pl.col(s).alias(c) for c, s in aliases.items() if c not in df.columns)
     missing = [f.name for f in schema if f.name not in df.columns]
     if missing:
         raise ValueError(f"table {name!r} is missing columns {missing}")

@@ -168,6 +168,7 @@ def _documents_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
     cyr = pl.col("text").str.count_matches(r"\p{Cyrillic}")
     df = df.with_columns(
         human_readable_id=pl.int_range(pl.len(), dtype=pl.Int64),
+        raw_data=pl.col("metadata"),  # GraphRAG's column: the input's own fields
         language=pl.when(cyr > 0.3 * letters).then(pl.lit("ru")).otherwise(pl.lit("en")),
     )
     return pl.from_arrow(schemas.conform(df, "documents"))  # type: ignore[return-value]
