@@ -73,7 +73,23 @@ def cmd_index(args: argparse.Namespace) -> int:
         print("asset checks failed: " + ", ".join(failed_checks), file=sys.stderr)
         return 1
     print(f"index written to {url or settings.output_dir}")
+    _prepare_queries(settings)
     return 0
+
+
+def _prepare_queries(settings) -> None:
+    """Make the next cold `docgraph query` fast (issue 13): copy the vectors out of Lance
+    (pipeline.vector_cache) and export the query embedder to ONNX (pipeline.embed_onnx; once
+    per model, ~10 s). Best effort: a query without them is only slower."""
+    from pipeline import vectors
+    from pipeline.embed_onnx import ensure_exported
+
+    for name in ("text_units", "entities", "community_reports", "content_nodes"):
+        vectors.read_vectors(settings.output_dir, name)
+    try:
+        ensure_exported(settings.embedding)
+    except Exception as exc:  # an optional speed-up must not fail the index
+        print(f"docgraph: warning: query embedder not exported to ONNX: {exc}", file=sys.stderr)
 
 
 def _failure(result) -> str:
@@ -105,10 +121,19 @@ def cmd_query(args: argparse.Namespace) -> int:
     """Run one query. An LLM answer that fails exits 1, unless --offline-fallback keeps the
     extractive answer; every fallback is a `docgraph: warning:` line on stderr."""
     from pipeline.query import GraphIndex
-    from pipeline.query.answer import LlmAnswerError, LlmFallbackWarning
 
     settings = load_settings(args.config, _folder_overrides(args))
-    index = GraphIndex.open(settings.output_dir, settings, llm_fallback=args.offline_fallback)
+    index = GraphIndex.open(
+        settings.output_dir,
+        settings,
+        llm_fallback=args.offline_fallback,
+        publication_id=args.publication or None,
+    )
+    if index.llm is None:  # offline: nothing imports openai (~1 s of a cold query)
+        _print_query(index, args)
+        return 0
+    from pipeline.query.answer import LlmAnswerError, LlmFallbackWarning
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", LlmFallbackWarning)
         try:
@@ -337,6 +362,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=_positive_int, default=None, help="focus: token budget")
     p.add_argument("--question", default=None, help="focus, LLM mode: a question to answer")
     p.add_argument("--quick", action="store_true", help="flow: semantic search + graph growth")
+    p.add_argument(
+        "--publication",
+        action="append",
+        metavar="ID",
+        help="search only the documents of this publication (repeat for several)",
+    )
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
     p.add_argument("--show-context", action="store_true", help="print the context too")
     p.add_argument("--stream", action="store_true", help="LLM mode: stream the answer")

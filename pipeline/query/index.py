@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -23,7 +24,8 @@ import scipy.sparse as sp
 
 from pipeline import remote, store, vectors
 from pipeline.config import Settings, load_settings
-from pipeline.embed import Embedder, get_embedder
+from pipeline.embed import Embedder
+from pipeline.embed_onnx import query_embedder
 from pipeline.query.ppr import UnitEntityGraph
 from pipeline.query.result import SearchResult
 from pipeline.query.text import fold, is_stop_key, name_key, raw_words
@@ -95,7 +97,10 @@ class GraphIndex:
         embedder: Embedder | None = None,
         llm=None,
         llm_fallback: bool = False,
+        publication_id: str | Iterable[str] | None = None,
     ) -> GraphIndex:
+        """The index in the output folder `path`; with `publication_id` (one id or several)
+        every search sees only the documents of those publications (GraphIndex.for_publications)."""
         shown = path
         if remote.is_url(path):  # an object store: its current version, in a local mirror
             settings = settings or load_settings()
@@ -111,7 +116,26 @@ class GraphIndex:
                 "run `docgraph index` first"
             )
         settings = settings or load_settings()
-        return cls(root, settings, embedder, llm, llm_fallback)
+        index = cls(root, settings, embedder, llm, llm_fallback)
+        return index if publication_id is None else index.for_publications(publication_id)
+
+    def for_publications(self, publication_id: str | Iterable[str]) -> GraphIndex:
+        """This index seen through the documents of the given publications only: text units,
+        sections and nodes of other documents are gone, and entities, relationships and
+        communities keep only their text units in scope (query/scope.py). Every mode runs on
+        it unchanged. An id the index does not know is a ValueError naming the known ones."""
+        from pipeline.query.scope import ScopedIndex
+
+        ids = [publication_id] if isinstance(publication_id, str) else list(publication_id)
+        return ScopedIndex(
+            self.output_root, self.settings, self._embedder, self.llm, self.llm_fallback, ids
+        )
+
+    def _reopen(self) -> GraphIndex:
+        """A fresh index of the output folder like this one (see `latest`)."""
+        return GraphIndex(
+            self.output_root, self.settings, self._embedder, self.llm, self.llm_fallback
+        )
 
     def latest(self) -> GraphIndex:
         """This index, or one over the version published since it was opened (a stat of the
@@ -122,9 +146,7 @@ class GraphIndex:
         with self._swap:
             newer = self._newer
             if newer is None or newer._stamp != stamp:
-                newer = GraphIndex(
-                    self.output_root, self.settings, self._embedder, self.llm, self.llm_fallback
-                )
+                newer = self._reopen()
                 if newer.version == self.version:
                     self._stamp = newer._stamp
                     return self
@@ -148,7 +170,17 @@ class GraphIndex:
 
     @cached_property
     def documents(self) -> pl.DataFrame:
-        return self.table("documents").select("id", "title", "source_path")
+        """id, title, source_path, publication_id and publication_title of every document
+        (the publication columns null in an index built before the publications manifest)."""
+        try:
+            docs = self.table("documents", ["id", "title", "source_path", "publication_id"])
+        except pl.exceptions.ColumnNotFoundError:
+            docs = self.table("documents", ["id", "title", "source_path"])
+            docs = docs.with_columns(publication_id=pl.lit(None, dtype=pl.Utf8))
+        titles = self.table("publications", ["id", "title"]).rename(
+            {"id": "publication_id", "title": "publication_title"}
+        )
+        return docs.join(titles, on="publication_id", how="left", maintain_order="left")
 
     @cached_property
     def entities(self) -> pl.DataFrame:
@@ -175,7 +207,7 @@ class GraphIndex:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = get_embedder(self.settings.embedding)
+            self._embedder = query_embedder(self.settings.embedding)  # ONNX when exported
         return self._embedder
 
     def embed_query(self, query: str) -> np.ndarray:
@@ -321,6 +353,8 @@ class GraphIndex:
             "document_id": r.get("document_id"),
             "document_title": r.get("document_title"),
             "source_path": r.get("source_path"),
+            "publication_id": r.get("publication_id"),
+            "publication_title": r.get("publication_title"),
             "section_id": r.get("section_id"),
             "section_path": list(r.get("section_path") or []),
             "section_uri": r.get("section_uri"),
@@ -339,6 +373,8 @@ class GraphIndex:
             "document_id": None,
             "document_title": None,
             "source_path": None,
+            "publication_id": None,
+            "publication_title": None,
             "section_id": None,
             "section_path": [],
             "section_uri": None,
