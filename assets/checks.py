@@ -1,8 +1,14 @@
-"""Asset checks: every table has its declared schema, unique keys and no dangling ids.
+"""Asset checks: every table has its declared schema, unique keys and no dangling ids; every
+LanceDB table holds one vector of the configured model's width per row of its table.
 
 They are blocking: a table that fails its check stops everything downstream of it, the
-publish step included, so a broken version is never published (the last one stays).
+publish step included, so a broken version is never published (the last one stays). A
+duplicate id or a dangling reference would otherwise flow into the merge, the communities,
+the reports and the vectors; a Lance table out of step with its table would make a search
+return rows the tables lack (or miss rows), and a vector of the wrong width fails every query.
 """
+
+from pathlib import Path
 
 from dagster import (
     AssetCheckExecutionContext,
@@ -12,9 +18,9 @@ from dagster import (
     asset_check,
 )
 
-from pipeline import schemas, validate
+from pipeline import schemas, store, validate, vectors
 from pipeline.store import read_table
-from resources import DocgraphConfig
+from resources import DocgraphConfig, EmbedderResource
 from resources.output import run_dir
 
 # Every table the index writes is an asset with an integrity check.
@@ -58,4 +64,56 @@ def _integrity_check(name: str) -> AssetChecksDefinition:
     return _check
 
 
-integrity_checks = [_integrity_check(name) for name in CHECKED_TABLES]
+def lance_table_problems(root: Path, name: str, dim: int) -> tuple[list[str], dict[str, int]]:
+    """What is wrong with the Lance table `name` next to its Parquet table, and the counts
+    it was judged on. Cheap: row counts from the Parquet footers and Lance's count_rows, the
+    width from the Lance schema; no vector is read."""
+    db = store.lance_db(root)
+    if name not in vectors.lance_table_names(db):
+        return [f"lance table {name} does not exist"], {}
+    tbl = db.open_table(name)
+    field = tbl.schema.field("vector")
+    width = getattr(field.type, "list_size", -1)  # -1: not a fixed-size list
+    counts = {
+        "lance_rows": tbl.count_rows(),
+        "parquet_rows": store.table_rows(root, name),
+        "vector_width": width,
+        "model_dim": dim,
+        "null_vectors": tbl.count_rows("vector IS NULL"),
+    }
+    problems = []
+    if counts["lance_rows"] != counts["parquet_rows"]:
+        problems.append(f"{counts['lance_rows']} vectors for {counts['parquet_rows']} rows")
+    if width != dim:
+        problems.append(f"vectors of width {width}, the embedding model's are {dim}")
+    if counts["null_vectors"]:
+        problems.append(f"{counts['null_vectors']} rows without a vector")
+    return problems, counts
+
+
+def _lance_check(name: str) -> AssetChecksDefinition:
+    @asset_check(
+        asset=f"{name}_vectors",
+        name="vectors",
+        description=f"one vector of the model's width per row of {name}, none null",
+        blocking=True,
+    )
+    def _check(
+        context: AssetCheckExecutionContext, docgraph: DocgraphConfig, embedder: EmbedderResource
+    ) -> AssetCheckResult:
+        problems, counts = lance_table_problems(
+            run_dir(docgraph, context), name, embedder.get().dim
+        )
+        return AssetCheckResult(
+            passed=not problems,
+            severity=AssetCheckSeverity.ERROR,
+            metadata={"problems": "\n".join(problems) or "none", **counts},
+        )
+
+    return _check
+
+
+# every index check: the tables' integrity, then the Lance tables against them
+integrity_checks = [_integrity_check(name) for name in CHECKED_TABLES] + [
+    _lance_check(name) for name in schemas.VECTOR_TABLES
+]

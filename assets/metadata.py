@@ -1,16 +1,183 @@
-"""Materialization metadata shared by all assets: row counts, a Markdown preview, elapsed time."""
+"""Materialization metadata shared by all assets, in Dagster's own entries: the row count and
+column schema the catalog shows (`dagster/row_count`, `dagster/column_schema`), a table
+preview, graph summaries, elapsed time.
+
+Schemas are read from what is written (the conformed frame, the Parquet footers, the Lance
+table), never listed here: the tables' columns change with pipeline.schemas.
+"""
 
 from __future__ import annotations
 
 import html
+import json
+import math
 import time
+from pathlib import Path
 from typing import Any
 
 import polars as pl
-from dagster import MetadataValue
+import pyarrow as pa
+import pyarrow.parquet as pq
+from dagster import MetadataValue, TableColumn, TableRecord, TableSchema
+
+from pipeline import schemas, store
+
+ROW_COUNT = "dagster/row_count"
+COLUMN_SCHEMA = "dagster/column_schema"
+PREVIEW_ROWS = 5
+CELL_CHARS = 80
+# raw embeddings: hundreds of floats a row tell nothing in a preview (the schema lists them)
+HIDDEN = frozenset({"vector"})
+# kinds (the catalog's icons and filters): tables are polars frames written as Parquet,
+# vector tables live in LanceDB; no asset runs DuckDB (only `docgraph query` does)
+PARQUET_KINDS = frozenset({"polars", "parquet"})
+LANCE_KINDS = frozenset({"lancedb"})
 
 
-def _cell(value: Any, width: int) -> str:
+def column_schema(schema: pa.Schema) -> TableSchema:
+    """Dagster's schema of an Arrow schema: every column with its Arrow type."""
+    return TableSchema(columns=[TableColumn(f.name, str(f.type)) for f in schema])
+
+
+def _cell(value: Any, width: int) -> str | int | float | bool | None:
+    """One TableRecord value: numbers and booleans as they are, anything else as text (lists
+    and structs as JSON), whitespace folded and cut to `width`. Not HTML-escaped: the UI shows
+    table cells as text (React escapes them), where Markdown would render raw HTML."""
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):  # NaN is no JSON: the UI could not parse the record
+        return value if math.isfinite(value) else str(value)
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def table_preview(head: pa.Table, n: int = PREVIEW_ROWS, width: int = CELL_CHARS):
+    """The first `n` rows of `head` as a Dagster table (vectors left out, cells shortened)."""
+    head = head.select([name for name in head.schema.names if name not in HIDDEN]).slice(0, n)
+    records = [TableRecord({k: _cell(v, width) for k, v in r.items()}) for r in head.to_pylist()]
+    return MetadataValue.table(records, column_schema(head.schema))
+
+
+def table_metadata(schema: pa.Schema, rows: int, head: pa.Table) -> dict[str, Any]:
+    """Row count, column schema and preview of a table of `rows` rows whose first rows are
+    `head`."""
+    return {
+        ROW_COUNT: rows,
+        COLUMN_SCHEMA: MetadataValue.table_schema(column_schema(schema)),
+        "preview": table_preview(head),
+    }
+
+
+def _as_written(df: pl.DataFrame, table: str | None) -> pa.Table:
+    """The first rows of `df` as the IO manager writes them (schemas.conform) when `table` is
+    one of its tables, else as the frame converts to Arrow."""
+    head = df.head(PREVIEW_ROWS)
+    return schemas.conform(head, table) if table in schemas.TABLES else head.to_arrow()
+
+
+def frame_metadata(
+    df: pl.DataFrame, started: float, table: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    """Metadata of an asset returning `df`, written as table `table` by the IO manager."""
+    head = _as_written(df, table)
+    return {
+        **table_metadata(head.schema, df.height, head),
+        "elapsed_s": round(time.perf_counter() - started, 3),
+        **extra,
+    }
+
+
+def parquet_metadata(folder: str | Path, name: str) -> dict[str, Any]:
+    """Metadata of table `name` as its Parquet files in `folder` hold it (every shard): the
+    row count from the footers, the schema and first rows from the first files."""
+    files = store.table_files(folder, name)
+    if not files:
+        empty = schemas.TABLES[name].empty_table() if name in schemas.TABLES else pa.table({})
+        return table_metadata(empty.schema, 0, empty)
+    head, rows = None, 0
+    for path in files:
+        rows += pq.read_metadata(path).num_rows
+        if head is None or head.num_rows < PREVIEW_ROWS:
+            first = next(pq.ParquetFile(path).iter_batches(batch_size=PREVIEW_ROWS), None)
+            if first is not None:
+                batch = pa.Table.from_batches([first])
+                head = batch if head is None else pa.concat_tables([head, batch])
+    schema = pq.read_schema(files[0])
+    return table_metadata(schema, rows, head if head is not None else schema.empty_table())
+
+
+def lance_metadata(folder: str | Path, name: str) -> dict[str, Any]:
+    """Metadata of the Lance table `name` in `folder`: its row count, Arrow schema (the
+    vector's width included) and first rows."""
+    tbl = store.lance_db(folder).open_table(name)
+    return table_metadata(tbl.schema, tbl.count_rows(), tbl.head(PREVIEW_ROWS))
+
+
+def _quantiles(values: pl.Series, prefix: str) -> dict[str, float | int]:
+    values = values.drop_nulls()
+    if values.is_empty():
+        return {}
+    return {
+        f"{prefix}_min": int(values.min()),
+        f"{prefix}_median": float(values.median()),
+        f"{prefix}_p90": float(values.quantile(0.9, interpolation="nearest")),
+        f"{prefix}_max": int(values.max()),
+    }
+
+
+def degree_summary(entities: pl.DataFrame, relationships: pl.DataFrame) -> dict[str, Any]:
+    """Min, median, p90 and max of the entities' degree (relationships touching them), and
+    how many have none: a hub-dominated or disconnected graph shows here first. The degree is
+    counted from the relationships' endpoints (`source_id`, `target_id`), or taken from the
+    entities' `degree` column when the endpoints are not ids."""
+    if "id" not in entities.columns:
+        return {}
+    if {"source_id", "target_id"} <= set(relationships.columns):
+        ends = pl.concat([relationships["source_id"], relationships["target_id"]]).alias("id")
+        counts = ends.value_counts(name="degree")
+        degree = (
+            entities.select("id")
+            .join(counts, on="id", how="left")
+            .get_column("degree")
+            .fill_null(0)
+        )
+    elif "degree" in entities.columns:
+        degree = entities["degree"]
+    else:
+        return {}
+    return {**_quantiles(degree, "degree"), "isolated_entities": int((degree == 0).sum())}
+
+
+def community_sizes(communities: pl.DataFrame) -> dict[str, Any]:
+    """Per level: how many communities, and the min/median/p90/max of their sizes (member
+    entities, or the `size` column when they are not listed)."""
+    if "level" not in communities.columns or communities.is_empty():
+        return {}
+    if "entity_ids" in communities.columns:
+        size = pl.col("entity_ids").list.len()
+    elif "size" in communities.columns:
+        size = pl.col("size")
+    else:
+        return {}
+    per_level = (
+        communities.group_by("level")
+        .agg(
+            pl.len().alias("communities"),
+            size.min().alias("size_min"),
+            size.median().alias("size_median"),
+            size.quantile(0.9, interpolation="nearest").alias("size_p90"),
+            size.max().alias("size_max"),
+        )
+        .sort("level")
+    )
+    return {
+        "community_sizes": table_preview(per_level.to_arrow(), n=per_level.height),
+        "community_levels": per_level.height,
+    }
+
+
+def _md_cell(value: Any, width: int) -> str:
     """One Markdown table cell: shortened, pipes escaped, and HTML escaped — document text is
     data, and the UI renders Markdown (raw HTML included)."""
     text = str(value).replace("\n", " ")
@@ -19,24 +186,16 @@ def _cell(value: Any, width: int) -> str:
 
 
 def markdown_preview(df: pl.DataFrame, n: int = 5, width: int = 60) -> str:
-    """First `n` rows as a Markdown table, long cells shortened and pipes escaped."""
-    cols = [c for c in df.columns if c != "vector"]
+    """First `n` rows as a Markdown table, long cells shortened and pipes escaped (the
+    failure lists: every failed document with its reason, up to 100)."""
+    cols = [c for c in df.columns if c not in HIDDEN]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for row in df.head(n).select(cols).iter_rows():
-        lines.append("| " + " | ".join(_cell(v, width) for v in row) + " |")
+        lines.append("| " + " | ".join(_md_cell(v, width) for v in row) + " |")
     return "\n".join(lines)
-
-
-def frame_metadata(df: pl.DataFrame, started: float, **extra: Any) -> dict[str, Any]:
-    return {
-        "rows": df.height,
-        "preview": MetadataValue.md(markdown_preview(df)),
-        "elapsed_s": round(time.perf_counter() - started, 3),
-        **extra,
-    }
 
 
 def counts_md(counts: dict[str, int], header: tuple[str, str]) -> MetadataValue:
     lines = [f"| {header[0]} | {header[1]} |", "|---|---|"]
-    lines += [f"| {_cell(k, 80)} | {v} |" for k, v in counts.items()]
+    lines += [f"| {_md_cell(k, 80)} | {v} |" for k, v in counts.items()]
     return MetadataValue.md("\n".join(lines))

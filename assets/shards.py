@@ -26,6 +26,7 @@ from dagster import (
     StaticPartitionsDefinition,
 )
 
+from assets.metadata import PARQUET_KINDS, parquet_metadata
 from pipeline import memory, store
 from pipeline.shards import shard_keys
 from resources import output_root_entry
@@ -49,7 +50,7 @@ def range_tags(keys: Iterable[str]) -> dict[str, str]:
 
 def specs(group: str, tables: dict[str, str], deps: list[str]) -> list[AssetSpec]:
     return [
-        AssetSpec(name, description=text, group_name=group, deps=deps)
+        AssetSpec(name, description=text, group_name=group, deps=deps, kinds=set(PARQUET_KINDS))
         for name, text in tables.items()
     ]
 
@@ -63,7 +64,8 @@ def run_shards(
 ) -> list[MaterializeResult]:
     """Run `work(shard)` for every shard of the run's range and write the frames it returns
     as those shards' files of each table; one materialization per table, with the rows the
-    range holds now and per-shard timing."""
+    range holds now, per-shard timing, and the whole table's row count, schema and preview
+    (assets.metadata, from its files)."""
     started = time.perf_counter()
     tables = list(tables)
     keys = context.partition_keys
@@ -91,6 +93,7 @@ def run_shards(
                 "elapsed_s": elapsed,
                 "s_per_shard": round(elapsed / max(1, len(keys)), 3),
                 **output_root_entry(folder.parent.resolve()),
+                **parquet_metadata(folder, name),
                 **meta,
             },
         )

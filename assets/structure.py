@@ -6,7 +6,7 @@ import time
 import polars as pl
 from dagster import AssetExecutionContext, MetadataValue, Output, asset, multi_asset
 
-from assets.metadata import counts_md, frame_metadata, markdown_preview
+from assets.metadata import PARQUET_KINDS, counts_md, frame_metadata, markdown_preview
 from assets.shards import SHARD_POLICY, run_shards, shard_partitions, specs
 from pipeline import schemas, store
 from pipeline.failures import failures_frame
@@ -97,6 +97,7 @@ def structure_asset(n_shards: int):
     deps=["documents", "sections", "document_edges", "document_links"],
     group_name="structure",
     description="Every structure edge: within documents, and links resolved across all shards.",
+    kinds=set(PARQUET_KINDS),
 )
 def structure_edges(
     context: AssetExecutionContext, docgraph: DocgraphConfig
@@ -121,6 +122,7 @@ def structure_edges(
         metadata=frame_metadata(
             edges,
             started,
+            "structure_edges",
             by_type=counts_md(edge_types, ("type", "edges")),
             **link_resolution(edges),
         ),

@@ -1,0 +1,179 @@
+"""Dagster-native metadata, kinds, checks and the code location (issue 13 point 4).
+
+Reuses the session's sample index (tests/conftest.py: the real index job, once): its
+materializations must carry the row count and column schema of what was written, its Lance
+checks must pass, and a blocking check that fails must keep the assets after it from running.
+"""
+
+# No `from __future__ import annotations`: Dagster reads the probe assets' resource
+# annotations as classes.
+import shutil
+import tomllib
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from dagster import AssetCheckSeverity, AssetKey, asset, materialize
+
+from assets.checks import integrity_checks, lance_table_problems
+from assets.metadata import COLUMN_SCHEMA, ROW_COUNT
+from definitions import defs
+from pipeline import lock, schemas, store
+from resources import build_resources
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _materializations(result) -> dict[str, list[dict]]:
+    """Every materialization's metadata, by asset name."""
+    out: dict[str, list[dict]] = {}
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        out.setdefault(mat.asset_key.to_user_string(), []).append(dict(mat.metadata))
+    return out
+
+
+def test_code_location_is_named_once_for_dg_and_dagster_dev():
+    from dagster._core.workspace.load_target import ModuleTarget, get_target_from_toml_data
+
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "dagster" not in data["tool"]  # it would win over [tool.dg] for `dagster dev`
+    assert not (ROOT / "workspace.yaml").exists()  # ignored by both: a second, stale place
+    target = get_target_from_toml_data(data)  # what `dagster dev` (no -w) loads
+    assert isinstance(target, ModuleTarget)
+    assert (target.module_name, target.location_name) == ("definitions", "docgraph")
+    dg = pytest.importorskip("dagster_dg_core.context")  # dagster-dg-cli: `dg dev`
+    context = dg.DgContext.for_project_environment(ROOT, {})
+    assert context.code_location_target_module_name == "definitions"
+    assert context.code_location_name == "docgraph"
+
+
+def test_every_table_asset_has_its_kinds():
+    kinds = {spec.key.to_user_string(): spec.kinds for spec in defs.resolve_all_asset_specs()}
+    for name in schemas.TABLES:
+        assert {"polars", "parquet"} <= kinds[name], name
+    for name in schemas.VECTOR_TABLES:
+        assert kinds[f"{name}_vectors"] == {"lancedb"}, name
+
+
+def test_materializations_carry_row_count_schema_and_preview(sample_index):
+    _, out, result, _ = sample_index
+    events = _materializations(result)
+    for name in schemas.TABLES:
+        if not store.table_files(out, name):
+            continue  # a table this run did not write (none today)
+        written = pq.read_schema(store.table_files(out, name)[0]).names
+        for meta in events[name]:  # a sharded table: one per shard, the whole table's figures
+            assert meta[ROW_COUNT].value == store.table_rows(out, name), name
+            columns = [c.name for c in meta[COLUMN_SCHEMA].schema.columns]
+            assert columns == written, name
+            preview = meta["preview"].value
+            assert len(preview.records) == min(5, store.table_rows(out, name)), name
+            assert "vector" not in {c.name for c in preview.schema.columns}
+    db = store.lance_db(out)
+    for name in schemas.VECTOR_TABLES:
+        (meta,) = events[f"{name}_vectors"]
+        tbl = db.open_table(name)
+        assert meta[ROW_COUNT].value == tbl.count_rows() == store.table_rows(out, name), name
+        schema = {c.name: c.type for c in meta[COLUMN_SCHEMA].schema.columns}
+        assert schema["vector"] == str(tbl.schema.field("vector").type), name
+
+
+def test_graph_assets_summarise_degrees_and_community_sizes(sample_index):
+    _, out, result, _ = sample_index
+    events = _materializations(result)
+    (ents,) = events["entities"]
+    low, mid, p90, high = (ents[f"degree_{k}"].value for k in ("min", "median", "p90", "max"))
+    assert 0 <= low <= mid <= p90 <= high and high >= 1
+    assert ents["isolated_entities"].value <= store.table_rows(out, "entities")
+    (comm,) = events["communities"]
+    sizes = comm["community_sizes"].value.records
+    communities = store.read_table(out, "communities")
+    assert [r.data["level"] for r in sizes] == sorted(communities["level"].unique().to_list())
+    assert sum(r.data["communities"] for r in sizes) == communities.height
+    biggest = communities["entity_ids"].list.len().max()
+    assert max(r.data["size_max"] for r in sizes) == biggest
+
+
+def test_lance_checks_run_and_pass(sample_index):
+    _, _, result, _ = sample_index
+    lance = {
+        e.asset_key.to_user_string(): e
+        for e in result.get_asset_check_evaluations()
+        if e.check_name == "vectors"
+    }
+    assert set(lance) == {f"{name}_vectors" for name in schemas.VECTOR_TABLES}
+    for key, evaluation in lance.items():
+        meta = {k: v.value for k, v in evaluation.metadata.items()}
+        assert evaluation.passed, (key, meta)
+        assert meta["lance_rows"] == meta["parquet_rows"] > 0, key
+        assert meta["vector_width"] == meta["model_dim"] and meta["null_vectors"] == 0, key
+
+
+def test_lance_check_finds_missing_rows_wrong_width_and_null_vectors(sample_index, tmp_path):
+    _, out, _, _ = sample_index
+    units = store.read_table(out, "text_units").head(3)
+    store.write_table(tmp_path, "text_units", units)
+    assert lance_table_problems(tmp_path, "text_units", 384)[0] == [
+        "lance table text_units does not exist"
+    ]
+    width = pa.list_(pa.float32(), 3)
+    vectors = pa.array([[0.1, 0.2, 0.3], None], type=width)
+    table = pa.table({"id": units["id"][:2].to_arrow(), "text": ["a", "b"], "vector": vectors})
+    # Lance refuses a null vector unless told: another writer than ours might have been
+    store.lance_db(tmp_path).create_table("text_units", data=table, on_bad_vectors="null")
+    problems, counts = lance_table_problems(tmp_path, "text_units", 384)
+    assert counts == {
+        "lance_rows": 2,
+        "parquet_rows": 3,
+        "vector_width": 3,
+        "model_dim": 384,
+        "null_vectors": 1,
+    }
+    assert len(problems) == 3
+
+
+def _entities_run(folder: Path, entities: pl.DataFrame):
+    """A run of a stand-in `entities` asset returning `entities`, its real integrity check
+    (blocking), and an asset after it; returns (result, whether the asset after it ran)."""
+    ran: list[bool] = []
+
+    @asset(name="entities")
+    def probe() -> pl.DataFrame:
+        return entities
+
+    @asset(deps=["entities"])
+    def after_entities() -> None:
+        ran.append(True)
+
+    key = AssetKey("entities")
+    (check,) = [c for c in integrity_checks if any(k.asset_key == key for k in c.check_keys)]
+    try:
+        result = materialize(
+            [probe, after_entities, check],
+            resources=build_resources(output_dir=str(folder)),
+            raise_on_error=False,
+        )
+    finally:
+        lock.release(folder)
+    return result, bool(ran)
+
+
+def test_a_failing_blocking_check_stops_what_comes_after(sample_index, tmp_path):
+    _, out, _, _ = sample_index
+    folder = tmp_path / "out"
+    shutil.copytree(out, folder, ignore=shutil.ignore_patterns("cache"))
+    entities = store.read_table(folder, "entities")
+
+    result, ran = _entities_run(folder, entities)  # the table as indexed: it passes
+    assert result.success and ran
+
+    duplicated = pl.concat([entities, entities.head(1)])  # one id twice
+    result, ran = _entities_run(folder, duplicated)
+    (evaluation,) = result.get_asset_check_evaluations()
+    assert not evaluation.passed and evaluation.severity == AssetCheckSeverity.ERROR
+    assert "1 duplicate id values" in evaluation.metadata["problems"].value
+    assert not result.success and not ran
+    assert "after_entities" not in _materializations(result)
