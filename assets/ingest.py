@@ -7,7 +7,7 @@ from pathlib import Path
 
 from dagster import AssetExecutionContext, AssetOut, MetadataValue, Output, multi_asset
 
-from assets.metadata import frame_metadata
+from assets.metadata import PARQUET_KINDS, frame_metadata
 from assets.shards import SHARD_POLICY, run_shards, shard_partitions, specs
 from assets.structure import failures_md
 from pipeline import shards, store
@@ -73,11 +73,13 @@ def documents_asset(n_shards: int):
     outs={
         "publications": AssetOut(
             description="Publications of the manifest (publications.json / .jsonl in the "
-            "input folder) with the documents mapped to each."
+            "input folder) with the documents mapped to each.",
+            kinds=set(PARQUET_KINDS),
         ),
         "publication_failures": AssetOut(
             description="Manifest rows skipped (bad JSON, missing or repeated id, unknown "
-            "type, a path matching no file, a file claimed twice), and why."
+            "type, a path matching no file, a file claimed twice), and why.",
+            kinds=set(PARQUET_KINDS),
         ),
     },
     deps=["documents"],
@@ -97,10 +99,12 @@ def publications(context: AssetExecutionContext, docgraph: DocgraphConfig):
     yield Output(
         pubs,
         output_name="publications",
-        metadata=frame_metadata(pubs, started, documents_mapped=mapped),
+        metadata=frame_metadata(pubs, started, "publications", documents_mapped=mapped),
     )
     yield Output(
         failed,
         output_name="publication_failures",
-        metadata=frame_metadata(failed, started, failures=failures_md(failed)),
+        metadata=frame_metadata(
+            failed, started, "publication_failures", failures=failures_md(failed)
+        ),
     )
