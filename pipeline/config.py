@@ -240,6 +240,12 @@ class StructureSettings(_Section):
     footnote_zone: float = Field(
         0.4, description="footnotes are looked for in this bottom fraction of the page"
     )
+    ocr: Literal["auto", "off"] = Field(
+        "auto",
+        description="scanned (image-only) PDF pages: 'auto' OCRs them when the optional OCR "
+        "engine is installed (pip install 'docgraph[ocr]'; models in the package, CPU, ~seconds "
+        "a page), else they are skipped with the reason; 'off' never OCRs",
+    )
 
 
 class StorageSettings(_Section):

@@ -8,6 +8,7 @@ from typing import Any
 import pymupdf
 
 from pipeline.ingest.loader import LoadedDoc, LoadError, register
+from pipeline.ingest.pdf_ocr import current_mode, ocr_document, page_text
 
 PAGE_BREAK = "\f"
 _MAX_TITLE_CHARS = 120
@@ -46,6 +47,10 @@ def load_pdf(path: Path, data: bytes) -> LoadedDoc:
             raise LoadError("PDF has no pages")
         repaired = bool(getattr(doc, "is_repaired", False))
         pages = [_page_text(p) for p in doc]
+        # scanned pages: OCR'd when the engine is there (and the setting allows), else skipped
+        found, ocr = ocr_document(doc, [bool(t.strip()) for t in pages], current_mode())
+        for pno, lines in found.items():
+            pages[pno] = page_text(lines).replace(PAGE_BREAK, "\n")
         labels = [p.get_label() for p in doc]
         raw_meta = doc.metadata or {}
         toc_len = len(doc.get_toc())
@@ -53,9 +58,13 @@ def load_pdf(path: Path, data: bytes) -> LoadedDoc:
     if not any(t.strip() for t in pages):
         if repaired:  # e.g. a truncated file: MuPDF rebuilt a skeleton with no readable content
             raise LoadError(f"corrupt PDF: repaired by MuPDF but no text recovered ({messages})")
+        if ocr.skipped:  # OCR off, not installed, or failed: its reason
+            raise LoadError(f"no text layer (image-only PDF; {next(iter(ocr.skipped.values()))})")
+        if ocr.done:
+            raise LoadError("no text layer (image-only PDF; OCR recognised no text)")
         raise LoadError("no text layer (image-only PDF; OCR not configured)")
 
-    warnings: list[str] = []
+    warnings: list[str] = ocr.warnings()
     empty = sum(1 for t in pages if not t.strip())
     if empty:
         warnings.append(f"{empty} page{'s' if empty > 1 else ''} without text")
@@ -71,6 +80,8 @@ def load_pdf(path: Path, data: bytes) -> LoadedDoc:
         meta["page_labels"] = labels
     if toc_len:
         meta["toc_entries"] = toc_len
+    if ocr.done:
+        meta["ocr_pages"] = [p + 1 for p in ocr.done]
 
     title = (raw_meta.get("title") or "").strip()
     if not title:

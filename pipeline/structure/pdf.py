@@ -21,6 +21,7 @@ import pymupdf
 from pipeline.config import StructureSettings
 from pipeline.structure import register
 from pipeline.structure.model import DocStructure
+from pipeline.structure.pdf_ocr import mark_ocr, structure_ocr
 from pipeline.structure.pdf_sections import build, merge_continuations
 from pipeline.structure.text import parse_text
 
@@ -66,14 +67,16 @@ def parse_pdf(
     out = DocStructure(doc["id"], doc["source_path"], doc["title"])
     with pymupdf.open(stream=data, filetype="pdf") as pdf:
         toc = pdf.get_toc(simple=True)
+        ocr, report = structure_ocr(out, pdf, cfg)  # scanned pages' units, if any
         if mode == "layout":
             from pipeline.structure.pdf_model import parse_layout
 
-            items, printed, meta = parse_layout(out, pdf, cfg, data)
+            items, printed, meta = parse_layout(out, pdf, cfg, data, ocr)
         else:
             from pipeline.structure.pdf_heuristic import parse_heuristic
 
-            items, printed, meta = parse_heuristic(out, pdf, cfg)
+            items, printed, meta = parse_heuristic(out, pdf, cfg, ocr)
+        mark_ocr(items, report, meta)
         labels = label_pages(pdf, printed)
         n_pages = pdf.page_count
     build(out, toc, merge_continuations(items), labels)

@@ -119,16 +119,20 @@ def _is_note(u: Unit, body: float, height: float, cfg: StructureSettings) -> str
 
 
 def parse_heuristic(
-    out: DocStructure, pdf: pymupdf.Document, cfg: StructureSettings
+    out: DocStructure,
+    pdf: pymupdf.Document,
+    cfg: StructureSettings,
+    ocr: dict[int, list[Unit]] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[int, str], dict[str, Any]]:
-    """Classified items in reading order, printed page numbers by page and metadata."""
+    """Classified items in reading order, printed page numbers by page and metadata; `ocr`
+    holds the units of scanned pages (`pdf_ocr`), read in place of their text layer."""
     pages: list[list[Unit]] = []
     heights: list[float] = []
     widths: list[float] = []
     for pno in range(pdf.page_count):
         page = pdf[pno]
         try:
-            units = page_units(page, pno)
+            units = ocr[pno] if ocr and pno in ocr else page_units(page, pno)
         except Exception as exc:  # noqa: BLE001 - one odd page must not cost the document
             out.warnings.append(f"page {pno + 1}: text extraction failed ({exc})")
             units = []

@@ -31,6 +31,7 @@ from pipeline.structure.pdf_layout import (
     split_block,
     xy_cut,
 )
+from pipeline.structure.pdf_ocr import heading_classes
 from pipeline.structure.pdf_pages import printed_numbers, running_text
 from pipeline.structure.pdf_regions import FAILED, MARGIN_CLASSES, Region, layout_regions
 from pipeline.structure.pdf_rtl import fix_rtl_ligatures
@@ -210,20 +211,29 @@ def _keep_margin_content(pages: list[list[Region]]) -> None:
 
 
 def parse_layout(
-    out: DocStructure, pdf: pymupdf.Document, cfg: StructureSettings, data: bytes | None = None
+    out: DocStructure,
+    pdf: pymupdf.Document,
+    cfg: StructureSettings,
+    data: bytes | None = None,
+    ocr: dict[int, list[Unit]] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[int, str], dict[str, Any]]:
     """Classified items in reading order, printed page numbers by page and metadata;
-    `data` (the PDF's bytes) lets a long PDF be read by several processes."""
+    `data` (the PDF's bytes) lets a long PDF be read by several processes. `ocr` holds the
+    units of scanned pages (`pdf_ocr`): the model's regions there (a picture) are dropped,
+    the units read by position with headings by size."""
+    ocr = ocr or {}
     pages = layout_regions(pdf, data)
     orphans: list[list[Unit]] = []
     heights: list[float] = []
     for pno, regions in enumerate(pages):
         page = pdf[pno]
+        if pno in ocr:
+            regions.clear()
         if regions and regions[0].cls == FAILED:
             err = (regions[0].table or {}).get("error", "")
             out.warnings.append(f"page {pno + 1}: layout model failed ({err}); text by position")
             regions.clear()
-        orphans.append(_page_text(page, pno, regions))
+        orphans.append(list(ocr[pno]) if pno in ocr else _page_text(page, pno, regions))
         if not regions:  # no model regions: the heuristic path's column-aware order
             orphans[-1] = xy_cut(orphans[-1], min_vgap=6.0, min_hgap=0.5)
         heights.append(page.rect.height or 792.0)
@@ -243,7 +253,7 @@ def parse_layout(
     items: list[dict[str, Any]] = []
     for pno, regions in enumerate(pages):
         flow: list[Unit] = []
-        cls_of: dict[int, str] = {}
+        cls_of: dict[int, str] = heading_classes(ocr[pno], body) if pno in ocr else {}
         tables: dict[int, tuple[str, dict[str, Any]]] = {}
         for r in regions:
             if r.cls in MARGIN_CLASSES or r.unit is not None and id(r.unit) in running:

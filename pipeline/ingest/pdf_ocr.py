@@ -1,0 +1,246 @@
+"""OCR of scanned (image-only) PDF pages, when the optional `ocr` extra is installed.
+
+The engine is RapidOCR's ONNX build (`rapidocr-onnxruntime`): its PP-OCR detection and
+recognition models ship inside the wheel and it has no download path, so it runs offline
+on the CPU with the onnxruntime the project already has. It is imported lazily, once per
+process, and only when a page needs it; without the extra an image-only page is skipped
+with a reason that says how to enable OCR.
+
+Only pages with no text layer whose content is images or vector drawings are OCR'd: a page
+with text keeps its own text, a blank page stays blank. Both the loader (document text) and
+the structure parser (lines with positions) read a page's OCR; results are kept per process,
+keyed by the rendered image's digest, so a run that does both in one process (the default)
+OCRs a page once, and a page scanned twice (a copy of a file) once too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pymupdf
+
+OcrMode = Literal["auto", "off"]
+ENGINE_PACKAGE = "rapidocr-onnxruntime"
+INSTALL_HINT = "pip install 'docgraph[ocr]'"
+# 200 dpi: at 150 the recogniser ran the words of 10 pt text together ("Thecommitteereviewed":
+# 8 of 54 words read in our test page), at 200 it read 52 of 54, at 300 no more for ~40%
+# more CPU (detection runs over every pixel). MAX_SIDE lifts the engine's 2000 px cap so an A4
+# or Letter page is read at that resolution, not shrunk back to ~170 dpi.
+OCR_DPI = 200
+MAX_SIDE = 3600
+# Share of the page that images/drawings must cover for a text-less page to be a scan.
+MIN_COVER = 0.25
+MIN_SCORE = 0.5  # recognised lines less sure than this are dropped (the engine's default)
+_CACHE_PAGES = 256
+
+# The `structure.ocr` setting for code that has no settings object (the loader); the
+# documents asset sets it around loading (`ocr_setting`). Its default is the setting's.
+_MODE: ContextVar[OcrMode | None] = ContextVar("docgraph_ocr_mode", default=None)
+
+
+@dataclass(frozen=True)
+class OcrLine:
+    """One recognised line: text, its box in PDF points (page space) and the engine's
+    confidence."""
+
+    text: str
+    bbox: tuple[float, float, float, float]
+    score: float
+
+
+class OcrUnavailable(Exception):
+    """OCR was needed but is off or not installed; the message is the user-facing reason."""
+
+
+def current_mode() -> OcrMode:
+    """The OCR setting in force: the one `ocr_setting` set, else the settings default."""
+    mode = _MODE.get()
+    if mode is None:
+        from pipeline.config import StructureSettings
+
+        mode = StructureSettings().ocr
+    return mode
+
+
+@contextlib.contextmanager
+def ocr_setting(mode: OcrMode) -> Iterator[None]:
+    """Loads inside this block follow `mode` (the run's `structure.ocr`)."""
+    token = _MODE.set(mode)
+    try:
+        yield
+    finally:
+        _MODE.reset(token)
+
+
+def image_only(page: pymupdf.Page) -> bool:
+    """No text layer, and images or drawings cover at least MIN_COVER of the page (a scan, or
+    text converted to outlines); a blank page is not one."""
+    if page.get_text("text").strip():
+        return False
+    area = abs(page.rect)
+    if not area:
+        return False
+    covered = pymupdf.Rect()
+    for kind, rect in page.get_bboxlog():
+        if "image" in kind or "path" in kind or "imgmask" in kind:
+            covered |= pymupdf.Rect(rect) & page.rect
+    return abs(covered) >= MIN_COVER * area
+
+
+_engine: Any = None
+_engine_error: str | None = None
+_lock = threading.Lock()
+_cache: OrderedDict[tuple[bytes, float, float], list[OcrLine]] = OrderedDict()
+
+
+def engine_status() -> str | None:
+    """None when the engine can run, else why not (not installed, or failed to load)."""
+    _load_engine()
+    return _engine_error
+
+
+def _load_engine() -> Any:
+    """The OCR engine, loaded once per process; None (and `_engine_error`) when it cannot."""
+    global _engine, _engine_error
+    with _lock:
+        if _engine is None and _engine_error is None:
+            try:
+                from rapidocr_onnxruntime import RapidOCR
+            except ImportError:
+                _engine_error = f"OCR not installed: {INSTALL_HINT}"
+            else:
+                try:
+                    _engine = RapidOCR(max_side_len=MAX_SIDE)
+                except Exception as exc:  # noqa: BLE001 - a broken install is a reason, not a crash
+                    _engine_error = f"OCR engine failed to load ({type(exc).__name__}: {exc})"
+        return _engine
+
+
+def unavailable_reason(mode: OcrMode) -> str | None:
+    """Why image-only pages cannot be OCR'd under `mode`, None when they can."""
+    if mode == "off":
+        return "OCR is off (structure.ocr: off; set it to auto to OCR scanned pages)"
+    return engine_status()
+
+
+def ocr_page(page: pymupdf.Page, stats: dict[str, float] | None = None) -> list[OcrLine]:
+    """Recognised lines of one page, top to bottom. Raises OcrUnavailable when no engine;
+    engine errors propagate (the caller records them)."""
+    eng = _load_engine()
+    if eng is None:
+        raise OcrUnavailable(_engine_error or "OCR not available")
+    pix = page.get_pixmap(dpi=OCR_DPI, alpha=False, colorspace=pymupdf.csRGB)
+    # the image and the page size: the boxes are scaled to the page's points
+    cache_key = (pix.digest, round(page.rect.width, 2), round(page.rect.height, 2))
+    with _lock:
+        if cache_key in _cache:
+            _cache.move_to_end(cache_key)
+            return _cache[cache_key]
+    t0 = time.perf_counter()
+    import numpy as np  # the engine's own dependency; numpy is in the base install too
+
+    rgb = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.width, 3)
+    # BGR, as OpenCV reads. No angle classifier: it flips lines it is unsure of, and on an
+    # upright test scan it turned a whole paragraph upside down (read as nothing).
+    found, _ = eng(np.ascontiguousarray(rgb[:, :, ::-1]), use_cls=False)
+    # pixel -> point: the pixmap spans the page's rect, rotation included
+    sx, sy = page.rect.width / pix.width, page.rect.height / pix.height
+    lines = []
+    for box, text, score in found or []:
+        text = " ".join(str(text).split())
+        if not text or float(score) < MIN_SCORE:
+            continue
+        xs = [p[0] for p in box]
+        ys = [p[1] for p in box]
+        bbox = (min(xs) * sx, min(ys) * sy, max(xs) * sx, max(ys) * sy)
+        lines.append(OcrLine(text, bbox, float(score)))
+    lines.sort(key=lambda ln: (round(ln.bbox[1]), ln.bbox[0]))
+    if stats is not None:
+        stats["ocr_s"] = stats.get("ocr_s", 0.0) + time.perf_counter() - t0
+        stats["ocr_pages"] = stats.get("ocr_pages", 0.0) + 1
+    with _lock:
+        _cache[cache_key] = lines
+        while len(_cache) > _CACHE_PAGES:
+            _cache.popitem(last=False)
+    return lines
+
+
+@dataclass
+class OcrReport:
+    """What OCR did to a document: pages read (0-based), and the image-only pages left
+    without text with the reason for each."""
+
+    done: list[int]
+    skipped: dict[int, str]
+
+    def warnings(self) -> list[str]:
+        out = []
+        if self.done:
+            out.append(f"OCR'd {_pages(self.done)} (image-only)")
+        by_reason: dict[str, list[int]] = {}
+        for pno, why in self.skipped.items():
+            by_reason.setdefault(why, []).append(pno)
+        out += [f"{_pages(pnos)} image-only, not OCR'd: {why}" for why, pnos in by_reason.items()]
+        return out
+
+
+def _pages(pnos: list[int]) -> str:
+    nums = ", ".join(str(p + 1) for p in sorted(pnos))
+    return f"page{'s' if len(pnos) > 1 else ''} {nums}"
+
+
+def ocr_document(
+    doc: pymupdf.Document,
+    has_text: list[bool],
+    mode: OcrMode,
+    stats: dict[str, float] | None = None,
+) -> tuple[dict[int, list[OcrLine]], OcrReport]:
+    """OCR lines of the image-only pages among those without text (`has_text` per page) and
+    the report; nothing is OCR'd under mode 'off' or without the engine (the pages are
+    skipped with the reason). A page the engine fails on is skipped with the error."""
+    todo = [pno for pno, text in enumerate(has_text) if not text and image_only(doc[pno])]
+    report = OcrReport([], {})
+    found: dict[int, list[OcrLine]] = {}
+    why = unavailable_reason(mode) if todo else None
+    for pno in todo:
+        if why is not None:
+            report.skipped[pno] = why
+            continue
+        try:
+            lines = ocr_page(doc[pno], stats)
+        except Exception as exc:  # noqa: BLE001 - one bad page must not cost the document
+            report.skipped[pno] = f"OCR failed ({type(exc).__name__}: {exc})"[:300]
+            continue
+        report.done.append(pno)
+        found[pno] = lines
+    return found, report
+
+
+def page_text(lines: list[OcrLine]) -> str:
+    """A page's OCR lines as text, one line each, top to bottom (the structure parser puts
+    columns in reading order; the document text only has to hold the words)."""
+    return "\n".join(ln.text for ln in lines)
+
+
+__all__ = [
+    "OCR_DPI",
+    "INSTALL_HINT",
+    "OcrLine",
+    "OcrMode",
+    "OcrReport",
+    "OcrUnavailable",
+    "current_mode",
+    "image_only",
+    "ocr_document",
+    "ocr_page",
+    "ocr_setting",
+    "page_text",
+    "unavailable_reason",
+]

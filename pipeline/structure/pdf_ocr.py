@@ -1,0 +1,127 @@
+"""Scanned PDF pages in the structure parser: the OCR'd lines of an image-only page
+(`pipeline.ingest.pdf_ocr`) made into the units the text-layer pages give (`pdf_layout`),
+so paragraphs, reading order (XY-cut) and headings by size work on them as far as the
+recognised boxes allow. OCR knows no fonts: a line's size is estimated from its box height,
+and lines of about the page's usual height get that one size (a scan has one body size,
+as a text layer has, not one per line's pixels). Nothing is bold or set in a math font."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+import pymupdf
+
+from pipeline.config import StructureSettings
+from pipeline.ingest.pdf_ocr import OCR_DPI, OcrLine, OcrReport, ocr_document
+from pipeline.structure.model import DocStructure
+from pipeline.structure.pdf_layout import Line, Unit, split_block
+from pipeline.structure.pdf_sections import SENT_END
+
+# Detected box height / font size: the boxes hold ascenders, descenders and the detector's
+# margin; only ratios between sizes matter, this keeps the estimates near point sizes.
+BOX_PER_POINT = 1.3
+# Lines from 35% below to 15% above the page's median box height are body size: a line with
+# no ascender or descender ("same.", "www") has a lower box than its font size gives.
+SAME_SIZE = (0.35, 0.15)
+
+
+def _sizes(lines: list[OcrLine]) -> list[float]:
+    heights = [ln.bbox[3] - ln.bbox[1] for ln in lines]
+    if not heights:
+        return []
+    weights = [h for ln, h in zip(lines, heights, strict=True) for _ in range(len(ln.text))]
+    med = statistics.median(weights or heights)
+    return [
+        round(2 * (med if -SAME_SIZE[0] <= h / med - 1 <= SAME_SIZE[1] else h) / BOX_PER_POINT) / 2
+        for h in heights
+    ]
+
+
+def _rows(lines: list[Line]) -> list[Line]:
+    """Boxes on one row close to each other joined (the detector cuts a line at a wide
+    space); boxes far apart on a row stay apart (columns)."""
+    out: list[Line] = []
+    for ln in sorted(lines, key=lambda ln: (ln.bbox[1], ln.bbox[0])):
+        for i, prev in enumerate(out):
+            h = min(prev.bbox[3] - prev.bbox[1], ln.bbox[3] - ln.bbox[1])
+            cy, pcy = (ln.bbox[1] + ln.bbox[3]) / 2, (prev.bbox[1] + prev.bbox[3]) / 2
+            if abs(cy - pcy) < 0.4 * h and 0 <= ln.bbox[0] - prev.bbox[2] < 2 * h:
+                box = (prev.bbox[0], min(prev.bbox[1], ln.bbox[1]), ln.bbox[2])
+                out[i] = Line(
+                    f"{prev.text} {ln.text}",
+                    (*box, max(prev.bbox[3], ln.bbox[3])),
+                    prev.size if len(prev.text) >= len(ln.text) else ln.size,
+                    0.0,
+                    0.0,
+                )
+                break
+        else:
+            out.append(ln)
+    return out
+
+
+def ocr_units(lines: list[OcrLine], pno: int) -> list[Unit]:
+    """Units of one OCR'd page: lines grouped into blocks (a line under another, overlapping
+    it, less than a line apart), each block split where the size changes or a gap opens
+    (`split_block`), as on a text page."""
+    made = [
+        Line(ln.text, ln.bbox, size, 0.0, 0.0)
+        for ln, size in zip(lines, _sizes(lines), strict=True)
+    ]
+    blocks: list[list[Line]] = []
+    for ln in _rows(made):
+        h = ln.bbox[3] - ln.bbox[1]
+        for block in blocks:
+            last = block[-1]
+            gap = ln.bbox[1] - last.bbox[3]
+            if (
+                -0.3 * h <= gap < 1.0 * h
+                and ln.bbox[0] < last.bbox[2]
+                and ln.bbox[2] > last.bbox[0]
+            ):
+                block.append(ln)
+                break
+        else:
+            blocks.append([ln])
+    return [u for block in blocks for u in split_block(block, pno)]
+
+
+def heading_classes(units: list[Unit], body: float) -> dict[int, str]:
+    """Layout-path classes of an OCR'd page's units (the model saw no text there): a short
+    line clearly larger than the body text and not a sentence is a section header."""
+    out = {}
+    for u in units:
+        text = u.text.strip()
+        words = text.split()
+        short = 0 < len(words) <= 12 and len(u.lines) <= 2
+        if short and not SENT_END.search(text) and u.size >= 1.15 * body:
+            out[id(u)] = "section-header"
+    return out
+
+
+def structure_ocr(
+    out: DocStructure, pdf: pymupdf.Document, cfg: StructureSettings
+) -> tuple[dict[int, list[Unit]], OcrReport]:
+    """Units of the image-only pages that were OCR'd, by page, and the OCR report (its
+    warnings added to `out`; time and page count to `out.stats`)."""
+    has_text = [bool(pdf[pno].get_text("text").strip()) for pno in range(pdf.page_count)]
+    found, report = ocr_document(pdf, has_text, cfg.ocr, out.stats)
+    out.warnings.extend(report.warnings())
+    return {pno: ocr_units(lines, pno) for pno, lines in found.items()}, report
+
+
+def mark_ocr(items: list[dict[str, Any]], report: OcrReport, meta: dict[str, Any]) -> None:
+    """In place: items from OCR'd pages carry `ocr: true` in their node metadata; the
+    document's metadata lists the OCR'd pages (1-based) and those skipped, with why."""
+    done = set(report.done)
+    for it in items:
+        if it["unit"].page in done:
+            it["meta"] = {**(it.get("meta") or {}), "ocr": True}
+    if report.done:
+        meta |= {"ocr_pages": sorted(p + 1 for p in done), "ocr_dpi": OCR_DPI}
+    if report.skipped:
+        meta["ocr_skipped"] = {str(p + 1): why for p, why in sorted(report.skipped.items())}
+
+
+__all__ = ["heading_classes", "mark_ocr", "ocr_units", "structure_ocr"]

@@ -1,0 +1,176 @@
+"""Scanned (image-only) PDF pages: OCR'd when the `ocr` extra is installed, rejected or
+skipped with the reason when OCR is off. The scans are made here: text written with
+pymupdf, rendered to an image, and the image alone put on a page of a new PDF (no text
+layer), so the expected words are known."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import time
+from pathlib import Path
+
+import polars as pl
+import pymupdf
+import pytest
+
+from pipeline.config import StructureSettings
+from pipeline.ingest import load_folder
+from pipeline.ingest.pdf_ocr import engine_status, image_only, ocr_setting
+from pipeline.structure import build_structure
+
+HEADING = "Annual Maintenance Review"
+PARA_1 = (
+    "The committee reviewed the reports of every regional office and found that spending "
+    "on repairs rose by twelve percent while staff numbers stayed the same."
+)
+PARA_2 = (
+    "Several buildings need new roofs before winter, and the heating systems in two schools "
+    "are older than the pupils who sit next to them every morning."
+)
+TEXT_PAGE = "Introduction. This first page has a real text layer about budget planning."
+
+needs_engine = pytest.mark.skipif(
+    engine_status() is not None, reason="OCR extra not installed (pip install 'docgraph[ocr]')"
+)
+
+
+def _write_page(page: pymupdf.Page) -> None:
+    page.insert_text((36, 50), HEADING, fontsize=18)
+    page.insert_textbox(pymupdf.Rect(36, 70, 384, 160), PARA_1, fontsize=10)
+    page.insert_textbox(pymupdf.Rect(36, 170, 384, 270), PARA_2, fontsize=10)
+
+
+def _add_scan(doc: pymupdf.Document) -> None:
+    """A page that is only an image of `_write_page`'s text, as a scanner makes (200 dpi)."""
+    src = pymupdf.open()
+    page = src.new_page(width=420, height=300)
+    _write_page(page)
+    png = page.get_pixmap(dpi=200).tobytes("png")
+    scan = doc.new_page(width=420, height=300)
+    scan.insert_image(scan.rect, stream=png)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+def _share_read(expected: str, got: str) -> float:
+    """Share of the expected words found in `got` (OCR may glue or miss a few)."""
+    want, seen = _words(expected), set(_words(got))
+    return sum(w in seen for w in want) / len(want)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("scans")
+    doc = pymupdf.open()
+    _add_scan(doc)
+    doc.save(root / "scan.pdf")
+    mixed = pymupdf.open()
+    mixed.new_page(width=420, height=300).insert_text((36, 50), TEXT_PAGE, fontsize=10)
+    _add_scan(mixed)
+    mixed.save(root / "mixed.pdf")
+    return root
+
+
+@pytest.fixture(scope="module")
+def loaded(folder: Path) -> tuple[pl.DataFrame, pl.DataFrame, float]:
+    if engine_status() is not None:
+        pytest.skip("OCR extra not installed")
+    t0 = time.perf_counter()
+    docs, rejected = load_folder(folder)
+    return docs, rejected, time.perf_counter() - t0
+
+
+def _doc(docs: pl.DataFrame, name: str) -> dict:
+    return docs.filter(pl.col("source_path") == name).row(0, named=True)
+
+
+def test_scan_is_image_only_and_text_page_is_not(folder: Path):
+    with pymupdf.open(folder / "mixed.pdf") as pdf:
+        assert [image_only(p) for p in pdf] == [False, True]
+    blank = pymupdf.open()
+    blank.new_page()
+    assert not image_only(blank[0])  # nothing drawn: a blank page, not a scan
+
+
+@needs_engine
+def test_scanned_pdf_is_read_by_ocr(loaded):
+    docs, rejected, seconds = loaded
+    assert rejected.is_empty()
+    doc = _doc(docs, "scan.pdf")
+    assert _share_read(f"{HEADING} {PARA_1} {PARA_2}", doc["text"]) >= 0.9
+    assert json.loads(doc["metadata"])["ocr_pages"] == [1]
+    assert doc["warnings"] == ["OCR'd page 1 (image-only)"]
+    assert seconds < 60  # two small pages (the other agents' load included)
+
+
+def _nodes(docs: pl.DataFrame, folder: Path, name: str, **cfg: str) -> tuple[list[dict], dict]:
+    """Content nodes of document `name` and its root section's metadata."""
+    sections, nodes, _, _ = build_structure(
+        docs.filter(pl.col("source_path") == name), folder, StructureSettings(**cfg)
+    )
+    root = sections.filter(pl.col("level") == 0).row(0, named=True)
+    return nodes.to_dicts(), json.loads(root["metadata"])
+
+
+def _squash(text: str) -> str:
+    return "".join(text.lower().split())
+
+
+@needs_engine
+@pytest.mark.parametrize("mode", ["heuristic", "layout"])
+def test_scanned_structure_has_heading_and_paragraphs(loaded, folder: Path, mode: str):
+    docs, _, _ = loaded
+    nodes, meta = _nodes(docs, folder, "scan.pdf", pdf_structure=mode)
+    assert meta["ocr_pages"] == [1]
+    assert all(json.loads(n["metadata"]).get("ocr") for n in nodes)
+    heads = [n for n in nodes if n["node_type"] in ("HEADING", "TITLE")]
+    assert len(heads) == 1  # the larger line heads a section; spaces may be lost, not letters
+    assert difflib.SequenceMatcher(None, _squash(heads[0]["text"]), _squash(HEADING)).ratio() > 0.9
+    paras = [n["text"] for n in nodes if n["node_type"] == "PARAGRAPH"]
+    assert len(paras) == 2  # lines joined into their paragraphs, the two kept apart
+    assert _share_read(PARA_1, paras[0]) >= 0.9
+    assert _share_read(PARA_2, paras[1]) >= 0.9
+
+
+@needs_engine
+@pytest.mark.parametrize("mode", ["heuristic", "layout"])
+def test_mixed_pdf_reads_both_pages_in_order(loaded, folder: Path, mode: str):
+    docs, _, _ = loaded
+    doc = _doc(docs, "mixed.pdf")
+    page1, page2 = doc["text"].split("\f")
+    assert _share_read(TEXT_PAGE, page1) == 1.0
+    assert _share_read(PARA_1 + PARA_2, page2) >= 0.9
+    assert json.loads(doc["metadata"])["ocr_pages"] == [2]
+    nodes, meta = _nodes(docs, folder, "mixed.pdf", pdf_structure=mode)
+    assert meta["ocr_pages"] == [2]
+    text = " ".join(n["text"] for n in nodes)
+    assert text.index("budget planning") < text.index("regional office") < text.index("winter")
+    flagged = [json.loads(n["metadata"]).get("ocr", False) for n in nodes]
+    assert flagged[0] is False and flagged[-1] is True  # only the scanned page's nodes
+
+
+def test_ocr_off_rejects_scans_and_skips_scanned_pages(folder: Path):
+    with ocr_setting("off"):
+        docs, rejected = load_folder(folder)
+    reasons = dict(rejected.select("source_path", "reason").rows())
+    assert reasons == {
+        "scan.pdf": "no text layer (image-only PDF; OCR is off (structure.ocr: off; set it "
+        "to auto to OCR scanned pages))"
+    }
+    mixed = _doc(docs, "mixed.pdf")
+    assert "ocr_pages" not in json.loads(mixed["metadata"])
+    assert any("page 2 image-only, not OCR'd: OCR is off" in w for w in mixed["warnings"])
+    nodes, meta = _nodes(docs, folder, "mixed.pdf", pdf_structure="heuristic", ocr="off")
+    assert meta["ocr_skipped"] == {
+        "2": "OCR is off (structure.ocr: off; set it to auto to OCR scanned pages)"
+    }
+    assert "ocr_pages" not in meta
+    # the text page's paragraph, and the scan as a figure (no text)
+    assert [(n["node_type"], n["text"]) for n in nodes] == [
+        ("PARAGRAPH", TEXT_PAGE),
+        ("FIGURE", ""),
+    ]
