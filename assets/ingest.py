@@ -13,6 +13,7 @@ from assets.structure import failures_md
 from pipeline import shards, store
 from pipeline.ingest import check_input_folder, own_folders, walk_input
 from pipeline.ingest.loader import load_entries
+from pipeline.ingest.pdf_ocr import ocr_setting
 from pipeline.ingest.publications import failures_frame, publications_frame, read_manifest
 from resources import DocgraphConfig
 from resources.output import run_dir
@@ -47,7 +48,8 @@ def documents_asset(n_shards: int):
         reasons: dict[str, str] = {}
 
         def load(key: str):
-            docs, rejected = load_entries(root, groups[key], mapping)
+            with ocr_setting(settings.structure.ocr):  # scanned PDF pages: OCR or not
+                docs, rejected = load_entries(root, groups[key], mapping)
             for row in rejected.iter_rows(named=True):
                 context.log.warning(f"rejected {row['source_path']}: {row['reason']}")
                 reasons[row["source_path"]] = row["reason"]
