@@ -161,10 +161,17 @@
     else { selected = -1; body.removeAttribute("data-selected"); legend(); }
   });
 
+  function countCommunities() {
+    var seen = {};
+    data.nodes.forEach(function (n) { seen[communityOf(n, levelPos).id] = true; });
+    body.setAttribute("data-level", String(data.levels[levelPos]));
+    body.setAttribute("data-communities", String(Object.keys(seen).length));
+  }
+
   levelSelect.addEventListener("change", function () {
     levelPos = Number(levelSelect.value);
-    body.setAttribute("data-level", String(data.levels[levelPos]));
     nodes.update(data.nodes.map(function (n, i) { return styled(i); }));
+    countCommunities();
     if (selected >= 0) show(selected); else legend();
   });
 
@@ -207,7 +214,7 @@
     levelSelect.value = String(levelParam);
     levelSelect.dispatchEvent(new Event("change"));
   }
-  body.setAttribute("data-level", String(data.levels[levelPos]));
+  countCommunities();
   legend();
   if (params.has("search")) {
     searchBox.value = params.get("search");
