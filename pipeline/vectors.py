@@ -30,7 +30,7 @@ import polars as pl
 import pyarrow as pa
 import scipy.sparse as sp
 
-from pipeline import schemas, store
+from pipeline import schemas, store, vector_cache
 from pipeline.config import EmbeddingSettings
 from pipeline.tokens import truncate_tokens
 
@@ -387,6 +387,8 @@ def read_vectors(output_dir: str | Path, name: str) -> tuple[list[str], np.ndarr
     path = store.resolve(output_dir) / store.LANCE_DIR
     if not path.exists():
         return [], np.zeros((0, 0), dtype=np.float32)
+    if (copy := vector_cache.load(path.parent, name)) is not None:
+        return copy  # no lancedb import: most of a cold query's time (pipeline.vector_cache)
     import lancedb
 
     db = lancedb.connect(str(path))
@@ -398,6 +400,7 @@ def read_vectors(output_dir: str | Path, name: str) -> tuple[list[str], np.ndarr
     vec = arrow["vector"].combine_chunks()
     dim = vec.type.list_size
     mat = vec.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    vector_cache.save(path.parent, name, ids, mat.reshape(len(ids), dim))
     return ids, mat.reshape(len(ids), dim)
 
 

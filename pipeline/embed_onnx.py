@@ -1,0 +1,228 @@
+"""Query embedder on ONNX Runtime: the embedding model without torch or sentence-transformers.
+
+Why: a cold `docgraph query` spent most of its time importing torch and sentence-transformers
+(~3 s + ~5 s on the loaded 2-core machine) to embed one question; onnxruntime (which pymupdf
+already brings) and `tokenizers` import in ~0.35 s. The model is exported to ONNX once
+(`ensure_exported`, at the end of `docgraph index`: torch is needed only then) into a per-user
+cache keyed by the model's files, `$XDG_CACHE_HOME/docgraph/onnx/<key>/model.onnx`, so every
+index built with the model shares it. `query_embedder` uses it when present, else the
+sentence-transformers `Embedder` (same vectors, slower start).
+
+The vectors are sentence-transformers' own: the model folder's tokenizer.json truncated at
+its `max_seq_length`, the transformer's last hidden state, mean pooling over the attention
+mask, L2 normalisation. Only that module layout (Transformer, mean Pooling, Normalize) is
+exported; any other model keeps sentence-transformers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.config import EmbeddingSettings
+from pipeline.embed import Embedder, get_embedder, resolve_model
+from pipeline.ids import sha256_hex
+
+ONNX_FILE = "model.onnx"
+_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+_ST_MODULES = [
+    "sentence_transformers.models.Transformer",
+    "sentence_transformers.models.Pooling",
+    "sentence_transformers.models.Normalize",
+]
+BATCH = 32  # texts per ONNX run (a query is one)
+
+
+def cache_root() -> Path:
+    """Where exported models live (beside remote mirrors: $XDG_CACHE_HOME/docgraph)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "docgraph" / "onnx"
+
+
+def supported(model_dir: Path) -> bool:
+    """A local sentence-transformers folder of Transformer + mean Pooling + Normalize, with a
+    fast-tokenizer file: what OnnxEmbedder reproduces exactly."""
+    try:
+        modules = json.loads((model_dir / "modules.json").read_text(encoding="utf-8"))
+        pooling_dir = model_dir / next(m["path"] for m in modules if m["type"].endswith("Pooling"))
+        pooling = json.loads((pooling_dir / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, KeyError, StopIteration):
+        return False
+    modes = {k for k, v in pooling.items() if k.startswith("pooling_mode") and v}
+    return (
+        [m["type"] for m in modules] == _ST_MODULES
+        and modes == {"pooling_mode_mean_tokens"}
+        and (model_dir / "tokenizer.json").is_file()
+    )
+
+
+def onnx_path(model_id: str) -> Path | None:
+    """Where the ONNX export of local model folder `model_id` lives (whether or not it is
+    there yet); None for a model this module does not reproduce. The key covers the folder's
+    path and its files' names, sizes and mtimes, so a changed model is exported anew."""
+    folder = Path(model_id)
+    if not folder.is_dir() or not supported(folder):
+        return None
+    files = [p for p in folder.iterdir() if p.is_file()]
+    stats = sorted(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files)
+    key = sha256_hex("\n".join([str(folder.resolve()), *stats]).encode("utf-8"))[:16]
+    return cache_root() / key / ONNX_FILE
+
+
+def _max_length(model_dir: Path) -> int:
+    try:
+        config = json.loads((model_dir / "sentence_bert_config.json").read_text(encoding="utf-8"))
+        return int(config["max_seq_length"])
+    except (OSError, ValueError, KeyError):
+        return 512
+
+
+class OnnxEmbedder:
+    """`Embedder`'s interface (model_id, dim, embed) over onnxruntime + tokenizers."""
+
+    def __init__(self, model_id: str, path: Path, threads: int = 1):
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self._model_id = model_id
+        self.path = path
+        folder = Path(model_id)
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_length=_max_length(folder))
+        self.tokenizer.no_padding()
+        pad = self.tokenizer.token_to_id("[PAD]")
+        self._pad_id = 0 if pad is None else pad
+        options = ort.SessionOptions()
+        # one thread: a query is one short text, and on a shared 2-core machine a second
+        # thread mostly waits for a core (see pipeline.embed.SMALL_BATCH)
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self._inputs = [i.name for i in self.session.get_inputs()]
+        self._dim = int(self.session.get_outputs()[0].shape[-1])
+        self._lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), BATCH):
+            out[start : start + BATCH] = self._run(texts[start : start + BATCH])
+        return out
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        with self._lock:  # the tokenizer's padding setting is shared state
+            if len(texts) > 1:
+                self.tokenizer.enable_padding(pad_id=self._pad_id)
+            else:
+                self.tokenizer.no_padding()
+            encodings = self.tokenizer.encode_batch(texts)
+        feed = {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+        }
+        hidden = self.session.run(None, {k: feed[k] for k in self._inputs})[0]
+        return mean_pool(hidden, feed["attention_mask"])
+
+
+def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """sentence-transformers' mean Pooling then Normalize (eps as torch's F.normalize)."""
+    weights = mask[..., None].astype(np.float32)
+    summed = (hidden * weights).sum(axis=1)
+    pooled = summed / np.maximum(weights.sum(axis=1), 1e-9)
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+_ONNX_EMBEDDERS: dict[str, OnnxEmbedder] = {}
+_ONNX_LOCK = threading.Lock()
+
+
+def query_embedder(settings: EmbeddingSettings) -> OnnxEmbedder | Embedder:
+    """The embedder for queries: the ONNX export of the model when it was exported (one per
+    process), else sentence-transformers. DOCGRAPH_QUERY_EMBEDDER=torch forces the latter."""
+    model_id = resolve_model(settings.model)
+    path = onnx_path(model_id)
+    if os.environ.get("DOCGRAPH_QUERY_EMBEDDER") == "torch" or path is None or not path.is_file():
+        return get_embedder(settings)
+    with _ONNX_LOCK:
+        if str(path) not in _ONNX_EMBEDDERS:
+            _ONNX_EMBEDDERS[str(path)] = OnnxEmbedder(model_id, path)
+        return _ONNX_EMBEDDERS[str(path)]
+
+
+def ensure_exported(settings: EmbeddingSettings) -> Path | None:
+    """Export the model to ONNX unless it already is; the path, or None for a model that is
+    not exported (not a supported local folder). Costs a torch import and ~8 s, once."""
+    model_id = resolve_model(settings.model)
+    path = onnx_path(model_id)
+    if path is None or path.is_file():
+        return path
+    export(Path(model_id), path)
+    return path
+
+
+def export(model_dir: Path, target: Path) -> None:
+    """Export the transformer of `model_dir` to `target` (written whole, then renamed) and
+    check it against torch on a sample sentence before keeping it."""
+    import warnings
+
+    import torch
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(str(model_dir)).eval()
+
+    class Hidden(torch.nn.Module):  # positional inputs, one output: a plain ONNX signature
+        def __init__(self, inner: torch.nn.Module):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.inner(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+
+    sample = torch.tensor([[101, 7592, 2088, 1010, 2023, 2003, 1037, 3231, 1012, 102]])
+    args = (sample, torch.ones_like(sample), torch.zeros_like(sample))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    axes = {name: {0: "batch", 1: "tokens"} for name in (*_INPUTS, "last_hidden_state")}
+    with torch.no_grad():  # before the export, which leaves the traced module altered
+        expected = Hidden(model)(*args).numpy()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the exporter's advice on ops it rewrites
+            torch.onnx.export(
+                Hidden(model),
+                args,
+                str(tmp),
+                input_names=list(_INPUTS),
+                output_names=["last_hidden_state"],
+                dynamic_axes=axes,
+                opset_version=17,
+                dynamo=False,
+            )
+        _check_export(tmp, args, expected)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _check_export(path: Path, args, expected: np.ndarray) -> None:
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    got = session.run(None, {n: a.numpy() for n, a in zip(_INPUTS, args, strict=True)})[0]
+    if got.shape != expected.shape or not np.allclose(got, expected, atol=1e-4):
+        raise RuntimeError(f"the ONNX export of the embedding model differs from torch: {path}")

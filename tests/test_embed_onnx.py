@@ -1,0 +1,106 @@
+"""The ONNX query embedder gives sentence-transformers' vectors, and the vector copies
+that let a cold query skip lancedb are used only while they match their Lance table."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipeline import embed_onnx, store, vector_cache, vectors
+from pipeline.config import EmbeddingSettings
+from pipeline.embed import Embedder, get_embedder, resolve_model
+from pipeline.embed_onnx import OnnxEmbedder, export, onnx_path, query_embedder
+
+TEXTS = [
+    "Who did Einstein work with?",
+    "a",
+    "",
+    "Ünïcode tëxt — 東京, naïve café 🎉",
+    # longer than the model's 256-token window: both sides must truncate alike
+    "Marie Curie discovered polonium and radium in Paris in 1898. " * 60,
+]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> Path:
+    """A real export of the packaged model (torch.onnx), into a fresh folder."""
+    target = tmp_path_factory.mktemp("onnx") / "model.onnx"
+    export(Path(resolve_model(EmbeddingSettings().model)), target)
+    return target
+
+
+def test_onnx_vectors_match_sentence_transformers(exported: Path):
+    onnx = OnnxEmbedder(resolve_model(EmbeddingSettings().model), exported)
+    reference = get_embedder(EmbeddingSettings()).embed(TEXTS)
+    batched = onnx.embed(TEXTS)  # padded to the longest text
+    single = np.stack([onnx.embed([t])[0] for t in TEXTS])  # unpadded, as a query runs
+    assert onnx.dim == reference.shape[1] == 384
+    for got in (batched, single):
+        cosine = (got * reference).sum(axis=1)
+        assert np.all(cosine > 1 - 1e-5), cosine
+        assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    assert onnx.embed([]).shape == (0, 384)
+
+
+def test_query_embedder_uses_the_export_only_when_it_is_there(
+    exported: Path, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(embed_onnx, "_ONNX_EMBEDDERS", {})
+    settings = EmbeddingSettings()
+    assert isinstance(query_embedder(settings), Embedder)  # nothing exported: torch
+    path = onnx_path(resolve_model(settings.model))
+    assert path is not None and path.is_relative_to(tmp_path / "xdg")
+    path.parent.mkdir(parents=True)
+    shutil.copyfile(exported, path)
+    assert isinstance(query_embedder(settings), OnnxEmbedder)
+    assert embed_onnx.ensure_exported(settings) == path  # present: no second export
+    monkeypatch.setenv("DOCGRAPH_QUERY_EMBEDDER", "torch")
+    assert isinstance(query_embedder(settings), Embedder)
+
+
+def _model_folder(root: Path, pooling: str = "pooling_mode_mean_tokens") -> Path:
+    (root / "1_Pooling").mkdir(parents=True)
+    modules = [
+        {"path": "", "type": "sentence_transformers.models.Transformer"},
+        {"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+    ]
+    (root / "modules.json").write_text(json.dumps(modules))
+    (root / "1_Pooling" / "config.json").write_text(json.dumps({pooling: True}))
+    (root / "tokenizer.json").write_text("{}")
+    (root / "model.safetensors").write_bytes(b"weights")
+    return root
+
+
+def test_the_export_is_keyed_by_the_model_files_and_layout(tmp_path):
+    folder = _model_folder(tmp_path / "m")
+    first = onnx_path(str(folder))
+    assert first is not None and first.name == "model.onnx"
+    assert onnx_path(str(folder)) == first
+    (folder / "model.safetensors").write_bytes(b"other weights")  # a changed model
+    assert onnx_path(str(folder)) not in (None, first)
+    cls = _model_folder(tmp_path / "cls", pooling="pooling_mode_cls_token")
+    assert onnx_path(str(cls)) is None  # not reproduced: stays on sentence-transformers
+    assert onnx_path("sentence-transformers/some-hub-name") is None
+
+
+def test_vector_copies_match_lance_and_follow_its_table(sample_index, monkeypatch):
+    _, out, _, _ = sample_index
+    version = store.resolve(out)
+    copy = out / vector_cache.CACHE_DIR / version.name / "text_units.npz"
+    copy.unlink(missing_ok=True)
+    ids, mat = vectors.read_vectors(out, "text_units")  # through lancedb; writes the copy
+    assert copy.is_file() and len(ids) == mat.shape[0] > 0
+    cached = vector_cache.load(version, "text_units")
+    assert cached is not None
+    assert cached[0] == ids and np.array_equal(cached[1], mat)
+    # a copy that does not match its Lance table (recreated: new file names) is not used
+    monkeypatch.setattr(vector_cache, "fingerprint", lambda *_: "another table")
+    assert vector_cache.load(version, "text_units") is None
+    # a folder that is not a published version gets no copy
+    assert vector_cache._copy_path(out, "text_units") is None
