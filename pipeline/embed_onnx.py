@@ -151,10 +151,10 @@ _ONNX_LOCK = threading.Lock()
 
 def query_embedder(settings: EmbeddingSettings) -> OnnxEmbedder | Embedder:
     """The embedder for queries: the ONNX export of the model when it was exported (one per
-    process), else sentence-transformers. DOCGRAPH_QUERY_EMBEDDER=torch forces the latter."""
+    process), else sentence-transformers."""
     model_id = resolve_model(settings.model)
     path = onnx_path(model_id)
-    if os.environ.get("DOCGRAPH_QUERY_EMBEDDER") == "torch" or path is None or not path.is_file():
+    if path is None or not path.is_file():
         return get_embedder(settings)
     with _ONNX_LOCK:
         if str(path) not in _ONNX_EMBEDDERS:

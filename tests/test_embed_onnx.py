@@ -59,8 +59,6 @@ def test_query_embedder_uses_the_export_only_when_it_is_there(
     shutil.copyfile(exported, path)
     assert isinstance(query_embedder(settings), OnnxEmbedder)
     assert embed_onnx.ensure_exported(settings) == path  # present: no second export
-    monkeypatch.setenv("DOCGRAPH_QUERY_EMBEDDER", "torch")
-    assert isinstance(query_embedder(settings), Embedder)
 
 
 def _model_folder(root: Path, pooling: str = "pooling_mode_mean_tokens") -> Path:
