@@ -9,6 +9,7 @@ import difflib
 import json
 import re
 import time
+from collections import OrderedDict
 from pathlib import Path
 
 import polars as pl
@@ -16,7 +17,7 @@ import pymupdf
 import pytest
 
 from pipeline.config import StructureSettings
-from pipeline.ingest import load_folder
+from pipeline.ingest import load_folder, pdf_ocr
 from pipeline.ingest.pdf_ocr import engine_status, image_only, ocr_setting
 from pipeline.structure import build_structure
 
@@ -173,4 +174,37 @@ def test_ocr_off_rejects_scans_and_skips_scanned_pages(folder: Path):
     assert [(n["node_type"], n["text"]) for n in nodes] == [
         ("PARAGRAPH", TEXT_PAGE),
         ("FIGURE", ""),
+    ]
+
+
+class _BrokenEngine:
+    """An engine that raises, as a corrupt model or an out-of-memory error would."""
+
+    def __call__(self, *args: object, **kwargs: object) -> None:
+        raise RuntimeError("inference failed")
+
+
+def test_ocr_failure_is_recorded(folder: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(pdf_ocr, "_engine", _BrokenEngine())
+    monkeypatch.setattr(pdf_ocr, "_cache", OrderedDict())  # no result from the other tests
+    docs, rejected = load_folder(folder)
+    reasons = dict(rejected.select("source_path", "reason").rows())
+    assert reasons == {
+        "scan.pdf": "no text layer (image-only PDF; OCR failed (RuntimeError: inference failed))"
+    }
+    mixed = _doc(docs, "mixed.pdf")
+    assert (
+        "page 2 image-only, not OCR'd: OCR failed (RuntimeError: inference failed)"
+        in (mixed["warnings"])
+    )
+    failures: list[dict] = []
+    build_structure(docs, folder, StructureSettings(pdf_structure="heuristic"), failures=failures)
+    assert failures == [
+        {
+            "document_id": mixed["id"],
+            "source_path": "mixed.pdf",
+            "stage": "structure",
+            "reason": "page 2: OCR failed (RuntimeError: inference failed)",
+            "fallback": "page left out",
+        }
     ]

@@ -21,7 +21,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pymupdf
@@ -39,6 +39,7 @@ MAX_SIDE = 3600
 MIN_COVER = 0.25
 MIN_SCORE = 0.5  # recognised lines less sure than this are dropped (the engine's default)
 _CACHE_PAGES = 256
+LOAD_FAILED = "OCR engine failed to load"  # a broken install: a failure, not a setting
 
 # The `structure.ocr` setting for code that has no settings object (the loader); the
 # documents asset sets it around loading (`ocr_setting`). Its default is the setting's.
@@ -102,8 +103,7 @@ _cache: OrderedDict[tuple[bytes, float, float], list[OcrLine]] = OrderedDict()
 
 def engine_status() -> str | None:
     """None when the engine can run, else why not (not installed, or failed to load)."""
-    _load_engine()
-    return _engine_error
+    return None if _load_engine() is not None else _engine_error
 
 
 def _load_engine() -> Any:
@@ -119,7 +119,7 @@ def _load_engine() -> Any:
                 try:
                     _engine = RapidOCR(max_side_len=MAX_SIDE)
                 except Exception as exc:  # noqa: BLE001 - a broken install is a reason, not a crash
-                    _engine_error = f"OCR engine failed to load ({type(exc).__name__}: {exc})"
+                    _engine_error = f"{LOAD_FAILED} ({type(exc).__name__}: {exc})"
         return _engine
 
 
@@ -175,10 +175,11 @@ def ocr_page(page: pymupdf.Page, stats: dict[str, float] | None = None) -> list[
 @dataclass
 class OcrReport:
     """What OCR did to a document: pages read (0-based), and the image-only pages left
-    without text with the reason for each."""
+    without text with the reason for each (`failed`: those where the engine raised)."""
 
     done: list[int]
     skipped: dict[int, str]
+    failed: list[int] = field(default_factory=list)
 
     def warnings(self) -> list[str]:
         out = []
@@ -212,11 +213,14 @@ def ocr_document(
     for pno in todo:
         if why is not None:
             report.skipped[pno] = why
+            if why.startswith(LOAD_FAILED):
+                report.failed.append(pno)
             continue
         try:
             lines = ocr_page(doc[pno], stats)
         except Exception as exc:  # noqa: BLE001 - one bad page must not cost the document
             report.skipped[pno] = f"OCR failed ({type(exc).__name__}: {exc})"[:300]
+            report.failed.append(pno)
             continue
         report.done.append(pno)
         found[pno] = lines

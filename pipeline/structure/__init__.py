@@ -65,7 +65,10 @@ def parse_document(
     document's text). Each fallback is a row appended to `failures`."""
     parser = PARSERS.get(doc["mime_type"], _plain)
     try:
-        return parser(doc, _raw_bytes(doc, input_dir), settings or StructureSettings())
+        out = parser(doc, _raw_bytes(doc, input_dir), settings or StructureSettings())
+        if failures is not None:  # parts of the document the parser had to leave out
+            failures.extend(_part_failure(doc, why, fallback) for why, fallback in out.failures)
+        return out
     except Exception as exc:  # noqa: BLE001 - fall back, keep the reason
         what = f"{doc['mime_type']} parser"
         row = failure_row(doc, "structure", exc, "plain paragraphs", what)
@@ -78,6 +81,12 @@ def parse_document(
     if failures is not None:
         failures.append(row)
     return fallback
+
+
+def _part_failure(doc: dict[str, Any], why: str, fallback: str) -> dict[str, Any]:
+    """A DOCUMENT_FAILURES row for a part of a parsed document (`DocStructure.failures`)."""
+    row = {"document_id": doc.get("id"), "source_path": doc.get("source_path")}
+    return {**row, "stage": "structure", "reason": why, "fallback": fallback}
 
 
 def _cross_references(doc: DocStructure, failures: list[dict[str, Any]] | None) -> list:

@@ -65,6 +65,9 @@ class DocStructure:
     # "wikilink")}; pipeline.structure.links turns them into REFERS_TO edges.
     links: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Parts the parser could not read, as (reason, what was done instead): a scanned page
+    # whose OCR failed; parse_document makes them rows of the failures table.
+    failures: list[tuple[str, str]] = field(default_factory=list)
     # Run statistics (timings, counts) for metadata; never written to the tables.
     stats: dict[str, float] = field(default_factory=dict)
     _children: dict[str, int] = field(default_factory=dict, repr=False)

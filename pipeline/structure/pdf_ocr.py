@@ -104,10 +104,13 @@ def structure_ocr(
     out: DocStructure, pdf: pymupdf.Document, cfg: StructureSettings
 ) -> tuple[dict[int, list[Unit]], OcrReport]:
     """Units of the image-only pages that were OCR'd, by page, and the OCR report (its
-    warnings added to `out`; time and page count to `out.stats`)."""
+    warnings added to `out`, pages the engine failed on to `out.failures`; time and page
+    count to `out.stats`)."""
     has_text = [bool(pdf[pno].get_text("text").strip()) for pno in range(pdf.page_count)]
     found, report = ocr_document(pdf, has_text, cfg.ocr, out.stats)
     out.warnings.extend(report.warnings())
+    for pno in report.failed:
+        out.failures.append((f"page {pno + 1}: {report.skipped[pno]}", "page left out"))
     return {pno: ocr_units(lines, pno) for pno, lines in found.items()}, report
 
 
