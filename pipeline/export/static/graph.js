@@ -192,6 +192,10 @@
     } else {
       panel.replaceChildren();
       panel.appendChild(el("h2", hits.length + " match" + (hits.length === 1 ? "" : "es")));
+      if (data.nodes.length < data.total) {
+        panel.appendChild(el("p", "among the " + data.nodes.length + " entities shown (of " +
+          data.total + " in the index)", "note"));
+      }
       hits.slice(0, 50).forEach(function (i) {
         var b = el("button", data.nodes[i].t + " (" + data.nodes[i].k + ")", "hit");
         b.type = "button";
