@@ -1,15 +1,27 @@
-"""Passage retrieval on MuSiQue (100 multi-hop questions, 1,890 passages): naive, local, expand.
+"""Passage retrieval on MuSiQue (100 multi-hop questions, 1,890 passages), every query mode.
 
     python benchmarks/retrieval.py                      # index into a temp folder, evaluate
     python benchmarks/retrieval.py --work /tmp/mq       # keep the index in /tmp/mq/output
     python benchmarks/retrieval.py --output DIR         # evaluate an existing index
     python benchmarks/retrieval.py --work /tmp/mq --reindex
+    python benchmarks/retrieval.py --output DIR --modes dense,local --budgets ""
 
 Each corpus passage is one document, `<work>/input/{i:05d}.txt` = title + "\\n" + text,
 indexed by the same asset graph `docgraph index` runs (assets.run.run_index). Gold
 passages are the paragraphs with is_supporting == true, matched to the corpus on
 (title, text). Recall@k per question = |gold ∩ top-k distinct passages| / |gold|,
 averaged, x100. Ranked text units map to passages through document -> source_path.
+
+Modes: `dense` is the issue's reference, computed in the same run: the index's embedding
+model (all-MiniLM-L6-v2) over each passage's title + "\\n" + text, cosine, one ranking per
+passage (vectors cached next to the index); `naive` is the index's own dense search over
+text units (the same text, chunked); local, expand, flow, flow_quick are the graph modes.
+Every search runs with the default settings (top_k_units 10), as a user would get them, so
+"ctx tok" is the mean context an LLM would be given. Rows: all 100 questions, the first 50
+("tune": the only ones any weight was chosen on) and the last 50 ("held out"). The paired
+bootstrap (10,000 resamples of the questions, seed 0) gives each mode's R@5 minus dense's
+with a 95% percentile interval. The budget curve runs local at several context budgets and
+scores only the text units that made it into the context (R@5 and all-gold-in-context).
 Reference (data README): dense all-MiniLM-L6-v2 R@2 47.2, R@5 62.2, R@10 70.3.
 """
 
@@ -21,8 +33,10 @@ import re
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +44,10 @@ sys.path.insert(0, str(ROOT))
 
 DATA = ROOT.parent / "shared" / "data" / "musique"
 KS = (2, 5, 10)
-MODES = ("naive", "local", "expand")
+MODES = ("dense", "naive", "local", "expand", "flow", "flow_quick")
+SPLITS = (("all", slice(0, None)), ("tune", slice(0, 50)), ("held out", slice(50, None)))
+BUDGETS = (1000, 1500, 2000, 2500, 4000, 8000)
+RESAMPLES = 10_000
 
 
 def load_musique(data: Path = DATA) -> tuple[list[dict], list[dict], list[set[int]]]:
@@ -86,25 +103,139 @@ def unit_to_passage(output: Path) -> dict[str, int]:
     return out
 
 
-def evaluate(index, questions, gold, u2p, mode: str, depth: int = 30, **kwargs):
-    """(recall@k dict, ms/query, per-question top-10 passages) for one search mode."""
-    search = getattr(index, f"{mode}_search")
-    search(questions[0]["question"], top_k=depth, **kwargs)  # warm caches (graph, vectors)
-    sums = {k: 0.0 for k in KS}
-    ranked_all: list[list[int]] = []
+@dataclass
+class Run:
+    """One mode over the questions: per-question recall at each k, tokens, ms/query."""
+
+    mode: str
+    recall: dict[int, np.ndarray]  # k -> per-question recall in [0, 1]
+    tokens: np.ndarray  # per-question context tokens
+    ms: float
+
+
+def recall_at(ranked: list[int], gold: set[int]) -> dict[int, float]:
+    return {k: len(gold & set(ranked[:k])) / len(gold) if gold else 0.0 for k in KS}
+
+
+def passages(unit_ids: list[str], u2p: dict[str, int]) -> list[int]:
+    """Distinct passages of a ranked unit list, in rank order."""
+    out: list[int] = []
+    for uid in unit_ids:
+        p = u2p.get(uid)
+        if p is not None and p not in out:
+            out.append(p)
+    return out
+
+
+def dense_vectors(index, corpus: list[dict], cache: Path) -> np.ndarray:
+    """The passages' title + text vectors from the index's embedder (cached in `cache`)."""
+    emb = index.embedder
+    key = cache.with_suffix(".json")
+    meta = {"model": emb.model_id, "n": len(corpus)}
+    if cache.exists() and key.exists() and json.loads(key.read_text()) == meta:
+        return np.load(cache)
+    vecs = emb.embed([p["title"] + "\n" + p["text"] for p in corpus])
+    np.save(cache, vecs)
+    key.write_text(json.dumps(meta))
+    return vecs
+
+
+def run_dense(index, corpus, questions, gold, cache: Path) -> Run:
+    """The issue's dense reference: cosine over whole passages, top 10 as the context."""
+    from pipeline.query.index import top_indices
+    from pipeline.tokens import count_tokens
+
+    mat = dense_vectors(index, corpus, cache)
+    ntok = [count_tokens(p["title"] + "\n" + p["text"]) for p in corpus]
+    rec = {k: np.zeros(len(questions)) for k in KS}
+    tokens = np.zeros(len(questions))
     t0 = time.perf_counter()
-    for q, g in zip(questions, gold, strict=True):
-        res = search(q["question"], top_k=depth, **kwargs)
-        ranked: list[int] = []
-        for uid in res.text_unit_ids:
-            p = u2p.get(uid)
-            if p is not None and p not in ranked:
-                ranked.append(p)
-        ranked_all.append(ranked[:10])
-        for k in KS:
-            sums[k] += len(g & set(ranked[:k])) / len(g) if g else 0.0
+    for i, (q, g) in enumerate(zip(questions, gold, strict=True)):
+        top = top_indices(mat @ index.embed_query(q["question"]), 10).tolist()
+        for k, v in recall_at(top, g).items():
+            rec[k][i] = v
+        tokens[i] = sum(ntok[p] for p in top)
     ms = (time.perf_counter() - t0) * 1000 / len(questions)
-    return {k: 100 * v / len(questions) for k, v in sums.items()}, ms, ranked_all
+    return Run("dense", rec, tokens, ms)
+
+
+def searcher(index, mode: str):
+    if mode == "flow_quick":
+        return lambda q: index.flow_search(q, quick=True)
+    return getattr(index, f"{mode}_search")
+
+
+def evaluate(index, questions, gold, u2p, mode: str) -> Run:
+    """Recall of the mode's ranked text units, its context tokens and ms/query."""
+    search = searcher(index, mode)
+    search(questions[0]["question"])  # warm caches (graph, vectors, stores)
+    rec = {k: np.zeros(len(questions)) for k in KS}
+    tokens = np.zeros(len(questions))
+    t0 = time.perf_counter()
+    for i, (q, g) in enumerate(zip(questions, gold, strict=True)):
+        res = search(q["question"])
+        for k, v in recall_at(passages(res.text_unit_ids, u2p), g).items():
+            rec[k][i] = v
+        tokens[i] = res.context_tokens
+    ms = (time.perf_counter() - t0) * 1000 / len(questions)
+    return Run(mode, rec, tokens, ms)
+
+
+def bootstrap(diff: np.ndarray, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, ...]:
+    """Mean of paired per-question differences and its 95% percentile bootstrap interval."""
+    rng = np.random.default_rng(seed)
+    means = diff[rng.integers(0, diff.size, size=(resamples, diff.size))].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return float(diff.mean()), float(lo), float(hi)
+
+
+def budget_curve(index, questions, gold, u2p, budgets) -> list[tuple[int, float, float, float]]:
+    """(budget, R@5 over the units in the context, all gold in context %, mean tokens) of
+    local search at each context budget (the setting local reads, swapped on the index)."""
+    from pipeline.config import QuerySettings
+
+    field = (
+        "local_context_tokens"
+        if "local_context_tokens" in QuerySettings.model_fields
+        else "max_context_tokens"
+    )
+    base = index.settings
+    rows = []
+    try:
+        for b in budgets:
+            query = base.query.model_copy(update={field: b})
+            index.settings = base.model_copy(update={"query": query})
+            r5, full, tok = [], [], []
+            for q, g in zip(questions, gold, strict=True):
+                res = index.local_search(q["question"])
+                units = [r["id"] for r in res.records if r["kind"] == "text_unit"]
+                got = passages(units, u2p)
+                r5.append(recall_at(got, g)[5])
+                full.append(float(g <= set(got)) if g else 0.0)
+                tok.append(res.context_tokens)
+            rows.append((b, 100 * np.mean(r5), 100 * np.mean(full), float(np.mean(tok))))
+    finally:
+        index.settings = base
+    return rows
+
+
+def print_tables(runs: list[Run], n: int) -> None:
+    dense = next((r for r in runs if r.mode == "dense"), None)
+    for name, sl in SPLITS:
+        idx = np.arange(n)[sl]
+        print(f"\n{name} ({idx.size} questions)")
+        print("| mode       | R@2  | R@5  | R@10 | ms/query | ctx tok | R@5 - dense [95% CI]  |")
+        print("|------------|------|------|------|----------|---------|-----------------------|")
+        for r in runs:
+            rec = {k: 100 * r.recall[k][idx].mean() for k in KS}
+            ci = ""
+            if dense is not None and r is not dense:
+                m, lo, hi = bootstrap(100 * (r.recall[5][idx] - dense.recall[5][idx]))
+                ci = f"{m:+5.1f} [{lo:+5.1f}, {hi:+5.1f}]"
+            print(
+                f"| {r.mode:<10} | {rec[2]:4.1f} | {rec[5]:4.1f} | {rec[10]:4.1f} | "
+                f"{r.ms:8.1f} | {r.tokens[idx].mean():7.0f} | {ci:<21} |"
+            )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -113,6 +244,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--work", type=Path, help="work folder (input/ and output/ inside)")
     ap.add_argument("--reindex", action="store_true", help="re-run indexing into --work")
     ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument(
+        "--budgets",
+        default=",".join(map(str, BUDGETS)),
+        help="local context budgets of the recall/tokens curve ('' skips it)",
+    )
     args = ap.parse_args(argv)
 
     from pipeline import store
@@ -135,16 +271,23 @@ def main(argv: list[str] | None = None) -> None:
         f"entities, {index.relationships.height} relationships; "
         f"{len(questions)} questions, {sum(map(len, gold))} gold passages"
     )
-    rows = []
-    for mode in args.modes.split(","):
-        rec, ms, _ = evaluate(index, questions, gold, u2p, mode)
-        rows.append((mode, rec, ms))
-    print()
-    print("| mode   | R@2  | R@5  | R@10 | ms/query |")
-    print("|--------|------|------|------|----------|")
-    for mode, rec, ms in rows:
-        print(f"| {mode:<6} | {rec[2]:4.1f} | {rec[5]:4.1f} | {rec[10]:4.1f} | {ms:8.1f} |")
+    runs = []
+    for mode in [m for m in args.modes.split(",") if m]:
+        if mode == "dense":
+            cache = Path(output).resolve().parent / "dense_passage_vectors.npy"
+            runs.append(run_dense(index, corpus, questions, gold, cache))
+        else:
+            runs.append(evaluate(index, questions, gold, u2p, mode))
+    print_tables(runs, len(questions))
+    budgets = [int(b) for b in args.budgets.split(",") if b]
+    if budgets:
+        print("\nlocal: recall / context tokens by budget (units in the context only, all 100)")
+        print("| budget | R@5  | all gold in ctx % | ctx tok |")
+        print("|--------|------|-------------------|---------|")
+        for b, r5, full, tok in budget_curve(index, questions, gold, u2p, budgets):
+            print(f"| {b:6d} | {r5:4.1f} | {full:17.1f} | {tok:7.0f} |")
     print("\nreference dense MiniLM (data README): R@2 47.2, R@5 62.2, R@10 70.3")
+    print("ms/query: wall time on this machine (inflated when other work shares the CPU)")
 
 
 if __name__ == "__main__":
