@@ -6,7 +6,6 @@ Heavy imports (dagster, torch) happen inside the commands so `docgraph --help` i
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 import warnings
@@ -15,8 +14,7 @@ from pathlib import Path
 
 from pipeline import lock, remote
 from pipeline.config import load_settings
-
-QUERY_MODES = ("naive", "local", "global", "expand", "focus", "flow")
+from pipeline.query_request import QUERY_MODES
 
 
 def write_sample_corpus(target: str | Path) -> list[Path]:
@@ -160,32 +158,26 @@ def _show_warnings(caught: list[warnings.WarningMessage], fallback: type[Warning
 
 
 def _print_query(index, args: argparse.Namespace) -> None:
+    from pipeline.query_request import STREAM_MODES, QueryRequest, run_query
+
     stream = args.stream and index.llm is not None and not args.json
-    answer = not stream
-    if args.mode == "naive":
-        result = index.naive_search(args.query, top_k=args.top_k, llm_answer=answer)
-    elif args.mode == "local":
-        result = index.local_search(args.query, top_k=args.top_k, llm_answer=answer)
-    elif args.mode == "expand":
-        result = index.expand_search(
-            args.query,
-            max_hops=args.max_hops,
-            max_nodes=args.max_nodes,
-            edge_types=args.edge_types.split(",") if args.edge_types else None,
-            top_k=args.top_k,
-            llm_answer=answer,
-        )
-    elif args.mode == "focus":
-        result = index.focus_context(args.query, args.budget, question=args.question)
-    elif args.mode == "flow":
-        result = index.flow_search(args.query, quick=args.quick, llm_answer=answer)
-    else:
-        result = index.global_search(args.query, level=args.level)
-    if args.json:
-        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+    request = QueryRequest(
+        query=args.query,
+        top_k=args.top_k,
+        level=args.level,
+        max_hops=args.max_hops,
+        max_nodes=args.max_nodes,
+        edge_types=args.edge_types.split(",") if args.edge_types else None,
+        budget=args.budget,
+        question=args.question,
+        quick=args.quick,
+    )
+    result = run_query(index, args.mode, request, llm_answer=not stream)
+    if args.json:  # the same text `docgraph serve` answers
+        print(result.to_json(indent=2))
     elif args.mode == "focus" and not args.question:
         print(result.context_text)
-    elif stream and args.mode not in ("global", "focus"):
+    elif stream and args.mode in STREAM_MODES:
         _print_stream(index.stream_answer(result))
     else:
         print(result.answer)
@@ -203,6 +195,16 @@ def _print_stream(pieces) -> None:
     finally:
         if started:
             print()
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Serve the query modes over HTTP until Ctrl-C (pipeline/serve.py)."""
+    from pipeline.serve import open_index, serve
+
+    settings = load_settings(args.config, _folder_overrides(args))
+    index = open_index(settings.output_dir, settings, llm_fallback=args.offline_fallback)
+    serve(index, host=args.host, port=args.port)
+    return 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -378,6 +380,17 @@ def build_parser() -> argparse.ArgumentParser:
         "instead of failing with exit 1",
     )
     p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser("serve", help="serve the query modes over HTTP (FastAPI, Ctrl-C stops)")
+    common(p)
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (no authentication)")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument(
+        "--offline-fallback",
+        action="store_true",
+        help="LLM mode: answer the extractive answer (said in `fallback`) when the LLM fails",
+    )
+    p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("check", help="check schemas and references of an index")
     common(p)
