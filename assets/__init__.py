@@ -1,6 +1,6 @@
 """Thin Dagster assets: read upstream tables, call pipeline/, write, attach metadata."""
 
-from dagster import AssetsDefinition
+from dagster import AssetsDefinition, get_dagster_logger
 
 from assets.checks import integrity_checks
 from assets.ingest import documents_asset, publications
@@ -14,6 +14,10 @@ from assets.semantic import (
 )
 from assets.structure import structure_asset, structure_edges
 from assets.vectors import chunk_embeddings_asset, vector_assets
+from pipeline import progress
+
+# long stages log `stage n/total (rate/s)` every 10 s into the run's log (pipeline/progress.py)
+progress.set_default(progress.LogReporter(get_dagster_logger("docgraph.progress").info))
 
 
 def index_assets(n_shards: int) -> list[AssetsDefinition]:

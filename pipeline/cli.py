@@ -45,16 +45,18 @@ def cmd_index(args: argparse.Namespace) -> int:
         remote.refresh(settings.output_dir, force=True)
     lock.acquire(settings.output_dir, "docgraph-index", wait_s)
     from assets.run import run_index
+    from pipeline import progress
 
     try:
-        result = run_index(
-            args.config,
-            settings.input_dir,
-            settings.output_dir,
-            raise_on_error=False,
-            log_level=args.log_level,
-            full=args.full,
-        )
+        with progress.for_terminal():  # rich bars on a terminal, else the log's n/total lines
+            result = run_index(
+                args.config,
+                settings.input_dir,
+                settings.output_dir,
+                raise_on_error=False,
+                log_level=args.log_level,
+                full=args.full,
+            )
     finally:
         lock.release(settings.output_dir)
     failed_checks = [

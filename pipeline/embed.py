@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pipeline import memory
+from pipeline import memory, progress
 from pipeline.config import PACKAGED_MODEL, EmbeddingSettings
 from pipeline.files import atomic_write_with
 from pipeline.ids import sha256_hex
@@ -83,7 +83,8 @@ class Embedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         with _one_thread_if(len(texts) <= SMALL_BATCH):
-            for rows in _batches(texts, self.settings.batch_size):
+            batches = _batches(texts, self.settings.batch_size)
+            for rows in progress.iterate("embedding", batches, total=len(texts), size=len):
                 out[rows] = self.model.encode(
                     [texts[i] for i in rows],
                     batch_size=len(rows),

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline import progress
 from pipeline.config import EmbeddingSettings
 from pipeline.embed import KNOWN_DIMS, resolve_model
 
@@ -66,7 +67,12 @@ class EmbeddingWorker:
             self.submit(list(texts[at : at + REQUEST_TEXTS]))
             for at in range(0, len(texts), REQUEST_TEXTS)
         ]
-        return np.concatenate([p.result() for p in parts])
+        done = []
+        with progress.track("embedding", len(texts)) as bar:
+            for part in parts:
+                done.append(part.result())
+                bar.advance(len(done[-1]))
+        return np.concatenate(done)
 
     def submit(self, texts: list[str] | None) -> Future:
         """Queue `texts` (None: the model's width); the future gets an (n, dim) float32 array,

@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 import openai
 from pydantic import BaseModel, ValidationError
 
+from pipeline import progress
 from pipeline.config import LlmSettings
 from pipeline.files import atomic_write_text
 from pipeline.tokens import count_tokens
@@ -559,17 +560,22 @@ class LlmClient:
         settings.concurrency); an LlmError comes back in its slot instead of being raised.
         From inside a running loop (a notebook) it runs on a helper thread."""
 
+        bar = progress.start("LLM calls", len(coros))
+
         async def one(coro: Awaitable[T]) -> T | LlmError:
             try:
                 return await coro
             except LlmError as exc:
                 return exc
+            finally:
+                bar.advance()
 
         async def main() -> list[T | LlmError]:
             try:
                 return list(await asyncio.gather(*(one(c) for c in coros)))
             finally:
                 await self.aclose()
+                bar.finish()
 
         try:
             asyncio.get_running_loop()

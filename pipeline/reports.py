@@ -27,6 +27,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
+from pipeline import progress
 from pipeline.config import ReportSettings
 from pipeline.ids import stable_id
 from pipeline.schemas import TABLES, empty
@@ -645,7 +646,9 @@ def build_reports(
     # reports are assembled as Python strings ASSEMBLE_BATCH communities at a time, each
     # batch converted to Arrow at once: all of them as Python objects took +1 GB at 40k
     tables = []
-    for at in range(0, head.height, ASSEMBLE_BATCH):
+    n = head.height
+    starts = range(0, n, ASSEMBLE_BATCH)
+    for at in progress.iterate("reports", starts, n, lambda at: min(ASSEMBLE_BATCH, n - at)):
         part = head.slice(at, ASSEMBLE_BATCH)
         ids = part.select("community")
         frames = [f.join(ids, on="community", how="semi") for f in (top_members, top_rels, cand)]

@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from pipeline import schemas
+from pipeline import progress, schemas
 from pipeline.config import ExtractionSettings
 from pipeline.extract.nlp import NlpExtractor
 
@@ -62,7 +62,9 @@ def extract_resilient(
                 }
             )
 
-    for start in range(0, text_units.height, batch_size):
+    n = text_units.height
+    starts = range(0, n, batch_size)
+    for start in progress.iterate("extraction", starts, n, lambda at: min(batch_size, n - at)):
         batch = text_units.slice(start, batch_size)
         try:
             e, r = extractor.extract(batch)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipeline import schemas
+from pipeline import progress, schemas
 from pipeline.ids import sha256_hex, stable_id
 from pipeline.ingest.walk import Entry, check_input_folder, walk_input
 
@@ -91,7 +91,7 @@ def load_entries(
     mapping = mapping or {}
     docs: list[dict[str, Any]] = []
     rejected: list[dict[str, Any]] = []
-    for entry in entries:
+    for entry in progress.iterate("loading", entries):
         rel, path = entry.rel, entry.path
         if path is None:
             rejected.append(_rejected_row(rel, "", 0, entry.reason))
