@@ -198,3 +198,49 @@ def test_a_manifest_edit_makes_only_the_remapped_files_shard_stale(indexed):
         assert stale_shards(settings) == [shards.shard_of("data/visitors.md", n)]
     finally:
         manifest.write_text(text, encoding="utf-8")
+
+
+def test_json_manifest_object_form_globs_and_bad_paths(tmp_path):
+    from pipeline.ingest import InputFolderError, check_input_folder, walk_input
+    from pipeline.ingest.publications import read_manifest
+
+    (tmp_path / "publications.json").write_text('{"publications": []}', encoding="utf-8")
+    with pytest.raises(InputFolderError, match="holds no files"):  # the manifest is no file
+        check_input_folder(tmp_path)
+    (tmp_path / "ch").mkdir()
+    for name in ("ch/1.md", "ch/2.md", "ch/errata.md"):
+        (tmp_path / name).write_text("# x\n\ntext\n", encoding="utf-8")
+    book = {
+        "id": "B",
+        "files": [
+            {"path": "ch/*.md"},  # every chapter ...
+            {"path": "./ch/errata.md", "type": "other", "version": "3"},  # ... but this one
+            {"path": "../elsewhere.md"},
+        ],
+    }
+    data = {"publications": [book, {"id": " ", "title": "blank id"}, "not an object"]}
+    (tmp_path / "publications.json").write_text(json.dumps(data), encoding="utf-8")
+    entries = walk_input(tmp_path)
+    assert [e.rel for e in entries] == ["ch/1.md", "ch/2.md", "ch/errata.md"]
+    manifest = read_manifest(tmp_path, entries)
+    files = {
+        r: (m.publication_id, m.document_type, m.document_version)
+        for r, m in manifest.files.items()
+    }
+    assert files == {
+        "ch/1.md": ("B", "MAIN", None),
+        "ch/2.md": ("B", "MAIN", None),
+        "ch/errata.md": ("B", "OTHER", "3"),
+    }
+    assert [f["reason"] for f in manifest.failures] == [
+        "item 1: publication B, file 3: path: path '../elsewhere.md' is not inside the input "
+        "folder",
+        "item 2: id: missing publication id",
+        "item 3: not an object",
+    ]
+    (tmp_path / "publications.json").write_text('{"title": "no list"}', encoding="utf-8")
+    [failure] = read_manifest(tmp_path, entries).failures
+    assert failure["reason"] == (
+        "top level is an object without a 'publications' list, not a list of publications"
+    )
+    assert failure["fallback"] == "manifest ignored"

@@ -83,9 +83,10 @@ def _has_visible_entry(root: Path, skip: frozenset[Path]) -> bool:
     """Whether any non-hidden name outside the skipped folders lies under root (stops at the
     first; a symlink to a folder counts: it gets a rejected row)."""
     for dirpath, dirnames, filenames in os.walk(root):
-        if any(not name.startswith(".") for name in filenames):
-            return True
         here = Path(dirpath)
+        manifest = MANIFEST_NAMES if here == root else ()  # no document: describes them
+        if any(not name.startswith(".") and name not in manifest for name in filenames):
+            return True
         dirnames[:] = [
             d
             for d in dirnames
