@@ -12,13 +12,30 @@ call embeds its question (the index's query-vector cache is cleared). Questions:
 MuSiQue's own; on the synthetic index, questions naming one or two of its entities.
 Focus context is timed on note uris (the synthetic index) or section uris (MuSiQue).
 Targets (issue 5): local and expand p50 <= 50 ms, focus p50 <= 10 ms at 100k.
+
+Issue 13 point 5 (any output folder, e.g. the sample corpus's):
+
+    python benchmarks/query_latency.py --cold /tmp/cq       # cold `docgraph query`, phases
+    python benchmarks/query_latency.py --serve /tmp/cq      # warm p50: HTTP vs in-process
+
+--cold runs `docgraph query local` in a new interpreter each time, with the fast path (the
+ONNX query embedder and the vector copies) and without it (an empty XDG_CACHE_HOME and no
+copies: sentence-transformers and lancedb, as before), plus a breakdown of one cold run.
+--serve starts `docgraph serve` on 127.0.0.1 and times each mode over HTTP (one kept-alive
+connection) against the same call in this process.
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
+import os
+import shutil
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -93,14 +110,149 @@ def synthetic_inputs(idx: GraphIndex, n: int) -> tuple[list[str], list[str]]:
     return questions, secs["uri"].sample(min(n, secs.height), seed=0).to_list()
 
 
+# One cold run, phase by phase, in a fresh interpreter (argv: output folder, question).
+COLD_PHASES = r"""
+import json, sys, time
+t0, marks = time.perf_counter(), {}
+def mark(name):
+    global t0
+    now = time.perf_counter(); marks[name] = round((now - t0) * 1000); t0 = now
+import pipeline.cli
+mark("import cli ms")
+from pipeline.config import load_settings
+from pipeline.query import GraphIndex
+mark("import query ms")
+idx = GraphIndex.open(sys.argv[1], load_settings(None, {"output_dir": sys.argv[1]}))
+idx.text_units
+mark("open + tables ms")
+idx.unit_vectors, idx.entity_vectors
+mark("vectors ms")
+idx.embed_query(sys.argv[2])
+mark("embedder + encode ms")
+result = idx.local_search(sys.argv[2])
+mark("local search ms")
+result.to_json(indent=2)
+mark("json ms")
+print(json.dumps({"embedder": type(idx.embedder).__name__, **marks}))
+"""
+QUESTION = "Who did Einstein work with?"
+
+
+def cold(out: Path, runs: int) -> list[dict]:
+    from pipeline import vector_cache
+    from pipeline.cli import _prepare_queries
+    from pipeline.config import load_settings
+
+    _prepare_queries(load_settings(None, {"output_dir": str(out)}))  # ONNX + copies
+    cli = [sys.executable, "-m", "pipeline.cli", "query", "--output", str(out), "local", QUESTION]
+    rows = []
+    for label, slow in (("ONNX + vector copies", False), ("torch + lancedb (before)", True)):
+        env = dict(os.environ, XDG_CACHE_HOME=tempfile.mkdtemp()) if slow else dict(os.environ)
+        walls = []
+        for _ in range(runs + 1):
+            if slow:  # no copies: this run reads through lancedb (and writes them again)
+                shutil.rmtree(out / vector_cache.CACHE_DIR, ignore_errors=True)
+            t = time.perf_counter()
+            subprocess.run(cli, env=env, check=True, capture_output=True)
+            walls.append(time.perf_counter() - t)
+        if slow:
+            shutil.rmtree(out / vector_cache.CACHE_DIR, ignore_errors=True)
+        phases = subprocess.run(
+            [sys.executable, "-c", COLD_PHASES, str(out), QUESTION],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        rows.append(
+            {
+                "path": label,
+                "cold p50 s": round(statistics.median(walls[1:]), 2),  # the first warms disk
+                "min s": round(min(walls[1:]), 2),
+                **json.loads(phases.stdout.splitlines()[-1]),
+            }
+        )
+        print(f"  cold {label}: {rows[-1]['cold p50 s']} s", file=sys.stderr, flush=True)
+    _prepare_queries(load_settings(None, {"output_dir": str(out)}))  # copies back
+    return rows
+
+
+def serve_latency(out: Path, n: int) -> list[dict]:
+    """Warm p50 per mode: `docgraph serve` in its own process over one kept-alive HTTP
+    connection, against the same call in this process; every call asks a question neither
+    side has seen (no query-vector cache hit on either side)."""
+    import socket
+
+    from pipeline.config import load_settings
+    from pipeline.query_request import QueryRequest, run_query
+    from pipeline.serve import open_index
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "pipeline.cli", "serve", "--output", str(out), "--port", str(port)]
+    server = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
+    index = open_index(str(out), load_settings(None, {"output_dir": str(out)}))
+    uri = index.table("sections").filter(pl.col("uri").is_not_null())["uri"][0]
+    modes = ("naive", "local", "global", "expand", "flow", "focus")
+    try:
+        while True:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port)
+                conn.request("GET", "/health")
+                conn.getresponse().read()
+                break
+            except OSError:
+                assert server.poll() is None, "docgraph serve exited"
+                time.sleep(0.2)
+        rows = []
+        for mode in modes:
+            inproc, http_ms = [], []
+            for i in range(n + 1):  # the first call of each mode pays its one-off reads
+                body = {"query": uri if mode == "focus" else f"{QUESTION} ({mode} {i})"}
+                t = time.perf_counter()
+                run_query(index, mode, QueryRequest(**body)).to_json(indent=2)
+                inproc.append((time.perf_counter() - t) * 1000)
+                headers = {"Content-Type": "application/json"}
+                t = time.perf_counter()
+                conn.request("POST", f"/query/{mode}", json.dumps(body), headers)
+                resp = conn.getresponse()
+                resp.read()
+                http_ms.append((time.perf_counter() - t) * 1000)
+                assert resp.status == 200, (mode, resp.status)
+            p50_in, p50_http = statistics.median(inproc[1:]), statistics.median(http_ms[1:])
+            rows.append(
+                {
+                    "mode": mode,
+                    "n": n,
+                    "in-process p50 ms": round(p50_in, 1),
+                    "HTTP p50 ms": round(p50_http, 1),
+                    "HTTP - in-process ms": round(p50_http - p50_in, 1),
+                }
+            )
+    finally:
+        server.terminate()
+        server.wait()
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--musique", type=Path, help="output folder of an indexed MuSiQue corpus")
     ap.add_argument("--synthetic", type=Path, help="synthetic index folder (built if absent)")
     ap.add_argument("--queries", type=int, default=40)
+    ap.add_argument("--cold", type=Path, help="an output folder: cold `docgraph query` times")
+    ap.add_argument("--serve", type=Path, help="an output folder: HTTP vs in-process p50")
+    ap.add_argument("--runs", type=int, default=5, help="--cold: runs per path")
     args = ap.parse_args()
+    if args.cold or args.serve:
+        if args.cold:
+            print(pl.DataFrame(cold(args.cold, args.runs)))
+        if args.serve:
+            print(pl.DataFrame(serve_latency(args.serve, args.queries)))
+        return
     if not args.musique and not args.synthetic:
-        ap.error("give --musique and/or --synthetic")
+        ap.error("give --musique and/or --synthetic, or --cold / --serve")
     rows: list[dict] = []
     embedder = None
     if args.musique:
