@@ -180,7 +180,7 @@ def test_ocr_off_rejects_scans_and_skips_scanned_pages(folder: Path):
 class _BrokenEngine:
     """An engine that raises, as a corrupt model or an out-of-memory error would."""
 
-    def __call__(self, *args: object, **kwargs: object) -> None:
+    def text_det(self, *args: object, **kwargs: object) -> None:
         raise RuntimeError("inference failed")
 
 
