@@ -195,7 +195,12 @@ def markdown_preview(df: pl.DataFrame, n: int = 5, width: int = 60) -> str:
     return "\n".join(lines)
 
 
-def counts_md(counts: dict[str, int], header: tuple[str, str]) -> MetadataValue:
-    lines = [f"| {header[0]} | {header[1]} |", "|---|---|"]
-    lines += [f"| {_md_cell(k, 80)} | {v} |" for k, v in counts.items()]
-    return MetadataValue.md("\n".join(lines))
+def counts_table(counts: dict[str, Any], header: tuple[str, str]):
+    """`counts` (type -> rows, unit -> reason, ...) as a two-column Dagster table."""
+    table = pa.table(
+        {
+            header[0]: pa.array([str(k) for k in counts], pa.string()),
+            header[1]: pa.array(list(counts.values())),
+        }
+    )
+    return table_preview(table, n=len(counts), width=200)

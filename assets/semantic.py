@@ -19,7 +19,7 @@ from dagster import (
 from assets.metadata import (
     PARQUET_KINDS,
     community_sizes,
-    counts_md,
+    counts_table,
     degree_summary,
     frame_metadata,
 )
@@ -144,10 +144,10 @@ def extraction_asset(n_shards: int):
             llm_meta = _llm_delta(before, client.metadata()) if client is not None else {}
             return {
                 "extractor": extractor.name,
-                "by_type": counts_md(
+                "by_type": counts_table(
                     dict(sorted(by_type.items(), key=lambda kv: -kv[1])), ("type", "mentions")
                 ),
-                "failures": counts_md(dict(list(reasons.items())[:100]), ("unit", "reason")),
+                "failures": counts_table(dict(list(reasons.items())[:100]), ("unit", "reason")),
                 **llm_meta,
             }
 
@@ -206,11 +206,11 @@ def graph(context: AssetExecutionContext, docgraph: DocgraphConfig, llm: LlmReso
         llm_meta = _llm_delta(before, client.metadata())
     by_type = dict(ents.group_by("type").len().sort("len", descending=True).iter_rows())
     degrees = degree_summary(ents, rels)
-    by_type_md = counts_md(by_type, ("type", "entities"))
+    by_type_table = counts_table(by_type, ("type", "entities"))
     yield Output(
         ents,
         output_name="entities",
-        metadata=frame_metadata(ents, started, "entities", by_type=by_type_md, **degrees),
+        metadata=frame_metadata(ents, started, "entities", by_type=by_type_table, **degrees),
     )
     yield Output(
         rels,

@@ -6,7 +6,7 @@ import time
 import polars as pl
 from dagster import AssetExecutionContext, MetadataValue, Output, asset, multi_asset
 
-from assets.metadata import PARQUET_KINDS, counts_md, frame_metadata, markdown_preview
+from assets.metadata import PARQUET_KINDS, counts_table, frame_metadata, markdown_preview
 from assets.shards import SHARD_POLICY, run_shards, shard_partitions, specs
 from pipeline import schemas, store
 from pipeline.failures import failures_frame
@@ -79,7 +79,7 @@ def structure_asset(n_shards: int):
             parse,
             lambda: {
                 "warnings": MetadataValue.md("\n".join(notes[:200]) or "none"),
-                "by_type": counts_md(
+                "by_type": counts_table(
                     dict(sorted(node_types.items(), key=lambda kv: -kv[1])), ("type", "nodes")
                 ),
                 "pdf_tables": settings.structure.pdf_tables,
@@ -123,7 +123,7 @@ def structure_edges(
             edges,
             started,
             "structure_edges",
-            by_type=counts_md(edge_types, ("type", "edges")),
+            by_type=counts_table(edge_types, ("type", "edges")),
             **link_resolution(edges),
         ),
     )

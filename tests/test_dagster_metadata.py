@@ -88,6 +88,8 @@ def test_graph_assets_summarise_degrees_and_community_sizes(sample_index):
     low, mid, p90, high = (ents[f"degree_{k}"].value for k in ("min", "median", "p90", "max"))
     assert 0 <= low <= mid <= p90 <= high and high >= 1
     assert ents["isolated_entities"].value <= store.table_rows(out, "entities")
+    by_type = ents["by_type"].value.records  # a Dagster table, not Markdown
+    assert sum(r.data["entities"] for r in by_type) == store.table_rows(out, "entities")
     (comm,) = events["communities"]
     sizes = comm["community_sizes"].value.records
     communities = store.read_table(out, "communities")
@@ -95,6 +97,29 @@ def test_graph_assets_summarise_degrees_and_community_sizes(sample_index):
     assert sum(r.data["communities"] for r in sizes) == communities.height
     biggest = communities["entity_ids"].list.len().max()
     assert max(r.data["size_max"] for r in sizes) == biggest
+
+
+def test_preview_cells_are_plain_text_shortened_and_json():
+    from assets.metadata import frame_metadata
+
+    df = pl.DataFrame(
+        {
+            "id": ["a"],
+            "text": ["<script>x</script>\n" + "y" * 200],
+            "ids": [["u1", "u2"]],
+            "score": [float("nan")],
+            "vector": [[0.1, 0.2]],
+        }
+    )
+    meta = frame_metadata(df, 0.0)
+    (record,) = meta["preview"].value.records
+    text = record.data["text"]
+    # the UI shows a table cell as text (escaped by React): escaping here would show &lt;
+    assert text.startswith("<script>x</script> yyy") and len(text) == 80 and text[-1] == "…"
+    assert record.data["ids"] == '["u1", "u2"]' and record.data["score"] == "nan"
+    assert "vector" not in record.data  # left out of the preview, kept in the schema
+    assert "vector" in {c.name for c in meta[COLUMN_SCHEMA].schema.columns}
+    assert meta[ROW_COUNT] == 1
 
 
 def test_lance_checks_run_and_pass(sample_index):
