@@ -21,6 +21,7 @@ from typing import Any
 from pipeline import schemas
 from pipeline.config import Settings
 from pipeline.files import atomic_write_text
+from pipeline.ingest.pdf_ocr import ocr_installed
 from pipeline.ingest.publications import FileMapping, read_manifest
 from pipeline.ingest.walk import Entry, walk_input
 
@@ -52,6 +53,8 @@ def stage_settings_digest(settings: Settings) -> str:
         str(settings.storage.shards),
         f"{llm.enabled}|{llm.base_url}|{llm.chat_model}|{llm.temperature}" if llm.enabled else "",
     ]
+    if settings.structure.ocr == "auto" and ocr_installed():
+        parts.append("ocr")  # the OCR extra installed: shards with scanned PDFs read again
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:16]
 
 

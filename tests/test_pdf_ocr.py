@@ -208,3 +208,19 @@ def test_ocr_failure_is_recorded(folder: Path, monkeypatch: pytest.MonkeyPatch):
             "fallback": "page left out",
         }
     ]
+
+
+def test_installing_the_extra_reruns_shards(monkeypatch: pytest.MonkeyPatch):
+    """Scans rejected without the extra are read once it is installed: the shard fingerprints'
+    settings digest says whether OCR can run (under ocr: auto only)."""
+    from pipeline import shards
+    from pipeline.config import Settings
+
+    digests = {}
+    for installed in (False, True):
+        monkeypatch.setattr(shards, "ocr_installed", lambda installed=installed: installed)
+        for mode in ("auto", "off"):
+            cfg = Settings(structure=StructureSettings(ocr=mode))
+            digests[installed, mode] = shards.stage_settings_digest(cfg)
+    assert digests[False, "auto"] != digests[True, "auto"]
+    assert digests[False, "off"] == digests[True, "off"]

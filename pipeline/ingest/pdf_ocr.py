@@ -16,6 +16,7 @@ OCRs a page once, and a page scanned twice (a copy of a file) once too.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import threading
 import time
 from collections import OrderedDict
@@ -28,7 +29,7 @@ import numpy as np
 import pymupdf
 
 OcrMode = Literal["auto", "off"]
-ENGINE_PACKAGE = "rapidocr-onnxruntime"
+ENGINE_MODULE = "rapidocr_onnxruntime"  # of the package rapidocr-onnxruntime
 INSTALL_HINT = "pip install 'docgraph[ocr]'"
 # Lines are read from a 200 dpi image: at 150 the recogniser ran the words of 10 pt text
 # together ("Thecommitteereviewed": 8 of 54 words read on our test page), at 200 it read 52
@@ -101,6 +102,12 @@ _lock = threading.Lock()
 _cache: OrderedDict[tuple[bytes, float, float], list[OcrLine]] = OrderedDict()
 
 
+def ocr_installed() -> bool:
+    """Whether the OCR extra is installed (found, not imported: cheap enough for every run's
+    shard fingerprints)."""
+    return importlib.util.find_spec(ENGINE_MODULE) is not None
+
+
 def engine_status() -> str | None:
     """None when the engine can run, else why not (not installed, or failed to load)."""
     return None if _load_engine() is not None else _engine_error
@@ -112,7 +119,7 @@ def _load_engine() -> Any:
     with _lock:
         if _engine is None and _engine_error is None:
             try:
-                from rapidocr_onnxruntime import RapidOCR
+                RapidOCR = importlib.import_module(ENGINE_MODULE).RapidOCR  # noqa: N806
             except ImportError:
                 _engine_error = f"OCR not installed: {INSTALL_HINT}"
             else:
