@@ -67,7 +67,7 @@ def parse_pdf(
     out = DocStructure(doc["id"], doc["source_path"], doc["title"])
     with pymupdf.open(stream=data, filetype="pdf") as pdf:
         toc = pdf.get_toc(simple=True)
-        ocr, report = structure_ocr(out, pdf, cfg)  # scanned pages' units, if any
+        ocr, report = structure_ocr(out, pdf, cfg, doc)  # scanned pages' units, if any
         if mode == "layout":
             from pipeline.structure.pdf_model import parse_layout
 

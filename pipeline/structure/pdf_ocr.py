@@ -7,12 +7,14 @@ as a text layer has, not one per line's pixels). Nothing is bold or set in a mat
 
 from __future__ import annotations
 
+import json
 import statistics
 from typing import Any
 
 import pymupdf
 
 from pipeline.config import StructureSettings
+from pipeline.ingest.pdf import PAGE_BREAK
 from pipeline.ingest.pdf_ocr import OCR_DPI, OcrLine, OcrReport, ocr_document
 from pipeline.structure.model import DocStructure
 from pipeline.structure.pdf_layout import Line, Unit, split_block
@@ -100,13 +102,27 @@ def heading_classes(units: list[Unit], body: float) -> dict[int, str]:
     return out
 
 
+def _has_text(pdf: pymupdf.Document, doc: dict[str, Any]) -> list[bool]:
+    """Per page, whether it has a text layer, from the loaded document (its text by page,
+    the pages the loader OCR'd): no second pass over every page of every PDF for the few
+    scans. Read from the pages when the stored text does not match them."""
+    pages = (doc.get("text") or "").split(PAGE_BREAK)
+    if len(pages) != pdf.page_count:
+        return [bool(pdf[pno].get_text("text").strip()) for pno in range(pdf.page_count)]
+    try:
+        ocred = set(json.loads(doc.get("metadata") or "{}").get("ocr_pages", []))
+    except (ValueError, AttributeError):
+        ocred = set()
+    return [bool(t.strip()) and pno + 1 not in ocred for pno, t in enumerate(pages)]
+
+
 def structure_ocr(
-    out: DocStructure, pdf: pymupdf.Document, cfg: StructureSettings
+    out: DocStructure, pdf: pymupdf.Document, cfg: StructureSettings, doc: dict[str, Any]
 ) -> tuple[dict[int, list[Unit]], OcrReport]:
-    """Units of the image-only pages that were OCR'd, by page, and the OCR report (its
-    warnings added to `out`, pages the engine failed on to `out.failures`; time and page
-    count to `out.stats`)."""
-    has_text = [bool(pdf[pno].get_text("text").strip()) for pno in range(pdf.page_count)]
+    """Units of the image-only pages of document row `doc` that were OCR'd, by page, and the
+    OCR report (its warnings added to `out`, pages the engine failed on to `out.failures`;
+    time and page count to `out.stats`)."""
+    has_text = _has_text(pdf, doc)
     found, report = ocr_document(pdf, has_text, cfg.ocr, out.stats)
     out.warnings.extend(report.warnings())
     for pno in report.failed:
