@@ -202,6 +202,8 @@ class RichReporter:
         self._running = False
 
     def update(self, tracker: Tracker) -> None:
+        if tracker.total == 0:  # an empty run (a shard with nothing to do): no bar
+            return
         with self._lock:
             key = id(tracker)
             if key not in self._tasks:
