@@ -5,7 +5,10 @@ LanceDB 0.40 has no views or table aliases, so an alias is a second Lance datase
 files are hard links to the source table's (a copy where links are impossible). Lance never
 rewrites a file in place: a later write of either table makes new files, so the two never
 change each other, and the alias costs no disk until its source is rewritten (then it is
-made again). Measured figures: benchmarks/graphrag_compat.py (README).
+made again). Measured on MuSiQue (1.9k passages; the three tables 48.7 MB of a 106 MB lancedb
+folder): 16-27 ms a table and no new byte, where copies would add 48.7 MB to every kept
+version. The other way, GraphRAG's settings could name our tables (vector_store.index_schema
+.<name>.index_name); the aliases make its defaults work with no settings.
 """
 
 from __future__ import annotations
