@@ -224,3 +224,33 @@ def test_installing_the_extra_reruns_shards(monkeypatch: pytest.MonkeyPatch):
             digests[installed, mode] = shards.stage_settings_digest(cfg)
     assert digests[False, "auto"] != digests[True, "auto"]
     assert digests[False, "off"] == digests[True, "off"]
+
+
+@needs_engine
+def test_picture_page_without_words_stays_a_figure(tmp_path: Path):
+    """A text-less page that is a picture (no words in it): OCR runs and reads nothing, so a
+    PDF of only that is rejected with that reason, and next to a text page it stays a figure."""
+    src = pymupdf.open()
+    art = src.new_page(width=300, height=200)
+    for i in range(6):  # a bar chart without labels
+        art.draw_rect(pymupdf.Rect(30 + 40 * i, 170 - 20 * i, 60 + 40 * i, 180), fill=(0, 0, 1))
+    png = art.get_pixmap(dpi=100).tobytes("png")
+
+    def picture_page(doc: pymupdf.Document) -> None:
+        doc.new_page(width=300, height=200).insert_image(pymupdf.Rect(0, 0, 300, 200), stream=png)
+
+    only = pymupdf.open()
+    picture_page(only)
+    only.save(tmp_path / "chart.pdf")
+    mixed = pymupdf.open()
+    mixed.new_page(width=300, height=200).insert_text((20, 40), TEXT_PAGE, fontsize=8)
+    picture_page(mixed)
+    mixed.save(tmp_path / "report.pdf")
+    docs, rejected = load_folder(tmp_path)
+    assert dict(rejected.select("source_path", "reason").rows()) == {
+        "chart.pdf": "no text layer (image-only PDF; OCR recognised no text)"
+    }
+    nodes, meta = _nodes(docs, tmp_path, "report.pdf", pdf_structure="heuristic")
+    assert [n["node_type"] for n in nodes] == ["PARAGRAPH", "FIGURE"]
+    assert not any(json.loads(n["metadata"]).get("ocr") for n in nodes)
+    assert meta["ocr_pages"] == [2]  # read, nothing found

@@ -186,7 +186,7 @@ def _recognise(eng: Any, page: pymupdf.Page, pix: pymupdf.Pixmap) -> list[OcrLin
     lines = []
     for box, res in zip(boxes, found, strict=True):
         text, score = " ".join(str(res[0]).split()), float(res[1])
-        if text and score >= MIN_SCORE:
+        if score >= MIN_SCORE and any(c.isalnum() for c in text):  # a chart's bars read "-"
             xs, ys = box[:, 0], box[:, 1]
             bbox = (
                 float(xs.min()) * sx,

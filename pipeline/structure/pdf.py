@@ -76,7 +76,7 @@ def parse_pdf(
             from pipeline.structure.pdf_heuristic import parse_heuristic
 
             items, printed, meta = parse_heuristic(out, pdf, cfg, ocr)
-        mark_ocr(items, report, meta)
+        mark_ocr(items, set(ocr), report, meta)
         labels = label_pages(pdf, printed)
         n_pages = pdf.page_count
     build(out, toc, merge_continuations(items), labels)

@@ -127,15 +127,20 @@ def structure_ocr(
     out.warnings.extend(report.warnings())
     for pno in report.failed:
         out.failures.append((f"page {pno + 1}: {report.skipped[pno]}", "page left out"))
-    return {pno: ocr_units(lines, pno) for pno, lines in found.items()}, report
+    # a page where OCR read nothing (a photo, a chart) keeps its picture as a figure
+    units = {pno: ocr_units(lines, pno) for pno, lines in found.items()}
+    return {pno: us for pno, us in units.items() if us}, report
 
 
-def mark_ocr(items: list[dict[str, Any]], report: OcrReport, meta: dict[str, Any]) -> None:
-    """In place: items from OCR'd pages carry `ocr: true` in their node metadata; the
-    document's metadata lists the OCR'd pages (1-based) and those skipped, with why."""
+def mark_ocr(
+    items: list[dict[str, Any]], read: set[int], report: OcrReport, meta: dict[str, Any]
+) -> None:
+    """In place: items of the pages whose text came from OCR (`read`) carry `ocr: true` in
+    their node metadata; the document's metadata lists the OCR'd pages (1-based) and those
+    skipped, with why."""
     done = set(report.done)
     for it in items:
-        if it["unit"].page in done:
+        if it["unit"].page in read:
             it["meta"] = {**(it.get("meta") or {}), "ocr": True}
     if report.done:
         meta |= {"ocr_pages": sorted(p + 1 for p in done), "ocr_dpi": OCR_DPI}
