@@ -205,7 +205,14 @@ class QuerySettings(_Section):
     local_dense_seeds: int = Field(3, description="top dense units that seed local PageRank")
     local_damping: float = Field(0.85, description="local PageRank continuation probability")
     local_graph_weight: float = Field(
-        0.7, description="local ranking = w * PageRank (max-normalised) + (1 - w) * cosine"
+        0.7,
+        description="local ranking = w * (PageRank / max) ** 0.25 + (1 - w) * cosine",
+    )
+    local_context_tokens: int = Field(
+        2500,
+        ge=1,
+        description="local: context budget in tokens; the ranked text units are paid for "
+        "first (MuSiQue R@5 by budget: benchmarks/retrieval.py)",
     )
     expand_max_hops: int = Field(2, description="expand: graph hops from the vector seeds")
     expand_max_nodes: int = Field(60, description="expand: nodes kept after expansion")

@@ -43,6 +43,7 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
+from pipeline.query.rerank import title_bridges
 from pipeline.query.result import SearchResult
 from pipeline.query.text import extractive_answer
 from pipeline.tokens import count_tokens, truncate_tokens
@@ -95,6 +96,10 @@ class ExpandParams:
     # entity in a few units arrives at ~0.2-0.3), so the graph's word needs a weight above
     # the cosine's to lift a bridge passage over dense hits; 1.5-3 measure alike on MuSiQue.
     evidence_weight: float = 2.0
+    # Then the second hop (rerank.title_bridges): units of documents whose title the best
+    # `bridge_seeds` units name gain bridge_weight x the naming unit's rank score.
+    bridge_seeds: int = 2
+    bridge_weight: float = 0.3
     answer_units: int = 3
     answer_sentences: int = 3
     entity_context: int = 10  # entities listed in the context at most
@@ -528,12 +533,14 @@ def expand_search(
     # ---- rank units: own cosine + graph evidence (every unit; not limited to the subgraph) -
     evidence = arrive[off_u:off_e]
     final = usims + params.evidence_weight * evidence
+    final, bridged = title_bridges(index, final, params.bridge_seeds, params.bridge_weight)
     order = top_indices(final, top_k)
     unit_rank = order.tolist()
     final_of = dict(zip(unit_rank, final[order].tolist(), strict=True))
     trace.append(
         f"ranked {n_u} text units ({int((evidence > 0).sum())} reached over an edge): own "
         f"cosine + {params.evidence_weight:g} x best arriving path score"
+        + (f"; second hop to documents titled {', '.join(bridged[:10])}" if bridged else "")
     )
 
     # ---- subgraph (data) ------------------------------------------------------------------

@@ -14,8 +14,11 @@ Normal mode
 3. Edges touching the nodes: +2 per term in the fact (description), +3 when both endpoints
    are nodes, +1 when one is. Missing endpoints of kept edges are fetched and compete for
    the node cap with the edge's score, so the cap holds and every edge has both ends.
-4. Context: Definitions, Facts, a Mermaid `graph LR` diagram, supporting text units ranked
-   by the scores of the nodes and edges citing them.
+4. Context: Definitions, Facts, a Mermaid `graph LR` diagram, supporting text units: those
+   the kept nodes and edges cite (scored by the sum of their scores) and the nearest few by
+   cosine, ranked by relevance to the question (rerank.py: citation score fused with the
+   question–unit cosine; a unit many kept entities cite is connected, not necessarily an
+   answer).
 
 Quick mode: entity and relationship vectors (60/40 of the targets), then graph growth up to
 3 levels with scores halving per level; no LLM analysis.
@@ -36,6 +39,7 @@ from pydantic import BaseModel
 
 from pipeline import store
 from pipeline.prompts import load_prompt, neutralise
+from pipeline.query.rerank import rank_units
 from pipeline.query.result import SearchResult, texts_table
 from pipeline.query.text import STOPWORDS, extractive_answer, fold, raw_words
 from pipeline.tokens import count_tokens, truncate_tokens
@@ -57,6 +61,10 @@ ANSWER_UNITS, ANSWER_SENTENCES = 3, 3
 ANSWER_TEMPERATURE = 0.3
 RESPONSE_TYPE = "a few concise paragraphs"
 LABEL_CHARS = 48
+# Supporting text units: the cited ones plus the nearest few, ranked by relevance (rerank.py);
+# chosen on the first 50 MuSiQue questions (benchmarks/retrieval.py).
+UNIT_GRAPH_WEIGHT, UNIT_GRAPH_POWER, UNIT_DENSE_CANDIDATES = 0.3, 0.5, 10
+UNIT_BRIDGE_SEEDS, UNIT_BRIDGE_WEIGHT = 2, 0.3  # rerank.title_bridges: the second hop
 
 # Words of a question that say what it asks, not what it is about.
 CUE_WORDS = frozenset(
@@ -639,10 +647,27 @@ def build_result(
         [(n["id"], n["title"]) for n in node_recs if n["id"] in shown],
         [(x["source_id"], x["target_id"], x["type"]) for x in shown_edges],
     )
-    unit_ids, unit_scores = _unit_ranking(
+    cited, cite_scores = _unit_ranking(
         index,
         [(g.nodes[r]["score"], ents["text_unit_ids"][r]) for r in node_rows]
         + [(g.edges[r]["score"], rels["text_unit_ids"][r]) for r in edge_rows],
+    )
+    unit_ids, unit_info, bridged = rank_units(
+        index,
+        index.embed_query(query),
+        cited,
+        cite_scores,
+        graph_weight=UNIT_GRAPH_WEIGHT,
+        power=UNIT_GRAPH_POWER,
+        dense_candidates=UNIT_DENSE_CANDIDATES,
+        bridge_seeds=UNIT_BRIDGE_SEEDS,
+        bridge_weight=UNIT_BRIDGE_WEIGHT,
+    )
+    trace.append(
+        f"text units: {len(cited)} cited by the kept nodes and edges + the nearest "
+        f"{UNIT_DENSE_CANDIDATES}, ranked by {UNIT_GRAPH_WEIGHT:g} x citation score "
+        f"(max-normalised) ** {UNIT_GRAPH_POWER:g} + {1 - UNIT_GRAPH_WEIGHT:g} x cosine"
+        + (f"; second hop to documents titled {', '.join(bridged[:10])}" if bridged else "")
     )
     sections = [
         "-----Definitions-----\n" + "\n".join(definitions),
@@ -652,7 +677,13 @@ def build_result(
     budget = max(0, qs.max_context_tokens - count_tokens("\n\n".join(sections)))
     texts, unit_recs = texts_table(
         (
-            index.unit_record(index.unit_row[uid], unit_scores[uid], rank=rank + 1)
+            index.unit_record(
+                index.unit_row[uid],
+                unit_info[uid]["score"],
+                rank=rank + 1,
+                graph=unit_info[uid]["graph"],
+                dense=unit_info[uid]["dense"],
+            )
             for rank, uid in enumerate(unit_ids[: qs.top_k_units])
         ),
         budget,

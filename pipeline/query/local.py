@@ -2,15 +2,16 @@
 
 1. The query's entities: by name (casefolded n-grams of the query against entity titles
    and aliases) and by embedding (nearest entity descriptions).
-2. Text units are ranked by graph evidence blended with dense similarity: personalised
-   PageRank over the text unit–entity bipartite graph, its restart mass on the query's
-   entities (weighted ~1/log(document frequency), so common entities matter less) and
-   on the top dense units. Mass flows unit -> shared entity -> unit, so a passage that
+2. Text units are ranked by graph evidence fused with dense similarity (rerank.fuse):
+   personalised PageRank over the text unit–entity bipartite graph, its restart mass on
+   the query's entities (weighted ~1/log(document frequency), so common entities matter
+   less), on the endpoints of the relationships nearest the query, and on the top dense
+   units. Mass flows unit -> shared entity -> unit, so a passage that
    shares a bridge entity with a relevant one is found even when it shares no words
    with the query (multi-hop questions).
-3. The context is built GraphRAG-style within a token budget: Entities, Relations,
-   Summaries (community reports), Texts tables — the seed's sections — with
-   human-readable ids; the records carry provenance.
+3. The context is built GraphRAG-style within `local_context_tokens`, the ranked text
+   units paid for first: Entities, Relations, Summaries (community reports), Texts tables
+   (the seed's sections) with human-readable ids; the records carry provenance.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.config import QuerySettings
+from pipeline.query.rerank import fuse, title_bridges
 from pipeline.query.result import SearchResult, render_table, texts_table
 from pipeline.query.text import extractive_answer
 from pipeline.tokens import count_tokens, truncate_tokens
@@ -49,6 +51,19 @@ class LocalParams:
     idf_power: float = 1.0  # restart weight of an entity = (1 / log(1 + df)) ** idf_power
     hops: int = 2  # PageRank runs on the units this many unit->entity->unit steps away
     max_df: int = 1000  # entities in more units than this are not expanded through
+    # Recognition memory (HippoRAG 2's query-to-triple matching, without the LLM filter):
+    # the endpoints of the relationships whose descriptions are nearest the query get this
+    # share of the restart mass, so a fact stated in the question's words seeds its entities.
+    fact_mass: float = 0.5
+    top_facts: int = 10
+    min_fact_sim: float = 0.4
+    # Final rank = rerank.fuse: graph_weight * (PPR / max) ** graph_power + rest * cosine.
+    graph_power: float = 0.25
+    # Then the second hop (rerank.title_bridges): units of documents whose title the best
+    # `bridge_seeds` units name gain bridge_weight x the naming unit's score.
+    bridge_seeds: int = 2
+    bridge_weight: float = 0.3
+    max_unit_share: float = 0.75  # of the context budget the Texts section may take
     answer_units: int = 3
     answer_sentences: int = 3
 
@@ -117,6 +132,21 @@ def rank_units(
                 f"embedding match: {top.size} entities (cosine >= {params.min_entity_sim})"
             )
 
+    if n_e and params.fact_mass > 0 and index.relationships.height:
+        from pipeline.query.flow import edge_ends, relationship_vectors
+
+        fsims = index.similarities(relationship_vectors(index), qvec)
+        top = top_indices(fsims, params.top_facts)
+        top = top[fsims[top] >= params.min_fact_sim]
+        src, tgt = edge_ends(index)
+        ends = np.concatenate([src[top], tgt[top]])
+        w = np.concatenate([fsims[top], fsims[top]]).astype(np.float64)
+        ok = ends >= 0
+        ends, w = ends[ok], w[ok] * g.entity_weight[ends[ok]] ** params.idf_power
+        if w.sum() > 0:
+            np.add.at(reset, n_u + ends, params.fact_mass * w / w.sum())
+            trace.append(f"fact match: {top.size} relationships (cosine >= {params.min_fact_sim})")
+
     seeds = top_indices(sims, params.dense_seeds)
     if seeds.size and params.dense_seed_mass > 0:
         w = np.maximum(sims[seeds], 1e-6).astype(np.float64)
@@ -128,13 +158,18 @@ def rank_units(
     )
     top_ppr = unit_ppr.max() if n_u else 0.0
     if top_ppr > 0:
-        graph = unit_ppr / top_ppr
-        scores = params.graph_weight * graph + (1 - params.graph_weight) * sims
+        scores = fuse(unit_ppr, sims, params.graph_weight, params.graph_power)
         trace.append(
             f"personalised PageRank over {int((unit_ppr > 0).sum())} of {n_u} units "
-            f"(damping {params.damping}, {params.hops} hops), blended "
-            f"{params.graph_weight:.2f} with cosine"
+            f"(damping {params.damping}, {params.hops} hops), fused {params.graph_weight:.2f} "
+            f"x (PPR / max) ** {params.graph_power:g} with cosine"
         )
+        scores, bridged = title_bridges(index, scores, params.bridge_seeds, params.bridge_weight)
+        if bridged:
+            trace.append(
+                f"second hop: documents titled by names in the top {params.bridge_seeds} "
+                f"units ({', '.join(bridged[:10])})"
+            )
     else:
         scores = sims.astype(np.float64)
         trace.append("no entity graph: ranked by dense similarity alone")
@@ -160,10 +195,17 @@ def local_search(
     unit_rows = top_indices(scores, top_k)
 
     # ---- context within the token budget -----------------------------------------------
-    budget = qs.max_context_tokens
-    unit_budget = int(budget * qs.text_unit_prop)
-    report_budget = int(budget * qs.community_prop)
-    graph_budget = budget - unit_budget - report_budget
+    # The ranked units carry the evidence, so they are paid for first (up to max_unit_share
+    # of the budget); entities, relations and summaries share what is left, summaries in
+    # the proportion community_prop : (1 - text_unit_prop - community_prop).
+    budget = qs.local_context_tokens
+    src_section, src_records = _sources_section(
+        index, unit_rows, scores, sims, int(budget * params.max_unit_share)
+    )
+    rest = max(0, budget - count_tokens(src_section))
+    graph_prop = max(1e-9, 1 - qs.text_unit_prop - qs.community_prop)
+    report_budget = int(rest * qs.community_prop / (qs.community_prop + graph_prop))
+    graph_budget = rest - report_budget
 
     ent_rows = _select_entities(ent_scores, matched, qs.top_k_entities)
     records: list[dict[str, Any]] = []
@@ -176,7 +218,6 @@ def local_search(
         index, ent_rows, ent_scores, graph_budget - used
     )
     rep_section, rep_records, _ = _reports_section(index, ent_rows, report_budget)
-    src_section, src_records = _sources_section(index, unit_rows, scores, sims, unit_budget)
     for sec, recs in (
         (ent_section, ent_records),
         (rel_section, rel_records),

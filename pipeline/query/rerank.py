@@ -1,0 +1,112 @@
+"""Rank text units the graph proposes by their relevance to the question.
+
+The graph modes find candidate units through entities and relationships: what a kept entity
+or edge cites, or where personalised PageRank mass ends. That evidence says a unit is
+*connected* to the question's subject, not that it *answers* it: a unit cited by many kept
+entities (a list, a hub page) collects a large count while the one sentence that answers is
+cited once. So the candidates are ranked by a fusion of the two signals:
+
+    fused = graph_weight * (graph / max graph) ** power + (1 - graph_weight) * cosine
+
+`power` < 1 compresses the graph score's heavy tail (PageRank mass and citation sums span
+orders of magnitude; a square root keeps their order but lets the question–unit cosine
+decide between units the graph rates within a few times of each other). The top dense units
+join the candidates with graph score 0, so a mode whose graph missed the answering unit
+still has it (and a mode never ranks below its own dense candidates for lack of a link).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from pipeline.query.index import GraphIndex
+
+
+CAP_GAP = 1e-9  # a bridged unit stays this far below the unit that names its title
+
+
+def fuse(
+    graph: np.ndarray, sims: np.ndarray, graph_weight: float, power: float = 0.5
+) -> np.ndarray:
+    """graph_weight * (graph / max) ** power + (1 - graph_weight) * sims (graph >= 0)."""
+    graph = np.maximum(np.asarray(graph, dtype=np.float64), 0.0)
+    top = graph.max() if graph.size else 0.0
+    norm = np.power(graph / top, power) if top > 0 else np.zeros_like(graph)
+    return graph_weight * norm + (1.0 - graph_weight) * np.asarray(sims, dtype=np.float64)
+
+
+def rank_units(
+    index: GraphIndex,
+    qvec: np.ndarray,
+    unit_ids: list[str],
+    graph_scores: dict[str, float],
+    *,
+    graph_weight: float,
+    power: float = 0.5,
+    dense_candidates: int = 0,
+    bridge_seeds: int = 0,
+    bridge_weight: float = 0.0,
+) -> tuple[list[str], dict[str, dict[str, float]], list[str]]:
+    """Candidate unit ids best first, per id {score, graph, dense}, and the titles bridged.
+
+    Candidates: the graph-proposed `unit_ids`, the `dense_candidates` nearest units, and the
+    units `title_bridges` reaches from the best of those; scored by `fuse` (+ the bridge
+    bonus). Ties keep the graph's order, then row order."""
+    from pipeline.query.index import top_indices
+
+    sims = index.similarities(index.unit_vectors, qvec).astype(np.float64)
+    graph = np.zeros(sims.shape, dtype=np.float64)
+    rows = [index.unit_row[u] for u in unit_ids if u in index.unit_row]
+    graph[rows] = [graph_scores.get(u, 0.0) for u in unit_ids if u in index.unit_row]
+    cand = np.zeros(sims.shape, dtype=bool)
+    cand[rows] = True
+    cand[top_indices(sims, dense_candidates)] = True
+    scores = fuse(graph, sims, graph_weight, power)
+    scores[~cand] = 0.0  # only candidates seed the second hop
+    bridged, named = title_bridges(index, scores, bridge_seeds, bridge_weight)
+    cand |= bridged > scores
+    first = np.full(sims.shape, len(rows), dtype=np.int64)
+    first[rows[::-1]] = np.arange(len(rows))[::-1]  # a unit's first place in the graph order
+    idx = np.flatnonzero(cand)
+    idx = idx[np.lexsort((idx, first[idx], -bridged[idx]))]
+    ids = index.text_units["id"]
+    info = {
+        ids[r]: {"score": float(bridged[r]), "graph": float(graph[r]), "dense": float(sims[r])}
+        for r in idx.tolist()
+    }
+    return list(info), info, named
+
+
+def title_bridges(
+    index: GraphIndex, scores: np.ndarray, seeds: int, weight: float
+) -> tuple[np.ndarray, list[str]]:
+    """Second hop through the first hop's words: each unit of a document whose title one of
+    the `seeds` best units names (written as a name, in another document) gains `weight` x
+    that unit's score. Multi-hop questions ask about what the first passage names (the
+    performer of a song, the country of a town): the page about that bridge entity is the
+    next hop, though it shares no words with the question. Returns (scores, titles named)."""
+    from pipeline.query.index import top_indices
+
+    if seeds <= 0 or weight <= 0 or scores.size == 0:
+        return scores, []
+    texts, docs = index.text_units["text"], index.text_units["document_id"]
+    bonus = np.zeros(scores.shape, dtype=np.float64)
+    named: set[str] = set()
+    cap = np.full(scores.shape, -np.inf)
+    for r in top_indices(scores, seeds).tolist():
+        for m in index.match_titles(texts[r] or ""):
+            if m.proper and docs[m.row] != docs[r]:
+                bonus[m.row] = max(bonus[m.row], float(scores[r]))
+                cap[m.row] = max(cap[m.row], float(scores[r]) - CAP_GAP)
+                named.add(m.key)
+    # The second hop follows the first: a bridged unit rises up to just below its namer,
+    # bridged units in their own order (the j-th best by its score is j gaps below).
+    hit = np.flatnonzero(bonus > 0)
+    hit = hit[np.lexsort((hit, -scores[hit]))]
+    cap[hit] -= CAP_GAP * np.arange(hit.size)
+    out = scores.astype(np.float64)
+    out[hit] = np.maximum(scores[hit], np.minimum(scores[hit] + weight * bonus[hit], cap[hit]))
+    return out, sorted(named)
