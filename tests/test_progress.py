@@ -53,20 +53,26 @@ def test_log_reporter_writes_n_of_total_at_a_steady_interval():
     assert lines[6:] == ["LLM calls 3/? (0.3/s)", "LLM calls 3 done in 11.0 s (0.3/s)"]
 
 
-def test_iterate_advances_by_size_and_nobody_listening_costs_nothing():
-    rec = Recorder()
+def test_iterate_advances_by_size_and_runs_with_nobody_listening():
+    rec, default = Recorder(), progress.current()  # the Dagster one once `assets` is imported
     with progress.use(rec):
         seen = list(progress.iterate("reports", range(0, 25, 10), 25, lambda at: min(10, 25 - at)))
     assert seen == [0, 10, 20]
     assert [c[1] for c in rec.calls] == [0, 10, 20, 25, 25] and rec.calls[-1][3]
-    assert progress.current() is None  # `use` ends with its block
-    assert list(progress.iterate("loading", "abc")) == ["a", "b", "c"]
+    assert progress.current() is default  # `use` ends with its block
+    with progress.use(None):
+        progress.set_default(None)
+        try:
+            assert list(progress.iterate("loading", "abc")) == ["a", "b", "c"]  # no listener
+        finally:
+            progress.set_default(default)
 
 
 def test_rich_bars_only_on_a_terminal():
+    default = progress.current()
     pipe = io.StringIO()  # not a TTY: no bar, not a byte written
     with progress.for_terminal(pipe) as reporter:
-        assert reporter is None
+        assert reporter is None and progress.current() is default
         for _ in progress.iterate("embedding", range(50)):
             pass
     assert pipe.getvalue() == ""
@@ -81,7 +87,7 @@ def test_rich_bars_only_on_a_terminal():
         for _ in progress.iterate("embedding", range(50)):
             pass
     assert "embedding: 50/50 in" in tty.getvalue()
-    assert progress.current() is None
+    assert progress.current() is default
 
 
 def test_the_pipeline_loops_report(tmp_path):
