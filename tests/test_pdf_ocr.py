@@ -254,3 +254,23 @@ def test_picture_page_without_words_stays_a_figure(tmp_path: Path):
     assert [n["node_type"] for n in nodes] == ["PARAGRAPH", "FIGURE"]
     assert not any(json.loads(n["metadata"]).get("ocr") for n in nodes)
     assert meta["ocr_pages"] == [2]  # read, nothing found
+
+
+@needs_engine
+@pytest.mark.parametrize("mode", ["heuristic", "layout"])
+def test_two_column_scan_reads_column_by_column(tmp_path_factory, mode: str):
+    root = tmp_path_factory.mktemp(f"columns-{mode}")
+    src = pymupdf.open()
+    page = src.new_page(width=420, height=200)
+    page.insert_textbox(pymupdf.Rect(20, 20, 200, 190), PARA_1, fontsize=10)
+    page.insert_textbox(pymupdf.Rect(224, 20, 404, 190), PARA_2, fontsize=10)
+    png = page.get_pixmap(dpi=200).tobytes("png")
+    doc = pymupdf.open()
+    doc.new_page(width=420, height=200).insert_image(pymupdf.Rect(0, 0, 420, 200), stream=png)
+    doc.save(root / "columns.pdf")
+    docs, _ = load_folder(root)
+    nodes, _ = _nodes(docs, root, "columns.pdf", pdf_structure=mode)
+    paras = [n["text"] for n in nodes if n["node_type"] == "PARAGRAPH"]
+    assert len(paras) == 2  # one per column, not one per row across both
+    assert _share_read(PARA_1, paras[0]) >= 0.9
+    assert _share_read(PARA_2, paras[1]) >= 0.9

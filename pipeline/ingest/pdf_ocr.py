@@ -31,14 +31,19 @@ import pymupdf
 OcrMode = Literal["auto", "off"]
 ENGINE_MODULE = "rapidocr_onnxruntime"  # of the package rapidocr-onnxruntime
 INSTALL_HINT = "pip install 'docgraph[ocr]'"
-# Lines are read from a 200 dpi image: at 150 the recogniser ran the words of 10 pt text
-# together ("Thecommitteereviewed": 8 of 54 words read on our test page), at 200 it read 52
-# of 54, at 300 no more. They are found on a 100 dpi one (`_recognise`).
-OCR_DPI = 200
+# Lines are read from a 300 dpi image: the recogniser reads each line scaled to 48 px high,
+# and a 10-11 pt line's box is about that high at 300 dpi; at 150-200 dpi the crops are
+# scaled up and the blur costs the spaces ("Thecommitteereviewedthereportsof" on our
+# two-column test page at 200, every word at 250-400). The recogniser's input size does not
+# depend on the dpi, and lines are found on a 100 dpi image (`_recognise`), so 300 costs
+# no more CPU than 150.
+OCR_DPI = 300
 DET_DPI = 100
 # Share of the page that images/drawings must cover for a text-less page to be a scan.
 MIN_COVER = 0.25
-MIN_SCORE = 0.5  # recognised lines less sure than this are dropped (the engine's default)
+# Recognised lines less sure than this are dropped: the engine's default 0.5 kept the bars
+# of a chart read as "--l" (0.54-0.58); the words of our test scans score 0.95 and more.
+MIN_SCORE = 0.65
 _CACHE_PAGES = 256
 LOAD_FAILED = "OCR engine failed to load"  # a broken install: a failure, not a setting
 

@@ -1,9 +1,10 @@
 """Scanned PDF pages in the structure parser: the OCR'd lines of an image-only page
 (`pipeline.ingest.pdf_ocr`) made into the units the text-layer pages give (`pdf_layout`),
 so paragraphs, reading order (XY-cut) and headings by size work on them as far as the
-recognised boxes allow. OCR knows no fonts: a line's size is estimated from its box height,
-and lines of about the page's usual height get that one size (a scan has one body size,
-as a text layer has, not one per line's pixels). Nothing is bold or set in a math font."""
+recognised boxes allow. OCR knows no fonts: a line's size is estimated from its width per
+character (its box height for short lines), and lines of about the page's usual size get
+that one size (a scan has one body size, as a text layer has). Nothing is bold or set in a
+math font."""
 
 from __future__ import annotations
 
@@ -20,35 +21,46 @@ from pipeline.structure.model import DocStructure
 from pipeline.structure.pdf_layout import Line, Unit, split_block
 from pipeline.structure.pdf_sections import SENT_END
 
-# Detected box height / font size: the boxes hold ascenders, descenders and the detector's
-# margin; only ratios between sizes matter, this keeps the estimates near point sizes.
+# A line's font size from its width: Latin text averages about half an em a character,
+# whatever letters the line holds; its box height (ascenders, descenders, the detector's
+# margin) varies by a third between "same." and "percent while staff". Short lines are
+# measured by height (box height / font size ~ BOX_PER_POINT).
+EM_PER_CHAR = 0.5
+MIN_CHARS = 8
 BOX_PER_POINT = 1.3
-# Lines from 35% below to 15% above the page's median box height are body size: a line with
-# no ascender or descender ("same.", "www") has a lower box than its font size gives.
-SAME_SIZE = (0.35, 0.15)
+# Lines from 35% below to 20% above the page's median estimate are body size (words the
+# recogniser ran together make a line look ~15% larger); headings ~1.3x the body or more
+# keep their own size.
+SAME_SIZE = (0.35, 0.2)
+
+
+def _estimate(ln: OcrLine) -> float:
+    width, height = ln.bbox[2] - ln.bbox[0], ln.bbox[3] - ln.bbox[1]
+    n = len(ln.text)
+    return width / (EM_PER_CHAR * n) if n >= MIN_CHARS else height / BOX_PER_POINT
 
 
 def _sizes(lines: list[OcrLine]) -> list[float]:
-    heights = [ln.bbox[3] - ln.bbox[1] for ln in lines]
-    if not heights:
+    """Font size per line, estimated (see `_estimate`); body-like lines get the page's one
+    body size, as a text layer has (not one per line's pixels)."""
+    est = [_estimate(ln) for ln in lines]
+    if not est:
         return []
-    weights = [h for ln, h in zip(lines, heights, strict=True) for _ in range(len(ln.text))]
-    med = statistics.median(weights or heights)
+    med = statistics.median([e for ln, e in zip(lines, est, strict=True) for _ in ln.text])
     return [
-        round(2 * (med if -SAME_SIZE[0] <= h / med - 1 <= SAME_SIZE[1] else h) / BOX_PER_POINT) / 2
-        for h in heights
+        round(2 * (med if -SAME_SIZE[0] <= e / med - 1 <= SAME_SIZE[1] else e)) / 2 for e in est
     ]
 
 
 def _rows(lines: list[Line]) -> list[Line]:
-    """Boxes on one row close to each other joined (the detector cuts a line at a wide
-    space); boxes far apart on a row stay apart (columns)."""
+    """Boxes on one row less than a box height apart joined (the detector cuts a line at a
+    wide space); boxes farther apart on a row stay apart (columns: a gutter is wider)."""
     out: list[Line] = []
     for ln in sorted(lines, key=lambda ln: (ln.bbox[1], ln.bbox[0])):
         for i, prev in enumerate(out):
             h = min(prev.bbox[3] - prev.bbox[1], ln.bbox[3] - ln.bbox[1])
             cy, pcy = (ln.bbox[1] + ln.bbox[3]) / 2, (prev.bbox[1] + prev.bbox[3]) / 2
-            if abs(cy - pcy) < 0.4 * h and 0 <= ln.bbox[0] - prev.bbox[2] < 2 * h:
+            if abs(cy - pcy) < 0.4 * h and 0 <= ln.bbox[0] - prev.bbox[2] < h:
                 box = (prev.bbox[0], min(prev.bbox[1], ln.bbox[1]), ln.bbox[2])
                 out[i] = Line(
                     f"{prev.text} {ln.text}",
