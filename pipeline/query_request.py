@@ -35,6 +35,9 @@ class QueryRequest(BaseModel):
     question: str | None = Field(None, description="focus, LLM mode: a question to answer")
     quick: bool = Field(False, description="flow: semantic search + graph growth")
     stream: bool = Field(False, description="LLM mode: stream the answer")
+    publication: list[str] | None = Field(
+        None, description="only the documents of these publications (the CLI's --publication)"
+    )
 
 
 def run_query(

@@ -7,6 +7,9 @@ costs plus the HTTP round trip (~1-2 ms).
     POST /query/{naive,local,global,expand,focus,flow}   body: QueryRequest (JSON)
     GET  /health
 
+The body holds the question and the options of `docgraph query` (`publication`: a list of
+publication ids to search within, as its --publication).
+
 A query answers `SearchResult.to_json(indent=2)`, the very text `docgraph query --json`
 prints. With `"stream": true` in LLM mode (naive, local, expand, flow) the answer comes as
 Server-Sent Events: one `answer` event per piece (a JSON string), then one `result` event
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -33,6 +37,7 @@ if TYPE_CHECKING:
     from pipeline.query import GraphIndex, SearchResult
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+SCOPED_VIEWS = 16  # publication filters kept open
 
 
 def create_app(index: GraphIndex) -> FastAPI:
@@ -40,6 +45,21 @@ def create_app(index: GraphIndex) -> FastAPI:
     from pipeline.query.answer import LlmAnswerError
 
     app = FastAPI(title="docgraph", summary="Graph-RAG queries over one docgraph index")
+    scoped: dict[tuple[str, ...], GraphIndex] = {}  # publication filters, newest last
+    scoped_lock = threading.Lock()
+
+    def target(request: QueryRequest) -> GraphIndex:
+        """The index, or its view through `request.publication` (kept for the next
+        requests: a view reads and filters its tables once)."""
+        if not request.publication:
+            return index
+        key = tuple(sorted(set(request.publication)))
+        with scoped_lock:
+            if key not in scoped:
+                if len(scoped) >= SCOPED_VIEWS:
+                    del scoped[next(iter(scoped))]
+                scoped[key] = index.for_publications(list(key))
+            return scoped[key]
 
     @app.get("/health")
     def health() -> dict:
@@ -58,7 +78,8 @@ def create_app(index: GraphIndex) -> FastAPI:
         def query(request: QueryRequest) -> Response:
             stream = request.stream and index.llm is not None and mode in STREAM_MODES
             try:
-                result = run_query(index, mode, request, llm_answer=not stream)
+                searched = target(request)
+                result = run_query(searched, mode, request, llm_answer=not stream)
             except LlmAnswerError as exc:
                 raise HTTPException(502, str(exc)) from None
             except FileNotFoundError as exc:  # the version read was pruned by a newer run
@@ -67,7 +88,7 @@ def create_app(index: GraphIndex) -> FastAPI:
                 raise HTTPException(400, str(exc)) from None
             if stream:
                 return StreamingResponse(
-                    _events(index, result, LlmAnswerError), media_type="text/event-stream"
+                    _events(searched, result, LlmAnswerError), media_type="text/event-stream"
                 )
             return Response(result.to_json(indent=2), media_type="application/json")
 

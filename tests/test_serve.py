@@ -99,6 +99,8 @@ def test_health_and_errors(offline):
     assert status == 422
     status, _, _ = post(f"{url}/query/nosuchmode", {"query": QUESTION})
     assert status == 404
+    status, _, text = post(f"{url}/query/local", {"query": QUESTION, "publication": ["nope"]})
+    assert status == 400 and "unknown publication id nope" in json.loads(text)["detail"]
     # offline, stream is ignored (as in the CLI): the plain JSON result
     status, ctype, text = post(f"{url}/query/naive", {"query": QUESTION, "stream": True})
     assert status == 200 and ctype == "application/json" and json.loads(text)["answer"]
