@@ -108,6 +108,22 @@ def test_the_pipeline_loops_report(tmp_path):
     assert ("extraction", 5, 5) in ends and ("loading", 3, 3) in ends
 
 
+def test_llm_calls_report_each_answer(tmp_path):
+    from pipeline.config import LlmSettings
+    from pipeline.fake_llm import FakeLlm
+    from pipeline.llm import LlmClient
+
+    rec = Recorder()
+    with FakeLlm() as server, progress.use(rec):
+        settings = LlmSettings(base_url=server.base_url, api_key="sk-test", timeout_s=5.0)
+        llm = LlmClient(settings, tmp_path, backoff_base_s=0.01)
+        asks = [[{"role": "user", "content": f"question {i}"}] for i in range(4)]
+        answers = llm.run_many([llm.chat(m, stage="test") for m in asks])
+    assert len(answers) == 4 and all(isinstance(a, str) for a in answers)
+    assert [c[1] for c in rec.calls if c[0] == "LLM calls"] == [0, 1, 2, 3, 4, 4]
+    assert rec.calls[-1] == ("LLM calls", 4, 4, True)
+
+
 def test_a_dagster_run_logs_progress_lines():
     import assets  # noqa: F401 - the code location installs the run-log reporter
 
