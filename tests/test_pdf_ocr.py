@@ -269,6 +269,8 @@ def test_two_column_scan_reads_column_by_column(tmp_path_factory, mode: str):
     doc.new_page(width=420, height=200).insert_image(pymupdf.Rect(0, 0, 420, 200), stream=png)
     doc.save(root / "columns.pdf")
     docs, _ = load_folder(root)
+    text = _doc(docs, "columns.pdf")["text"]  # the document text reads by column too
+    assert text.index("percent") < text.index("same") < text.index("Several") < text.index("pupils")
     nodes, _ = _nodes(docs, root, "columns.pdf", pdf_structure=mode)
     paras = [n["text"] for n in nodes if n["node_type"] == "PARAGRAPH"]
     assert len(paras) == 2  # one per column, not one per row across both

@@ -259,9 +259,15 @@ def ocr_document(
 
 
 def page_text(lines: list[OcrLine]) -> str:
-    """A page's OCR lines as text, one line each, top to bottom (the structure parser puts
-    columns in reading order; the document text only has to hold the words)."""
-    return "\n".join(ln.text for ln in lines)
+    """A page's OCR lines as text in reading order, a line per paragraph: the blocks and
+    column order the structure parser gives them (rows across two columns would interleave
+    the columns' sentences)."""
+    # imported here: the structure package imports this module
+    from pipeline.structure.pdf_layout import xy_cut
+    from pipeline.structure.pdf_ocr import ocr_units
+
+    units = xy_cut(ocr_units(lines, 0), min_vgap=6.0, min_hgap=0.5)
+    return "\n".join(u.text for u in units)
 
 
 __all__ = [
