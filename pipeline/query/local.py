@@ -69,6 +69,11 @@ class LocalParams:
 
 
 DEFAULT_PARAMS = LocalParams()
+SECTION_HEADERS = (
+    ("Entities", ["id", "entity", "type", "description", "number of relationships"]),
+    ("Relations", ["id", "source", "target", "description", "weight"]),
+    ("Summaries", ["id", "title", "level", "content"]),
+)
 
 
 def params_from_settings(qs: QuerySettings) -> LocalParams:
@@ -202,7 +207,8 @@ def local_search(
     src_section, src_records = _sources_section(
         index, unit_rows, scores, sims, int(budget * params.max_unit_share)
     )
-    rest = max(0, budget - count_tokens(src_section))
+    headers = "\n\n".join(render_table(t, h, []) for t, h in SECTION_HEADERS)
+    rest = max(0, budget - count_tokens(src_section) - count_tokens(headers) - 2)
     graph_prop = max(1e-9, 1 - qs.text_unit_prop - qs.community_prop)
     report_budget = int(rest * qs.community_prop / (qs.community_prop + graph_prop))
     graph_budget = rest - report_budget
@@ -280,14 +286,14 @@ def _entities_section(
         e = ents.row(r, named=True)
         desc = truncate_tokens(e["description"] or "", 100)
         row = [e["human_readable_id"], e["title"], e["type"], desc, e["degree"]]
-        n = count_tokens(" ".join(map(str, row)))
+        n = count_tokens("|".join(map(str, row))) + 1  # as rendered, with its newline
         if records and used + n > budget:
             break
         used += n
         table.append(row)
         score = float(ent_scores[r]) if ent_scores.size else 0.0
         records.append(index.entity_record(e, desc, score=score, matched_name=matched.get(r)))
-    header = ["id", "entity", "type", "description", "number of relationships"]
+    header = SECTION_HEADERS[0][1]
     return render_table("Entities", header, table), records, used
 
 
@@ -297,7 +303,7 @@ def _relationships_section(
     """Relationships touching the selected entities: both ends selected first, then the
     endpoints' PageRank, then weight (one sparse product, no per-query join)."""
     rels = index.relationships
-    header = ["id", "source", "target", "description", "weight"]
+    header = SECTION_HEADERS[1][1]
     if not ent_rows or rels.height == 0:
         return render_table("Relations", header, []), [], 0
     # The selected entities' rows of the entities x relationships incidence: cost follows
@@ -317,7 +323,7 @@ def _relationships_section(
         rel = rels.row(r, named=True)
         desc = truncate_tokens(rel["description"] or "", 80)
         row = [rel["human_readable_id"], rel["source"], rel["target"], desc, rel["weight"]]
-        n = count_tokens(" ".join(map(str, row)))
+        n = count_tokens("|".join(map(str, row))) + 1  # as rendered, with its newline
         if used + n > budget:
             break
         used += n
@@ -341,7 +347,7 @@ def _reports_section(
 ) -> tuple[str, list[dict[str, Any]], int]:
     """Reports of the communities holding the most selected entities (then finer, then rating)."""
     reps = index.community_reports
-    header = ["id", "title", "level", "content"]
+    header = SECTION_HEADERS[2][1]
     if not ent_rows or reps.height == 0:
         return render_table("Summaries", header, []), [], 0
     sel = np.zeros(index.entities.height)
@@ -357,7 +363,8 @@ def _reports_section(
         rep = reps.row(r, named=True)
         content = rep["summary"] or rep["full_content"] or ""
         content = truncate_tokens(content, 300)
-        n = count_tokens(content) + 8
+        n = count_tokens("|".join(map(str, [rep["human_readable_id"], rep["title"], rep["level"]])))
+        n += count_tokens(content) + 2
         if used + n > budget:
             if records:
                 break
