@@ -276,3 +276,30 @@ def test_two_column_scan_reads_column_by_column(tmp_path_factory, mode: str):
     assert len(paras) == 2  # one per column, not one per row across both
     assert _share_read(PARA_1, paras[0]) >= 0.9
     assert _share_read(PARA_2, paras[1]) >= 0.9
+
+
+def test_ocr_lines_to_units_by_position():
+    """No engine needed: boxes the detector cut from one row are joined (whichever it listed
+    first), a box across a gutter stays apart, lines under each other make one paragraph, and
+    a line twice the body size is its own unit with its own size."""
+    from pipeline.ingest.pdf_ocr import OcrLine
+    from pipeline.structure.pdf_ocr import ocr_units
+
+    def line(text: str, x0: float, y0: float, size: float = 10.0) -> OcrLine:
+        return OcrLine(text, (x0, y0, x0 + 0.5 * size * len(text), y0 + 1.3 * size), 0.99)
+
+    units = ocr_units(
+        [
+            line("A Large Heading", 10, 10, size=20),
+            line("world again and", 70, 49),  # right part of a row, listed first
+            line("hello there", 10, 50),
+            line("second column text here", 250, 50),  # across a 60 pt gutter
+            line("the next line of it", 10, 64),
+        ],
+        0,
+    )
+    assert [(u.text, u.size) for u in units] == [
+        ("A Large Heading", 20.0),
+        ("hello there world again and the next line of it", 10.0),
+        ("second column text here", 10.0),
+    ]

@@ -60,12 +60,17 @@ def _rows(lines: list[Line]) -> list[Line]:
         for i, prev in enumerate(out):
             h = min(prev.bbox[3] - prev.bbox[1], ln.bbox[3] - ln.bbox[1])
             cy, pcy = (ln.bbox[1] + ln.bbox[3]) / 2, (prev.bbox[1] + prev.bbox[3]) / 2
-            if abs(cy - pcy) < 0.4 * h and 0 <= ln.bbox[0] - prev.bbox[2] < h:
-                box = (prev.bbox[0], min(prev.bbox[1], ln.bbox[1]), ln.bbox[2])
+            left, right = (prev, ln) if prev.bbox[0] <= ln.bbox[0] else (ln, prev)
+            if abs(cy - pcy) < 0.4 * h and 0 <= right.bbox[0] - left.bbox[2] < h:
                 out[i] = Line(
-                    f"{prev.text} {ln.text}",
-                    (*box, max(prev.bbox[3], ln.bbox[3])),
-                    prev.size if len(prev.text) >= len(ln.text) else ln.size,
+                    f"{left.text} {right.text}",
+                    (
+                        left.bbox[0],
+                        min(left.bbox[1], right.bbox[1]),
+                        right.bbox[2],
+                        max(left.bbox[3], right.bbox[3]),
+                    ),
+                    left.size if len(left.text) >= len(right.text) else right.size,
                     0.0,
                     0.0,
                 )
