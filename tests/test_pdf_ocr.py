@@ -18,7 +18,7 @@ import pytest
 
 from pipeline.config import StructureSettings
 from pipeline.ingest import load_folder, pdf_ocr
-from pipeline.ingest.pdf_ocr import engine_status, image_only, ocr_setting
+from pipeline.ingest.pdf_ocr import image_only, ocr_installed, ocr_setting
 from pipeline.structure import build_structure
 
 HEADING = "Annual Maintenance Review"
@@ -33,7 +33,7 @@ PARA_2 = (
 TEXT_PAGE = "Introduction. This first page has a real text layer about budget planning."
 
 needs_engine = pytest.mark.skipif(
-    engine_status() is not None, reason="OCR extra not installed (pip install 'docgraph[ocr]')"
+    not ocr_installed(), reason="OCR extra not installed (pip install 'docgraph[ocr]')"
 )
 
 
@@ -78,7 +78,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def loaded(folder: Path) -> tuple[pl.DataFrame, pl.DataFrame, float]:
-    if engine_status() is not None:
+    if not ocr_installed():
         pytest.skip("OCR extra not installed")
     t0 = time.perf_counter()
     docs, rejected = load_folder(folder)
