@@ -114,3 +114,22 @@ def test_local_pays_for_the_ranked_units_first_within_its_budget(sample_index):
     big = GraphIndex.open(out).local_search(BIRTH_Q)
     assert big.context_tokens > res.context_tokens  # the default budget (2,500) holds more
     assert big.text_unit_ids[:3] == res.text_unit_ids[:3]  # the budget never changes the rank
+
+
+def test_a_long_bridged_document_lifts_only_its_best_units(index, monkeypatch):
+    import pipeline.query.rerank as rerank
+
+    info = index.unit_info
+    curie = [i for i, t in enumerate(info["document_title"]) if t == "Marie Curie"]
+    namer = next(
+        i
+        for i, (t, text) in enumerate(zip(info["document_title"], info["text"], strict=True))
+        if t != "Marie Curie" and "Marie Curie" in text
+    )
+    assert len(curie) == 2  # the sample's Marie Curie document has two units
+    scores = np.full(index.text_units.height, 0.05)
+    scores[namer], scores[curie[0]], scores[curie[1]] = 1.0, 0.2, 0.1
+    monkeypatch.setattr(rerank, "UNITS_PER_TITLE", 1)
+    out, named = title_bridges(index, scores, seeds=1, weight=0.5)
+    assert "marie curie" in named
+    assert out[curie[0]] == pytest.approx(0.7) and out[curie[1]] == scores[curie[1]]

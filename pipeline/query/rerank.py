@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 
 CAP_GAP = 1e-9  # a bridged unit stays this far below the unit that names its title
+UNITS_PER_TITLE = 2  # units of one bridged document lifted at most (its best by score)
 
 
 def fuse(
@@ -83,11 +84,12 @@ def rank_units(
 def title_bridges(
     index: GraphIndex, scores: np.ndarray, seeds: int, weight: float
 ) -> tuple[np.ndarray, list[str]]:
-    """Second hop through the first hop's words: each unit of a document whose title one of
-    the `seeds` best units names (written as a name, in another document) gains `weight` x
-    that unit's score. Multi-hop questions ask about what the first passage names (the
-    performer of a song, the country of a town): the page about that bridge entity is the
-    next hop, though it shares no words with the question. Returns (scores, titles named)."""
+    """Second hop through the first hop's words: the best units (UNITS_PER_TITLE) of a
+    document whose title one of the `seeds` best units names (written as a name, in another
+    document) gain `weight` x that unit's score. Multi-hop questions ask about what the
+    first passage names (the performer of a song, the country of a town): the page about
+    that bridge entity is the next hop, though it shares no words with the question.
+    Returns (scores, titles named)."""
     from pipeline.query.index import top_indices
 
     if seeds <= 0 or weight <= 0 or scores.size == 0:
@@ -97,11 +99,16 @@ def title_bridges(
     named: set[str] = set()
     cap = np.full(scores.shape, -np.inf)
     for r in top_indices(scores, seeds).tolist():
+        by_title: dict[str, list[int]] = {}
         for m in index.match_titles(texts[r] or ""):
             if m.proper and docs[m.row] != docs[r]:
-                bonus[m.row] = max(bonus[m.row], float(scores[r]))
-                cap[m.row] = max(cap[m.row], float(scores[r]) - CAP_GAP)
-                named.add(m.key)
+                by_title.setdefault(m.key, []).append(m.row)
+        for key, rows in by_title.items():
+            # A long document gets its best few units lifted, not all of them.
+            best = sorted(rows, key=lambda u: (-scores[u], u))[:UNITS_PER_TITLE]
+            bonus[best] = np.maximum(bonus[best], float(scores[r]))
+            cap[best] = np.maximum(cap[best], float(scores[r]) - CAP_GAP)
+            named.add(key)
     # The second hop follows the first: a bridged unit rises up to just below its namer,
     # bridged units in their own order (the j-th best by its score is j gaps below).
     hit = np.flatnonzero(bonus > 0)
