@@ -32,6 +32,10 @@ BOX_PER_POINT = 1.3
 # recogniser ran together make a line look ~15% larger); headings ~1.3x the body or more
 # keep their own size.
 SAME_SIZE = (0.35, 0.2)
+# Boxes on one row closer than this many box heights are one line (the detector cut it at a
+# wide space); a two-column paper's gutter (~17 pt at 10 pt text) left ~1 box height
+# between the expanded boxes, and a join there interleaved the columns' sentences.
+ROW_GAP = 0.5
 
 
 def _estimate(ln: OcrLine) -> float:
@@ -53,15 +57,15 @@ def _sizes(lines: list[OcrLine]) -> list[float]:
 
 
 def _rows(lines: list[Line]) -> list[Line]:
-    """Boxes on one row less than a box height apart joined (the detector cuts a line at a
-    wide space); boxes farther apart on a row stay apart (columns: a gutter is wider)."""
+    """Boxes on one row less than ROW_GAP box heights apart joined (the detector cuts a line
+    at a wide space); boxes farther apart on a row stay apart (columns: a gutter is wider)."""
     out: list[Line] = []
     for ln in sorted(lines, key=lambda ln: (ln.bbox[1], ln.bbox[0])):
         for i, prev in enumerate(out):
             h = min(prev.bbox[3] - prev.bbox[1], ln.bbox[3] - ln.bbox[1])
             cy, pcy = (ln.bbox[1] + ln.bbox[3]) / 2, (prev.bbox[1] + prev.bbox[3]) / 2
             left, right = (prev, ln) if prev.bbox[0] <= ln.bbox[0] else (ln, prev)
-            if abs(cy - pcy) < 0.4 * h and 0 <= right.bbox[0] - left.bbox[2] < h:
+            if abs(cy - pcy) < 0.4 * h and 0 <= right.bbox[0] - left.bbox[2] < ROW_GAP * h:
                 out[i] = Line(
                     f"{left.text} {right.text}",
                     (
