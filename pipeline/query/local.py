@@ -5,10 +5,10 @@
 2. Text units are ranked by graph evidence fused with dense similarity (rerank.fuse):
    personalised PageRank over the text unit–entity bipartite graph, its restart mass on
    the query's entities (weighted ~1/log(document frequency), so common entities matter
-   less), on the endpoints of the relationships nearest the query, and on the top dense
-   units. Mass flows unit -> shared entity -> unit, so a passage that
-   shares a bridge entity with a relevant one is found even when it shares no words
-   with the query (multi-hop questions).
+   less) and on the top dense units. Mass flows unit -> shared entity -> unit, so a
+   passage that shares a bridge entity with a relevant one is found even when it shares
+   no words with the query (multi-hop questions). Then a second hop: units of documents
+   whose title the best units name rise to just below them (rerank.title_bridges).
 3. The context is built GraphRAG-style within `local_context_tokens`, the ranked text
    units paid for first: Entities, Relations, Summaries (community reports), Texts tables
    (the seed's sections) with human-readable ids; the records carry provenance.
@@ -51,12 +51,6 @@ class LocalParams:
     idf_power: float = 1.0  # restart weight of an entity = (1 / log(1 + df)) ** idf_power
     hops: int = 2  # PageRank runs on the units this many unit->entity->unit steps away
     max_df: int = 1000  # entities in more units than this are not expanded through
-    # Recognition memory (HippoRAG 2's query-to-triple matching, without the LLM filter):
-    # the endpoints of the relationships whose descriptions are nearest the query get this
-    # share of the restart mass, so a fact stated in the question's words seeds its entities.
-    fact_mass: float = 0.5
-    top_facts: int = 10
-    min_fact_sim: float = 0.4
     # Final rank = rerank.fuse: graph_weight * (PPR / max) ** graph_power + rest * cosine.
     graph_power: float = 0.25
     # Then the second hop (rerank.title_bridges): units of documents whose title the best
@@ -136,21 +130,6 @@ def rank_units(
             trace.append(
                 f"embedding match: {top.size} entities (cosine >= {params.min_entity_sim})"
             )
-
-    if n_e and params.fact_mass > 0 and index.relationships.height:
-        from pipeline.query.flow import edge_ends, relationship_vectors
-
-        fsims = index.similarities(relationship_vectors(index), qvec)
-        top = top_indices(fsims, params.top_facts)
-        top = top[fsims[top] >= params.min_fact_sim]
-        src, tgt = edge_ends(index)
-        ends = np.concatenate([src[top], tgt[top]])
-        w = np.concatenate([fsims[top], fsims[top]]).astype(np.float64)
-        ok = ends >= 0
-        ends, w = ends[ok], w[ok] * g.entity_weight[ends[ok]] ** params.idf_power
-        if w.sum() > 0:
-            np.add.at(reset, n_u + ends, params.fact_mass * w / w.sum())
-            trace.append(f"fact match: {top.size} relationships (cosine >= {params.min_fact_sim})")
 
     seeds = top_indices(sims, params.dense_seeds)
     if seeds.size and params.dense_seed_mass > 0:
