@@ -18,7 +18,7 @@ import pytest
 
 from pipeline.config import StructureSettings
 from pipeline.ingest import load_folder, pdf_ocr
-from pipeline.ingest.pdf_ocr import image_only, ocr_installed, ocr_setting
+from pipeline.ingest.pdf_ocr import engine_status, image_only, ocr_installed, ocr_setting
 from pipeline.structure import build_structure
 
 HEADING = "Annual Maintenance Review"
@@ -77,9 +77,15 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def loaded(folder: Path) -> tuple[pl.DataFrame, pl.DataFrame, float]:
-    if not ocr_installed():
-        pytest.skip("OCR extra not installed")
+def engine() -> None:
+    """The engine loads (the extra can be installed without a library under it: OpenCV's
+    libGL); else the test is skipped with the reason."""
+    if (why := engine_status()) is not None:
+        pytest.skip(why)
+
+
+@pytest.fixture(scope="module")
+def loaded(folder: Path, engine: None) -> tuple[pl.DataFrame, pl.DataFrame, float]:
     t0 = time.perf_counter()
     docs, rejected = load_folder(folder)
     return docs, rejected, time.perf_counter() - t0
@@ -227,7 +233,7 @@ def test_installing_the_extra_reruns_shards(monkeypatch: pytest.MonkeyPatch):
 
 
 @needs_engine
-def test_picture_page_without_words_stays_a_figure(tmp_path: Path):
+def test_picture_page_without_words_stays_a_figure(tmp_path: Path, engine: None):
     """A text-less page that is a picture (no words in it): OCR runs and reads nothing, so a
     PDF of only that is rejected with that reason, and next to a text page it stays a figure."""
     src = pymupdf.open()
@@ -258,7 +264,7 @@ def test_picture_page_without_words_stays_a_figure(tmp_path: Path):
 
 @needs_engine
 @pytest.mark.parametrize("mode", ["heuristic", "layout"])
-def test_two_column_scan_reads_column_by_column(tmp_path_factory, mode: str):
+def test_two_column_scan_reads_column_by_column(tmp_path_factory, engine: None, mode: str):
     root = tmp_path_factory.mktemp(f"columns-{mode}")
     src = pymupdf.open()
     page = src.new_page(width=420, height=200)

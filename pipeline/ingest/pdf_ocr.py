@@ -126,8 +126,11 @@ def _load_engine() -> Any:
         if _engine is None and _engine_error is None:
             try:
                 RapidOCR = importlib.import_module(ENGINE_MODULE).RapidOCR  # noqa: N806
-            except ImportError:
-                _engine_error = f"OCR not installed: {INSTALL_HINT}"
+            except ImportError as exc:
+                if isinstance(exc, ModuleNotFoundError) and exc.name == ENGINE_MODULE:
+                    _engine_error = f"OCR not installed: {INSTALL_HINT}"
+                else:  # installed, but a library under it is missing (OpenCV needs libGL)
+                    _engine_error = f"{LOAD_FAILED} ({type(exc).__name__}: {exc})"
             else:
                 try:
                     _engine = RapidOCR()
