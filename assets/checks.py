@@ -18,8 +18,10 @@ from dagster import (
     asset_check,
 )
 
-from pipeline import schemas, store, validate, vectors
-from pipeline.store import read_table
+from pipeline import schemas
+from pipeline.storage import store, validate
+from pipeline.storage.store import read_table
+from pipeline.vectors import lance as vectors
 from resources import DocgraphConfig, EmbedderResource
 from resources.output import run_dir
 

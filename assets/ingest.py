@@ -10,11 +10,11 @@ from dagster import AssetExecutionContext, AssetOut, MetadataValue, Output, mult
 from assets.metadata import PARQUET_KINDS, frame_metadata
 from assets.shards import SHARD_POLICY, run_shards, shard_partitions, specs
 from assets.structure import failures_md
-from pipeline import shards, store
-from pipeline.ingest import check_input_folder, own_folders, walk_input
+from pipeline.ingest import check_input_folder, own_folders, shards, walk_input
 from pipeline.ingest.loader import load_entries
 from pipeline.ingest.pdf_ocr import ocr_setting
 from pipeline.ingest.publications import failures_frame, publications_frame, read_manifest
+from pipeline.storage import store
 from resources import DocgraphConfig
 from resources.output import run_dir
 

@@ -20,7 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from dagster import MetadataValue, TableColumn, TableRecord, TableSchema
 
-from pipeline import schemas, store
+from pipeline import schemas
+from pipeline.storage import store
 
 ROW_COUNT = "dagster/row_count"
 COLUMN_SCHEMA = "dagster/column_schema"

@@ -4,14 +4,14 @@ Readers (GraphIndex, `docgraph query`, notebooks) follow `<output>/index.json`; 
 step replaces it they read the previous version whole, and a run that fails anywhere
 before it (a check included: the checks are blocking) publishes nothing. An object-store
 output is published in its local mirror, then uploaded with index.json last
-(pipeline.remote.push).
+(pipeline.storage.remote.push).
 """
 
 import time
 
 from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue, asset
 
-from pipeline import lock, remote, store, validate
+from pipeline.storage import lock, remote, store, validate
 from resources import DocgraphConfig, output_root_metadata
 from resources.output import run_dir
 

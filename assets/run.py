@@ -2,7 +2,7 @@
 
 It is the same `index_job` over the same assets that the Dagster UI, schedules and
 sensors run (no second code path); only the resources get the caller's folders. A run
-covers the document shards whose files changed since the current version (pipeline.shards)
+covers the document shards whose files changed since the current version (pipeline.ingest.shards)
 and then the corpus-wide tail; the other shards' tables carry over from that version.
 
 It executes the job with `execute_job`, not `JobDefinition.execute_in_process`: the latter
@@ -20,10 +20,10 @@ from pathlib import Path
 from dagster import DagsterInstance, JobExecutionResult, build_reconstructable_job, execute_job
 
 from assets.shards import range_tags
-from pipeline import shards, store
 from pipeline.config import Settings
-from pipeline.ingest import own_folders
+from pipeline.ingest import own_folders, shards
 from pipeline.ingest.walk import Entry, walk_input
+from pipeline.storage import store
 from resources.executors import ENV_EXECUTOR
 
 
@@ -92,7 +92,7 @@ def run_index(
 
     if instance is None and os.environ.get("DAGSTER_HOME"):
         instance = DagsterInstance.get()
-    from pipeline import lock
+    from pipeline.storage import lock
     from resources import DocgraphConfig
 
     config = DocgraphConfig(config_path=config_path, input_dir=input_dir, output_dir=output_dir)

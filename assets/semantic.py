@@ -25,19 +25,19 @@ from assets.metadata import (
 )
 from assets.shards import SHARD_POLICY, run_shards, shard_partitions, specs
 from assets.structure import failures_md
-from pipeline import store
-from pipeline.chunking import chunk_structured
-from pipeline.communities import INPUT_COLUMNS as COMMUNITY_INPUTS
-from pipeline.communities import hierarchical_leiden, next_state, plan_communities
+from pipeline.chunking.chunkers import chunk_structured
+from pipeline.communities.leiden import INPUT_COLUMNS as COMMUNITY_INPUTS
+from pipeline.communities.leiden import hierarchical_leiden, next_state, plan_communities
+from pipeline.communities.reports import INPUT_COLUMNS as REPORT_INPUTS
+from pipeline.communities.reports import build_reports
+from pipeline.communities.reports_llm import build_reports_llm
 from pipeline.compat.columns import stamp_period, with_text_unit_ids
 from pipeline.extract import extract_resilient, get_extractor
 from pipeline.failures import failures_frame
-from pipeline.files import atomic_write_text
-from pipeline.graph import merge_graph, read_mentions
-from pipeline.reports import INPUT_COLUMNS as REPORT_INPUTS
-from pipeline.reports import build_reports
-from pipeline.reports_llm import build_reports_llm
-from pipeline.summarize_llm import summarize_descriptions
+from pipeline.graph.merge import merge_graph, read_mentions
+from pipeline.graph.summarize_llm import summarize_descriptions
+from pipeline.storage import store
+from pipeline.storage.files import atomic_write_text
 from resources import DocgraphConfig, EmbedderResource, LlmResource
 from resources.output import run_dir
 
@@ -250,7 +250,7 @@ def communities(
     # the last run's table (if any; the run's folder starts as the last version): a small
     # graph change keeps its communities (and so their cached LLM reports), a change
     # accumulated since the last full recompute (counted in the state sidecar) or new
-    # partition settings recompute; see pipeline.communities
+    # partition settings recompute; see pipeline.communities.leiden
     folder = run_dir(docgraph, context)
     previous = store.read_table(folder, "communities")
     state_path = folder / COMMUNITIES_STATE
@@ -284,7 +284,7 @@ COMMUNITIES_STATE = "communities_state.json"
 
 def _read_state(path: Path) -> dict | None:
     """None when there is no sidecar (an index from before it: carried over once, then
-    counted); {} when it cannot be read (pipeline.communities then recomputes)."""
+    counted); {} when it cannot be read (pipeline.communities.leiden then recomputes)."""
     if not path.exists():
         return None
     try:
@@ -295,7 +295,7 @@ def _read_state(path: Path) -> dict | None:
 
 
 def _write_state(path: Path, state: dict) -> None:
-    """Atomically, like pipeline.store tables: a crash leaves the old sidecar whole."""
+    """Atomically, like pipeline.storage.store tables: a crash leaves the old sidecar whole."""
     atomic_write_text(path, json.dumps(state, sort_keys=True, indent=1) + "\n")
 
 

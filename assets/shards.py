@@ -1,11 +1,11 @@
 """Document shards as Dagster partitions: the per-document stages run shard by shard.
 
 Load, structure, chunking, extraction and text-unit embeddings are partitioned by
-document shard (pipeline.shards); the corpus-wide tail (links across documents, merge,
+document shard (pipeline.ingest.shards); the corpus-wide tail (links across documents, merge,
 SAME_TOPIC, communities, reports, the vector tables) is not, and reads every shard's
 files. A run targets a range of shards in one step per stage (a single-run backfill
 policy: one process keeps the embedding model and the LLM client for every shard), and
-each shard's tables are files of their own (`<table>/<shard>.parquet`, pipeline.store),
+each shard's tables are files of their own (`<table>/<shard>.parquet`, pipeline.storage.store),
 so the shards outside the range keep the rows of the version the run started from.
 """
 
@@ -27,8 +27,9 @@ from dagster import (
 )
 
 from assets.metadata import PARQUET_KINDS, parquet_metadata
-from pipeline import memory, store
-from pipeline.shards import shard_keys
+from pipeline import memory
+from pipeline.ingest.shards import shard_keys
+from pipeline.storage import store
 from resources import output_root_entry
 
 # the single-run policy is what the shards need and is stable in use; Dagster marks it beta

@@ -8,8 +8,9 @@ from dagster import AssetExecutionContext, MetadataValue, Output, asset, multi_a
 
 from assets.metadata import PARQUET_KINDS, counts_table, frame_metadata, markdown_preview
 from assets.shards import SHARD_POLICY, run_shards, shard_partitions, specs
-from pipeline import schemas, store
+from pipeline import schemas
 from pipeline.failures import failures_frame
+from pipeline.storage import store
 from pipeline.structure import build_structure
 from pipeline.structure.links import resolve_link_table
 from resources import DocgraphConfig

@@ -1,7 +1,7 @@
 """LanceDB vector tables (explicit Arrow schemas, full-text index) for search.
 
 Text units are embedded first; entity, relationship and report vectors are derived from
-them by default (see pipeline.vectors), hence the chain of dependencies.
+them by default (see pipeline.vectors.lance), hence the chain of dependencies.
 """
 
 import time
@@ -18,10 +18,11 @@ from dagster import (
 
 from assets.metadata import LANCE_KINDS, PARQUET_KINDS, frame_metadata, lance_metadata
 from assets.shards import SHARD_POLICY, shard_partitions
-from pipeline import schemas, store
+from pipeline import schemas
 from pipeline.compat.lance_names import write_alias
-from pipeline.structure.same_topic import same_topic_edges as build_same_topic_edges
-from pipeline.vectors import INPUT_COLUMNS, build_vector_table, embedding_text, read_vectors
+from pipeline.storage import store
+from pipeline.vectors.lance import INPUT_COLUMNS, build_vector_table, embedding_text, read_vectors
+from pipeline.vectors.same_topic import same_topic_edges as build_same_topic_edges
 from resources import DocgraphConfig, EmbedderResource, output_root_metadata
 from resources.output import run_dir
 

@@ -5,7 +5,7 @@ a small document and of editing the book's first line.
     python benchmarks/llm_cost.py [--work DIR] [--no-heading-prefix]
 
 The real Dagster asset graph runs in LLM mode against the in-process fake OpenAI-compatible
-server (`pipeline.fake_llm.FakeLlm`), whose prompts and answers have realistic sizes (its
+server (`pipeline.llm.fake_server.FakeLlm`), whose prompts and answers have realistic sizes (its
 extraction answer is the offline extractor's graph). Calls are counted twice: by the client
 (`llm_by_stage` metadata on each step's materialization: real calls, cache hits excluded) and
 by the server (its X-Docgraph-Stage header counter); both are printed when they differ.
@@ -122,7 +122,7 @@ def _prepare(work: Path, name: str, book_text: str, extra: dict[str, str], base:
 
 def _community_keys(out: Path, columns: tuple[str, ...]) -> set[tuple]:
     """Communities by content (level and the given id lists): what a report reads."""
-    from pipeline import store
+    from pipeline.storage import store
 
     df = store.read_table(out, "communities")
     return {
@@ -137,7 +137,7 @@ def _changed_communities(full_out: Path, out: Path, columns: tuple[str, ...]) ->
 
 def _stability(full_out: Path, out: Path) -> str:
     """How many of the full run's communities kept their number (and id: same members)."""
-    from pipeline import store
+    from pipeline.storage import store
 
     old = store.read_table(full_out, "communities").select("community", "id")
     new = store.read_table(out, "communities").select("community", "id")
@@ -150,7 +150,7 @@ def _stability(full_out: Path, out: Path) -> str:
 
 
 def _unit_texts(out: Path) -> set[str]:
-    from pipeline import store
+    from pipeline.storage import store
 
     return set(store.read_table(out, "text_units")["text"].to_list())
 
@@ -204,7 +204,7 @@ def _print_stages(run: dict, corpus_tokens: int) -> tuple[int, int, int]:
 def _print_edit(
     what: str, full: dict, run: dict, full_out: Path, out: Path, corpus_tokens: int
 ) -> None:
-    from pipeline import store
+    from pipeline.storage import store
 
     print(f"\n### incremental: {what} (re-run on the full run's output)")
     _print_stages(run, corpus_tokens)
@@ -252,7 +252,7 @@ def main() -> None:
     os.environ.setdefault("OPENAI_API_KEY", "fake-key")
     os.environ.pop("DAGSTER_HOME", None)  # an ephemeral instance: no UI runs for a benchmark
 
-    from pipeline.fake_llm import FakeLlm
+    from pipeline.llm.fake_server import FakeLlm
     from pipeline.tokens import count_tokens
 
     book = BOOK.read_text(encoding="utf-8")

@@ -10,10 +10,10 @@ the measured rate over that ideal. With latency 0 the rate is the client's and t
 own overhead on this machine (both run in this process, so they share one GIL: the figure is
 a lower bound for the client alone).
 
-Each row: start the fake server (`pipeline.fake_llm.FakeLlm`) with the latency, build a client
-with the concurrency (disk cache off, no SDK retries, the client's own retries counted), warm
-it up with a few untimed calls, then time one `run_many` of distinct small text prompts (the
-default responder answers the prompt's first sentence). The number of calls is rounded up to a
+Each row: start the fake server (`pipeline.llm.fake_server.FakeLlm`) with the latency,
+build a client with the concurrency (disk cache off, no SDK retries, the client's own
+retries counted), warm it up with a few untimed calls, then time one `run_many` of distinct
+small text prompts (the default responder answers the prompt's first sentence). The number of calls is rounded up to a
 multiple of `c` (so the ideal is exactly `c / l`) and capped so that one row takes at most
 about `--max-row-s` seconds at the ideal rate. The fake server speaks HTTP/1.0 (one
 connection per request, no keep-alive), so every call also pays a TCP connect on loopback.
@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pipeline.config import LlmSettings  # noqa: E402
-from pipeline.fake_llm import FakeLlm  # noqa: E402
-from pipeline.llm import LlmClient, LlmError  # noqa: E402
+from pipeline.llm.client import LlmClient, LlmError  # noqa: E402
+from pipeline.llm.fake_server import FakeLlm  # noqa: E402
 
 STAGE = "rate"
 WARMUP_CALLS = 4

@@ -49,8 +49,8 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
 
     from assets.run import run_index
-    from pipeline import store, validate
     from pipeline.query import GraphIndex
+    from pipeline.storage import store, validate
 
     work = args.work or Path(tempfile.mkdtemp(prefix="publish-bench-"))
     inp, out = work / "input", work / "output"

@@ -117,7 +117,7 @@ t0, marks = time.perf_counter(), {}
 def mark(name):
     global t0
     now = time.perf_counter(); marks[name] = round((now - t0) * 1000); t0 = now
-import pipeline.cli
+import pipeline.cli.main
 mark("import cli ms")
 from pipeline.config import load_settings
 from pipeline.query import GraphIndex
@@ -139,9 +139,9 @@ QUESTION = "Who did Einstein work with?"
 
 
 def cold(out: Path, runs: int) -> list[dict]:
-    from pipeline import vector_cache
-    from pipeline.cli import _prepare_queries
+    from pipeline.cli.main import _prepare_queries
     from pipeline.config import load_settings
+    from pipeline.vectors import cache as vector_cache
 
     _prepare_queries(load_settings(None, {"output_dir": str(out)}))  # ONNX + copies
     cli = [sys.executable, "-m", "pipeline.cli", "query", "--output", str(out), "local", QUESTION]
@@ -194,8 +194,8 @@ def serve_latency(out: Path, n: int) -> list[dict]:
     import socket
 
     from pipeline.config import load_settings
-    from pipeline.query_request import QueryRequest, run_query
-    from pipeline.serve import open_index
+    from pipeline.serve.request import QueryRequest, run_query
+    from pipeline.serve.server import open_index
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

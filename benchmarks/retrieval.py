@@ -88,7 +88,7 @@ def build_index(work: Path) -> Path:
 
 def unit_to_passage(output: Path) -> dict[str, int]:
     """text unit id -> corpus passage index, via the unit's document's source file name."""
-    from pipeline import store
+    from pipeline.storage import store
 
     units = store.read_table(output, "text_units").select("id", "document_id")
     docs = store.read_table(output, "documents").select(
@@ -251,9 +251,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = ap.parse_args(argv)
 
-    from pipeline import store
     from pipeline.config import load_settings
     from pipeline.query import GraphIndex
+    from pipeline.storage import store
 
     corpus, questions, gold = load_musique()
     if args.output:

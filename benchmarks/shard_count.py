@@ -24,7 +24,7 @@ from benchmarks.throughput import SHARED, write_musique  # noqa: E402
 
 
 def write_sample(target: Path) -> None:
-    from pipeline.cli import write_sample_corpus
+    from pipeline.cli.main import write_sample_corpus
 
     write_sample_corpus(target)
 
@@ -36,7 +36,8 @@ def bench(n: int, inp: Path, work: Path) -> dict:
     from dagster import DagsterInstance
 
     from assets.run import run_index
-    from pipeline import shards, store
+    from pipeline.ingest import shards
+    from pipeline.storage import store
 
     out = work / f"out{n}"
     config = work / f"shards{n}.yaml"

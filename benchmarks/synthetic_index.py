@@ -25,7 +25,8 @@ import pyarrow as pa
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline import schemas, store  # noqa: E402
+from pipeline import schemas  # noqa: E402
+from pipeline.storage import store  # noqa: E402
 
 DIM = 384
 SYLLABLES = "ka lo mi ra ten vor ul zin pe sa dor hel quin bar tis mon rel fa gu nex".split()  # noqa: SIM905

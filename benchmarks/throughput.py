@@ -80,9 +80,9 @@ def bench(name: str, work: Path) -> dict:
     from dagster import DagsterInstance
 
     from assets.run import run_index
-    from pipeline import store
     from pipeline.config import load_settings
-    from pipeline.embed import get_embedder
+    from pipeline.storage import store
+    from pipeline.vectors.embed import get_embedder
 
     inp, out = work / name / "input", work / name / "output"
     shutil.rmtree(work / name, ignore_errors=True)

@@ -238,7 +238,7 @@ def every_shard(env: dict[str, str]) -> dict[str, str]:
     all, as `docgraph index` runs them."""
     from assets.shards import range_tags
     from pipeline.config import load_settings
-    from pipeline.shards import shard_keys
+    from pipeline.ingest.shards import shard_keys
 
     return range_tags(shard_keys(load_settings(environ=env).storage.shards))
 

@@ -290,7 +290,7 @@ class StorageSettings(_Section):
         None,
         description="an object-store output_dir (s3://bucket/prefix) is worked in a local "
         "mirror folder under this one (default $XDG_CACHE_HOME/docgraph/mirrors): runs "
-        "pull the current version into it and publish it back (pipeline.remote)",
+        "pull the current version into it and publish it back (pipeline.storage.remote)",
     )
 
 
@@ -345,8 +345,8 @@ class Settings(_Section):
     def _object_store_output(self) -> Settings:
         """`output_dir: s3://bucket/prefix` becomes its local mirror folder, which records the
         URL: every writer (tables, Lance, caches, the lock) works there unchanged, and runs
-        pull from and publish to the store (pipeline.remote)."""
-        from pipeline import remote
+        pull from and publish to the store (pipeline.storage.remote)."""
+        from pipeline.storage import remote
 
         if remote.is_url(self.output_dir):
             self.output_dir = str(remote.mirror_for(self.output_dir, self.storage.mirror_dir))

@@ -13,8 +13,8 @@ class EmbedderResource(ConfigurableResource):
     config: DocgraphConfig  # the run's `docgraph` resource (build_resources)
 
     def get(self):
-        from pipeline.embed import CachedEmbedder, get_embedder
-        from pipeline.embed_worker import get_worker
+        from pipeline.vectors.embed import CachedEmbedder, get_embedder
+        from pipeline.vectors.embed_worker import get_worker
 
         settings = self.config.settings()
         cache_dir = Path(settings.output_dir) / "cache" / "embeddings"

@@ -7,7 +7,7 @@ comes from the argument, else `$DOCGRAPH_EXECUTOR`, else `in_process`.
 
 The executors that run steps in other processes are wrapped by `hold_output_lock`: the run's
 orchestrating process (the one that launches the steps and waits for them) takes the output
-lock (pipeline.lock) for the run before its first step and releases it when the run ends,
+lock (pipeline.storage.lock) for the run before its first step and releases it when the run ends,
 however it ends. So the run holds the output folder for its whole life, steps in any process
 join it, and a worker process that lives on after the run (a Dask worker) holds nothing. A
 Celery or Kubernetes executor is wrapped the same way: `hold_output_lock(k8s_job_executor)`.
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from dagster import ExecutorDefinition, in_process_executor, multiprocess_executor
 
-from pipeline import lock
+from pipeline.storage import lock
 
 if TYPE_CHECKING:
     from dagster._core.execution.context.system import PlanOrchestrationContext

@@ -16,7 +16,7 @@ class LlmResource(ConfigurableResource):
     config: DocgraphConfig  # the run's `docgraph` resource (build_resources)
 
     def get(self):
-        from pipeline.llm import LlmClient
+        from pipeline.llm.client import LlmClient
 
         settings = self.config.settings()
         if settings.llm.api_key is None and not settings.llm.base_url:

@@ -3,9 +3,9 @@
 Every step of the index job calls `run_dir` (through the IO manager, or directly where an
 asset writes Lance tables or state files): the first call of a run takes the output lock,
 clears what a killed run left (temp files; a run the Dagster instance still shows as
-started is marked failed) and prepares the staging folder (see pipeline.store). For an
+started is marked failed) and prepares the staging folder (see pipeline.storage.store). For an
 object-store output (`s3://…`) the folder is its local mirror, which that first call brings
-to the store's current version and caches first (pipeline.remote.pull).
+to the store's current version and caches first (pipeline.storage.remote.pull).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from pipeline import lock, remote, store
-from pipeline.files import remove_stray_temps
+from pipeline.storage import lock, remote, store
+from pipeline.storage.files import remove_stray_temps
 from resources.config import DocgraphConfig
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,8 @@ half its bytes), and Parquet reads a column without the others."""
 import polars as pl
 from dagster import ConfigurableIOManager, InputContext, OutputContext
 
-from pipeline import memory, store
+from pipeline import memory
+from pipeline.storage import store
 from resources.config import DocgraphConfig, output_root_metadata
 from resources.output import run_dir
 

@@ -12,7 +12,7 @@ from assets.ingest import documents_asset
 from assets.semantic import chunks_asset
 from assets.structure import structure_asset
 from assets.vectors import vector_assets
-from pipeline import store
+from pipeline.storage import store
 from resources import DocgraphConfig, EmbedderResource
 
 

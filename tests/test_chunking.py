@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from pipeline import schemas
-from pipeline.chunking import Chunk, SimpleChunker, chunk_documents, segment
+from pipeline.chunking.chunkers import Chunk, SimpleChunker, chunk_documents, segment
 from pipeline.config import ChunkingSettings
 from pipeline.ids import stable_id
 from pipeline.ingest.text import decode_text

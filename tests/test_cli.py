@@ -8,7 +8,7 @@ import pytest
 from conftest import write_llm_config
 from test_llm_query import refused_url
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 from pipeline.query import GraphIndex
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline.communities import hierarchical_leiden
+from pipeline.communities.leiden import hierarchical_leiden
 from pipeline.config import GraphSettings
 from pipeline.ids import stable_id
 from pipeline.schemas import TABLES, conform

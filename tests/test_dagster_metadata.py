@@ -20,7 +20,8 @@ from dagster import AssetCheckSeverity, AssetKey, asset, materialize
 from assets.checks import integrity_checks, lance_table_problems
 from assets.metadata import COLUMN_SCHEMA, ROW_COUNT
 from definitions import defs
-from pipeline import lock, schemas, store
+from pipeline import schemas
+from pipeline.storage import lock, store
 from resources import build_resources
 
 ROOT = Path(__file__).resolve().parents[1]

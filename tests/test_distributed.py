@@ -16,8 +16,9 @@ import polars as pl
 import pytest
 
 from assets.run import run_index
-from pipeline import lock, schemas, store
-from pipeline.cli import write_sample_corpus
+from pipeline import schemas
+from pipeline.cli.main import write_sample_corpus
+from pipeline.storage import lock, store
 from resources import executors
 
 pytest.importorskip("dagster_dask")

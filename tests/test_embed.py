@@ -9,10 +9,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline import schemas, store
+from pipeline import schemas
 from pipeline.config import PACKAGED_MODEL, EmbeddingSettings
-from pipeline.embed import CachedEmbedder, Embedder, get_embedder, resolve_model
-from pipeline.vectors import (
+from pipeline.storage import store
+from pipeline.vectors.embed import CachedEmbedder, Embedder, get_embedder, resolve_model
+from pipeline.vectors.lance import (
     build_vector_table,
     build_vector_tables,
     embedding_text,

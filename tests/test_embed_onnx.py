@@ -10,10 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline import embed_onnx, store, vector_cache, vectors
 from pipeline.config import EmbeddingSettings
-from pipeline.embed import Embedder, get_embedder, resolve_model
-from pipeline.embed_onnx import OnnxEmbedder, export, onnx_path, query_embedder
+from pipeline.storage import store
+from pipeline.vectors import cache as vector_cache
+from pipeline.vectors import embed_onnx
+from pipeline.vectors import lance as vectors
+from pipeline.vectors.embed import Embedder, get_embedder, resolve_model
+from pipeline.vectors.embed_onnx import OnnxEmbedder, export, onnx_path, query_embedder
 
 TEXTS = [
     "Who did Einstein work with?",

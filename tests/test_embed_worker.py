@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from pipeline.config import EmbeddingSettings
-from pipeline.embed import get_embedder
-from pipeline.embed_worker import EmbeddingWorker
+from pipeline.vectors.embed import get_embedder
+from pipeline.vectors.embed_worker import EmbeddingWorker
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXTS = ["Ebenezer Scrooge keeps a counting-house in London.", "Marley was dead.", "Tiny Tim"]

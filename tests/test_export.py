@@ -16,12 +16,12 @@ import networkx as nx
 import polars as pl
 import pytest
 
-from pipeline import store
-from pipeline.cli import main
+from pipeline.cli.main import main
 from pipeline.export import export_graphml, export_html, mermaid_svg
 from pipeline.export.html import script_json
 from pipeline.export.mermaid_svg import parse
 from pipeline.query.flow import mermaid
+from pipeline.storage import store
 
 XSS = "<img src=x onerror=alert(1)>"
 # would mark the page if any text of the index ran as script

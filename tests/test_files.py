@@ -3,8 +3,8 @@
 import os
 import stat
 
-from pipeline import store
-from pipeline.files import atomic_write_text, remove_stray_temps
+from pipeline.storage import store
+from pipeline.storage.files import atomic_write_text, remove_stray_temps
 
 
 def _mode(path) -> int:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline import graph, schemas
+from pipeline import schemas
 from pipeline.config import GraphSettings
-from pipeline.graph import merge_graph, normalize_title, title_key
+from pipeline.graph import merge as graph
+from pipeline.graph.merge import merge_graph, normalize_title, title_key
 from pipeline.ids import stable_id
 from pipeline.tokens import count_tokens
 

@@ -12,10 +12,10 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from pipeline import store
 from pipeline.compat.columns import stamp_period, with_text_unit_ids
 from pipeline.compat.contract import check_tables, load_contract, schema_problems, type_ok
 from pipeline.compat.lance_names import GRAPHRAG_NAMES
+from pipeline.storage import store
 
 
 @pytest.fixture(scope="module")

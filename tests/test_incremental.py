@@ -14,12 +14,12 @@ import pytest
 from conftest import write_llm_config
 
 from assets.run import run_index
-from pipeline import store
-from pipeline.cli import write_sample_corpus
-from pipeline.communities import hierarchical_leiden, next_state, plan_communities
+from pipeline.cli.main import write_sample_corpus
+from pipeline.communities.leiden import hierarchical_leiden, next_state, plan_communities
 from pipeline.config import GraphSettings
-from pipeline.fake_llm import FakeLlm
 from pipeline.ids import stable_id
+from pipeline.llm.fake_server import FakeLlm
+from pipeline.storage import store
 
 SMALL_DOC = """# Lise Meitner in Berlin
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from assets.run import run_index
-from pipeline.cli import main
+from pipeline.cli.main import main
 from pipeline.ingest import InputFolderError, load_folder
 
 

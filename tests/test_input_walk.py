@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 
 from assets.run import run_index
-from pipeline import store
 from pipeline.ingest import folder_fingerprint, load_folder
+from pipeline.storage import store
 
 OUTSIDE = "symlink to a file outside the input folder"
 BODY = "Ada Lovelace wrote the first program for the Analytical Engine of Charles Babbage.\n"

@@ -16,8 +16,8 @@ import pytest
 from pydantic import BaseModel
 
 from pipeline.config import LlmSettings, load_settings
-from pipeline.fake_llm import FakeLlm, default_responder
-from pipeline.llm import LlmAuthError, LlmClient, LlmError, parse_json, repair_json
+from pipeline.llm.client import LlmAuthError, LlmClient, LlmError, parse_json, repair_json
+from pipeline.llm.fake_server import FakeLlm, default_responder
 
 SECRET = "sk-test-SECRET-123"
 
@@ -282,7 +282,9 @@ def test_no_secret_anywhere(server, tmp_path, caplog, monkeypatch):
         str(err),
         *(p.read_text() for p in tmp_path.rglob("*") if p.is_file()),
     ]
-    assert any(r.name.startswith("pipeline.llm") for r in caplog.records)  # retries were logged
+    assert any(
+        r.name.startswith("pipeline.llm.client") for r in caplog.records
+    )  # retries were logged
     for blob in blobs:
         assert SECRET not in blob
 

@@ -22,7 +22,7 @@ from pipeline.extract.llm import (
     unit_rows,
 )
 from pipeline.ids import sha256_hex
-from pipeline.prompts import (
+from pipeline.llm.prompts import (
     NEREL_ENTITY_TYPES,
     NEREL_RELATION_TYPES,
     PROMPT_DIR,
@@ -327,15 +327,15 @@ def test_get_extractor_builds_the_llm_extractor():
 
 def _client(fake, tmp_path, **kw):
     from pipeline.config import LlmSettings
-    from pipeline.llm import LlmClient
+    from pipeline.llm.client import LlmClient
 
     s = LlmSettings(base_url=fake.base_url, api_key="k", chat_model="fake-model", **kw)
     return LlmClient(s, tmp_path / "cache", backoff_base_s=0.0, backoff_cap_s=0.0)
 
 
 def test_end_to_end_against_the_fake_server(tmp_path):
-    fake_llm = pytest.importorskip("pipeline.fake_llm")
-    pytest.importorskip("pipeline.llm")
+    fake_llm = pytest.importorskip("pipeline.llm.fake_server")
+    pytest.importorskip("pipeline.llm.client")
     units = pl.concat([_units(7, "d1"), _units(3, "d2")])
     with fake_llm.FakeLlm(responder=capitalised_responder) as fake:
         settings = ExtractionSettings(extractor="llm", llm_pack_max_units=4)
@@ -356,8 +356,8 @@ def test_end_to_end_against_the_fake_server(tmp_path):
 
 
 def test_failed_packs_fall_back_to_nlp_and_are_recorded(tmp_path):
-    fake_llm = pytest.importorskip("pipeline.fake_llm")
-    pytest.importorskip("pipeline.llm")
+    fake_llm = pytest.importorskip("pipeline.llm.fake_server")
+    pytest.importorskip("pipeline.llm.client")
     units = _units(12)
     with fake_llm.FakeLlm(
         responder=capitalised_responder, fault_rate=0.5, faults=("500",), seed=3

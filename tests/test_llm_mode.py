@@ -10,10 +10,10 @@ import pytest
 from conftest import write_llm_config
 
 from assets.run import run_index
-from pipeline import store, validate
-from pipeline.cli import write_sample_corpus
-from pipeline.fake_llm import FakeLlm
+from pipeline.cli.main import write_sample_corpus
+from pipeline.llm.fake_server import FakeLlm
 from pipeline.schemas import SEMANTIC_TABLES, TABLES
+from pipeline.storage import store, validate
 
 SECRET = "sk-test-SECRET-123"
 

@@ -10,8 +10,8 @@ import time
 import pytest
 
 from pipeline.config import LlmSettings, load_settings
-from pipeline.fake_llm import FakeLlm, message_text
-from pipeline.llm import LlmClient
+from pipeline.llm.client import LlmClient
+from pipeline.llm.fake_server import FakeLlm, message_text
 from pipeline.query import GraphIndex
 from pipeline.query.answer import LlmAnswerError, LlmFallbackWarning
 

@@ -17,12 +17,12 @@ import polars as pl
 from conftest import write_llm_config
 
 from assets.run import run_index
-from pipeline import store
-from pipeline.cli import write_sample_corpus
+from pipeline.cli.main import write_sample_corpus
 from pipeline.config import LlmSettings
-from pipeline.fake_llm import FakeLlm, default_responder
-from pipeline.llm import cache_key
+from pipeline.llm.client import cache_key
+from pipeline.llm.fake_server import FakeLlm, default_responder
 from pipeline.schemas import TABLES
+from pipeline.storage import store
 
 REPO = Path(__file__).resolve().parents[1]
 KEY = "sk-resume-test"

@@ -1,7 +1,7 @@
 """Issue 9 ("Trust"), LLM mode: prompt fences hold against look-alike tags, failures and
 truncated answers are never cached, truncated packs are split and retried, stalls produce real
 timeouts, a wrong key stops the run, and deleted content never survives in reports. Real
-`openai` client over HTTP against `pipeline.fake_llm.FakeLlm`."""
+`openai` client over HTTP against `pipeline.llm.fake_server.FakeLlm`."""
 
 from __future__ import annotations
 
@@ -21,22 +21,22 @@ from test_llm_client import Extraction, user
 from test_reports_llm import SMALL, Recorder, _client, _graph, _reports
 
 from assets.run import run_index
-from pipeline import store
-from pipeline.cli import build_parser, write_sample_corpus
+from pipeline.cli.main import build_parser, write_sample_corpus
+from pipeline.communities.reports import build_reports
 from pipeline.config import ExtractionSettings, GraphSettings, LlmSettings, ReportSettings
 from pipeline.extract import extract_resilient
 from pipeline.extract.llm import LlmExtractor
-from pipeline.fake_llm import (
+from pipeline.graph.summarize_llm import summarize_descriptions
+from pipeline.llm.client import LlmAuthError, LlmClient, LlmError, LlmFatalError, LlmTruncated
+from pipeline.llm.fake_server import (
     REPORT_MARKER,
     FakeLlm,
     default_responder,
     default_stall_s,
     message_text,
 )
-from pipeline.llm import LlmAuthError, LlmClient, LlmError, LlmFatalError, LlmTruncated
-from pipeline.prompts import data_block, neutralise
-from pipeline.reports import build_reports
-from pipeline.summarize_llm import summarize_descriptions
+from pipeline.llm.prompts import data_block, neutralise
+from pipeline.storage import store
 
 REPO = Path(__file__).resolve().parents[1]
 KEY = "sk-trust-SECRET-42"

@@ -1,4 +1,4 @@
-"""The output lock (pipeline.lock) across processes: the steps of one owner join it wherever
+"""The output lock (pipeline.storage.lock) across processes: the steps of one owner join it wherever
 they run, another owner is refused with the holder named, a killed holder blocks nobody, a
 release from any process of the owner frees it (long-lived workers included), and a record
 left by an owner that ended without releasing is handed on as the orphan."""
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import lock
+from pipeline.storage import lock
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 _SERVE = textwrap.dedent(
     """
     import json, sys
-    from pipeline import lock
+    from pipeline.storage import lock
     for line in sys.stdin:
         op, *args = json.loads(line)
         try:

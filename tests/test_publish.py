@@ -19,9 +19,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from assets.run import run_index
-from pipeline import lock, store, validate
-from pipeline.cli import write_sample_corpus
+from pipeline.cli.main import write_sample_corpus
 from pipeline.query import GraphIndex
+from pipeline.storage import lock, store, validate
 
 REPO = Path(__file__).resolve().parents[1]
 SECRET_DOC = (
@@ -227,7 +227,7 @@ def test_llm_mode_a_deleted_document_leaves_no_text_in_the_caches(corpus, tmp_pa
     entries no kept version used are swept after a publish."""
     from conftest import write_llm_config
 
-    from pipeline.fake_llm import FakeLlm
+    from pipeline.llm.fake_server import FakeLlm
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-sweep")
     inp, out = corpus
@@ -298,7 +298,7 @@ def test_output_files_follow_the_umask(corpus):
 
 
 def test_check_compares_the_vector_tables_with_the_tables(corpus, capsys):
-    from pipeline.cli import main
+    from pipeline.cli.main import main
 
     inp, out = corpus
     assert run_index(input_dir=str(inp), output_dir=str(out), log_level="ERROR").success

@@ -8,12 +8,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline import store
 from pipeline.config import Settings
-from pipeline.embed import get_embedder
 from pipeline.ids import stable_id
 from pipeline.query import GraphIndex, SearchResult
-from pipeline.vectors import build_vector_tables
+from pipeline.storage import store
+from pipeline.vectors.embed import get_embedder
+from pipeline.vectors.lance import build_vector_tables
 
 # (document title, text). The bridge case: the question names the Krellmont Bridge; the
 # unit saying where its architect was born shares no words with the question and is

@@ -13,10 +13,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from pipeline import schemas, store
+from pipeline import schemas
 from pipeline.config import load_settings
 from pipeline.query import GraphIndex
 from pipeline.query.expand import DEFAULT_WEIGHTS
+from pipeline.storage import store
 
 DIM = 4
 

@@ -9,11 +9,11 @@ import shutil
 import polars as pl
 import pytest
 
-from pipeline import schemas, store
+from pipeline import schemas
 from pipeline.config import LlmSettings, load_settings
-from pipeline.fake_llm import ANALYSIS_MARKER, FakeLlm, default_responder, message_text
-from pipeline.llm import LlmClient
-from pipeline.prompts import load_prompt
+from pipeline.llm.client import LlmClient
+from pipeline.llm.fake_server import ANALYSIS_MARKER, FakeLlm, default_responder, message_text
+from pipeline.llm.prompts import load_prompt
 from pipeline.query import GraphIndex
 from pipeline.query.flow import (
     BOTH_ENDS,
@@ -30,6 +30,7 @@ from pipeline.query.flow import (
     stream_flow_answer,
 )
 from pipeline.query.text import fold
+from pipeline.storage import store
 
 RELATION_Q = "How is Albert Einstein related to Niels Bohr?"
 # A label: plain characters or entity codes (#quot; #91; ...), nothing that ends it.

@@ -13,7 +13,7 @@ import time
 import polars as pl
 import pytest
 
-from pipeline import schemas, store
+from pipeline import schemas
 from pipeline.config import Settings
 from pipeline.ingest import load_folder
 from pipeline.query import GraphIndex
@@ -24,6 +24,7 @@ from pipeline.query.focus import (
     build_graph,
     focus_result,
 )
+from pipeline.storage import store
 from pipeline.structure import build_structure
 from pipeline.tokens import count_tokens
 
@@ -482,8 +483,8 @@ def test_speed_100k():
 
 def test_llm_question_over_the_focus_context(notes_index, tmp_path):
     from pipeline.config import LlmSettings
-    from pipeline.fake_llm import FakeLlm, message_text
-    from pipeline.llm import LlmClient
+    from pipeline.llm.client import LlmClient
+    from pipeline.llm.fake_server import FakeLlm, message_text
 
     def responder(messages: list[dict]) -> str:
         user = message_text(messages[-1])

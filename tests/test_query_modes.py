@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline import store
 from pipeline.config import LlmSettings, Settings, load_settings
-from pipeline.fake_llm import FakeLlm
-from pipeline.llm import LlmClient
+from pipeline.llm.client import LlmClient
+from pipeline.llm.fake_server import FakeLlm
 from pipeline.query import GraphIndex, SearchResult
 from pipeline.query.answer import local_messages
+from pipeline.storage import store
 
 QUESTION = "How is Niels Bohr related to Ernest Rutherford?"
 URI = "niels_bohr.md"

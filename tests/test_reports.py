@@ -10,10 +10,10 @@ import time
 import polars as pl
 import pytest
 
-from pipeline.communities import hierarchical_leiden
+from pipeline.communities.leiden import hierarchical_leiden
+from pipeline.communities.reports import build_reports
 from pipeline.config import GraphSettings, ReportSettings
 from pipeline.ids import stable_id
-from pipeline.reports import build_reports
 from pipeline.schemas import TABLES, conform
 from pipeline.tokens import count_tokens
 

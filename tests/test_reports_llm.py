@@ -11,13 +11,13 @@ import polars as pl
 import pytest
 
 from pipeline import schemas
+from pipeline.communities.reports import build_reports
+from pipeline.communities.reports_llm import ReportAnswer, build_reports_llm
 from pipeline.config import GraphSettings, LlmSettings, ReportSettings
-from pipeline.fake_llm import FakeLlm, default_responder, message_text
-from pipeline.graph import merge_graph
-from pipeline.llm import LlmClient
-from pipeline.reports import build_reports
-from pipeline.reports_llm import ReportAnswer, build_reports_llm
-from pipeline.summarize_llm import summarize_descriptions
+from pipeline.graph.merge import merge_graph
+from pipeline.graph.summarize_llm import summarize_descriptions
+from pipeline.llm.client import LlmClient
+from pipeline.llm.fake_server import FakeLlm, default_responder, message_text
 
 ALICE = [f"Alice fact number {i} is here." for i in range(6)]  # 6 distinct > 4
 BOB = [f"Bob detail {i} is known." for i in range(4)]  # 4 distinct: not above 4

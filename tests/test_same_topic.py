@@ -8,7 +8,7 @@ import polars as pl
 from pipeline import schemas
 from pipeline.config import SameTopicSettings
 from pipeline.structure import DocStructure
-from pipeline.structure.same_topic import cap_degree, same_topic_edges, section_texts, top_pairs
+from pipeline.vectors.same_topic import cap_degree, same_topic_edges, section_texts, top_pairs
 
 TOPICS = ["volcano", "violin", "glacier", "tax"]
 

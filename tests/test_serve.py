@@ -15,13 +15,13 @@ from contextlib import contextmanager
 import pytest
 import uvicorn
 
-from pipeline.cli import build_parser
+from pipeline.cli.main import build_parser
 from pipeline.config import LlmSettings, load_settings
-from pipeline.fake_llm import FakeLlm, message_text
-from pipeline.llm import LlmClient
+from pipeline.llm.client import LlmClient
+from pipeline.llm.fake_server import FakeLlm, message_text
 from pipeline.query import GraphIndex
-from pipeline.query_request import QUERY_MODES, QueryRequest, run_query
-from pipeline.serve import create_app, open_index
+from pipeline.serve.request import QUERY_MODES, QueryRequest, run_query
+from pipeline.serve.server import create_app, open_index
 
 QUESTION = "Who attended the Solvay Conference in Brussels?"
 BODIES = {

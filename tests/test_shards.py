@@ -11,8 +11,9 @@ import polars as pl
 import pytest
 from dagster import DagsterEventType, DagsterInstance, EventRecordsFilter
 
-from pipeline import shards, store
-from pipeline.vectors import read_vectors
+from pipeline.ingest import shards
+from pipeline.storage import store
+from pipeline.vectors.lance import read_vectors
 
 N = 8
 NAMES = ["Ada Lovelace", "Charles Babbage", "Mary Somerville", "Michael Faraday", "Alan Turing"]

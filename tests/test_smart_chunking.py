@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from pipeline import schemas
-from pipeline.chunking import SimpleChunker, chunk_documents, chunk_structured
+from pipeline.chunking.chunkers import SimpleChunker, chunk_documents, chunk_structured
 from pipeline.config import ChunkingSettings
 from pipeline.structure import DocStructure, position
 from pipeline.structure.text import parse_text
@@ -361,9 +361,10 @@ class WordEmbedder:
 
 
 def test_content_node_vectors_and_type_prefiltered_search(tmp_path):
-    from pipeline import store, vectors
     from pipeline.config import EmbeddingSettings, Settings
     from pipeline.query.index import GraphIndex
+    from pipeline.storage import store
+    from pipeline.vectors import lance as vectors
 
     doc = DocStructure("d", "geo.md", "Geo")
     a = doc.add_section(doc.root_id, "SECTION", "Volcano")

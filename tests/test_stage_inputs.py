@@ -12,11 +12,14 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline import communities, reports, store, vectors
+from pipeline.communities import leiden as communities
+from pipeline.communities import reports
+from pipeline.communities.reports_llm import build_reports_llm
 from pipeline.config import EmbeddingSettings, GraphSettings, LlmSettings, ReportSettings
-from pipeline.fake_llm import FakeLlm
-from pipeline.llm import LlmClient
-from pipeline.reports_llm import build_reports_llm
+from pipeline.llm.client import LlmClient
+from pipeline.llm.fake_server import FakeLlm
+from pipeline.storage import store
+from pipeline.vectors import lance as vectors
 
 
 def _digest(df: pl.DataFrame) -> str:
@@ -131,7 +134,7 @@ def test_vector_tables_read_only_their_columns(
 
 def test_merge_of_coded_mentions_equals_merge_of_strings(sample_index) -> None:
     """The graph step reads mentions as Categorical (graph.read_mentions): same tables."""
-    from pipeline.graph import MENTION_COLUMNS, merge_graph, read_mentions
+    from pipeline.graph.merge import MENTION_COLUMNS, merge_graph, read_mentions
 
     _, out, _, _ = sample_index
     chunks = store.read_table(out, "chunks")

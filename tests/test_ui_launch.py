@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInvalidConfigError, asset, materialize
 
-from pipeline import lock, schemas
+from pipeline import schemas
+from pipeline.storage import lock
 from resources import OUTPUT_ROOT, DocgraphConfig, EmbedderResource, LlmResource, build_resources
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,8 +79,8 @@ def test_launchpad_output_override_moves_every_output(tmp_path):
     from dagster import DagsterInstance
     from dagster._core.instance.ref import InstanceRef
 
-    from pipeline import store
-    from pipeline.cli import write_sample_corpus
+    from pipeline.cli.main import write_sample_corpus
+    from pipeline.storage import store
 
     inp, default, moved = tmp_path / "input", tmp_path / "default", tmp_path / "moved"
     write_sample_corpus(inp)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline import store, validate
+from pipeline.storage import store, validate
 from pipeline.structure.model import DocStructure
 
 

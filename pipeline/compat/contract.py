@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 CONTRACT_PATH = Path(__file__).with_name("graphrag_schema.json")
-MANIFEST = "index.json"  # pipeline.store.MANIFEST
-VERSIONS_DIR = "versions"  # pipeline.store.VERSIONS_DIR
-LANCE_DIR = "lancedb"  # pipeline.store.LANCE_DIR
+MANIFEST = "index.json"  # pipeline.storage.store.MANIFEST
+VERSIONS_DIR = "versions"  # pipeline.storage.store.VERSIONS_DIR
+LANCE_DIR = "lancedb"  # pipeline.storage.store.LANCE_DIR
 
 
 def load_contract() -> dict[str, Any]:
@@ -26,7 +26,7 @@ def load_contract() -> dict[str, Any]:
 
 def current_folder(root: str | Path) -> Path:
     """The folder holding an output folder's current tables: the version its manifest
-    names, or `root` itself (a version folder, or the flat layout). pipeline.store.resolve
+    names, or `root` itself (a version folder, or the flat layout). pipeline.storage.store.resolve
     without polars or object storage, for GraphRAG's venv."""
     root = Path(root)
     manifest = root / MANIFEST

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import store
+from pipeline.storage import store
 
 
 @dataclass

@@ -12,7 +12,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
 from pipeline.export.data import EntityGraph, load
-from pipeline.files import atomic_write_with
+from pipeline.storage.files import atomic_write_with
 
 # characters XML 1.0 forbids (everything below U+0020 but tab, LF, CR; lone surrogates;
 # U+FFFE/U+FFFF)

@@ -25,7 +25,7 @@ from typing import Any
 import igraph as ig
 
 from pipeline.export.data import EntityGraph, load, reports, snippet, sources
-from pipeline.files import atomic_write_text
+from pipeline.storage.files import atomic_write_text
 
 DEFAULT_MAX_NODES = 2000
 SOURCES_PER_NODE = 3  # snippets shown in the panel; the count says how many there are

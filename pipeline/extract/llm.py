@@ -47,8 +47,8 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from pipeline import schemas
 from pipeline.config import ExtractionSettings
 from pipeline.extract.nlp import NlpExtractor
-from pipeline.llm import ask_in_halves
-from pipeline.prompts import (
+from pipeline.llm.client import ask_in_halves
+from pipeline.llm.prompts import (
     NEREL_ENTITY_TYPES,
     NEREL_RELATION_TYPES,
     Prompt,
@@ -349,8 +349,8 @@ def pack_units(
 
 
 class LlmExtractor:
-    """Prompted JSON extraction through `pipeline.llm.LlmClient`, packed, cached by the client,
-    with an offline fallback per failed pack (see the module docstring)."""
+    """Prompted JSON extraction through `pipeline.llm.client.LlmClient`, packed, cached by the
+    client, with an offline fallback per failed pack (see the module docstring)."""
 
     name = "llm"
 
@@ -375,7 +375,7 @@ class LlmExtractor:
     def llm(self) -> Any:
         """The client, built on first use (so constructing the extractor never opens one)."""
         if self._llm is None:
-            from pipeline.llm import LlmClient
+            from pipeline.llm.client import LlmClient
 
             llm_settings = self._llm_settings
             if llm_settings is None:

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from pipeline.llm import LlmError
-from pipeline.prompts import load_prompt, neutralise
+from pipeline.llm.client import LlmError
+from pipeline.llm.prompts import load_prompt, neutralise
 from pipeline.query.result import SearchResult, render_table
 from pipeline.tokens import count_tokens
 
 if TYPE_CHECKING:
-    from pipeline.llm import LlmClient
+    from pipeline.llm.client import LlmClient
 
 RESPONSE_TYPE = "a few concise paragraphs"
 MAP_BATCH_TOKENS = 3000  # report text per map call

@@ -283,10 +283,10 @@ def _build(index: GraphIndex) -> ExpandGraph:
 
     # ---- content-node vectors (node seeds), only where the index stores them -------------
     node_units = node_vectors = None
-    from pipeline import vectors
+    from pipeline.vectors import lance as vectors
 
     ids, mat = vectors.read_vectors(index.root, "content_nodes")
-    # A paragraph's vector is its text unit's (pipeline/vectors.py), so only the other node
+    # A paragraph's vector is its text unit's (pipeline/vectors/lance.py), so only the other node
     # types (headings, tables, captions, ...) can seed anything the unit vectors do not.
     types = index.table("content_nodes").select("id", "node_type")
     own_vec = (

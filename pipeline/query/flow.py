@@ -37,11 +37,11 @@ import numpy as np
 import polars as pl
 from pydantic import BaseModel
 
-from pipeline import store
-from pipeline.prompts import load_prompt, neutralise
+from pipeline.llm.prompts import load_prompt, neutralise
 from pipeline.query.rerank import rank_units
 from pipeline.query.result import SearchResult, texts_table
 from pipeline.query.text import STOPWORDS, extractive_answer, fold, raw_words
+from pipeline.storage import store
 from pipeline.tokens import count_tokens, truncate_tokens
 
 if TYPE_CHECKING:
@@ -157,7 +157,7 @@ def analyse(index: GraphIndex, query: str, trace: list[str]) -> dict[str, Any]:
     """{entities, intent, source}: by the LLM in LLM mode, lexical otherwise or on failure
     (always, as it only steers retrieval; the warning says so and the answer call decides)."""
     if index.llm is not None:
-        from pipeline.llm import LlmError
+        from pipeline.llm.client import LlmError
         from pipeline.query.answer import LlmFallbackWarning
 
         messages = load_prompt("query_analysis").render(question=neutralise(query, "question"))
@@ -772,7 +772,7 @@ def flow_messages(result: SearchResult) -> list[dict[str, str]]:
 def answer_flow(index: GraphIndex, result: SearchResult) -> SearchResult:
     """`result` answered by the LLM over its context (temperature 0.3); a failure is
     LlmAnswerError, or with `index.llm_fallback` the extractive answer (see answer.fall_back)."""
-    from pipeline.llm import LlmError
+    from pipeline.llm.client import LlmError
     from pipeline.query.answer import fall_back
 
     llm = index.llm

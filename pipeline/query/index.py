@@ -22,13 +22,14 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from pipeline import remote, store, vectors
 from pipeline.config import Settings, load_settings
-from pipeline.embed import Embedder
-from pipeline.embed_onnx import query_embedder
 from pipeline.query.ppr import UnitEntityGraph
 from pipeline.query.result import SearchResult
 from pipeline.query.text import fold, is_stop_key, name_key, raw_words
+from pipeline.storage import remote, store
+from pipeline.vectors import lance as vectors
+from pipeline.vectors.embed import Embedder
+from pipeline.vectors.embed_onnx import query_embedder
 
 # Longest entity name (in words) tried when matching query n-grams against names.
 MAX_NAME_WORDS = 8
@@ -83,7 +84,7 @@ class GraphIndex:
         # answer raises LlmAnswerError unless `llm_fallback` keeps the extractive one (said in
         # result.fallback). No server (connection refused) fails at once, without retries.
         if llm is None and settings.llm.enabled:
-            from pipeline.llm import LlmClient
+            from pipeline.llm.client import LlmClient
 
             llm = LlmClient(settings.llm, self.output_root / "cache" / "llm", retry_refused=False)
         self.llm = llm

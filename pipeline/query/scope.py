@@ -18,10 +18,11 @@ from typing import Any
 
 import polars as pl
 
-from pipeline import schemas, store
+from pipeline import schemas
 from pipeline.config import Settings
 from pipeline.query.index import GraphIndex
 from pipeline.query.result import SearchResult
+from pipeline.storage import store
 
 # Tables whose rows belong to the text units listed in their `text_unit_ids`.
 _BY_UNITS = ("entities", "relationships", "communities")

@@ -12,9 +12,9 @@ import warnings
 from importlib import resources
 from pathlib import Path
 
-from pipeline import lock, remote
 from pipeline.config import load_settings
-from pipeline.query_request import QUERY_MODES
+from pipeline.serve.request import QUERY_MODES
+from pipeline.storage import lock, remote
 
 
 def write_sample_corpus(target: str | Path) -> list[Path]:
@@ -79,10 +79,11 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 def _prepare_queries(settings) -> None:
     """Make the next cold `docgraph query` fast (issue 13): copy the vectors out of Lance
-    (pipeline.vector_cache) and export the query embedder to ONNX (pipeline.embed_onnx; once
-    per model, ~10 s). Best effort: a query without them is only slower."""
-    from pipeline import vectors
-    from pipeline.embed_onnx import ensure_exported
+    (pipeline.vectors.cache) and export the query embedder to ONNX
+    (pipeline.vectors.embed_onnx; once per model, ~10 s). Best effort: a query without them is only
+    slower."""
+    from pipeline.vectors import lance as vectors
+    from pipeline.vectors.embed_onnx import ensure_exported
 
     for name in ("text_units", "entities", "community_reports", "content_nodes"):
         vectors.read_vectors(settings.output_dir, name)
@@ -106,8 +107,8 @@ def _failure(result) -> str:
 
 
 def _summary(output_dir: str) -> str:
-    from pipeline import store
     from pipeline.schemas import TABLES
+    from pipeline.storage import store
 
     rows = []
     for name in TABLES:
@@ -160,7 +161,7 @@ def _show_warnings(caught: list[warnings.WarningMessage], fallback: type[Warning
 
 
 def _print_query(index, args: argparse.Namespace) -> None:
-    from pipeline.query_request import STREAM_MODES, QueryRequest, run_query
+    from pipeline.serve.request import STREAM_MODES, QueryRequest, run_query
 
     stream = args.stream and index.llm is not None and not args.json
     request = QueryRequest(
@@ -200,8 +201,8 @@ def _print_stream(pieces) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """Serve the query modes over HTTP until Ctrl-C (pipeline/serve.py)."""
-    from pipeline.serve import open_index, serve
+    """Serve the query modes over HTTP until Ctrl-C (pipeline/serve/server.py)."""
+    from pipeline.serve.server import open_index, serve
 
     settings = load_settings(args.config, _folder_overrides(args))
     index = open_index(settings.output_dir, settings, llm_fallback=args.offline_fallback)
@@ -210,8 +211,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from pipeline import store, validate
     from pipeline.schemas import SEMANTIC_TABLES, TABLES
+    from pipeline.storage import store, validate
 
     settings = load_settings(args.config, _folder_overrides(args))
     if not store.is_index(settings.output_dir):
@@ -244,7 +245,7 @@ def cmd_fake_llm(args: argparse.Namespace) -> int:
     import os
     import time
 
-    from pipeline.fake_llm import FakeLlm, default_stall_s
+    from pipeline.llm.fake_server import FakeLlm, default_stall_s
 
     key = os.environ.get("OPENAI_API_KEY") if args.require_key else None
     if args.require_key and not key:
@@ -437,7 +438,3 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError, lock.OutputLocked, remote.RemoteError) as exc:
         print(f"docgraph: {exc}", file=sys.stderr)
         return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

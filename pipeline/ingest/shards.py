@@ -20,10 +20,10 @@ from typing import Any
 
 from pipeline import schemas
 from pipeline.config import Settings
-from pipeline.files import atomic_write_text
 from pipeline.ingest.pdf_ocr import ocr_installed
 from pipeline.ingest.publications import FileMapping, read_manifest
 from pipeline.ingest.walk import Entry, walk_input
+from pipeline.storage.files import atomic_write_text
 
 
 def shard_keys(n: int) -> list[str]:

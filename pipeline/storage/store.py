@@ -20,7 +20,7 @@ dropped and created anew (never modified in place: its files may be links shared
 the previous version), keeping only its latest Lance version.
 
 An object-store output (`s3://bucket/prefix`) is worked in a local mirror folder with this
-same layout and published to the store whole (pipeline.remote); the readers here accept
+same layout and published to the store whole (pipeline.storage.remote); the readers here accept
 the URL itself and read the store's current version through the mirror.
 
 An output folder written before versions existed (tables at its top level) still reads
@@ -43,8 +43,9 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline import memory, remote, schemas
-from pipeline.files import atomic_write_text, atomic_write_with
+from pipeline import memory, schemas
+from pipeline.storage import remote
+from pipeline.storage.files import atomic_write_text, atomic_write_with
 
 LANCE_DIR = "lancedb"
 MANIFEST = "index.json"
@@ -66,7 +67,7 @@ os.environ.setdefault("LANCEDB_LOG", "error")
 
 def _local(root: str | Path) -> Path:
     """The local folder of `root`: for an object-store URL (`s3://…`) or its mirror folder,
-    the mirror, brought up to the store's current version (pipeline.remote.refresh)."""
+    the mirror, brought up to the store's current version (pipeline.storage.remote.refresh)."""
     if remote.is_url(root) or (Path(root) / remote.MARKER).exists():
         return remote.refresh(root)
     return Path(root)
@@ -244,7 +245,7 @@ def record_cache_keys(folder: str | Path, shard: str, keys: list[str]) -> None:
 
 def sweep_cache(root: str | Path) -> int:
     """Delete LLM cache and memo entries that no kept version used: neither refreshed by a
-    kept version's run (a hit refreshes an entry's mtime: pipeline.llm.DiskCache) nor
+    kept version's run (a hit refreshes an entry's mtime: pipeline.llm.client.DiskCache) nor
     recorded by a kept version's shards (record_cache_keys). They hold answers drawn from
     documents since deleted or edited. Returns how many went; none when a kept version's
     start is unknown."""

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from fastapi import FastAPI, HTTPException
 from fastapi.responses import Response, StreamingResponse
 
-from pipeline.query_request import QUERY_MODES, STREAM_MODES, QueryRequest, run_query
+from pipeline.serve.request import QUERY_MODES, STREAM_MODES, QueryRequest, run_query
 
 if TYPE_CHECKING:
     from pipeline.query import GraphIndex, SearchResult

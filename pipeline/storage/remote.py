@@ -4,7 +4,7 @@ A run never writes object storage piecemeal. For an `s3://` output every writer 
 works in a **local mirror** folder (`storage.mirror_dir`, default
 `$XDG_CACHE_HOME/docgraph/mirrors/<hash of endpoint + URL>`; settings map `output_dir` to
 it, see `pipeline.config`), which holds the same layout as a local output folder
-(pipeline.store). So staging with hard links, atomic writes, incremental shards, the writer
+(pipeline.storage.store). So staging with hard links, atomic writes, incremental shards, the writer
 lock and the caches work unchanged; only three moments touch the store:
 
 - **pull** (`pull`, the first step of a run, under the writer lock; `refresh` for readers):
@@ -36,7 +36,7 @@ S3 filesystem); the endpoint from `AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL` (M
 R2, …), the region from `AWS_REGION` / `AWS_DEFAULT_REGION`. Nothing here writes, logs or
 raises them: errors name the URL and the operation only.
 
-One writer: the lock (pipeline.lock) is a local flock on the mirror, so it serialises runs
+One writer: the lock (pipeline.storage.lock) is a local flock on the mirror, so it serialises runs
 on one machine only. Runs on one object-store output from several machines must be
 serialised by Dagster's run queue (`tag_concurrency_limits` on `docgraph/output`,
 dagster.yaml) — there is no remote lease (pyarrow's S3 filesystem cannot send a
@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from pipeline.files import TEMP_SUFFIX, atomic_path, atomic_write_bytes
+from pipeline.storage.files import TEMP_SUFFIX, atomic_path, atomic_write_bytes
 
 log = logging.getLogger(__name__)
 
@@ -349,7 +349,7 @@ def refresh(root: str | Path, base: str | Path | None = None, force: bool = Fals
     with _refresh_lock:
         if not force and now - _last_refresh.get(key, -1e9) < REFRESH_EVERY_S:
             return local
-        from pipeline import lock
+        from pipeline.storage import lock
 
         if lock.holder(local) is None:
             pull(local)

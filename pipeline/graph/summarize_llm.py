@@ -1,6 +1,6 @@
 """LLM description summaries for the entities and relationships with many raw descriptions.
 
-Why only those: the extractive merge (pipeline.graph) is fine for an item described a few
+Why only those: the extractive merge (pipeline.graph.merge) is fine for an item described a few
 times; one described by many text units is where a model's rewrite pays for its call. Items
 above `GraphSettings.llm_summary_min_descriptions` distinct raw descriptions are summarised
 (stage "summarize"); the rest keep the extractive description.
@@ -19,7 +19,7 @@ addition costs one call instead of re-sending every pack that a shifted pack bou
 Answer size: a pack holds at most as many items as their answers (each at most
 `description_max_tokens`, plus its JSON key) fit in `llm.max_tokens`; a pack whose answer is
 cut at the limit anyway (a model overshooting the asked length) is split in halves and asked
-again (`pipeline.llm.ask_in_halves`).
+again (`pipeline.llm.client.ask_in_halves`).
 
 Failure policy: a failed pack, or an item missing/empty in its answer, keeps the extractive
 description and is recorded as {id, reason}; nothing is raised but a fatal error (a wrong key).
@@ -33,10 +33,10 @@ import polars as pl
 from pydantic import RootModel, field_validator
 
 from pipeline.config import GraphSettings
-from pipeline.graph import SYMMETRIC_TYPES, _key_map
+from pipeline.graph.merge import SYMMETRIC_TYPES, _key_map
 from pipeline.ids import sha256_hex, stable_id_expr
-from pipeline.llm import DiskCache, LlmClient, ask_in_halves
-from pipeline.prompts import data_block, load_prompt
+from pipeline.llm.client import DiskCache, LlmClient, ask_in_halves
+from pipeline.llm.prompts import data_block, load_prompt
 from pipeline.tokens import count_tokens, truncate_tokens
 
 __all__ = ["STAGE", "SummaryAnswer", "memo_store", "summarize_descriptions"]

@@ -1,7 +1,7 @@
 """Copies of the Lance tables' (ids, vectors) as .npz files, so a cold query skips lancedb.
 
 Why: `import lancedb` alone costs 2.4-3.6 s on the loaded 2-core machine, the largest part
-of a cold `docgraph query` once the model loads fast (pipeline.embed_onnx), and a query
+of a cold `docgraph query` once the model loads fast (pipeline.vectors.embed_onnx), and a query
 needs only the ids and vectors of a few tables, which numpy reads in milliseconds.
 
 A copy is made for a published version only (`<output>/versions/<v>`) and kept outside it,
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline import store
-from pipeline.files import atomic_path
+from pipeline.storage import store
+from pipeline.storage.files import atomic_path
 
 CACHE_DIR = "cache/query_vectors"
 

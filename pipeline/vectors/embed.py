@@ -20,8 +20,8 @@ import polars as pl
 
 from pipeline import memory, progress
 from pipeline.config import PACKAGED_MODEL, EmbeddingSettings
-from pipeline.files import atomic_write_with
 from pipeline.ids import sha256_hex
+from pipeline.storage.files import atomic_write_with
 
 # all-MiniLM-L6-v2's width; lets callers size empty outputs without loading the model.
 KNOWN_DIMS = {PACKAGED_MODEL: 384}

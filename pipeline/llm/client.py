@@ -35,7 +35,7 @@ from pydantic import BaseModel, ValidationError
 
 from pipeline import progress
 from pipeline.config import LlmSettings
-from pipeline.files import atomic_write_text
+from pipeline.storage.files import atomic_write_text
 from pipeline.tokens import count_tokens
 
 log = logging.getLogger(__name__)

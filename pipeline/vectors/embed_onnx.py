@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.config import EmbeddingSettings
-from pipeline.embed import Embedder, get_embedder, resolve_model
 from pipeline.ids import sha256_hex
+from pipeline.vectors.embed import Embedder, get_embedder, resolve_model
 
 ONNX_FILE = "model.onnx"
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -98,7 +98,7 @@ class OnnxEmbedder:
         self._pad_id = 0 if pad is None else pad
         options = ort.SessionOptions()
         # one thread: a query is one short text, and on a shared 2-core machine a second
-        # thread mostly waits for a core (see pipeline.embed.SMALL_BATCH)
+        # thread mostly waits for a core (see pipeline.vectors.embed.SMALL_BATCH)
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])

@@ -29,7 +29,7 @@ import numpy as np
 
 from pipeline import progress
 from pipeline.config import EmbeddingSettings
-from pipeline.embed import KNOWN_DIMS, resolve_model
+from pipeline.vectors.embed import KNOWN_DIMS, resolve_model
 
 _DIM = None  # request payload asking for the model's width
 REQUEST_TEXTS = 4096
@@ -164,7 +164,7 @@ def _close_workers() -> None:
 
 
 def _serve(settings: EmbeddingSettings) -> None:
-    from pipeline.embed import Embedder
+    from pipeline.vectors.embed import Embedder
 
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever prints from here on goes to stderr, not into the protocol

@@ -1,4 +1,5 @@
-"""LLM community reports (stage "report"), bottom-up, in the seed schema of pipeline.reports.
+"""LLM community reports (stage "report"), bottom-up, in the seed schema of
+pipeline.communities.reports.
 
 Leaves (no children) are written from their members, relationships and text excerpts; a parent
 from its children's reports plus its own members that no child covers — level by level, deepest
@@ -42,13 +43,13 @@ from typing import Any
 import polars as pl
 from pydantic import BaseModel, field_validator, model_validator
 
+from pipeline.communities.reports import _markdown
 from pipeline.config import ReportSettings
+from pipeline.graph.summarize_llm import memo_store
 from pipeline.ids import sha256_hex
-from pipeline.llm import LlmClient
-from pipeline.prompts import data_block, load_prompt
-from pipeline.reports import _markdown
+from pipeline.llm.client import LlmClient
+from pipeline.llm.prompts import data_block, load_prompt
 from pipeline.schemas import TABLES
-from pipeline.summarize_llm import memo_store
 from pipeline.tokens import count_tokens, truncate_tokens
 
 __all__ = ["STAGE", "ReportAnswer", "build_reports_llm", "report_contexts"]
@@ -243,7 +244,7 @@ def build_reports_llm(
     settings: ReportSettings,
 ) -> tuple[pl.DataFrame, list[dict], dict[str, int]]:
     """(community_reports, failures, counts): see the module docstring. Same columns as
-    pipeline.reports.build_reports; failures are [{community, reason}]; counts are `sent`
+    `reports.build_reports`; failures are [{community, reason}]; counts are `sent`
     (communities sent to the client: a call, or the exact-prompt cache), `reused` (kept their
     remembered report with no call) and `failed_kept` (failed, kept their remembered report)."""
     schema = TABLES["community_reports"]

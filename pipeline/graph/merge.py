@@ -19,10 +19,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pipeline import schemas, store
+from pipeline import schemas
 from pipeline.config import GraphSettings
 from pipeline.extract.nlp import _ru_stem
 from pipeline.ids import stable_id_expr
+from pipeline.storage import store
 from pipeline.tokens import count_tokens, truncate_tokens
 
 # Relation types whose direction carries no meaning: merged as unordered pairs.

@@ -30,9 +30,11 @@ import polars as pl
 import pyarrow as pa
 import scipy.sparse as sp
 
-from pipeline import schemas, store, vector_cache
+from pipeline import schemas
 from pipeline.config import EmbeddingSettings
+from pipeline.storage import store
 from pipeline.tokens import truncate_tokens
+from pipeline.vectors import cache as vector_cache
 
 # Token caps on the embedded text (the stored `text` column is the same string).
 ENTITY_TOKENS = 100
@@ -283,7 +285,7 @@ def model_label(embedder: EmbedderLike, settings: EmbeddingSettings) -> str:
     """The name of the model that made the vectors, as configured (the packaged model by its
     name, a local model folder by its folder name: the machine's layout is not the table's
     business); a caller's own embedder by its `model_id`."""
-    from pipeline.embed import resolve_model
+    from pipeline.vectors.embed import resolve_model
 
     model = str(getattr(embedder, "model_id", "") or settings.model)
     if model == resolve_model(settings.model):
@@ -388,7 +390,7 @@ def read_vectors(output_dir: str | Path, name: str) -> tuple[list[str], np.ndarr
     if not path.exists():
         return [], np.zeros((0, 0), dtype=np.float32)
     if (copy := vector_cache.load(path.parent, name)) is not None:
-        return copy  # no lancedb import: most of a cold query's time (pipeline.vector_cache)
+        return copy  # no lancedb import: most of a cold query's time (pipeline.vectors.cache)
     import lancedb
 
     db = lancedb.connect(str(path))

@@ -11,7 +11,9 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
-from pipeline import schemas, store, vectors
+from pipeline import schemas
+from pipeline.storage import store
+from pipeline.vectors import lance as vectors
 
 # (child table, column, parent table, parent column): every child value must exist in the parent.
 REFERENCES: list[tuple[str, str, str, str]] = [

@@ -57,7 +57,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pipeline.files import TEMP_SUFFIX, default_mode
+from pipeline.storage.files import TEMP_SUFFIX, default_mode
 
 LOCK_FILE = ".docgraph.lock"
 GUARD_FILE = ".docgraph.lock.guard"

@@ -1,0 +1,4 @@
+"""The HTTP API: `docgraph serve` answers query requests over an index.
+
+`request` is the request model shared with the CLI (mode, question, options); `server` is
+the small threaded HTTP server that opens the index once and runs each request."""

