@@ -16,7 +16,8 @@ retries counted), warm it up with a few untimed calls, then time one `run_many` 
 small text prompts (the default responder answers the prompt's first sentence). The number of
 calls is rounded up to a multiple of `c` (so the ideal is exactly `c / l`) and capped so that
 one row takes at most about `--max-row-s` seconds at the ideal rate. The fake server speaks
-HTTP/1.0 (one connection per request, no keep-alive), so every call also pays a TCP connect on loopback.
+HTTP/1.0 (one connection per request, no keep-alive), so every call also pays a TCP
+connect on loopback.
 
 The `retries` column counts the client's retries (0 expected).
 """
