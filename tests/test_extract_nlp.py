@@ -12,7 +12,7 @@ import pytest
 from pipeline import schemas
 from pipeline.config import ExtractionSettings
 from pipeline.extract import NlpExtractor, get_extractor
-from pipeline.extract.nlp import split_sentences
+from pipeline.sentences import split_sentences
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

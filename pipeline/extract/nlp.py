@@ -28,7 +28,6 @@ compiled regexes per sentence plus one YAKE call per unit:
 from __future__ import annotations
 
 import re
-import sys
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ import polars as pl
 from pipeline import schemas
 from pipeline.config import ExtractionSettings
 from pipeline.extract import gazetteer as gz
+from pipeline.sentences import UPPER_CLASS, split_sentences, wordset
 
 MODEL = "patterns+yake"
 EVIDENCE_CHARS = 300
@@ -51,26 +51,10 @@ _NON_HEAD = frozenset({"CONCEPT", "DATE", "PERCENT", "MONEY", "PROFESSION", "NAT
 # --------------------------------------------------------------------------- character classes
 
 
-def _char_class(pred) -> str:
-    """A regex character class body covering the BMP characters satisfying `pred`."""
-    ranges: list[tuple[int, int]] = []
-    for cp in range(sys.maxunicode if sys.maxunicode < 0x10000 else 0x10000):
-        if pred(chr(cp)):
-            if ranges and ranges[-1][1] == cp - 1:
-                ranges[-1] = (ranges[-1][0], cp)
-            else:
-                ranges.append((cp, cp))
-    return "".join(
-        re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
-        for a, b in ranges
-    )
-
-
-_UP = _char_class(lambda c: c.isupper() or c.istitle())
 _L = r"[^\W_]"  # a letter or digit, any script
-_WORD = rf"[{_UP}]{_L}*(?:['’\-]{_L}+)*"
+_WORD = rf"[{UPPER_CLASS}]{_L}*(?:['’\-]{_L}+)*"
 _ABBR = r"(?:St|Mt|Ft|Mr|Mrs|Ms|Dr|Jr|Sr|Prof|Gen|Col|Capt|Lt|Sgt|Rev|Hon|Co|Inc|Ltd|Corp|Bros)\."
-_INITIAL = rf"[{_UP}]\.(?=\s)"
+_INITIAL = rf"[{UPPER_CLASS}]\.(?=\s)"
 _TOK = rf"(?:{_ABBR}|{_INITIAL}|{_WORD})"
 # Lower-case words that may sit inside a name. Not "and"/"и": they join two names.
 _CONN = r"(?:of|de|da|di|do|dos|du|del|della|der|den|des|von|van|zu|y|al|el|bin|ibn|upon|&)"
@@ -80,61 +64,6 @@ _SPAN_RE = re.compile(rf"{_TOK}(?:\s+(?:{_CONN_SEQ})?{_TOK})*")
 _TOKEN_RE = re.compile(rf"{_TOK}|\S+")
 _CYR_RE = re.compile(r"[а-яё]", re.IGNORECASE)
 _LATIN_RE = re.compile(r"[a-z]", re.IGNORECASE)
-
-# --------------------------------------------------------------------------- sentence splitting
-
-
-def _wordset(words: str) -> frozenset[str]:
-    return frozenset(words.split())
-
-
-_ABBREVIATIONS = _wordset(
-    """mr mrs ms dr st mt ft jr sr prof gen col capt lt sgt rev hon co inc ltd corp bros vs
-    etc no vol fig ed eds al approx dept est univ op cf pp jan feb mar apr jun jul aug sep
-    sept oct nov dec т г гг им ул см др пр"""
-)
-_BOUNDARY_RE = re.compile(r"[.!?…]+[\"'”’»)\]]*\s+|\n[ \t]*\n\s*|\n")
-_NEXT_START_RE = re.compile(rf"[\"'“‘«(\[`]*(?:[{_UP}]|\d)")
-_LAST_WORD_RE = re.compile(r"(\w+)[.!?…]*[\"'”’»)\]]*\s*$")
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of `text`, whitespace-collapsed. Cheap and language-agnostic.
-
-    A single newline ends a sentence only after a short unpunctuated line followed by a
-    capital (a title line such as MuSiQue's "Title\\ntext"); hard-wrapped prose flows on.
-    """
-    out: list[str] = []
-    start = 0
-    for m in _BOUNDARY_RE.finditer(text):
-        tok, cut = m.group(), m.end()
-        if tok[0] != "\n":  # sentence punctuation
-            if tok.count("\n") < 2 and not _NEXT_START_RE.match(text, cut):
-                continue
-            if tok[0] == "." and tok.count("\n") < 2:
-                lw = _LAST_WORD_RE.search(text, max(0, m.start() - 40), m.start() + 1)
-                if lw and (
-                    lw.group(1).lower() in _ABBREVIATIONS
-                    or (len(lw.group(1)) == 1 and lw.group(1).isalpha())
-                ):
-                    continue
-        elif tok.count("\n") < 2:  # a single line break
-            line = text[text.rfind("\n", 0, m.start()) + 1 : m.start()].strip()
-            if (
-                not line
-                or len(line.split()) > 10
-                or line[-1] in ",;:-–(&"
-                or not _NEXT_START_RE.match(text, cut)
-            ):
-                continue
-        s = " ".join(text[start:cut].split())
-        if s:
-            out.append(s)
-        start = cut
-    s = " ".join(text[start:].split())
-    if s:
-        out.append(s)
-    return out
 
 
 # --------------------------------------------------------------------------- dates and numbers
@@ -187,7 +116,7 @@ _RU_NATIONALITY_RE = re.compile(rf"(?<!\w)(?:{_alternation(gz.NATIONALITIES_RU)}
 
 # --------------------------------------------------------------------------- word lists
 
-_FUNCTION_WORDS = _wordset(
+_FUNCTION_WORDS = wordset(
     """a an the this that these those it its it's he she they we you i me him her them us my
     your his our their in on at by for from to into onto of off out over under with without
     within about above below after before since until during through across between among
@@ -204,10 +133,10 @@ _FUNCTION_WORDS = _wordset(
     потому поэтому также тоже уже ещё еще лишь только вот даже весь вся всё все каждый"""
 )
 _NON_NAMES = gz.NON_NAMES | _FUNCTION_WORDS
-_LOC_PREPS = _wordset(
+_LOC_PREPS = wordset(
     "in at near from across throughout outside inside around towards toward via в во из под около"
 )
-_LANG_CUES = _wordset("in into from language languages tongue dialect")
+_LANG_CUES = wordset("in into from language languages tongue dialect")
 
 
 _LOC_TYPES = frozenset({"CITY", "COUNTRY", "STATE_OR_PROVINCE", "LOCATION", "DISTRICT", "FACILITY"})
@@ -268,7 +197,7 @@ _NON_NAMES_N = _norm_set(_NON_NAMES)
 _KNOWN = (
     _COUNTRIES | _CITIES | _STATES | _LOCATIONS | _NATIONALITIES | _RELIGIONS | _GIVEN | _HOLIDAYS
 )
-_COMPASS = _wordset(
+_COMPASS = wordset(
     "north south east west northern southern eastern western central upper lower new greater"
     " northeast northwest southeast southwest native"
 )
