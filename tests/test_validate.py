@@ -9,7 +9,7 @@ from pipeline.structure.model import DocStructure
 
 
 def _write_structure(root, docs: list[DocStructure]) -> None:
-    from pipeline.structure import _frame
+    from pipeline.structure.build import _frame
 
     store.write_table(
         root,

@@ -31,10 +31,10 @@ from typing import Any
 
 from pipeline.ingest.markdown import split_front_matter
 from pipeline.ingest.text import decode_text
-from pipeline.structure import register
 from pipeline.structure.markdown_inline import extract_links, heading_anchor, plain_inline
 from pipeline.structure.markdown_tokens import Block, parse_blocks, parse_tokens
 from pipeline.structure.model import DocStructure, position
+from pipeline.structure.parsers import register
 
 # Block, parse_blocks, extract_links, heading_anchor and plain_inline: what callers (notes,
 # tests) imported from here before the parser was split into modules.

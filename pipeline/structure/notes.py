@@ -15,9 +15,9 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from pipeline.ingest.notes import MIME_TYPE, note_tree, parse_notes
-from pipeline.structure import register
 from pipeline.structure.markdown import extract_links, parse_markdown
 from pipeline.structure.model import DocStructure, position
+from pipeline.structure.parsers import register
 
 
 @register(MIME_TYPE)

@@ -19,8 +19,8 @@ from typing import Any, Literal
 import pymupdf
 
 from pipeline.config import StructureSettings
-from pipeline.structure import register
 from pipeline.structure.model import DocStructure
+from pipeline.structure.parsers import register
 from pipeline.structure.pdf_ocr import mark_ocr, structure_ocr
 from pipeline.structure.pdf_sections import build, merge_continuations
 from pipeline.structure.text import parse_text

@@ -184,7 +184,7 @@ def layout_regions(
 
 
 if __name__ == "__main__":  # a worker: python -m pipeline.structure.pdf_regions PDF OUT PAGE...
-    from pipeline.structure import pdf_regions  # Region pickled under its module's name
+    import pipeline.structure.pdf_regions as pdf_regions  # Region pickled under its module's name
 
     with pymupdf.open(sys.argv[1]) as doc:
         result = pdf_regions._regions_in_process(doc, [int(p) for p in sys.argv[3:]])
