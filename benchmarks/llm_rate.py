@@ -35,7 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pipeline.config import LlmSettings  # noqa: E402
-from pipeline.llm.client import LlmClient, LlmError  # noqa: E402
+from pipeline.llm.client import LlmClient  # noqa: E402
+from pipeline.llm.errors import LlmError  # noqa: E402
 from pipeline.llm.fake_server import FakeLlm  # noqa: E402
 
 STAGE = "rate"

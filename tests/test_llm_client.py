@@ -16,8 +16,11 @@ import pytest
 from pydantic import BaseModel
 
 from pipeline.config import LlmSettings, load_settings
-from pipeline.llm.client import LlmAuthError, LlmClient, LlmError, parse_json, repair_json
-from pipeline.llm.fake_server import FakeLlm, default_responder
+from pipeline.llm.client import LlmClient
+from pipeline.llm.errors import LlmAuthError, LlmError
+from pipeline.llm.fake_answers import default_responder
+from pipeline.llm.fake_server import FakeLlm
+from pipeline.llm.json_repair import parse_json, repair_json
 
 SECRET = "sk-test-SECRET-123"
 
@@ -283,7 +286,7 @@ def test_no_secret_anywhere(server, tmp_path, caplog, monkeypatch):
         *(p.read_text() for p in tmp_path.rglob("*") if p.is_file()),
     ]
     assert any(
-        r.name.startswith("pipeline.llm.client") for r in caplog.records
+        r.name.startswith("pipeline.llm.connection") for r in caplog.records
     )  # retries were logged
     for blob in blobs:
         assert SECRET not in blob

@@ -11,7 +11,8 @@ import pytest
 
 from pipeline.config import LlmSettings, load_settings
 from pipeline.llm.client import LlmClient
-from pipeline.llm.fake_server import FakeLlm, message_text
+from pipeline.llm.fake_answers import message_text
+from pipeline.llm.fake_server import FakeLlm
 from pipeline.query import GraphIndex
 from pipeline.query.answer import LlmAnswerError, LlmFallbackWarning
 

@@ -19,8 +19,9 @@ from conftest import write_llm_config
 from assets.run import run_index
 from pipeline.cli.main import write_sample_corpus
 from pipeline.config import LlmSettings
-from pipeline.llm.client import cache_key
-from pipeline.llm.fake_server import FakeLlm, default_responder
+from pipeline.llm.cache import cache_key
+from pipeline.llm.fake_answers import default_responder
+from pipeline.llm.fake_server import FakeLlm
 from pipeline.schemas import TABLES
 from pipeline.storage import store
 

@@ -27,14 +27,10 @@ from pipeline.config import ExtractionSettings, GraphSettings, LlmSettings, Repo
 from pipeline.extract import extract_resilient
 from pipeline.extract.llm import LlmExtractor
 from pipeline.graph.summarize_llm import summarize_descriptions
-from pipeline.llm.client import LlmAuthError, LlmClient, LlmError, LlmFatalError, LlmTruncated
-from pipeline.llm.fake_server import (
-    REPORT_MARKER,
-    FakeLlm,
-    default_responder,
-    default_stall_s,
-    message_text,
-)
+from pipeline.llm.client import LlmClient
+from pipeline.llm.errors import LlmAuthError, LlmError, LlmFatalError, LlmTruncated
+from pipeline.llm.fake_answers import REPORT_MARKER, default_responder, message_text
+from pipeline.llm.fake_server import FakeLlm, default_stall_s
 from pipeline.llm.prompts import data_block, neutralise
 from pipeline.storage import store
 

@@ -12,7 +12,8 @@ import pytest
 from pipeline import schemas
 from pipeline.config import LlmSettings, load_settings
 from pipeline.llm.client import LlmClient
-from pipeline.llm.fake_server import ANALYSIS_MARKER, FakeLlm, default_responder, message_text
+from pipeline.llm.fake_answers import ANALYSIS_MARKER, default_responder, message_text
+from pipeline.llm.fake_server import FakeLlm
 from pipeline.llm.prompts import load_prompt
 from pipeline.query import GraphIndex
 from pipeline.query.flow import (

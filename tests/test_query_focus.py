@@ -484,7 +484,8 @@ def test_speed_100k():
 def test_llm_question_over_the_focus_context(notes_index, tmp_path):
     from pipeline.config import LlmSettings
     from pipeline.llm.client import LlmClient
-    from pipeline.llm.fake_server import FakeLlm, message_text
+    from pipeline.llm.fake_answers import message_text
+    from pipeline.llm.fake_server import FakeLlm
 
     def responder(messages: list[dict]) -> str:
         user = message_text(messages[-1])

@@ -17,7 +17,8 @@ from pipeline.config import GraphSettings, LlmSettings, ReportSettings
 from pipeline.graph.merge import merge_graph
 from pipeline.graph.summarize_llm import summarize_descriptions
 from pipeline.llm.client import LlmClient
-from pipeline.llm.fake_server import FakeLlm, default_responder, message_text
+from pipeline.llm.fake_answers import default_responder, message_text
+from pipeline.llm.fake_server import FakeLlm
 
 ALICE = [f"Alice fact number {i} is here." for i in range(6)]  # 6 distinct > 4
 BOB = [f"Bob detail {i} is known." for i in range(4)]  # 4 distinct: not above 4

@@ -18,7 +18,8 @@ import uvicorn
 from pipeline.cli.main import build_parser
 from pipeline.config import LlmSettings, load_settings
 from pipeline.llm.client import LlmClient
-from pipeline.llm.fake_server import FakeLlm, message_text
+from pipeline.llm.fake_answers import message_text
+from pipeline.llm.fake_server import FakeLlm
 from pipeline.query import GraphIndex
 from pipeline.serve.request import QUERY_MODES, QueryRequest, run_query
 from pipeline.serve.server import create_app, open_index

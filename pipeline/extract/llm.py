@@ -47,7 +47,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from pipeline import schemas
 from pipeline.config import ExtractionSettings
 from pipeline.extract.nlp import NlpExtractor
-from pipeline.llm.client import ask_in_halves
+from pipeline.llm.batches import ask_in_halves
 from pipeline.llm.prompts import (
     NEREL_ENTITY_TYPES,
     NEREL_RELATION_TYPES,

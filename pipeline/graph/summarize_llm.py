@@ -19,7 +19,7 @@ addition costs one call instead of re-sending every pack that a shifted pack bou
 Answer size: a pack holds at most as many items as their answers (each at most
 `description_max_tokens`, plus its JSON key) fit in `llm.max_tokens`; a pack whose answer is
 cut at the limit anyway (a model overshooting the asked length) is split in halves and asked
-again (`pipeline.llm.client.ask_in_halves`).
+again (`pipeline.llm.batches.ask_in_halves`).
 
 Failure policy: a failed pack, or an item missing/empty in its answer, keeps the extractive
 description and is recorded as {id, reason}; nothing is raised but a fatal error (a wrong key).
@@ -33,9 +33,12 @@ import polars as pl
 from pydantic import RootModel, field_validator
 
 from pipeline.config import GraphSettings
-from pipeline.graph.merge import SYMMETRIC_TYPES, _key_map
+from pipeline.graph.merge import SYMMETRIC_TYPES
+from pipeline.graph.titles import key_map
 from pipeline.ids import sha256_hex, stable_id_expr
-from pipeline.llm.client import DiskCache, LlmClient, ask_in_halves
+from pipeline.llm.batches import ask_in_halves
+from pipeline.llm.cache import DiskCache
+from pipeline.llm.client import LlmClient
 from pipeline.llm.prompts import data_block, load_prompt
 from pipeline.tokens import count_tokens, truncate_tokens
 
@@ -68,7 +71,7 @@ def _raw_entities(extracted: pl.DataFrame) -> pl.DataFrame:
         pl.col("description").cast(pl.Utf8),
         pl.col("text_unit_id").cast(pl.Utf8),
     ).filter(pl.col("title").is_not_null())
-    km = _key_map(ee["title"]).filter(pl.col("key") != "")
+    km = key_map(ee["title"]).filter(pl.col("key") != "")
     return (
         ee.join(km, left_on="title", right_on="surface")
         .with_columns(id=stable_id_expr("key"))
@@ -84,7 +87,7 @@ def _raw_relationships(extracted: pl.DataFrame) -> pl.DataFrame:
         pl.col("description").cast(pl.Utf8),
         pl.col("text_unit_id").cast(pl.Utf8),
     ).filter(pl.col("source").is_not_null() & pl.col("target").is_not_null())
-    km = _key_map(pl.concat([er["source"], er["target"]])).select("surface", "key")
+    km = key_map(pl.concat([er["source"], er["target"]])).select("surface", "key")
     er = er.join(km.rename({"key": "skey"}), left_on="source", right_on="surface").join(
         km.rename({"key": "tkey"}), left_on="target", right_on="surface"
     )

@@ -1,41 +1,36 @@
-"""OpenAI-compatible LLM client: async, bounded concurrency, retries, JSON repair, disk cache,
-token accounting per stage.
+"""OpenAI-compatible LLM client: async, bounded concurrency, retries, in-flight de-duplication,
+the disk cache and the JSON re-ask, with token accounting per stage.
 
 Why a wrapper round `openai.AsyncOpenAI`: a batch index makes tens of thousands of calls, so it
-must (1) never pay twice for the same call — a disk cache keyed by (model, messages, params)
-that survives a killed run, written atomically so a SIGKILL leaves no partial entry, holding
-only usable answers (a JSON answer that validated), so a re-run asks again what failed;
-(2) ride out 429/5xx/timeouts with its own counted retries (the SDK's are disabled); (3) turn
-near-JSON into validated pydantic objects, with one re-ask before a failure; (4) report
-failures as values from `run_many`, so one bad chunk never kills a run — except a fatal one
-(LlmFatalError: a refused key, an unknown model), which every call would repeat, so it stops the
-run. The api key is never part of a cache key, a cache file, a log line, an error or the
-metadata.
+must (1) never pay twice for the same call — the disk cache (`pipeline.llm.cache`) holds only
+usable answers (a JSON answer that validated), so a re-run asks again what failed; (2) ride out
+429/5xx/timeouts with its own counted retries (the SDK's are disabled); (3) turn near-JSON into
+validated pydantic objects (`pipeline.llm.json_repair`), with one re-ask before a failure;
+(4) report failures as values from `run_many`, so one bad chunk never kills a run — except a
+fatal one (`pipeline.llm.errors.LlmFatalError`: a refused key, an unknown model), which every
+call would repeat, so it stops the run. The api key is never part of a cache key, a cache file,
+a log line, an error or the metadata.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
-import hashlib
-import json
 import logging
-import os
-import random
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import openai
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from pipeline import progress
 from pipeline.config import LlmSettings
-from pipeline.storage.files import atomic_write_text
+from pipeline.llm.accounting import STAGE_HEADER, estimate_prompt_tokens, usage_metadata
+from pipeline.llm.cache import DiskCache, cache_entry, cache_key
+from pipeline.llm.connection import BACKOFF_BASE_S, BACKOFF_CAP_S, LlmConnection
+from pipeline.llm.errors import FATAL, RETRYABLE, LlmError, LlmTruncated, fatal_error
+from pipeline.llm.json_repair import parse_json
 from pipeline.tokens import count_tokens
 
 log = logging.getLogger(__name__)
@@ -43,214 +38,16 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 P = TypeVar("P")
-R = TypeVar("R")
 
-STAGE_HEADER = "X-Docgraph-Stage"
-BACKOFF_BASE_S = 0.5
-BACKOFF_CAP_S = 20.0
 REASK = (
     "Your previous answer could not be used: {error}. Reply again with only the corrected JSON "
     "(no prose, no code fences) matching the requested format."
 )
-_FATAL = (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
-_RETRYABLE = (
-    openai.APITimeoutError,
-    openai.APIConnectionError,
-    openai.RateLimitError,
-    openai.InternalServerError,
-)
 
 
-class LlmError(Exception):
-    """A call that failed for good (after retries, repair and the re-ask); `.reason` says why."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class LlmFatalError(RuntimeError):
-    """A failure no retry, split or other call can fix (a refused key, an unknown model or
-    path): every call would fail alike, so it stops the run rather than turn it into an offline
-    index. Not an LlmError, so nothing that records per-item failures swallows it; `fatal` lets
-    code that never imports this module (`extract_resilient`) re-raise it. Never holds the key."""
-
-    fatal = True
-
-
-class LlmAuthError(LlmFatalError):
-    """The endpoint refused the API key (HTTP 401/403)."""
-
-
-class LlmTruncated(LlmError):
-    """The answer was cut at the token limit (finish_reason "length"): never parsed or cached.
-    Asking again the same way gets the same cut, so the caller asks for less (a smaller pack)."""
-
-
-@dataclass
-class StageCounters:
-    """Per stage. Tokens count real calls only (what was paid for), not cache hits."""
-
-    calls: int = 0
-    cache_hits: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    retries: int = 0
-    repairs: int = 0
-    failures: int = 0
-    truncations: int = 0
-
-
-# ---------------------------------------------------------------------------- JSON repair
-
-
-def _fix_outside_strings(text: str, single_quotes: bool) -> str:
-    """Drop trailing commas, map Python literals, and (optionally) turn 'x' strings into "x"
-    — all outside double-quoted strings, so string contents are never touched."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i : j + 1])
-            i = j + 1
-        elif ch == "'" and single_quotes:
-            j, buf = i + 1, []
-            while j < n and text[j] != "'":
-                if text[j] == "\\" and j + 1 < n:
-                    buf.append(text[j : j + 2] if text[j + 1] != "'" else "'")
-                    j += 2
-                    continue
-                buf.append('\\"' if text[j] == '"' else text[j])
-                j += 1
-            out.append('"' + "".join(buf) + '"')
-            i = j + 1
-        elif ch == ",":
-            j = i + 1
-            while j < n and text[j].isspace():
-                j += 1
-            if j < n and text[j] in "}]":
-                i += 1  # trailing comma
-                continue
-            out.append(ch)
-            i += 1
-        elif ch.isalpha():
-            j = i
-            while j < n and (text[j].isalnum() or text[j] == "_"):
-                j += 1
-            word = text[i:j]
-            out.append({"True": "true", "False": "false", "None": "null"}.get(word, word))
-            i = j
-        else:
-            out.append(ch)
-            i += 1
-    return "".join(out)
-
-
-_FENCE = re.compile(r"```[\w-]*\s*\n?(.*?)```", re.S)
-
-
-def repair_json(text: str) -> str:
-    """Best-effort near-JSON -> JSON text: strip code fences, keep the outermost {...}/[...],
-    drop trailing commas, map True/False/None; single quotes are converted only when the text
-    still does not parse (an apostrophe inside a "..." string is safe either way)."""
-    fenced = _FENCE.search(text)
-    body = fenced.group(1) if fenced else text
-    starts = [i for i in (body.find("{"), body.find("[")) if i >= 0]
-    if starts:
-        start = min(starts)
-        end = body.rfind("}" if body[start] == "{" else "]")
-        if end > start:
-            body = body[start : end + 1]
-    fixed = _fix_outside_strings(body, single_quotes=False)
-    try:
-        json.loads(fixed, strict=False)
-        return fixed
-    except ValueError:
-        return _fix_outside_strings(body, single_quotes=True)
-
-
-def parse_json(text: str, schema: type[M]) -> tuple[M | None, bool, str]:
-    """(object or None, whether repair was needed, error text)."""
-    try:
-        return schema.model_validate_json(text), False, ""
-    except ValidationError as exc:
-        first_error = _short(exc)
-    try:
-        data = json.loads(repair_json(text), strict=False)
-        return schema.model_validate(data), True, ""
-    except ValueError as exc:  # JSONDecodeError and ValidationError are ValueErrors
-        return None, True, _short(exc) if isinstance(exc, ValidationError) else first_error
-
-
-def _short(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        errs = exc.errors()[:3]
-        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'root'}: {e['msg']}" for e in errs)
-    return str(exc)[:200]
-
-
-# ---------------------------------------------------------------------------- disk cache
-
-
-class DiskCache:
-    """One JSON file per key: `<root>/<key[:2]>/<key>.json`. Written to a temp file in the same
-    folder then `os.replace`d, so a reader sees a whole entry or none; stray temp files (a
-    killed writer) are never read. An unreadable entry is a miss. A hit refreshes the entry's
-    mtime: entries no kept index version used are swept after a publish (store.sweep_cache),
-    so answers drawn from a deleted document do not stay on disk."""
-
-    def __init__(self, root: str | Path) -> None:
-        self.root = Path(root)
-        self.used: list[str] = []  # keys read or written, in order: what a shard's run used
-
-    def path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
-
-    def get(self, key: str) -> dict | None:
-        path = self.path(key)
-        try:
-            with open(path, encoding="utf-8") as fh:
-                entry = json.load(fh)
-        except (OSError, ValueError):
-            return None
-        if not (isinstance(entry, dict) and isinstance(entry.get("text"), str)):
-            return None
-        with contextlib.suppress(OSError):
-            os.utime(path)
-        self.used.append(key)
-        return entry
-
-    def put(self, key: str, entry: dict) -> None:
-        text = json.dumps(entry, ensure_ascii=False, sort_keys=True)
-        atomic_write_text(self.path(key), text, fsync=True)
-        self.used.append(key)
-
-
-def cache_key(model: str, messages: list[dict], params: dict[str, Any]) -> str:
-    """sha256 of (model, messages, params) — never the key or the endpoint."""
-    blob = json.dumps(
-        {"model": model, "messages": messages, "params": params},
-        sort_keys=True,
-        ensure_ascii=False,
-        default=str,
-    )
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-
-# ---------------------------------------------------------------------------- client
-
-
-class LlmClient:
-    """Chat calls against an OpenAI-compatible endpoint; see the module docstring.
-
-    `counters` holds one StageCounters per stage name. The SDK client and the semaphore are
-    bound to the running event loop and rebuilt when it changes (each `run_many` uses a fresh
-    loop).
-    """
+class LlmClient(LlmConnection):
+    """Chat calls against an OpenAI-compatible endpoint; see the module docstring. The
+    connection (event-loop binding, retries, counters) is `LlmConnection`'s."""
 
     def __init__(
         self,
@@ -261,46 +58,16 @@ class LlmClient:
         backoff_cap_s: float = BACKOFF_CAP_S,
         retry_refused: bool = True,
     ) -> None:
-        self.settings = settings
-        # False at query time: a refused connection (no server) fails at once, not after retries.
-        self.retry_refused = retry_refused
+        super().__init__(
+            settings,
+            backoff_base_s=backoff_base_s,
+            backoff_cap_s=backoff_cap_s,
+            retry_refused=retry_refused,
+        )
         self.cache = DiskCache(cache_dir) if (cache_dir is not None and settings.cache) else None
-        self.backoff_base_s = backoff_base_s
-        self.backoff_cap_s = backoff_cap_s
-        self.counters: dict[str, StageCounters] = {}
-        self._model_tokens: dict[tuple[str, str], list[int]] = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._client: openai.AsyncOpenAI | None = None
-        self._sem: asyncio.Semaphore | None = None
-        self._inflight: dict[str, asyncio.Future] = {}
-        self._rng = random.Random()
 
     def __repr__(self) -> str:
         return f"LlmClient(model={self.settings.chat_model!r}, cache={self.cache is not None})"
-
-    # -- plumbing
-    def _stage(self, stage: str) -> StageCounters:
-        return self.counters.setdefault(stage, StageCounters())
-
-    def _bind(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop or self._client is None or self._sem is None:
-            key = self.settings.api_key.get_secret_value() if self.settings.api_key else None
-            self._client = openai.AsyncOpenAI(
-                api_key=key or "not-needed",  # local servers want some value
-                base_url=self.settings.base_url or None,
-                timeout=self.settings.timeout_s,
-                max_retries=0,  # retries are ours, so they are counted
-            )
-            self._sem = asyncio.Semaphore(max(1, self.settings.concurrency))
-            self._inflight = {}
-            self._loop = loop
-        return self._client, self._sem
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-        self._client, self._sem, self._loop = None, None, None
 
     def _request(self, messages: list[dict], params: dict[str, Any]) -> tuple[str, dict, str]:
         params = dict(params)
@@ -308,80 +75,6 @@ class LlmClient:
         merged = {"temperature": self.settings.temperature, "max_tokens": self.settings.max_tokens}
         merged.update(params)
         return model, merged, cache_key(model, messages, merged)
-
-    def _delay(self, attempt: int, exc: Exception) -> float:
-        if isinstance(exc, openai.RateLimitError):
-            after = _retry_after(exc.response.headers)
-            if after is not None:
-                return min(after, self.backoff_cap_s)
-        ceiling = min(self.backoff_cap_s, self.backoff_base_s * 2**attempt)
-        return ceiling / 2 + self._rng.uniform(0, ceiling / 2)
-
-    def _account(self, stage: str, model: str, prompt: int, completion: int) -> None:
-        c = self._stage(stage)
-        c.calls += 1
-        c.prompt_tokens += prompt
-        c.completion_tokens += completion
-        tokens = self._model_tokens.setdefault((stage, model), [0, 0])
-        tokens[0] += prompt
-        tokens[1] += completion
-
-    async def _with_retries(self, stage: str, model: str, call):
-        """Run `call()` (one HTTP request under the semaphore) with counted retries."""
-        _, sem = self._bind()
-        counters = self._stage(stage)
-        for attempt in range(self.settings.max_retries + 1):
-            try:
-                async with sem:
-                    return await call()
-            except _RETRYABLE as exc:
-                await self._retry_or_raise(stage, attempt, exc, final=False)
-            except _FATAL as exc:
-                counters.failures += 1
-                raise self._fatal(exc, model) from None
-            except openai.OpenAIError as exc:
-                counters.failures += 1
-                raise LlmError(self._describe(exc)) from None
-        raise AssertionError("unreachable")
-
-    async def _retry_or_raise(
-        self, stage: str, attempt: int, exc: Exception, final: bool, prefix: str = ""
-    ) -> None:
-        """Wait before the next attempt, or raise LlmError when retries are spent (or
-        `final`: e.g. a stream that already yielded text cannot be retried)."""
-        counters = self._stage(stage)
-        reason = self._describe(exc)
-        if not self.retry_refused and _refused(exc):
-            final, reason = True, f"{reason} (connection refused)"
-        if final or attempt >= self.settings.max_retries:
-            counters.failures += 1
-            raise LlmError(f"{prefix}{reason} after {attempt + 1} attempts") from None
-        delay = self._delay(attempt, exc)
-        counters.retries += 1
-        log.info("llm %s: %s; retry %d in %.2fs", stage, reason, attempt + 1, delay)
-        await asyncio.sleep(delay)
-
-    def _describe(self, exc: Exception) -> str:
-        """A short reason: status, class and the server's own message (a 400 says what was
-        wrong), never request details; the key is masked should a server echo it."""
-        reason = _describe(exc)
-        key = self.settings.api_key.get_secret_value() if self.settings.api_key else ""
-        return reason.replace(key, "***") if key else reason
-
-    def _fatal(self, exc: openai.APIStatusError, model: str) -> LlmFatalError:
-        """What to check, naming the setting and the endpoint's host, never the key."""
-        host = _host(self.settings.base_url)
-        status = f"HTTP {exc.status_code}"
-        if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-            return LlmAuthError(
-                f"the LLM endpoint {host} refused the API key ({status}): check OPENAI_API_KEY "
-                "(or llm.api_key) and llm.base_url / OPENAI_BASE_URL"
-            )
-        return LlmFatalError(
-            f"the LLM endpoint {host} answered {status} (not found) for model "
-            f"{model!r}: check llm.chat_model and llm.base_url / "
-            "OPENAI_BASE_URL (an OpenAI-compatible base URL usually ends in /v1)"
-        )
 
     # -- public API
     async def chat(self, messages: list[dict], *, stage: str, **params: Any) -> str:
@@ -437,14 +130,14 @@ class LlmClient:
             choice = resp.choices[0] if resp.choices else None
             text = (choice.message.content if choice else None) or ""
             usage = resp.usage
-            prompt = usage.prompt_tokens if usage else _estimate(messages)
+            prompt = usage.prompt_tokens if usage else estimate_prompt_tokens(messages)
             completion = usage.completion_tokens if usage else count_tokens(text)
             self._account(stage, model, prompt, completion)
             if choice is not None and choice.finish_reason == "length":
                 counters.truncations += 1
                 if remember_cut and self.cache is not None:
                     self.cache.put(
-                        key, {**_entry(model, stage, "", prompt, completion), "cut": True}
+                        key, {**cache_entry(model, stage, "", prompt, completion), "cut": True}
                     )
                 raise LlmTruncated(
                     f"answer cut at the token limit ({completion} of max_tokens "
@@ -452,7 +145,7 @@ class LlmClient:
                 )
             value, ok = check(text)
             if ok and self.cache is not None:
-                self.cache.put(key, _entry(model, stage, text, prompt, completion))
+                self.cache.put(key, cache_entry(model, stage, text, prompt, completion))
             future.set_result(text)
             return text, value
         except BaseException as exc:
@@ -537,23 +230,23 @@ class LlmClient:
                                 pieces.append(choice.delta.content)
                                 yield choice.delta.content
                 break
-            except _RETRYABLE as exc:
+            except RETRYABLE as exc:
                 await self._retry_or_raise(stage, attempt, exc, bool(pieces), "stream: ")
-            except _FATAL as exc:
+            except FATAL as exc:
                 counters.failures += 1
-                raise self._fatal(exc, model) from None
+                raise fatal_error(exc, model, self.settings.base_url) from None
             except openai.OpenAIError as exc:
                 counters.failures += 1
                 raise LlmError(f"stream: {self._describe(exc)}") from None
         text = "".join(pieces)
-        prompt = usage.prompt_tokens if usage else _estimate(messages)
+        prompt = usage.prompt_tokens if usage else estimate_prompt_tokens(messages)
         completion = usage.completion_tokens if usage else count_tokens(text)
         self._account(stage, model, prompt, completion)
         if finish == "length":
             counters.truncations += 1
             log.warning("llm %s: streamed answer cut at the token limit; not cached", stage)
         elif self.cache is not None:
-            self.cache.put(key, _entry(model, stage, text, prompt, completion))
+            self.cache.put(key, cache_entry(model, stage, text, prompt, completion))
 
     def run_many(self, coros: list[Awaitable[T]]) -> list[T | LlmError]:
         """Await all `coros` concurrently in a fresh event loop (HTTP bounded by
@@ -585,106 +278,12 @@ class LlmClient:
             return pool.submit(asyncio.run, main()).result()
 
     def metadata(self) -> dict[str, Any]:
-        """Totals and per-stage counters (plus USD cost where `prices` covers the model), as
-        plain values fit for Dagster metadata. No key, no endpoint."""
-        totals = StageCounters()
-        by_stage: dict[str, dict[str, Any]] = {}
-        for stage, c in sorted(self.counters.items()):
-            by_stage[stage] = asdict(c)
-            for field, value in asdict(c).items():
-                setattr(totals, field, getattr(totals, field) + value)
-        out: dict[str, Any] = {f"llm_{k}": v for k, v in asdict(totals).items()}
-        out["llm_model"] = self.settings.chat_model
-        prices = self.settings.prices
-        if prices:
-            total_cost, unpriced = 0.0, set()
-            for (stage, model), (p, c) in sorted(self._model_tokens.items()):
-                if model not in prices:
-                    unpriced.add(model)
-                    continue
-                cost = (p * prices[model][0] + c * prices[model][1]) / 1e6
-                by_stage[stage]["cost_usd"] = round(by_stage[stage].get("cost_usd", 0.0) + cost, 6)
-                total_cost += cost
-            out["llm_cost_usd"] = round(total_cost, 6)
-            if unpriced:
-                out["llm_unpriced_models"] = ", ".join(sorted(unpriced))
-        out["llm_by_stage"] = by_stage
-        return out
-
-
-async def ask_in_halves(
-    items: list[T],
-    ask: Callable[[list[T]], Awaitable[R]],
-    on_split: Callable[[], None] | None = None,
-) -> list[tuple[list[T], R | Exception]]:
-    """[(items, answer or error)]: `ask(items)`; when that answer is cut at the token limit,
-    each half is asked again (recursively, down to one item), so a batch too big for one answer
-    costs calls, not items. Errors come back as values, except fatal ones (`.fatal`)."""
-    try:
-        return [(items, await ask(items))]
-    except LlmTruncated as exc:
-        if len(items) < 2:
-            return [(items, exc)]
-    except Exception as exc:  # noqa: BLE001 - the caller records it per batch
-        if getattr(exc, "fatal", False):
-            raise
-        return [(items, exc)]
-    if on_split is not None:
-        on_split()
-    mid = len(items) // 2
-    left, right = await asyncio.gather(
-        ask_in_halves(items[:mid], ask, on_split), ask_in_halves(items[mid:], ask, on_split)
-    )
-    return left + right
+        """Totals, per-stage counters and cost: see `pipeline.llm.accounting.usage_metadata`."""
+        return usage_metadata(
+            self.counters, self._model_tokens, self.settings.chat_model, self.settings.prices
+        )
 
 
 def _any_text(text: str) -> tuple[str, bool]:
     """A plain-text answer is always usable (and so cacheable)."""
     return text, True
-
-
-def _entry(model: str, stage: str, text: str, prompt: int, completion: int) -> dict:
-    usage = {"prompt_tokens": prompt, "completion_tokens": completion}
-    return {"model": model, "stage": stage, "text": text, "usage": usage}
-
-
-def _estimate(messages: list[dict]) -> int:
-    return sum(count_tokens(m["content"]) for m in messages if isinstance(m.get("content"), str))
-
-
-def _retry_after(headers: Any) -> float | None:
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name) if headers is not None else None
-        if value is not None:
-            try:
-                return max(0.0, float(value) / scale)
-            except ValueError:
-                continue  # an HTTP date: fall back to backoff
-    return None
-
-
-def _refused(exc: BaseException | None) -> bool:
-    """Whether a ConnectionRefusedError lies in the exception's cause chain."""
-    while exc is not None:
-        if isinstance(exc, ConnectionRefusedError):
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
-
-
-def _describe(exc: Exception) -> str:
-    """A short reason without request details (no headers, so no key)."""
-    if isinstance(exc, openai.APIStatusError):
-        body = exc.body if isinstance(exc.body, dict) else {}
-        nested = body.get("error")
-        message = (nested if isinstance(nested, dict) else body).get("message")
-        detail = f": {' '.join(str(message).split())[:200]}" if message else ""
-        return f"HTTP {exc.status_code} {type(exc).__name__}{detail}"
-    return type(exc).__name__
-
-
-def _host(base_url: str | None) -> str:
-    """host[:port] of the endpoint (no scheme, path or credentials), for error messages."""
-    parts = urlsplit(base_url or "https://api.openai.com/v1")
-    host = parts.hostname or "?"
-    return f"{host}:{parts.port}" if parts.port else host

@@ -1,13 +1,14 @@
 """A small OpenAI-compatible chat server on 127.0.0.1, for tests and for trying LLM mode without
 a key (`docgraph fake-llm`).
 
-Answers are deterministic functions of the messages (a pluggable responder). Like a real
+Answers are deterministic functions of the messages (a pluggable responder; the default one,
+which knows the project's prompts, is `pipeline.llm.fake_answers`). Like a real
 server it enforces the request's `max_tokens` (the answer is cut there and `finish_reason` is
 "length") and can require an API key (401 otherwise). Faults (429 with Retry-After, 500, a
 stall of `stall_s` seconds — a real timeout when it outlasts the client's, malformed JSON
 content in a 200) are drawn per request from an RNG seeded by (seed, request body, how many
 times that body was seen), so a run's faults do not depend on the order in which concurrent
-requests arrive. Stdlib only.
+requests arrive. Stdlib only (no openai SDK).
 """
 
 from __future__ import annotations
@@ -19,20 +20,15 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from pipeline.llm.accounting import STAGE_HEADER
+from pipeline.llm.fake_answers import Responder, default_responder, message_text
 from pipeline.tokens import count_tokens, truncate_tokens
 
 FAULTS = ("429", "500", "timeout", "malformed")
-STAGE_HEADER = "X-Docgraph-Stage"
-JSON_MARKER = "return json"
-
-Responder = Callable[[list[dict]], str]
-
-_WORD = re.compile(r"[^\W\d_][\w'’-]*")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def default_stall_s() -> float:
@@ -41,235 +37,6 @@ def default_stall_s() -> float:
     from pipeline.config import LlmSettings
 
     return float(LlmSettings.model_fields["timeout_s"].default) + 5.0
-
-
-def message_text(message: dict) -> str:
-    """A message's text: a plain string or the text parts of a content list."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
-
-
-_DOC_BLOCK = re.compile(r'<document id="([^"]+)">\n(.*?)\n</document>', re.S)
-
-
-DESCRIPTION_WORDS = 15
-
-
-def _brief(text: str) -> str:
-    """A description as a model writes one when asked for "one sentence": at most
-    DESCRIPTION_WORDS words (the offline extractor's are whole evidence sentences)."""
-    return " ".join(str(text or "").split()[:DESCRIPTION_WORDS])
-
-
-def extraction_answer(blocks: list[tuple[str, str]]) -> str:
-    """What a capable model would answer to the extraction prompt: per data block, typed
-    entities and relationships — here found by the offline extractor, so the answer is
-    deterministic and realistic in kind (types, evidence descriptions, strengths) and in size:
-    short descriptions, and no more relationships than entities (the strongest), where the
-    offline extractor relates every co-occurring pair."""
-    import polars as pl
-
-    from pipeline.config import ExtractionSettings
-    from pipeline.extract.nlp import NlpExtractor
-
-    units = pl.DataFrame({"id": [k for k, _ in blocks], "text": [t for _, t in blocks]})
-    ents, rels = NlpExtractor(ExtractionSettings()).extract(units)
-    out: dict[str, dict[str, list]] = {k: {"entities": [], "relationships": []} for k, _ in blocks}
-    for row in ents.iter_rows(named=True):
-        out[row["text_unit_id"]]["entities"].append(
-            {"title": row["title"], "type": row["type"], "description": _brief(row["description"])}
-        )
-    n_ents = ents.group_by("text_unit_id").len()
-    strongest = (
-        rels.with_columns(order=pl.int_range(pl.len()).over("text_unit_id"))
-        .sort(["text_unit_id", "weight", "order"], descending=[False, True, False])
-        .join(n_ents, on="text_unit_id", how="left")
-        .filter(pl.int_range(pl.len()).over("text_unit_id") < pl.col("len").fill_null(0))
-        .sort(["text_unit_id", "order"])
-    )
-    for row in strongest.iter_rows(named=True):
-        out[row["text_unit_id"]]["relationships"].append(
-            {
-                "source": row["source"],
-                "target": row["target"],
-                "type": row["type"],
-                "description": _brief(row["description"]),
-                "strength": max(1, min(10, round(row["weight"] * 5))),
-            }
-        )
-    return json.dumps(out, ensure_ascii=False)
-
-
-REPORT_MARKER = "You write a report on one community of a knowledge graph"
-_ITEM_BLOCK = re.compile(r'<item id="([^"]+)"(?: \w+="[^"]*")*>\n(.*?)\n</item>', re.S)
-_CONTEXT_LINE = re.compile(r"^- (?:Report \d+: )?(.+?)(?: \[[A-Z_]+\]| —|:)", re.M)
-
-
-def report_answer(text: str) -> str:
-    """The community-report answer: title = the first two entity (or sub-report) titles of the
-    context, summary = its first data sentence, rating from the number of entities, one
-    finding per entity (at most 5)."""
-    context = text.split("<context>", 1)[-1].split("</context>", 1)[0]
-    names = list(dict.fromkeys(m.strip() for m in _CONTEXT_LINE.findall(context)))
-    data = [ln[2:] for ln in context.splitlines() if ln.startswith("- ")]
-    first = _SENTENCE_END.split(data[0].strip(), maxsplit=1)[0] if data else "No data."
-    answer = {
-        "title": " and ".join(names[:2]) or "Community",
-        "summary": first[:300],
-        "rating": min(10, len(names)),
-        "rating_explanation": f"{len(names)} entities.",
-        "findings": [
-            {"summary": n, "explanation": f"{n} belongs to this community."} for n in names[:5]
-        ],
-    }
-    return json.dumps(answer, ensure_ascii=False)
-
-
-def summaries_answer(blocks: list[tuple[str, str]]) -> str:
-    """The description-summary answer: per item, its first two descriptions joined."""
-    out = {k: " ".join(t.splitlines()[:2]) for k, t in blocks}
-    return json.dumps(out, ensure_ascii=False)
-
-
-ANALYSIS_MARKER = "You analyse a search question over a knowledge graph"
-FLOW_MARKER = "You answer questions from a knowledge flow"
-_QUESTION_WORDS = frozenset(
-    re.findall(r"\w+", "what who whom whose when where which why how is are was were do does did")
-)
-_INTENT_CUES = (
-    ("relationship", re.compile(r"\b(relat(ed|ion|ionship)|connect(ed|ion)?|link(ed)?|between)\b")),
-    ("summary", re.compile(r"\b(summar\w*|overview|main themes?)\b")),
-    ("factual", re.compile(r"^\W*(what|who|when|where|which)\b")),
-)
-
-
-def analysis_answer(text: str) -> str:
-    """The query-analysis answer: entities = the question's capitalised words (question words
-    left out), intent from cue words (relationship, summary, factual, else exploration)."""
-    question = text.split("<question>", 1)[-1].split("</question>", 1)[0].strip()
-    names: list[str] = []
-    for word in _WORD.findall(question):
-        word = word.strip("'’-")
-        if word[:1].isupper() and word.casefold() not in _QUESTION_WORDS and word not in names:
-            names.append(word)
-    low = question.casefold()
-    intent = next((name for name, cue in _INTENT_CUES if cue.search(low)), "exploration")
-    return json.dumps({"entities": names, "intent": intent}, ensure_ascii=False)
-
-
-def flow_answer(text: str) -> str:
-    """The flow answer: the first fact (else definition) line of the context, as a sentence."""
-    context = text.split("<context>", 1)[-1].split("</context>", 1)[0]
-    lines = [ln[2:] for ln in context.splitlines() if ln.startswith("- ")]
-    return f"From the knowledge flow: {lines[0]}" if lines else "The context holds no facts."
-
-
-FOCUS_MARKER = "You answer questions about one note of a notebook"
-_URI_AND_TITLE = re.compile(r'"uri_and_title": "(\[[^"]*\]\([^"]*\))"')
-
-
-def focus_answer(text: str) -> str:
-    """The focus answer: names the focus note and how many related notes the context holds."""
-    found = _URI_AND_TITLE.findall(_block(text, "context"))
-    if not found:
-        return "The context holds no note."
-    return f"About {found[0]}, with {len(found) - 1} related notes."
-
-
-MAP_MARKER = "You are one analyst in a map-reduce search"
-REDUCE_MARKER = "You combine the answers of several analysts"
-
-
-def _block(text: str, tag: str) -> str:
-    return text.split(f"<{tag}>", 1)[-1].split(f"</{tag}>", 1)[0].strip()
-
-
-def map_answer(text: str) -> str:
-    """The global map answer: rated by how many of the question's words (4+ letters) the
-    reports hold (0 when none), the response is the report row that holds most of them."""
-    question = text.rsplit("Question:", 1)[-1]
-    words = {w.casefold() for w in _WORD.findall(question) if len(w) >= 4}
-    rows = [ln for ln in _block(text, "context").splitlines()[2:] if ln.strip()]
-    hits = [sum(w in row.casefold() for w in words) for row in rows]
-    best = max(range(len(rows)), key=lambda i: hits[i], default=None)
-    rating = min(10, hits[best]) if best is not None else 0
-    response = rows[best].split("|")[-1][:300] if rating else ""
-    return json.dumps({"reasoning": f"{rating} question words", "response": response,
-                       "rating": rating}, ensure_ascii=False)  # fmt: skip
-
-
-def reduce_answer(text: str) -> str:
-    """The global reduce answer: the best analyst's answer, said to be combined."""
-    analyses = _block(text, "analyses").split("\n\n")
-    first = analyses[0].split(": ", 1)[-1] if analyses and analyses[0] else ""
-    return f"Combined from {len(analyses)} analysts: {first}" if first else "Nothing relevant."
-
-
-def default_responder(messages: list[dict]) -> str:
-    """Deterministic answer from the last user message (of the first turn).
-
-    Document data blocks (`<document id="k">`, the extraction prompt) get the extraction
-    answer keyed by block id (see `extraction_answer`). The community-report prompt (its
-    system line) gets `report_answer`; `<item id="k">` blocks (description summaries) get
-    `summaries_answer`. The query-analysis prompt gets `analysis_answer`, the flow answer
-    prompt `flow_answer`, the focus prompt `focus_answer`, global search's map and reduce
-    prompts `map_answer` and `reduce_answer`.
-
-    A prompt that says "Return JSON" (any message, any case) gets
-    `{"entities": [{name, type, description}], "relationships": [{source, target, description,
-    strength}]}` with the capitalised words of the last user message as entities and consecutive
-    pairs as relationships; any other prompt gets the first sentence of the last user message.
-    """
-    # A re-ask appends (assistant answer, user correction): answer the original prompt, i.e.
-    # the last user message before the first assistant message.
-    first_turn = []
-    for m in messages:
-        if m.get("role") == "assistant":
-            break
-        first_turn.append(m)
-    users = [m for m in first_turn if m.get("role") == "user"]
-    text = message_text(users[-1]) if users else ""
-    if any(REPORT_MARKER in message_text(m) for m in first_turn):
-        return report_answer(text)
-    if any(ANALYSIS_MARKER in message_text(m) for m in first_turn):
-        return analysis_answer(text)
-    if any(FLOW_MARKER in message_text(m) for m in first_turn):
-        return flow_answer(text)
-    if any(FOCUS_MARKER in message_text(m) for m in first_turn):
-        return focus_answer(text)
-    if any(MAP_MARKER in message_text(m) for m in first_turn):
-        return map_answer(text)
-    if any(REDUCE_MARKER in message_text(m) for m in first_turn):
-        return reduce_answer(text)
-    items = _ITEM_BLOCK.findall(text)
-    if items:  # the description-summary prompt: answer keyed by item id
-        return summaries_answer(items)
-    blocks = _DOC_BLOCK.findall(text)
-    if blocks:  # the extraction prompt: documents as data blocks, answer keyed by block id
-        return extraction_answer(blocks)
-    if any(JSON_MARKER in message_text(m).lower() for m in messages):
-        names: list[str] = []
-        for word in _WORD.findall(text):
-            word = word.strip("'’-")
-            if word and word[0].isupper() and word not in names:
-                names.append(word)
-        entities = [
-            {"name": n, "type": "CONCEPT", "description": f"{n} is mentioned in the text."}
-            for n in names
-        ]
-        relationships = [
-            {"source": a, "target": b, "description": f"{a} appears near {b}.", "strength": 1.0}
-            for a, b in zip(names, names[1:], strict=False)
-        ]
-        return json.dumps(
-            {"entities": entities, "relationships": relationships}, ensure_ascii=False
-        )
-    first = _SENTENCE_END.split(text.strip(), maxsplit=1)[0] if text.strip() else ""
-    return first[:500] or "OK."
 
 
 def malform(answer: str, rng: random.Random) -> str:

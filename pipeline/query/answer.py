@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from pipeline.llm.client import LlmError
+from pipeline.llm.errors import LlmError
 from pipeline.llm.prompts import load_prompt, neutralise
 from pipeline.query.result import SearchResult, render_table
 from pipeline.tokens import count_tokens

@@ -38,14 +38,16 @@ import polars as pl
 from pydantic import BaseModel
 
 from pipeline.llm.prompts import load_prompt, neutralise
+from pipeline.query.records import entity_record, graph_record, unit_record
 from pipeline.query.rerank import rank_units
 from pipeline.query.result import SearchResult, texts_table
+from pipeline.query.scoring import top_indices
 from pipeline.query.text import STOPWORDS, extractive_answer, fold, raw_words
 from pipeline.storage import store
 from pipeline.tokens import count_tokens, truncate_tokens
 
 if TYPE_CHECKING:
-    from pipeline.query.index import GraphIndex
+    from pipeline.query.tables import IndexTables
 
 Intent = Literal["factual", "relationship", "summary", "exploration"]
 
@@ -113,7 +115,7 @@ def lexical_intent(query: str) -> Intent:
     return "exploration"
 
 
-def lexical_entities(query: str, index: GraphIndex | None = None) -> list[str]:
+def lexical_entities(query: str, index: IndexTables | None = None) -> list[str]:
     """Candidate names: quoted strings, capitalised spans, entity names of the index found in
     the query; its content words when none of those exist. Order kept, duplicates dropped."""
     out: list[str] = []
@@ -153,11 +155,11 @@ def lexical_entities(query: str, index: GraphIndex | None = None) -> list[str]:
     return names[:MAX_TERMS]
 
 
-def analyse(index: GraphIndex, query: str, trace: list[str]) -> dict[str, Any]:
+def analyse(index: IndexTables, query: str, trace: list[str]) -> dict[str, Any]:
     """{entities, intent, source}: by the LLM in LLM mode, lexical otherwise or on failure
     (always, as it only steers retrieval; the warning says so and the answer call decides)."""
     if index.llm is not None:
-        from pipeline.llm.client import LlmError
+        from pipeline.llm.errors import LlmError
         from pipeline.query.answer import LlmFallbackWarning
 
         messages = load_prompt("query_analysis").render(question=neutralise(query, "question"))
@@ -317,7 +319,7 @@ class FlowStore:
 _STORES_LOCK = threading.Lock()
 
 
-def flow_store(index: GraphIndex) -> FlowStore:
+def flow_store(index: IndexTables) -> FlowStore:
     """The index's FlowStore, built on first use and kept on the index object."""
     cached = getattr(index, "_flow_store", None)
     if cached is None:
@@ -331,7 +333,7 @@ def flow_store(index: GraphIndex) -> FlowStore:
     return cached
 
 
-def relationship_vectors(index: GraphIndex) -> np.ndarray:
+def relationship_vectors(index: IndexTables) -> np.ndarray:
     """Relationship vectors aligned with `index.relationships` rows (cached on the index)."""
     cached = getattr(index, "_flow_rel_vectors", None)
     if cached is None:
@@ -350,7 +352,7 @@ class Subgraph:
 
 
 def _edge_candidates(
-    index: GraphIndex, fs: FlowStore, nodes: dict[int, Any], terms: list[str]
+    index: IndexTables, fs: FlowStore, nodes: dict[int, Any], terms: list[str]
 ) -> list[tuple[int, float, int]]:
     """(relationship row, score, endpoints among the nodes) of every edge touching the nodes,
     best first: +2 per term in its description, +3 both endpoints / +1 one, then weight."""
@@ -369,9 +371,7 @@ def _edge_candidates(
     return [(int(rows[k]), float(score[k]), int(min(ends[rows[k]], 2))) for k in order]
 
 
-def retrieve(index: GraphIndex, query: str, terms: list[str], trace: list[str]) -> Subgraph:
-    from pipeline.query.index import top_indices
-
+def retrieve(index: IndexTables, query: str, terms: list[str], trace: list[str]) -> Subgraph:
     qs = index.settings.query
     target, max_edges = max(1, qs.flow_max_nodes), max(0, qs.flow_max_edges)
     fs = flow_store(index)
@@ -436,7 +436,7 @@ def retrieve(index: GraphIndex, query: str, terms: list[str], trace: list[str]) 
     return Subgraph(nodes, edges)
 
 
-def edge_ends(index: GraphIndex) -> tuple[np.ndarray, np.ndarray]:
+def edge_ends(index: IndexTables) -> tuple[np.ndarray, np.ndarray]:
     """Entity rows of each relationship's source and target (-1: unknown), cached."""
     cached = getattr(index, "_flow_edge_ends", None)
     if cached is None:
@@ -452,12 +452,10 @@ def edge_ends(index: GraphIndex) -> tuple[np.ndarray, np.ndarray]:
     return cached
 
 
-def retrieve_quick(index: GraphIndex, query: str, trace: list[str]) -> Subgraph:
+def retrieve_quick(index: IndexTables, query: str, trace: list[str]) -> Subgraph:
     """Semantic seeds (entity and relationship vectors, 60/40 of the targets), then graph
     growth: each level adds the best edges (<= 30) and new nodes (<= 20) next to the last
     level's nodes, scored by their parent's score halved per level."""
-    from pipeline.query.index import top_indices
-
     qs = index.settings.query
     n_target = max(1, round(qs.flow_max_nodes * LIKE_SHARE))
     e_target = max(0, round(qs.flow_max_edges * (1 - LIKE_SHARE)))
@@ -561,7 +559,7 @@ def _one_line(text: Any) -> str:
 
 
 def _unit_ranking(
-    index: GraphIndex, items: list[tuple[float, list[str]]]
+    index: IndexTables, items: list[tuple[float, list[str]]]
 ) -> tuple[list[str], dict[str, float]]:
     """Text unit ids cited by the kept nodes/edges, ranked by the sum of their scores."""
     if not items:
@@ -586,7 +584,7 @@ def _unit_ranking(
 
 
 def build_result(
-    index: GraphIndex, query: str, mode: str, analysis: dict, g: Subgraph, trace: list[str]
+    index: IndexTables, query: str, mode: str, analysis: dict, g: Subgraph, trace: list[str]
 ) -> SearchResult:
     qs = index.settings.query
     ents, rels = index.entities, index.relationships
@@ -596,24 +594,24 @@ def build_result(
     for r in node_rows:
         e = ents.row(r, named=True)
         text = _one_line(truncate_tokens(e["description"] or "", DESC_TOKENS))
-        node_recs.append(index.entity_record(e, text, **g.nodes[r]))
+        node_recs.append(entity_record(index, e, text, **g.nodes[r]))
     for r in edge_rows:
         rel = rels.row(r, named=True)
         edge_recs.append(
-            {
-                "kind": "relationship",
-                "id": rel["id"],
-                "human_readable_id": rel["human_readable_id"],
-                "title": f"{rel['source']} -> {rel['target']}",
-                "source": rel["source"],
-                "target": rel["target"],
-                "source_id": rel["source_id"],
-                "target_id": rel["target_id"],
-                "type": rel["type"] or "RELATED_TO",
-                "text": _one_line(truncate_tokens(rel["description"] or "", FACT_TOKENS)),
+            graph_record(
+                index,
+                "relationship",
+                rel,
+                rel["text_unit_ids"],
+                title=f"{rel['source']} -> {rel['target']}",
+                source=rel["source"],
+                target=rel["target"],
+                source_id=rel["source_id"],
+                target_id=rel["target_id"],
+                type=rel["type"] or "RELATED_TO",
+                text=_one_line(truncate_tokens(rel["description"] or "", FACT_TOKENS)),
                 **g.edges[r],
-                **index.provenance_of_units(list(rel["text_unit_ids"] or [])),
-            }
+            )
         )
     # The graph gets what text units do not (quick mode's grown subgraph can be large):
     # definitions first (half), then facts between shown entities, best first.
@@ -677,7 +675,8 @@ def build_result(
     budget = max(0, qs.max_context_tokens - count_tokens("\n\n".join(sections)))
     texts, unit_recs = texts_table(
         (
-            index.unit_record(
+            unit_record(
+                index,
                 index.unit_row[uid],
                 unit_info[uid]["score"],
                 rank=rank + 1,
@@ -734,7 +733,7 @@ def build_result(
 
 
 def flow_search(
-    index: GraphIndex, query: str, *, quick: bool = False, llm_answer: bool = True
+    index: IndexTables, query: str, *, quick: bool = False, llm_answer: bool = True
 ) -> SearchResult:
     """Knowledge flow search (see the module docstring); `quick`: semantic + growth."""
     query = (query or "").strip()
@@ -769,10 +768,10 @@ def flow_messages(result: SearchResult) -> list[dict[str, str]]:
     )
 
 
-def answer_flow(index: GraphIndex, result: SearchResult) -> SearchResult:
+def answer_flow(index: IndexTables, result: SearchResult) -> SearchResult:
     """`result` answered by the LLM over its context (temperature 0.3); a failure is
     LlmAnswerError, or with `index.llm_fallback` the extractive answer (see answer.fall_back)."""
-    from pipeline.llm.client import LlmError
+    from pipeline.llm.errors import LlmError
     from pipeline.query.answer import fall_back
 
     llm = index.llm
@@ -787,7 +786,7 @@ def answer_flow(index: GraphIndex, result: SearchResult) -> SearchResult:
     return replace(result, answer=answer, trace=[*result.trace, "answer: LLM over the flow"])
 
 
-def stream_flow_answer(index: GraphIndex, result: SearchResult) -> Iterator[str]:
+def stream_flow_answer(index: IndexTables, result: SearchResult) -> Iterator[str]:
     """The LLM answer to a flow result (`flow_search(..., llm_answer=False)`), piece by piece."""
     from pipeline.query.answer import stream_messages
 

@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import memory, schemas
-from pipeline.storage import remote
+from pipeline.storage import mirror, remote
 from pipeline.storage.files import atomic_write_text, atomic_write_with
 
 LANCE_DIR = "lancedb"
@@ -68,7 +68,7 @@ os.environ.setdefault("LANCEDB_LOG", "error")
 def _local(root: str | Path) -> Path:
     """The local folder of `root`: for an object-store URL (`s3://…`) or its mirror folder,
     the mirror, brought up to the store's current version (pipeline.storage.remote.refresh)."""
-    if remote.is_url(root) or (Path(root) / remote.MARKER).exists():
+    if mirror.is_url(root) or (Path(root) / mirror.MARKER).exists():
         return remote.refresh(root)
     return Path(root)
 
@@ -245,7 +245,7 @@ def record_cache_keys(folder: str | Path, shard: str, keys: list[str]) -> None:
 
 def sweep_cache(root: str | Path) -> int:
     """Delete LLM cache and memo entries that no kept version used: neither refreshed by a
-    kept version's run (a hit refreshes an entry's mtime: pipeline.llm.client.DiskCache) nor
+    kept version's run (a hit refreshes an entry's mtime: pipeline.llm.cache.DiskCache) nor
     recorded by a kept version's shards (record_cache_keys). They hold answers drawn from
     documents since deleted or edited. Returns how many went; none when a kept version's
     start is unknown."""
