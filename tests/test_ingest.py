@@ -170,7 +170,7 @@ def test_deterministic(corpus, loaded):
 
 
 def test_unexpected_error_is_a_rejection(tmp_path, monkeypatch):
-    from pipeline.ingest import loader
+    from pipeline.ingest import formats as loader
 
     (tmp_path / "a.txt").write_text("fine text")
     (tmp_path / "b.txt").write_text("boom text")

@@ -289,7 +289,7 @@ def test_ocr_lines_to_units_by_position():
     first), a box across a gutter stays apart, lines under each other make one paragraph, and
     a line twice the body size is its own unit with its own size."""
     from pipeline.ingest.pdf_ocr import OcrLine
-    from pipeline.structure.pdf_ocr import ocr_units
+    from pipeline.ingest.pdf_ocr_units import ocr_units
 
     def line(text: str, x0: float, y0: float, size: float = 10.0) -> OcrLine:
         return OcrLine(text, (x0, y0, x0 + 0.5 * size * len(text), y0 + 1.3 * size), 0.99)

@@ -1,10 +1,13 @@
-"""Document loaders: a folder of .txt / .md / .pdf / notes .json(l) files to the documents table.
-
-Importing the format modules registers their loaders with `loader.LOADERS`.
-"""
+"""The ingest layer: the input folder in (.txt / .md / .pdf / notes .json(l) files and the
+publications manifest); the documents and rejected_documents tables out, shard by shard
+(`shards.py`), and the publications table. `walk.py` lists the folder, `loader.py` reads each
+file with its format's loader (`formats.py`; importing the format modules here registers
+them), `publications.py` maps the manifest onto files, and `pdf_ocr.py` reads scanned PDF
+pages when the OCR extra is installed."""
 
 from pipeline.ingest import markdown, notes, pdf, text  # noqa: F401  (registers loaders)
-from pipeline.ingest.loader import LOADERS, LoadedDoc, LoadError, load_bytes, load_folder, register
+from pipeline.ingest.formats import LOADERS, LoadedDoc, LoadError, load_bytes, register
+from pipeline.ingest.loader import load_folder
 from pipeline.ingest.walk import (
     InputFolderError,
     check_input_folder,

@@ -1,70 +1,27 @@
-"""Folder walking and dispatch: one bad file is a rejected row, never an aborted run."""
+"""A folder's (or a shard's) files to the documents and rejected_documents frames: each
+file read, handed to its format's loader (formats.py), given its id and publication columns;
+one bad file is a rejected row, never an aborted run."""
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import polars as pl
 
 from pipeline import progress, schemas
 from pipeline.ids import sha256_hex, stable_id
+from pipeline.ingest.formats import LoadError, load_bytes
+from pipeline.ingest.publications import FileMapping, read_manifest
 from pipeline.ingest.walk import Entry, check_input_folder, walk_input
-
-if TYPE_CHECKING:
-    from pipeline.ingest.publications import FileMapping
-
-
-class LoadError(Exception):
-    """A file that cannot become a document; the message is the user-facing reason."""
-
-
-@dataclass
-class LoadedDoc:
-    title: str
-    mime_type: str
-    text: str
-    n_pages: int = 1
-    metadata: dict[str, Any] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-
-
-# (path, raw bytes) -> LoadedDoc, or raise LoadError. Keyed by lower-case suffix.
-Loader = Callable[[Path, bytes], LoadedDoc]
-LOADERS: dict[str, Loader] = {}
-
-
-def register(*suffixes: str) -> Callable[[Loader], Loader]:
-    """Registers a loader for file suffixes (so other formats plug in without editing this file)."""
-
-    def deco(fn: Loader) -> Loader:
-        for s in suffixes:
-            LOADERS[s.lower()] = fn
-        return fn
-
-    return deco
 
 
 def _mtime_iso(path: Path) -> str:
     return datetime.fromtimestamp(path.stat().st_mtime, tz=UTC).isoformat()
-
-
-def load_bytes(path: Path, data: bytes) -> LoadedDoc:
-    """Loads one file's bytes by its suffix; raises LoadError with the reason when it cannot."""
-    suffix = path.suffix.lower()
-    loader = LOADERS.get(suffix)
-    if loader is None:
-        raise LoadError(
-            f"unsupported file type {suffix}" if suffix else "unsupported file type (no extension)"
-        )
-    if not data.strip():
-        raise LoadError("empty file")
-    return loader(path, data)
 
 
 def load_folder(
@@ -76,8 +33,6 @@ def load_folder(
     documents (shards are loaded apart, so a copy elsewhere is unknown here). Nothing outside the
     input folder is read, nor the `exclude` folders inside it (see walk.py). A missing or
     empty folder raises InputFolderError."""
-    from pipeline.ingest.publications import read_manifest  # it imports this module
-
     root = check_input_folder(input_dir, exclude)
     entries = walk_input(root, exclude)
     return load_entries(root, entries, read_manifest(root, entries).files)

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from pipeline.ingest.loader import LoadedDoc, LoadError, register
+from pipeline.ingest.formats import LoadedDoc, LoadError, register
 from pipeline.ingest.text import decode_text
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.ingest.loader import LoadedDoc, LoadError, register
+from pipeline.ingest.formats import LoadedDoc, LoadError, register
 from pipeline.ingest.text import decode_text
 
 MIME_TYPE = "application/x-notes+json"

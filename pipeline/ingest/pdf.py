@@ -7,8 +7,9 @@ from typing import Any
 
 import pymupdf
 
-from pipeline.ingest.loader import LoadedDoc, LoadError, register
-from pipeline.ingest.pdf_ocr import current_mode, ocr_document, page_text
+from pipeline.ingest.formats import LoadedDoc, LoadError, register
+from pipeline.ingest.pdf_ocr import current_mode, ocr_document
+from pipeline.ingest.pdf_ocr_units import page_text
 
 PAGE_BREAK = "\f"
 _MAX_TITLE_CHARS = 120

@@ -261,18 +261,6 @@ def ocr_document(
     return found, report
 
 
-def page_text(lines: list[OcrLine]) -> str:
-    """A page's OCR lines as text in reading order, a line per paragraph: the blocks and
-    column order the structure parser gives them (rows across two columns would interleave
-    the columns' sentences)."""
-    # imported here: the structure package imports this module
-    from pipeline.structure.pdf_layout import xy_cut
-    from pipeline.structure.pdf_ocr import ocr_units
-
-    units = xy_cut(ocr_units(lines, 0), min_vgap=6.0, min_hgap=0.5)
-    return "\n".join(u.text for u in units)
-
-
 __all__ = [
     "OCR_DPI",
     "INSTALL_HINT",
@@ -285,6 +273,5 @@ __all__ = [
     "ocr_document",
     "ocr_page",
     "ocr_setting",
-    "page_text",
     "unavailable_reason",
 ]

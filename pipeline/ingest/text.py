@@ -5,7 +5,7 @@ from __future__ import annotations
 import codecs
 from pathlib import Path
 
-from pipeline.ingest.loader import LoadedDoc, LoadError, register
+from pipeline.ingest.formats import LoadedDoc, LoadError, register
 
 # Byte order marks -> (codec that strips it, name in reasons); UTF-32 before UTF-16, whose
 # little-endian mark is the first half of UTF-32's.

@@ -8,8 +8,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pipeline.ingest.pdf_units import Unit
 from pipeline.structure.pdf_heuristic import cover_pages
-from pipeline.structure.pdf_layout import CAPTION_LABEL, NOTE_START, Unit, is_caption
+from pipeline.structure.pdf_layout import CAPTION_LABEL, NOTE_START, is_caption
 from pipeline.structure.pdf_sections import SENT_END, dedupe_headings, join_text
 
 WORD = re.compile(r"[^\W\d_]{2,}")

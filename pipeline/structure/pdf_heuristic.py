@@ -15,18 +15,16 @@ from typing import Any
 import pymupdf
 
 from pipeline.config import StructureSettings
+from pipeline.ingest.pdf_units import BULLET, Unit, xy_cut
 from pipeline.structure.model import DocStructure
 from pipeline.structure.pdf_layout import (
-    BULLET,
     CAPTION,
     NOTE_START,
-    Unit,
     body_size,
     is_caption,
     normalise_margin_text,
     page_number_token,
     page_units,
-    xy_cut,
 )
 from pipeline.structure.pdf_sections import NUMBERED, dedupe_headings
 

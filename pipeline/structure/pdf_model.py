@@ -18,18 +18,15 @@ from typing import Any
 import pymupdf
 
 from pipeline.config import StructureSettings
+from pipeline.ingest.pdf_units import Line, Unit, split_block, xy_cut
 from pipeline.structure.model import DocStructure
 from pipeline.structure.pdf_classify import classify_page, title_and_headings
 from pipeline.structure.pdf_layout import (
     TEXT_FLAGS,
-    Line,
-    Unit,
     attach_markers,
     body_size,
     make_line,
     merge_same_row,
-    split_block,
-    xy_cut,
 )
 from pipeline.structure.pdf_ocr import heading_classes
 from pipeline.structure.pdf_pages import printed_numbers, running_text

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from pipeline.structure.pdf_layout import PAGE_NO, ROMAN, Unit, normalise_margin_text
+from pipeline.ingest.pdf_units import Unit
+from pipeline.structure.pdf_layout import PAGE_NO, ROMAN, normalise_margin_text
 
 _ROMAN_VALUES = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100, "d": 500, "m": 1000}
 

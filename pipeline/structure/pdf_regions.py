@@ -18,7 +18,7 @@ from typing import Any
 
 import pymupdf
 
-from pipeline.structure.pdf_layout import Unit
+from pipeline.ingest.pdf_units import Unit
 
 MARGIN_CLASSES = ("page-header", "page-footer")
 FAILED = "model-failed"  # the class of the one region of a page the model could not read

@@ -8,9 +8,9 @@ import re
 from collections import Counter
 from typing import Any
 
+from pipeline.ingest.pdf_units import Unit, join_lines
 from pipeline.structure.model import DocStructure, position
 from pipeline.structure.pdf_edges import caption_edges, citation_edges, note_edges
-from pipeline.structure.pdf_layout import Unit, join_lines
 
 NUMBERED = re.compile(r"^((?:\d+|[A-Z])(?:\.\d+)*)\.?\s+\S")
 CHAPTER_WORD = re.compile(r"^(chapter|part|appendix)\b", re.I)
