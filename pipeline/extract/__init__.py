@@ -1,5 +1,9 @@
-"""Entity/relation extractors. `NlpExtractor` is the offline default; `get_extractor` picks
-one from `ExtractionSettings.extractor`."""
+"""Extraction stage: text units (id, text) in; per-unit extracted_entities and
+extracted_relationships out (plus extraction_failures from `extract_resilient`).
+`NlpExtractor` (`nlp`, composing `spans`, `pattern_mentions`, `entity_types`,
+`keyphrases`, `relations` over `lexicon` and `gazetteer`) is the offline default;
+`LlmExtractor` (`llm`) prompts a model; `get_extractor` picks one from
+`ExtractionSettings.extractor`."""
 
 from __future__ import annotations
 
