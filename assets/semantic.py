@@ -34,7 +34,8 @@ from pipeline.communities.reports_llm import build_reports_llm
 from pipeline.compat.columns import stamp_period, with_text_unit_ids
 from pipeline.extract import extract_resilient, get_extractor
 from pipeline.failures import failures_frame
-from pipeline.graph.merge import merge_graph, read_mentions
+from pipeline.graph.mentions import read_mentions
+from pipeline.graph.merge import merge_graph
 from pipeline.graph.summarize_llm import summarize_descriptions
 from pipeline.storage import store
 from pipeline.storage.files import atomic_write_text

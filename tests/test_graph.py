@@ -6,8 +6,9 @@ import polars as pl
 
 from pipeline import schemas
 from pipeline.config import GraphSettings
-from pipeline.graph import merge as graph
-from pipeline.graph.merge import merge_graph, normalize_title, title_key
+from pipeline.graph import codes as graph
+from pipeline.graph.merge import merge_graph
+from pipeline.graph.titles import normalize_title, title_key
 from pipeline.ids import stable_id
 from pipeline.tokens import count_tokens
 

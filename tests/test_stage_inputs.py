@@ -134,7 +134,8 @@ def test_vector_tables_read_only_their_columns(
 
 def test_merge_of_coded_mentions_equals_merge_of_strings(sample_index) -> None:
     """The graph step reads mentions as Categorical (graph.read_mentions): same tables."""
-    from pipeline.graph.merge import MENTION_COLUMNS, merge_graph, read_mentions
+    from pipeline.graph.mentions import MENTION_COLUMNS, read_mentions
+    from pipeline.graph.merge import merge_graph
 
     _, out, _, _ = sample_index
     chunks = store.read_table(out, "chunks")
