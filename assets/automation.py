@@ -14,7 +14,6 @@ from dagster import (
     sensor,
 )
 
-from assets.run import stale_shards
 from assets.shards import range_tags
 from pipeline.ingest import (
     InputFolderError,
@@ -22,6 +21,7 @@ from pipeline.ingest import (
     folder_fingerprint,
     own_folders,
 )
+from pipeline.ingest.stale import stale_shards
 from resources import DocgraphConfig
 
 INDEX_JOB = "index_job"

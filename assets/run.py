@@ -2,7 +2,7 @@
 
 It is the same `index_job` over the same assets that the Dagster UI, schedules and
 sensors run (no second code path); only the resources get the caller's folders. A run
-covers the document shards whose files changed since the current version (pipeline.ingest.shards)
+covers the document shards whose files changed since the current version (pipeline.ingest.stale)
 and then the corpus-wide tail; the other shards' tables carry over from that version.
 
 It executes the job with `execute_job`, not `JobDefinition.execute_in_process`: the latter
@@ -15,38 +15,14 @@ from __future__ import annotations
 
 import os
 import tempfile
-from pathlib import Path
 
 from dagster import DagsterInstance, JobExecutionResult, build_reconstructable_job, execute_job
 
 from assets.shards import range_tags
 from pipeline.config import Settings
-from pipeline.ingest import own_folders, shards
-from pipeline.ingest.walk import Entry, walk_input
-from pipeline.storage import store
+from pipeline.ingest.stale import input_entries, stale_shards
+from pipeline.ingest.walk import Entry
 from resources.executors import ENV_EXECUTOR
-
-
-def input_entries(settings: Settings) -> list[Entry]:
-    """The input folder's walk (what the shard fingerprints and the executor choice read)."""
-    root = Path(settings.input_dir)
-    return walk_input(root, own_folders(settings.output_dir)) if root.is_dir() else []
-
-
-def stale_shards(settings: Settings, entries: list[Entry] | None = None) -> list[str]:
-    """The shards whose files or per-document settings changed since the current version
-    (every shard when there is none)."""
-    n = settings.storage.shards
-    prints = shards.fingerprints(
-        settings.input_dir,
-        own_folders(settings.output_dir),
-        n,
-        shards.stage_settings_digest(settings),
-        entries=input_entries(settings) if entries is None else entries,
-    )
-    if store.read_manifest(settings.output_dir) is None:
-        return sorted(prints)
-    return shards.stale_shards(store.resolve(settings.output_dir), prints)
 
 
 def executor_by_size(settings: Settings, entries: list[Entry]) -> str | None:
@@ -141,4 +117,4 @@ def run_index(
             scratch.cleanup()
 
 
-__all__ = ["executor_by_size", "index_job", "input_entries", "run_index", "stale_shards"]
+__all__ = ["executor_by_size", "index_job", "run_index"]

@@ -33,8 +33,8 @@ def dask_index_job(input_dir: str, output_dir: str, scheduler: str) -> JobDefini
 def run_on_dask(input_dir: str, output_dir: str, scheduler: str, instance: DagsterInstance) -> Any:
     """The run `run_index(input_dir=..., output_dir=...)` makes, on the Dask scheduler: the
     stale shards (all of them into a new output folder), then the tail."""
-    from assets.run import stale_shards
     from assets.shards import range_tags
+    from pipeline.ingest.stale import stale_shards
     from resources import DocgraphConfig
 
     settings = DocgraphConfig(input_dir=input_dir, output_dir=output_dir).settings()

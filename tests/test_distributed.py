@@ -215,8 +215,9 @@ def test_large_inputs_run_each_step_in_its_own_process(tmp_path, monkeypatch):
     from dagster._core.executor.multiprocess import MultiprocessExecutor
     from dagster._core.system_config.objects import ResolvedRunConfig
 
-    from assets.run import executor_by_size, index_job, input_entries, run_index
+    from assets.run import executor_by_size, index_job, run_index
     from pipeline.config import load_settings
+    from pipeline.ingest.stale import input_entries
 
     inp = tmp_path / "in"
     inp.mkdir()

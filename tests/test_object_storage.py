@@ -109,10 +109,11 @@ def test_an_s3_output_equals_the_local_run_and_publishes_incrementally(
 ):
     from dagster import DagsterInstance
 
-    from assets.run import run_index, stale_shards
+    from assets.run import run_index
     from pipeline import schemas
     from pipeline.cli.main import write_sample_corpus
     from pipeline.config import load_settings
+    from pipeline.ingest.stale import stale_shards
     from pipeline.query import GraphIndex
     from pipeline.storage import remote, store
 
