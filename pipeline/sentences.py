@@ -1,8 +1,16 @@
-"""Sentence splitting, in one place: a compact, language-agnostic regex splitter.
+"""Sentence splitting, in one place: where a sentence ends, for every stage that needs it.
 
-Abbreviations and initials do not end a sentence; blank lines and short title lines do.
-Also holds what the splitter is built from and the extractor reuses: `UPPER_CLASS`, the
-any-script "uppercase letter" regex class, and `wordset` for word lists.
+Two readings of one vocabulary (end punctuation, closing quotes, abbreviations, initials):
+- `split_sentences` (extraction, query answers, report evidence): sentence strings, strict.
+  Abbreviations and initials ("U.S.", "No.") never end a sentence, because extraction links
+  the entities of one sentence and a false end would cut "U.S. Route 52" in two; blank lines
+  and short title lines do end one.
+- `sentence_ends` (chunking): cut candidates inside a paragraph, eager. A false end only
+  offers the chunker a slightly worse cut, so initials end a sentence before a capital and
+  list items start one; chunk boundaries (and so every text unit id) depend on these exact
+  positions, which is why this reading is kept as it is rather than merged into the strict one.
+Also holds `UPPER_CLASS`, the any-script "uppercase letter" regex class, and `wordset` for
+word lists (the extractor reuses both).
 """
 
 from __future__ import annotations
@@ -82,3 +90,50 @@ def split_sentences(text: str) -> list[str]:
     if s:
         out.append(s)
     return out
+
+
+# ---- chunking's reading: cut candidates ---------------------------------------------------------
+
+# A sentence end: terminal punctuation, optional closing quotes/brackets (and Markdown
+# emphasis), whitespace. The word before it is checked for abbreviations, the next character
+# for a sentence start.
+_CUT_END = re.compile(r"([.!?…]+)[\"'”’»)\]_*]*\s+")
+# A list item starting a line is a sentence start too.
+_LIST_ITEM = re.compile(r"\n(?=[ \t]*(?:[-*+•]|\d{1,3}[.)])[ \t]+\S)")
+# No dashes: in Russian prose «...?» — сказал он continues the sentence.
+_OPENERS = frozenset("\"'“‘«„([{¿¡*_")
+_CUT_ABBREVIATIONS = wordset(
+    """Mr Mrs Ms Mx Dr St Sr Jr Prof Rev Gen Col Capt Lt Sgt Hon Mt Ft vs Vs cf Cf Inc Ltd Co
+    Corp approx e.g E.g i.e I.e a.m p.m viz al Jan Feb Apr Aug Sept Oct Nov Dec т.е т.к т.н
+    напр ул им проф акад тов гр ср"""
+)
+# Abbreviations only when a number follows ("No. 5", "Fig. 3", "рис. 2").
+_NUM_ABBREVIATIONS = wordset(
+    "No Nos Vol vol pp Ch ch Sec sec Fig fig Art art Eq eq рис стр см гл п"
+)
+
+
+def _is_cut_end(m: re.Match[str], text: str) -> bool:
+    nxt = m.end()
+    if nxt >= len(text):
+        return True
+    c = text[nxt]
+    if not (c.isupper() or c.isdigit() or c in _OPENERS):
+        return False
+    if m.group(1) == ".":
+        before = text[max(0, m.start() - 24) : m.start()].split()
+        word = before[-1].lstrip("\"'“‘«([_*") if before else ""
+        if word in _CUT_ABBREVIATIONS or (len(word) == 1 and word.isupper() and word != "I"):
+            return False
+        if word in _NUM_ABBREVIATIONS and c.isdigit():
+            return False
+    return True
+
+
+def sentence_ends(text: str) -> list[int]:
+    """Offsets in `text` (one paragraph: no blank lines) where a sentence ends and the next
+    starts, ascending (an offset may repeat): after terminal punctuation and the whitespace
+    that follows it, and at the line break before a list item."""
+    bounds = [m.end() for m in _CUT_END.finditer(text) if _is_cut_end(m, text)]
+    bounds += [m.start() for m in _LIST_ITEM.finditer(text)]
+    return sorted(bounds)

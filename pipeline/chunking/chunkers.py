@@ -40,6 +40,7 @@ from pipeline import schemas
 from pipeline.config import ChunkingSettings
 from pipeline.failures import failure_row
 from pipeline.ids import stable_id_expr
+from pipeline.sentences import sentence_ends
 from pipeline.tokens import count_tokens, count_tokens_batch, token_starts
 
 PAGE_BREAK = "\f"
@@ -59,96 +60,6 @@ _BLOCKS = re.compile(
     r"|(?P<para>\n[ \t\r]*\n[ \t\r\n]*)",
     re.MULTILINE | re.DOTALL,
 )
-# A sentence end: terminal punctuation, optional closing quotes/brackets, whitespace. The word
-# before it is captured to recognise abbreviations; the next character is checked in code.
-_SENT_END = re.compile(r"([.!?…]+)[\"'”’»)\]_*]*\s+")
-# A list item starting a line is a (sentence-level) boundary too.
-_LIST_ITEM = re.compile(r"\n(?=[ \t]*(?:[-*+•]|\d{1,3}[.)])[ \t]+\S)")
-# No dashes: in Russian prose «...?» — сказал он continues the sentence.
-_OPENERS = frozenset("\"'“‘«„([{¿¡*_")
-_ABBREVIATIONS = frozenset(
-    [
-        "Mr",
-        "Mrs",
-        "Ms",
-        "Mx",
-        "Dr",
-        "St",
-        "Sr",
-        "Jr",
-        "Prof",
-        "Rev",
-        "Gen",
-        "Col",
-        "Capt",
-        "Lt",
-        "Sgt",
-        "Hon",
-        "Mt",
-        "Ft",
-        "vs",
-        "Vs",
-        "cf",
-        "Cf",
-        "Inc",
-        "Ltd",
-        "Co",
-        "Corp",
-        "approx",
-        "e.g",
-        "E.g",
-        "i.e",
-        "I.e",
-        "a.m",
-        "p.m",
-        "viz",
-        "al",
-        "Jan",
-        "Feb",
-        "Apr",
-        "Aug",
-        "Sept",
-        "Oct",
-        "Nov",
-        "Dec",
-        "т.е",
-        "т.к",
-        "т.н",
-        "напр",
-        "ул",
-        "им",
-        "проф",
-        "акад",
-        "тов",
-        "гр",
-        "ср",
-    ]
-)
-# Abbreviations only when a number follows ("No. 5", "Fig. 3", "рис. 2").
-_NUM_ABBREVIATIONS = frozenset(
-    [
-        "No",
-        "Nos",
-        "Vol",
-        "vol",
-        "pp",
-        "Ch",
-        "ch",
-        "Sec",
-        "sec",
-        "Fig",
-        "fig",
-        "Art",
-        "art",
-        "Eq",
-        "eq",
-        "рис",
-        "стр",
-        "см",
-        "гл",
-        "п",
-    ]
-)
 
 
 @dataclass(frozen=True)
@@ -158,23 +69,6 @@ class Chunk:
     pages: list[int]
     start: int  # char offsets into the document text: text == doc_text[start:end]
     end: int
-
-
-def _is_sentence_end(m: re.Match[str], text: str) -> bool:
-    nxt = m.end()
-    if nxt >= len(text):
-        return True
-    c = text[nxt]
-    if not (c.isupper() or c.isdigit() or c in _OPENERS):
-        return False
-    if m.group(1) == ".":
-        before = text[max(0, m.start() - 24) : m.start()].split()
-        word = before[-1].lstrip("\"'“‘«([_*") if before else ""
-        if word in _ABBREVIATIONS or (len(word) == 1 and word.isupper() and word != "I"):
-            return False
-        if word in _NUM_ABBREVIATIONS and c.isdigit():
-            return False
-    return True
 
 
 def _stable_hash(text: str) -> int:
@@ -221,9 +115,7 @@ class _Segments:
     def add_prose(self, text: str, start: int, end: int) -> None:
         block = text[start:end]
         cut = 0
-        bounds = [m.end() for m in _SENT_END.finditer(block) if _is_sentence_end(m, block)]
-        bounds += [m.start() for m in _LIST_ITEM.finditer(block)]
-        for b in sorted(bounds):
+        for b in sentence_ends(block):
             if b > cut:
                 self.add(text, start + cut, start + b)
                 cut = b

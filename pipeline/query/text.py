@@ -1,4 +1,4 @@
-"""Query-side text helpers: word tokens, name keys, sentence split, extractive answers.
+"""Query-side text helpers: word tokens, name keys, extractive answers.
 
 Offline mode answers by extraction: the sentences of the retrieved text that share the
 most (rarer) words with the query. Cheap (no model call) and always grounded.
@@ -10,9 +10,9 @@ import math
 import re
 import unicodedata
 
+from pipeline.sentences import split_sentences
+
 _WORD = re.compile(r"\w+", re.UNICODE)
-# Sentence end: . ! ? … (optionally closing quotes/brackets) followed by space, or a newline.
-_SENT_END = re.compile(r"(?<=[.!?…])[\"'»”)\]]*\s+|\n+")
 
 # Function words that never identify anything (English + Russian); used to skip
 # meaningless name matches ("The", "Who") and to weight answer sentences.
@@ -65,11 +65,6 @@ def is_stop_key(key: str) -> bool:
     return not parts or len(key) < 2 or all(p in STOPWORDS for p in parts)
 
 
-def split_sentences(text: str) -> list[str]:
-    parts = (s.strip() for s in _SENT_END.split(text))
-    return [s for s in parts if len(s) > 1]
-
-
 def extractive_answer(
     query: str,
     passages: list[str],
@@ -87,7 +82,8 @@ def extractive_answer(
     mentions = [m for m in (name_key(x) for x in must_mention or []) if m]
     cands: list[tuple[int, int, str, set[str]]] = []
     for pi, passage in enumerate(passages):
-        for si, sent in enumerate(split_sentences(passage)):
+        sentences = (s for s in split_sentences(passage) if len(s) > 1)
+        for si, sent in enumerate(sentences):
             ws = words(sent)
             # Headings and titles are labels, not answers.
             if sent.startswith("#") or len(ws) < MIN_ANSWER_WORDS:
