@@ -11,7 +11,8 @@ import time
 
 from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue, asset
 
-from pipeline.storage import lock, remote, store, validate
+from pipeline.storage import lock, mirror, remote, store, validate
+from pipeline.storage.object_store import RemoteError
 from resources import DocgraphConfig, output_root_metadata
 from resources.output import run_dir
 
@@ -40,7 +41,7 @@ def published_index_asset(upstream: list):
                 metadata={"problems": MetadataValue.md("\n".join(f"- {p}" for p in problems))},
             )
         before = set(store.versions(settings.output_dir))
-        url = remote.url_of(settings.output_dir)  # an object store's local mirror
+        url = mirror.url_of(settings.output_dir)  # an object store's local mirror
         carried = remote.carried_over(settings.output_dir) if url is not None else set()
         manifest = store.publish(
             settings.output_dir, context.run.run_id, keep=settings.storage.keep_versions
@@ -52,7 +53,7 @@ def published_index_asset(upstream: list):
         if url is not None:  # upload the version, the caches, index.json last
             try:
                 pushed = remote.push(settings.output_dir, manifest, carried)
-            except remote.RemoteError as exc:
+            except RemoteError as exc:
                 raise Failure(
                     description=f"not published to {url} (its last version stays current "
                     f"there; the next run starts over from it): {exc}"

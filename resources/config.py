@@ -73,7 +73,7 @@ def output_root_metadata(docgraph: DocgraphConfig | DocgraphAtLaunch) -> dict[st
 
 def output_root_entry(root: Path) -> dict[str, MetadataValue]:
     """`{"output_root": ...}` for the output folder `root`: its object-store URL when it is
-    the local mirror of one (pipeline.storage.remote), else the folder."""
-    from pipeline.storage import remote
+    the local mirror of one (pipeline.storage.mirror), else the folder."""
+    from pipeline.storage import mirror
 
-    return {OUTPUT_ROOT: MetadataValue.path(remote.url_of(root) or str(root))}
+    return {OUTPUT_ROOT: MetadataValue.path(mirror.url_of(root) or str(root))}

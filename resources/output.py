@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from pipeline.storage import lock, remote, store
+from pipeline.storage import lock, mirror, remote, store
 from pipeline.storage.files import remove_stray_temps
 from resources.config import DocgraphConfig
 
@@ -58,7 +58,7 @@ def run_dir(docgraph: DocgraphConfig, context: Any = None) -> Path:
     if store.staging_owner(root) != run_id:
         for path in remove_stray_temps(root):
             log.warning("removed %s, left by a run that did not finish", path.relative_to(root))
-        if remote.url_of(root) is not None:  # an object-store output: its local mirror
+        if mirror.url_of(root) is not None:  # an object-store output: its local mirror
             remote.pull(root, caches=True)
     return store.begin(root, run_id, run.parent_run_id if run is not None else None)
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from pipeline.config import load_settings
 from pipeline.serve.request import QUERY_MODES
-from pipeline.storage import lock, remote
+from pipeline.storage import lock, mirror, remote
+from pipeline.storage.object_store import RemoteError
 
 
 def write_sample_corpus(target: str | Path) -> list[Path]:
@@ -40,7 +41,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     # the output lock first: a second writer stops here (exit 2, naming the holder) before
     # Dagster starts; the run's steps take it again, re-entrantly, in this process
     wait_s = settings.storage.lock_wait_s if args.wait is None else args.wait
-    url = remote.url_of(settings.output_dir)  # s3://…: output_dir is its local mirror
+    url = mirror.url_of(settings.output_dir)  # s3://…: output_dir is its local mirror
     if url is not None:  # the store's current version decides which shards are stale
         remote.refresh(settings.output_dir, force=True)
     lock.acquire(settings.output_dir, "docgraph-index", wait_s)
@@ -435,6 +436,6 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (FileNotFoundError, ValueError, lock.OutputLocked, remote.RemoteError) as exc:
+    except (FileNotFoundError, ValueError, lock.OutputLocked, RemoteError) as exc:
         print(f"docgraph: {exc}", file=sys.stderr)
         return 2

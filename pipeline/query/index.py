@@ -26,7 +26,7 @@ from pipeline.config import Settings, load_settings
 from pipeline.query.ppr import UnitEntityGraph
 from pipeline.query.result import SearchResult
 from pipeline.query.text import fold, is_stop_key, name_key, raw_words
-from pipeline.storage import remote, store
+from pipeline.storage import mirror, remote, store
 from pipeline.vectors import lance as vectors
 from pipeline.vectors.embed import Embedder
 from pipeline.vectors.embed_onnx import query_embedder
@@ -103,7 +103,7 @@ class GraphIndex:
         """The index in the output folder `path`; with `publication_id` (one id or several)
         every search sees only the documents of those publications (GraphIndex.for_publications)."""
         shown = path
-        if remote.is_url(path):  # an object store: its current version, in a local mirror
+        if mirror.is_url(path):  # an object store: its current version, in a local mirror
             settings = settings or load_settings()
             path = remote.refresh(path, settings.storage.mirror_dir, force=True)
         root = Path(path)

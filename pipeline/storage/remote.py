@@ -3,7 +3,8 @@
 A run never writes object storage piecemeal. For an `s3://` output every writer and reader
 works in a **local mirror** folder (`storage.mirror_dir`, default
 `$XDG_CACHE_HOME/docgraph/mirrors/<hash of endpoint + URL>`; settings map `output_dir` to
-it, see `pipeline.config`), which holds the same layout as a local output folder
+it, see `pipeline.config`; the naming is pipeline.storage.mirror, the S3 calls
+pipeline.storage.object_store), which holds the same layout as a local output folder
 (pipeline.storage.store). So staging with hard links, atomic writes, incremental shards, the writer
 lock and the caches work unchanged; only three moments touch the store:
 
@@ -47,88 +48,43 @@ index.json wins, never a mix.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
 import shutil
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
-from pipeline.storage.files import TEMP_SUFFIX, atomic_path, atomic_write_bytes
+from pipeline.storage.files import TEMP_SUFFIX, atomic_write_bytes
+from pipeline.storage.mirror import is_url, mirror_for, url_of
+from pipeline.storage.object_store import (
+    RemoteError,
+    download,
+    fail,
+    filesystem,
+    list_files,
+    object_key,
+    parallel,
+    read_bytes,
+    subdirs,
+    upload,
+)
 
 log = logging.getLogger(__name__)
 
-SCHEMES = ("s3://",)
-MARKER = ".docgraph-remote.json"  # in a mirror: which URL (and endpoint) it mirrors
 MANIFEST = "index.json"  # = store.MANIFEST (store imports this module)
 VERSIONS_DIR = "versions"
 CACHE_DIR = "cache"
 LLM_CACHE_DIRS = ("cache/llm", "cache/llm_memo")  # = store.LLM_CACHE_DIRS
 REFRESH_EVERY_S = 1.0  # a reader asks the store for index.json at most this often per mirror
-THREADS = 8
 
 _last_refresh: dict[str, float] = {}
 _refresh_lock = threading.Lock()
 
 
-class RemoteError(RuntimeError):
-    """An object-store operation failed (the message names the URL, never a credential)."""
-
-
-# ---------------------------------------------------------------------------- naming
-
-
-def is_url(path: Any) -> bool:
-    return isinstance(path, str) and path.startswith(SCHEMES)
-
-
-def normalize(url: str) -> str:
-    """`s3://bucket/prefix` without a trailing slash."""
-    parsed = urlparse(url)
-    if parsed.scheme != "s3" or not parsed.netloc:
-        raise ValueError(f"not an object-store URL: {url!r} (expected s3://bucket/prefix)")
-    return f"s3://{parsed.netloc}/{parsed.path.strip('/')}".rstrip("/")
-
-
-def endpoint() -> str | None:
-    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
-
-
-def default_mirror_base() -> Path:
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "docgraph" / "mirrors"
-
-
-def mirror_for(url: str, base: str | Path | None = None) -> Path:
-    """The local mirror folder of `url` (created, with its marker naming the URL). The
-    endpoint is part of the name: the same bucket name on two servers is two mirrors."""
-    url = normalize(url)
-    ep = endpoint() or ""
-    digest = hashlib.sha256(f"{ep}|{url}".encode()).hexdigest()[:16]
-    bucket_prefix = url[len("s3://") :].replace("/", "_")[:40]
-    folder = Path(base) if base else default_mirror_base()
-    folder = folder / f"{bucket_prefix}-{digest}"
-    marker = folder / MARKER
-    if not marker.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(marker, json.dumps({"url": url, "endpoint": ep}).encode())
-    return folder
-
-
-def url_of(root: str | Path) -> str | None:
-    """The URL the folder `root` mirrors (None: a plain local folder)."""
-    if is_url(root):
-        return normalize(str(root))
-    try:
-        data = json.loads((Path(root) / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data.get("url") if isinstance(data, dict) else None
+# ---------------------------------------------------------------------------- local folders
 
 
 def local_root(root: str | Path, base: str | Path | None = None) -> Path:
@@ -150,90 +106,6 @@ def _configured_base() -> str | None:
         return None
 
 
-# ---------------------------------------------------------------------------- the store
-
-
-def filesystem():
-    """pyarrow's S3 filesystem: credentials from the AWS SDK's default chain (environment),
-    endpoint and region from the standard variables."""
-    from pyarrow import fs
-
-    kwargs: dict[str, Any] = {
-        "region": os.environ.get("AWS_REGION")
-        or os.environ.get("AWS_DEFAULT_REGION")
-        or "us-east-1"
-    }
-    ep = endpoint()
-    if ep:
-        parsed = urlparse(ep if "://" in ep else f"https://{ep}")
-        kwargs["endpoint_override"] = parsed.netloc + parsed.path.rstrip("/")
-        kwargs["scheme"] = parsed.scheme
-    return fs.S3FileSystem(**kwargs)
-
-
-def _key(url: str, rel: str = "") -> str:
-    """pyarrow's path of `rel` under `url` (bucket/prefix/rel)."""
-    base = normalize(url)[len("s3://") :]
-    return f"{base}/{rel}".rstrip("/") if rel else base
-
-
-def _fail(op: str, url: str, exc: BaseException) -> RemoteError:
-    # pyarrow's messages name the operation, bucket and key, never a credential; cut to one line
-    reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
-    return RemoteError(f"{op} {url}: {reason}")
-
-
-def _read_bytes(s3, path: str) -> bytes | None:
-    from pyarrow import fs
-
-    info = s3.get_file_info(path)
-    if info.type != fs.FileType.File:
-        return None
-    with s3.open_input_stream(path) as fh:
-        return fh.read()
-
-
-def _list(s3, path: str) -> dict[str, Any]:
-    """{relative path: FileInfo} of the files under `path` (recursive; none when missing)."""
-    from pyarrow import fs
-
-    try:
-        infos = s3.get_file_info(fs.FileSelector(path, recursive=True, allow_not_found=True))
-    except FileNotFoundError:
-        return {}
-    return {
-        i.path[len(path) + 1 :]: i
-        for i in infos
-        if i.type == fs.FileType.File and i.size is not None
-    }
-
-
-def _subdirs(s3, path: str) -> list[str]:
-    from pyarrow import fs
-
-    infos = s3.get_file_info(fs.FileSelector(path, recursive=False, allow_not_found=True))
-    return sorted(i.base_name for i in infos if i.type == fs.FileType.Directory)
-
-
-def _download(s3, src: str, dst: Path, mtime: float | None = None) -> int:
-    with atomic_path(dst) as tmp, s3.open_input_stream(src) as inp, open(tmp, "wb") as out:
-        size = 0
-        while chunk := inp.read(1 << 20):
-            out.write(chunk)
-            size += len(chunk)
-    if mtime is not None:
-        with contextlib.suppress(OSError):
-            os.utime(dst, (mtime, mtime))
-    return size
-
-
-def _upload(s3, src: Path, dst: str) -> int:
-    data = src.read_bytes()
-    with s3.open_output_stream(dst) as out:
-        out.write(data)
-    return len(data)
-
-
 def _files(folder: Path) -> dict[str, Path]:
     """{relative posix path: path} of the files under `folder`, temp files left out."""
     out: dict[str, Path] = {}
@@ -246,14 +118,6 @@ def _files(folder: Path) -> dict[str, Path]:
             path = Path(dirpath) / name
             out[path.relative_to(folder).as_posix()] = path
     return out
-
-
-def _parallel(fn, items) -> list:
-    items = list(items)
-    if len(items) <= 1:
-        return [fn(i) for i in items]
-    with ThreadPoolExecutor(THREADS) as pool:
-        return list(pool.map(fn, items))
 
 
 # ---------------------------------------------------------------------------- pull
@@ -269,7 +133,7 @@ def pull(root: str | Path, caches: bool = False) -> dict[str, int]:
     stats = {"files_downloaded": 0, "bytes_downloaded": 0, "files_removed": 0}
     try:
         s3 = filesystem()
-        remote_manifest = _read_bytes(s3, _key(url, MANIFEST))
+        remote_manifest = read_bytes(s3, object_key(url, MANIFEST))
         local_manifest = root / MANIFEST
         local_bytes = local_manifest.read_bytes() if local_manifest.exists() else None
         if remote_manifest is None:
@@ -280,7 +144,7 @@ def pull(root: str | Path, caches: bool = False) -> dict[str, int]:
             version = json.loads(remote_manifest)["version"]
             _pull_version(s3, url, root, version, stats)
             atomic_write_bytes(local_manifest, remote_manifest)  # last: names a whole version
-            kept = set(_subdirs(s3, _key(url, VERSIONS_DIR)))
+            kept = set(subdirs(s3, object_key(url, VERSIONS_DIR)))
             for old in (root / VERSIONS_DIR).iterdir():
                 if old.is_dir() and old.name not in kept:
                     shutil.rmtree(old, ignore_errors=True)
@@ -289,7 +153,7 @@ def pull(root: str | Path, caches: bool = False) -> dict[str, int]:
     except RemoteError:
         raise
     except (OSError, ValueError, KeyError) as exc:
-        raise _fail("pull from", url, exc) from None
+        raise fail("pull from", url, exc) from None
     if stats["files_downloaded"]:
         log.info(
             "pulled %d files (%d bytes) of %s into its mirror",
@@ -302,7 +166,7 @@ def pull(root: str | Path, caches: bool = False) -> dict[str, int]:
 
 def _pull_version(s3, url: str, root: Path, version: str, stats: dict[str, int]) -> None:
     rel_version = f"{VERSIONS_DIR}/{version}"
-    remote = _list(s3, _key(url, rel_version))
+    remote = list_files(s3, object_key(url, rel_version))
     if not remote:
         raise RemoteError(f"pull from {url}: index.json names version {version}, which is missing")
     folder = root / rel_version
@@ -310,9 +174,9 @@ def _pull_version(s3, url: str, root: Path, version: str, stats: dict[str, int])
     todo = [r for r, i in remote.items() if r not in local or local[r].stat().st_size != i.size]
 
     def fetch(rel: str) -> int:
-        return _download(s3, _key(url, f"{rel_version}/{rel}"), folder / rel)
+        return download(s3, object_key(url, f"{rel_version}/{rel}"), folder / rel)
 
-    sizes = _parallel(fetch, todo)
+    sizes = parallel(fetch, todo)
     stats["files_downloaded"] += len(todo)
     stats["bytes_downloaded"] += sum(sizes)
     for rel in set(local) - set(remote):  # the store's version is the truth
@@ -321,16 +185,16 @@ def _pull_version(s3, url: str, root: Path, version: str, stats: dict[str, int])
 
 
 def _pull_caches(s3, url: str, root: Path, stats: dict[str, int]) -> None:
-    remote = _list(s3, _key(url, CACHE_DIR))
+    remote = list_files(s3, object_key(url, CACHE_DIR))
     folder = root / CACHE_DIR
     todo = [(r, i) for r, i in remote.items() if not (folder / r).exists()]
 
     def fetch(item) -> int:
         rel, info = item
         mtime = info.mtime.timestamp() if info.mtime is not None else None
-        return _download(s3, _key(url, f"{CACHE_DIR}/{rel}"), folder / rel, mtime)
+        return download(s3, object_key(url, f"{CACHE_DIR}/{rel}"), folder / rel, mtime)
 
-    sizes = _parallel(fetch, todo)
+    sizes = parallel(fetch, todo)
     stats["files_downloaded"] += len(todo)
     stats["bytes_downloaded"] += sum(sizes)
 
@@ -407,13 +271,13 @@ def push(
         _push_version(s3, url, root, manifest, carried or set(), stats)
         _push_caches(s3, url, root, manifest, stats)
         manifest_bytes = (root / MANIFEST).read_bytes()
-        with s3.open_output_stream(_key(url, MANIFEST)) as out:  # last, in one PUT
+        with s3.open_output_stream(object_key(url, MANIFEST)) as out:  # last, in one PUT
             out.write(manifest_bytes)
         _delete_pruned(s3, url, root, stats)
     except RemoteError:
         raise
     except (OSError, ValueError) as exc:
-        raise _fail("publish to", url, exc) from None
+        raise fail("publish to", url, exc) from None
     with _refresh_lock:
         _last_refresh[str(root)] = time.monotonic()
     return stats
@@ -425,21 +289,21 @@ def _push_version(
     version, previous = manifest["version"], manifest.get("previous")
     rel_version = f"{VERSIONS_DIR}/{version}"
     local = _files(root / rel_version)
-    remote = _list(s3, _key(url, rel_version))  # a retried push resumes
-    prev_remote = _list(s3, _key(url, f"{VERSIONS_DIR}/{previous}")) if previous else {}
+    remote = list_files(s3, object_key(url, rel_version))  # a retried push resumes
+    prev_remote = list_files(s3, object_key(url, f"{VERSIONS_DIR}/{previous}")) if previous else {}
 
     def send(rel: str) -> tuple[str, int]:
         path = local[rel]
         size = path.stat().st_size
         if rel in remote and remote[rel].size == size:
             return "skipped", 0
-        dst = _key(url, f"{rel_version}/{rel}")
+        dst = object_key(url, f"{rel_version}/{rel}")
         if rel in carried and rel in prev_remote and prev_remote[rel].size == size:
-            s3.copy_file(_key(url, f"{VERSIONS_DIR}/{previous}/{rel}"), dst)  # server-side
+            s3.copy_file(object_key(url, f"{VERSIONS_DIR}/{previous}/{rel}"), dst)  # server-side
             return "copied", size
-        return "uploaded", _upload(s3, path, dst)
+        return "uploaded", upload(s3, path, dst)
 
-    for how, size in _parallel(send, sorted(local)):
+    for how, size in parallel(send, sorted(local)):
         stats[f"files_{how}"] += 1
         if how != "skipped":
             stats[f"bytes_{how}"] += size
@@ -449,7 +313,7 @@ def _push_caches(s3, url: str, root: Path, manifest: dict[str, Any], stats) -> N
     local = _files(root / CACHE_DIR)
     if not local:
         return
-    remote = _list(s3, _key(url, CACHE_DIR))
+    remote = list_files(s3, object_key(url, CACHE_DIR))
     started = manifest.get("run_started")
     llm = tuple(d[len(CACHE_DIR) + 1 :] + "/" for d in LLM_CACHE_DIRS)
 
@@ -465,7 +329,7 @@ def _push_caches(s3, url: str, root: Path, manifest: dict[str, Any], stats) -> N
         )
 
     todo = [r for r in sorted(local) if due(r)]
-    sizes = _parallel(lambda r: _upload(s3, local[r], _key(url, f"{CACHE_DIR}/{r}")), todo)
+    sizes = parallel(lambda r: upload(s3, local[r], object_key(url, f"{CACHE_DIR}/{r}")), todo)
     stats["cache_files_uploaded"] += len(todo)
     stats["cache_bytes_uploaded"] += sum(sizes)
 
@@ -473,28 +337,25 @@ def _push_caches(s3, url: str, root: Path, manifest: dict[str, Any], stats) -> N
 def _delete_pruned(s3, url: str, root: Path, stats) -> None:
     """Versions the local publish pruned, and LLM cache entries the local sweep deleted."""
     kept = {p.name for p in (root / VERSIONS_DIR).iterdir() if p.is_dir()}
-    for name in _subdirs(s3, _key(url, VERSIONS_DIR)):
+    for name in subdirs(s3, object_key(url, VERSIONS_DIR)):
         if name not in kept:
-            stats["objects_deleted"] += len(_list(s3, _key(url, f"{VERSIONS_DIR}/{name}")))
-            s3.delete_dir(_key(url, f"{VERSIONS_DIR}/{name}"))
+            stats["objects_deleted"] += len(
+                list_files(s3, object_key(url, f"{VERSIONS_DIR}/{name}"))
+            )
+            s3.delete_dir(object_key(url, f"{VERSIONS_DIR}/{name}"))
     for folder in LLM_CACHE_DIRS:
-        gone = [r for r in _list(s3, _key(url, folder)) if not (root / folder / r).exists()]
+        gone = [
+            r for r in list_files(s3, object_key(url, folder)) if not (root / folder / r).exists()
+        ]
         for rel in gone:
-            s3.delete_file(_key(url, f"{folder}/{rel}"))
+            s3.delete_file(object_key(url, f"{folder}/{rel}"))
         stats["objects_deleted"] += len(gone)
 
 
 __all__ = [
-    "RemoteError",
     "carried_over",
-    "endpoint",
-    "filesystem",
-    "is_url",
     "local_root",
-    "mirror_for",
-    "normalize",
     "pull",
     "push",
     "refresh",
-    "url_of",
 ]

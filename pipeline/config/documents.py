@@ -1,0 +1,106 @@
+"""Settings of the stages that read documents: structure (PDF layout, OCR), chunking into
+text units, and entity/relationship extraction.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from pipeline.config.section import Section
+
+
+class StructureSettings(Section):
+    pdf_structure: Literal["layout", "heuristic"] = Field(
+        "layout",
+        description="how PDF structure is read: 'layout' classes page regions (headings, "
+        "captions, footnotes, tables, page headers/footers, margin text) and orders them with "
+        "pymupdf's layout model (~0.3-0.5 s of CPU a page; long PDFs over worker processes); "
+        "'heuristic': font-size and position rules, ~10-20 ms a page, for very large corpora",
+    )
+    pdf_tables: bool = Field(
+        False,
+        description="heuristic path: detect tables with pymupdf find_tables (~0.15 s/page; "
+        "the time spent is kept in the document section's metadata); the layout path takes "
+        "tables, with their cells, from the model",
+    )
+    header_footer_margin: float = Field(
+        0.12, description="top/bottom page fraction where running headers/footers are looked for"
+    )
+    header_footer_min_repeat: float = Field(
+        0.3,
+        description="a margin line repeating (digits ignored) on this share of pages is a "
+        "running header/footer",
+    )
+    heading_max_words: int = Field(20, description="longer lines are never headings")
+    footnote_zone: float = Field(
+        0.4, description="footnotes are looked for in this bottom fraction of the page"
+    )
+    ocr: Literal["auto", "off"] = Field(
+        "auto",
+        description="scanned (image-only) PDF pages: 'auto' OCRs them when the optional OCR "
+        "engine is installed (pip install 'docgraph[ocr]'; models in the package, CPU, ~seconds "
+        "a page), else they are skipped with the reason; 'off' never OCRs",
+    )
+
+
+class ChunkingSettings(Section):
+    chunk_size: int = Field(300, description="target max tokens (o200k) per text unit")
+    overlap: int = Field(30, description="tokens of trailing sentences repeated at the next unit")
+    min_size: int = Field(
+        100,
+        description="content-defined cuts are at least this many tokens apart (the anchor "
+        "window); only forced splits of an over-long span or the last unit may be shorter",
+    )
+    cut_divisor: int = Field(
+        3,
+        description="a sentence end inside a paragraph is a cut candidate when its hash % "
+        "divisor == 0 (paragraph, page and heading boundaries always are)",
+    )
+    method: Literal["smart", "simple", "semantic"] = Field(
+        "smart",
+        description="smart: chunks inside sections with a section-path prefix, tables whole, "
+        "tiny sections merged; simple: the document text alone; semantic: smart's structure, "
+        "cut where adjacent sentences' embeddings diverge (embeds every sentence: slow on CPU)",
+    )
+    heading_prefix: bool = Field(
+        True,
+        description="smart/semantic: start each unit with '# section path' (counted in chunk_size)",
+    )
+    semantic_percentile: float = Field(
+        10.0,
+        description="semantic: a boundary is a topic cut when its adjacent-sentence cosine is "
+        "at or below this percentile of the section's boundaries",
+    )
+    semantic_window: int = Field(
+        2, description="semantic: sentences averaged on each side of a boundary"
+    )
+
+
+class ExtractionSettings(Section):
+    extractor: str = "nlp"
+    max_entities_per_unit: int = 40
+    keyphrases_per_unit: int = 5
+    keyphrase_method: str = Field(
+        "rake", description="CONCEPT keyphrases: 'rake' (fast, default) or 'yake' (~50x slower)"
+    )
+    max_relation_distance: int = Field(
+        1, description="relate entities in the same sentence or up to N sentences apart"
+    )
+    llm_pack_tokens: int = Field(
+        2400, description="llm: short units of one document are packed into one call up to this"
+    )
+    llm_answer_ratio: float = Field(
+        4.0,
+        description="llm: expected answer tokens per text token; a pack holds at most "
+        "llm.max_tokens / this many text tokens so its answer fits (measured: 3.1 on prose, "
+        "10-14 on dense text, whose cut answers are split and retried; see extract/llm.py)",
+    )
+    llm_pack_max_units: int = Field(16, description="llm: at most this many units per call")
+    gleanings: int = Field(0, description="llm: extra 'what was missed?' rounds per call")
+    prompt_path: str | None = Field(
+        None,
+        description="llm: a file replacing extract_graph.txt, or a folder of <name>.txt prompt "
+        "overrides",
+    )

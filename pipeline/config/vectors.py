@@ -1,0 +1,66 @@
+"""Settings of the vector stages: the embedding model, how each table's vectors are made,
+and the SAME_TOPIC edges derived from them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from pipeline.config.section import Section
+
+PACKAGED_MODEL = "packaged:all-MiniLM-L6-v2"
+
+
+class EmbeddingSettings(Section):
+    model: str = Field(
+        PACKAGED_MODEL, description="sentence-transformers name or path, or the packaged model"
+    )
+    batch_size: int = Field(
+        16,
+        description="texts per forward pass; on CPU 16 is as fast as 64 (less padding) and "
+        "peaks ~370 MB lower (1,000 MuSiQue passages: 12.6 s / 837 MB vs 15.0 s / 1,204 MB)",
+    )
+    device: str = "cpu"
+    process: Literal["worker", "inline"] = Field(
+        "worker",
+        description="where an index runs the model: worker: a child process (the index's own "
+        "process never loads torch, ~450 MB less, and it can go on while texts embed); "
+        "inline: in the index's process. Queries always embed inline.",
+    )
+    entity_vectors: Literal["name+context", "text"] = Field(
+        "name+context",
+        description="name+context: the embedded title plus the mean of its text units' vectors;"
+        " text: embed 'title (TYPE): description' (several times slower on CPU)",
+    )
+    relationship_vectors: Literal["context", "text"] = Field(
+        "context",
+        description="context: source + target entity vectors + mean of its text units' vectors"
+        " (no model call); text: embed 'source -> target: description'",
+    )
+    node_vectors: Literal["derived", "text"] = Field(
+        "derived",
+        description="derived: PARAGRAPH/LIST_ITEM nodes take the mean vector of the text units "
+        "holding them (no model call), other node types are embedded; text: embed every node",
+    )
+    report_vectors: Literal["context", "text"] = Field(
+        "context",
+        description="context: mean of the member entities' vectors (no model call);"
+        " text: embed the report's full content",
+    )
+
+
+class SameTopicSettings(Section):
+    enabled: bool = True
+    min_similarity: float = Field(0.6, description="cosine of two sections' vectors to link")
+    max_connections: int = Field(5, description="SAME_TOPIC edges per section at most")
+    cross_doc_only: bool = Field(True, description="link sections of different documents only")
+    vectors: Literal["units", "text"] = Field(
+        "units",
+        description="units: a section's vector is the mean of its text units' vectors (no model"
+        " call); text: embed its path and first `text_tokens` tokens",
+    )
+    text_tokens: int = Field(
+        128, description="text: a section's vector embeds its path and its first N tokens"
+    )
