@@ -11,12 +11,19 @@ evidence sentences (pipeline.graph.descriptions).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import polars as pl
 
 from pipeline import schemas
 from pipeline.config import GraphSettings
 from pipeline.graph.codes import code_lists, codes_in, decode, dense_codes, group_runs, sorted_vocab
-from pipeline.graph.descriptions import evidence_codes, extractive_descriptions, token_counts
+from pipeline.graph.descriptions import (
+    TextOf,
+    evidence_codes,
+    extractive_descriptions,
+    token_counts,
+)
 from pipeline.graph.titles import key_map
 from pipeline.ids import stable_id_expr
 
@@ -25,66 +32,64 @@ SYMMETRIC_TYPES = frozenset({"RELATED_TO", "SPOUSE", "SIBLING", "RELATIVE", "ALT
 FALLBACK_TYPE = "CONCEPT"  # for relation endpoints no entity row mentions
 
 
-def merge_graph(
-    extracted_entities: pl.DataFrame,
-    extracted_relationships: pl.DataFrame,
-    text_units: pl.DataFrame,
-    settings: GraphSettings,
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """(entities, relationships, text_units) — entities/relationships with exactly
-    schemas.ENTITIES / RELATIONSHIPS columns; text_units = the input text_units with
-    entity_ids / relationship_ids filled.
+class Vocabularies(NamedTuple):
+    """Sorted distinct strings of the mentions; a code is an index in one (codes sort as the
+    strings do)."""
 
-    Memory: every mention becomes integer codes first (text unit, key, display, type,
-    evidence sentence: indices into sorted vocabularies, so codes sort as their strings);
-    the group-bys (`group_runs`) and sorts run on those, entities and relationships are
-    numbered in output order, and strings come back only for what the output holds, a
-    slice of rows at a time. The same merge on strings copied every sentence per join and
-    group: at 40k documents (2.4M mention rows, 0.77 GB process after loading) it peaked
-    at 2.7 GB, this at 1.3 GB, the output tables identical.
-    """
-    max_tok = settings.description_max_tokens
-    xe, xr = extracted_entities, extracted_relationships
+    units: pl.Series
+    keys: pl.Series
+    displays: pl.Series
+    etypes: pl.Series
+    rtypes: pl.Series
 
-    def col(df: pl.DataFrame, name: str, fill: str | None = None) -> pl.Series:
-        s = df.get_column(name)  # Utf8, or Categorical (read_mentions): kept as it is
-        s = s if isinstance(s.dtype, pl.Categorical) else s.cast(pl.Utf8)
-        return s if fill is None else s.fill_null(fill)
 
+def _col(df: pl.DataFrame, name: str, fill: str | None = None) -> pl.Series:
+    s = df.get_column(name)  # Utf8, or Categorical (read_mentions): kept as it is
+    s = s if isinstance(s.dtype, pl.Categorical) else s.cast(pl.Utf8)
+    return s if fill is None else s.fill_null(fill)
+
+
+def _mention_codes(
+    xe: pl.DataFrame, xr: pl.DataFrame
+) -> tuple[Vocabularies, pl.DataFrame, pl.DataFrame, TextOf]:
+    """(vocabularies, ee, er, text_of): every mention as integer codes. ee: entity mentions
+    (u, k, disp, t, d), plus the relation endpoints no entity row names; er: relation
+    mentions (u, sk, tk, t, d, w) without self-loops, a symmetric type's ends in key order;
+    text_of: the evidence sentences of codes d (see `evidence_codes`)."""
     # ---- vocabularies: sorted distinct strings; a code is an index in one
-    units = sorted_vocab(col(xe, "text_unit_id"), col(xr, "text_unit_id"))
-    km = key_map(sorted_vocab(col(xe, "title"), col(xr, "source"), col(xr, "target")))
+    units = sorted_vocab(_col(xe, "text_unit_id"), _col(xr, "text_unit_id"))
+    km = key_map(sorted_vocab(_col(xe, "title"), _col(xr, "source"), _col(xr, "target")))
     keys = sorted_vocab(km.get_column("key").filter(km.get_column("key") != ""))
     displays = sorted_vocab(km.get_column("display"))
     surf_key = codes_in(km.get_column("key"), keys)  # null for a key-less surface ("...")
     surf_disp = codes_in(km.get_column("display"), displays)
     surfaces = km.get_column("surface")
     del km
-    etypes = sorted_vocab(col(xe, "type", FALLBACK_TYPE), pl.Series([FALLBACK_TYPE]))
-    rtypes = sorted_vocab(col(xr, "type", "RELATED_TO"))
+    etypes = sorted_vocab(_col(xe, "type", FALLBACK_TYPE), pl.Series([FALLBACK_TYPE]))
+    rtypes = sorted_vocab(_col(xr, "type", "RELATED_TO"))
     fallback = etypes.index_of(FALLBACK_TYPE)
 
-    (ed, rd), text_of = evidence_codes(col(xe, "description"), col(xr, "description"))
+    (ed, rd), text_of = evidence_codes(_col(xe, "description"), _col(xr, "description"))
     # ---- mentions as codes: (u)nit, (k)ey, (disp)lay, (t)ype, (d)escription
-    sc = codes_in(col(xe, "title"), surfaces)
+    sc = codes_in(_col(xe, "title"), surfaces)
     ee = pl.DataFrame(
         {
-            "u": codes_in(col(xe, "text_unit_id"), units),
+            "u": codes_in(_col(xe, "text_unit_id"), units),
             "k": surf_key.gather(sc),
             "disp": surf_disp.gather(sc),
-            "t": codes_in(col(xe, "type", FALLBACK_TYPE), etypes),
+            "t": codes_in(_col(xe, "type", FALLBACK_TYPE), etypes),
             "d": ed,
         }
     ).filter(pl.col("k").is_not_null())
-    ssc, tsc = codes_in(col(xr, "source"), surfaces), codes_in(col(xr, "target"), surfaces)
+    ssc, tsc = codes_in(_col(xr, "source"), surfaces), codes_in(_col(xr, "target"), surfaces)
     er = pl.DataFrame(
         {
-            "u": codes_in(col(xr, "text_unit_id"), units),
+            "u": codes_in(_col(xr, "text_unit_id"), units),
             "sc": ssc,
             "tc": tsc,
             "sk": surf_key.gather(ssc),
             "tk": surf_key.gather(tsc),
-            "t": codes_in(col(xr, "type", "RELATED_TO"), rtypes),
+            "t": codes_in(_col(xr, "type", "RELATED_TO"), rtypes),
             "d": rd,
             "w": xr.get_column("weight").cast(pl.Float64).fill_null(1.0),
         }
@@ -124,6 +129,31 @@ def merge_graph(
         )
     del endpoints
     er = er.drop("sc", "tc")
+    return Vocabularies(units, keys, displays, etypes, rtypes), ee, er, text_of
+
+
+def merge_graph(
+    extracted_entities: pl.DataFrame,
+    extracted_relationships: pl.DataFrame,
+    text_units: pl.DataFrame,
+    settings: GraphSettings,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(entities, relationships, text_units) — entities/relationships with exactly
+    schemas.ENTITIES / RELATIONSHIPS columns; text_units = the input text_units with
+    entity_ids / relationship_ids filled.
+
+    Memory: every mention becomes integer codes first (text unit, key, display, type,
+    evidence sentence: indices into sorted vocabularies, so codes sort as their strings);
+    the group-bys (`group_runs`) and sorts run on those, entities and relationships are
+    numbered in output order, and strings come back only for what the output holds, a
+    slice of rows at a time. The same merge on strings copied every sentence per join and
+    group: at 40k documents (2.4M mention rows, 0.77 GB process after loading) it peaked
+    at 2.7 GB, this at 1.3 GB, the output tables identical.
+    """
+    max_tok = settings.description_max_tokens
+    vocabularies, ee, er, text_of = _mention_codes(extracted_entities, extracted_relationships)
+    units, keys, displays, etypes, rtypes = vocabularies
+    fallback = etypes.index_of(FALLBACK_TYPE)
     ntok = token_counts(pl.concat([ee.get_column("d"), er.get_column("d")]), text_of)
 
     # ---- entities: one row per key, numbered in output order (pos)
@@ -231,20 +261,7 @@ def merge_graph(
     ridc, rel_ids = dense_codes(rels.get_column("id"))  # by r
     unit_rels = rel_units.select("u", ridc=decode(ridc, "r"))
     del rel_units, ridc
-
-    # ---- text units: ids of the entities / relationships each unit holds
-    tu = text_units.drop([c for c in ("entity_ids", "relationship_ids") if c in text_units.columns])
-    at = pl.DataFrame(
-        {
-            "u": codes_in(tu.get_column("id").cast(pl.Utf8), units),
-            "row": pl.int_range(tu.height, dtype=pl.UInt32, eager=True),
-        }
-    )
-    none = pl.lit([], dtype=pl.List(pl.Utf8))
-    tu = tu.with_columns(
-        entity_ids=code_lists(unit_ents.join(at, on="u"), "row", "idc", ent_ids, tu.height),
-        relationship_ids=code_lists(unit_rels.join(at, on="u"), "row", "ridc", rel_ids, tu.height),
-    ).with_columns(pl.col("entity_ids").fill_null(none), pl.col("relationship_ids").fill_null(none))
+    tu = _text_unit_ids(text_units, units, unit_ents, ent_ids, unit_rels, rel_ids)
     return (
         _cast(ents, schemas.ENTITIES),
         _cast(rels, schemas.RELATIONSHIPS),
@@ -257,3 +274,29 @@ def _cast(df: pl.DataFrame, schema) -> pl.DataFrame:
     round trip through Arrow copied every string twice (400 MB at 40k documents)."""
     dtypes = pl.from_arrow(schema.empty_table()).schema
     return df.select(pl.col(name).cast(dtype) for name, dtype in dtypes.items())
+
+
+def _text_unit_ids(
+    text_units: pl.DataFrame,
+    units: pl.Series,
+    unit_ents: pl.DataFrame,
+    ent_ids: pl.Series,
+    unit_rels: pl.DataFrame,
+    rel_ids: pl.Series,
+) -> pl.DataFrame:
+    """`text_units` with entity_ids / relationship_ids: the ids of the entities and
+    relationships each unit holds (`unit_ents` (u, idc), `unit_rels` (u, ridc): codes into
+    `ent_ids` / `rel_ids`), an empty list for none."""
+    tu = text_units.drop([c for c in ("entity_ids", "relationship_ids") if c in text_units.columns])
+    at = pl.DataFrame(
+        {
+            "u": codes_in(tu.get_column("id").cast(pl.Utf8), units),
+            "row": pl.int_range(tu.height, dtype=pl.UInt32, eager=True),
+        }
+    )
+    none = pl.lit([], dtype=pl.List(pl.Utf8))
+    tu = tu.with_columns(
+        entity_ids=code_lists(unit_ents.join(at, on="u"), "row", "idc", ent_ids, tu.height),
+        relationship_ids=code_lists(unit_rels.join(at, on="u"), "row", "ridc", rel_ids, tu.height),
+    ).with_columns(pl.col("entity_ids").fill_null(none), pl.col("relationship_ids").fill_null(none))
+    return tu
