@@ -1,19 +1,23 @@
-"""Thin Dagster assets: read upstream tables, call pipeline/, write, attach metadata."""
+"""Thin Dagster assets, one module per stage group named like the pipeline package it calls,
+in DAG order: ingest, structure, chunking, extract, graph, communities, vectors, publish. The
+input folder goes in, the index's tables and vector tables come out as one published version;
+each asset reads its upstream tables, calls pipeline/, writes, and attaches metadata
+(metadata.py). shards.py partitions the per-document stages, checks.py holds the blocking
+asset checks, run.py runs the job from Python and automation.py its schedule and sensor."""
 
 from dagster import AssetsDefinition, get_dagster_logger
 
-from assets.checks import integrity_checks
-from assets.ingest import documents_asset, publications
-from assets.publish import published_index_asset
-from assets.semantic import (
-    chunks_asset,
+from assets import (
+    checks,
+    chunking,
     communities,
-    community_reports,
-    extraction_asset,
+    extract,
     graph,
+    ingest,
+    publish,
+    structure,
+    vectors,
 )
-from assets.structure import structure_asset, structure_edges
-from assets.vectors import chunk_embeddings_asset, vector_assets
 from pipeline import progress
 
 # long stages log `stage n/total (rate/s)` every 10 s into the run's log (pipeline/progress.py)
@@ -24,21 +28,21 @@ def index_assets(n_shards: int) -> list[AssetsDefinition]:
     """Every asset of the index, the per-document ones partitioned into `n_shards` shards
     (assets.shards), `published_index` last."""
     assets = [
-        documents_asset(n_shards),
-        publications,
-        structure_asset(n_shards),
-        chunks_asset(n_shards),
-        extraction_asset(n_shards),
-        chunk_embeddings_asset(n_shards),
-        structure_edges,
-        graph,
-        communities,
-        community_reports,
-        *vector_assets,
+        ingest.documents_asset(n_shards),
+        ingest.publications,
+        structure.structure_asset(n_shards),
+        chunking.chunks_asset(n_shards),
+        extract.extraction_asset(n_shards),
+        vectors.chunk_embeddings_asset(n_shards),
+        structure.structure_edges,
+        graph.graph,
+        communities.communities,
+        communities.community_reports,
+        *vectors.vector_assets,
     ]
-    return [*assets, published_index_asset([key for a in assets for key in a.keys])]
+    return [*assets, publish.published_index_asset([key for a in assets for key in a.keys])]
 
 
-index_checks = integrity_checks
+index_checks = checks.integrity_checks
 
 __all__ = ["index_assets", "index_checks"]

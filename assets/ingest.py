@@ -7,9 +7,8 @@ from pathlib import Path
 
 from dagster import AssetExecutionContext, AssetOut, MetadataValue, Output, multi_asset
 
-from assets.metadata import PARQUET_KINDS, frame_metadata
+from assets.metadata import PARQUET_KINDS, failures_md, frame_metadata
 from assets.shards import SHARD_POLICY, run_shards, shard_partitions, specs
-from assets.structure import failures_md
 from pipeline.ingest import check_input_folder, own_folders, shards, walk_input
 from pipeline.ingest.loader import load_entries
 from pipeline.ingest.pdf_ocr import ocr_setting

@@ -205,3 +205,32 @@ def counts_table(counts: dict[str, Any], header: tuple[str, str]):
         }
     )
     return table_preview(table, n=len(counts), width=200)
+
+
+def failures_md(failures: pl.DataFrame) -> MetadataValue:
+    """Every failed document (up to 100) with its stage, reason and fallback."""
+    cols = failures.select("source_path", "stage", "reason", "fallback")
+    return MetadataValue.md(markdown_preview(cols, n=100, width=200) if cols.height else "none")
+
+
+def llm_delta(before: dict, after: dict) -> dict:
+    """This step's LLM counters (the client may be shared by several steps of a process)."""
+    out = {}
+    for key, value in after.items():
+        if key == "llm_by_stage":
+            old = before.get(key, {})
+            delta = {
+                stage: {
+                    k: v - old.get(stage, {}).get(k, 0) if isinstance(v, int | float) else v
+                    for k, v in counts.items()
+                }
+                for stage, counts in value.items()
+            }
+            out[key] = MetadataValue.json(
+                {stage: c for stage, c in delta.items() if any(c.values())}
+            )
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            out[key] = value - before.get(key, 0)
+        else:
+            out[key] = value
+    return out

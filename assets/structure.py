@@ -6,7 +6,7 @@ import time
 import polars as pl
 from dagster import AssetExecutionContext, MetadataValue, Output, asset, multi_asset
 
-from assets.metadata import PARQUET_KINDS, counts_table, frame_metadata, markdown_preview
+from assets.metadata import PARQUET_KINDS, counts_table, failures_md, frame_metadata
 from assets.shards import SHARD_POLICY, run_shards, shard_partitions, specs
 from pipeline import schemas
 from pipeline.failures import failures_frame
@@ -128,9 +128,3 @@ def structure_edges(
             **link_resolution(edges),
         ),
     )
-
-
-def failures_md(failures: pl.DataFrame) -> MetadataValue:
-    """Every failed document (up to 100) with its stage, reason and fallback."""
-    cols = failures.select("source_path", "stage", "reason", "fallback")
-    return MetadataValue.md(markdown_preview(cols, n=100, width=200) if cols.height else "none")

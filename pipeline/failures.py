@@ -40,3 +40,16 @@ def failures_frame(rows: list[dict[str, Any]], name: str) -> pl.DataFrame:
     """The rows as table `name` (a DOCUMENT_FAILURES table), in the given order."""
     table = schemas.pa.Table.from_pylist(rows, schema=schemas.TABLES[name])
     return pl.from_arrow(table)  # type: ignore[return-value]
+
+
+def stage_failures_frame(stage: str, rows: list[tuple[str, str]]) -> pl.DataFrame:
+    """(item id, reason) pairs of one corpus-wide LLM stage (summaries, reports) whose items
+    kept their fallback, as a summary_failures / report_failures frame."""
+    return pl.DataFrame(
+        {
+            "stage": [stage] * len(rows),
+            "item_id": [r[0] for r in rows],
+            "reason": [r[1] for r in rows],
+        },
+        schema={"stage": pl.Utf8, "item_id": pl.Utf8, "reason": pl.Utf8},
+    )

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from dagster import ConfigurableResource
 
+from pipeline.config import Settings
 from resources.config import DocgraphConfig
 
 _CLIENTS: dict[str, object] = {}
@@ -31,3 +32,9 @@ class LlmResource(ConfigurableResource):
         if key not in _CLIENTS:
             _CLIENTS[key] = LlmClient(settings.llm, cache_dir)
         return _CLIENTS[key]
+
+
+def llm_mode(settings: Settings) -> bool:
+    """Whether a run calls the LLM (extraction, summaries, reports): the steps that then ask
+    this resource for its client."""
+    return settings.llm.enabled or settings.extraction.extractor == "llm"

@@ -8,8 +8,8 @@ import numpy as np
 import polars as pl
 from dagster import build_asset_context, materialize
 
+from assets.chunking import chunks_asset
 from assets.ingest import documents_asset
-from assets.semantic import chunks_asset
 from assets.structure import structure_asset
 from assets.vectors import vector_assets
 from pipeline.storage import store

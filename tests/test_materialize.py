@@ -82,7 +82,7 @@ def test_failed_stage_keeps_earlier_outputs(indexed, tmp_path, monkeypatch):
     out3 = tmp_path / "partial"
     shutil.copytree(out, out3)
     before = store.read_table(out3, "communities")
-    import assets.semantic as semantic
+    import assets.communities as semantic
 
     def boom(*args, **kwargs):
         raise RuntimeError("leiden exploded")

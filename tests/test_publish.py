@@ -119,7 +119,7 @@ def test_a_killed_or_failed_reindex_publishes_nothing(corpus, monkeypatch):
     assert "polonium" in hit.context_text
 
     # failed in a late stage (after documents and text units were staged)
-    import assets.semantic as semantic
+    import assets.communities as semantic
 
     def boom(*args, **kwargs):
         raise RuntimeError("reports exploded")

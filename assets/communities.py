@@ -1,0 +1,145 @@
+"""Communities and their reports over the whole corpus: hierarchical Leiden communities of
+the entity graph (carried over from the last run when the graph barely changed, with the
+state sidecar that counts the change), then one report per community (pipeline.communities),
+written bottom-up by the LLM in LLM mode."""
+
+import json
+import time
+from pathlib import Path
+
+import polars as pl
+from dagster import AssetExecutionContext, AssetIn, AssetOut, Output, asset, multi_asset
+
+from assets.metadata import PARQUET_KINDS, community_sizes, frame_metadata, llm_delta
+from pipeline.communities.leiden import INPUT_COLUMNS as COMMUNITY_INPUTS
+from pipeline.communities.leiden import hierarchical_leiden, next_state, plan_communities
+from pipeline.communities.reports import INPUT_COLUMNS as REPORT_INPUTS
+from pipeline.communities.reports import build_reports
+from pipeline.communities.reports_llm import build_reports_llm
+from pipeline.compat.columns import stamp_period
+from pipeline.failures import stage_failures_frame
+from pipeline.storage import store
+from pipeline.storage.files import atomic_write_text
+from resources import DocgraphConfig, LlmResource
+from resources.llm import llm_mode
+from resources.output import run_dir
+
+
+def _columns(columns: dict[str, list[str]]) -> dict[str, AssetIn]:
+    """Inputs that load only the columns the stage reads (resources.parquet_io)."""
+    return {name: AssetIn(metadata={"columns": cols}) for name, cols in columns.items()}
+
+
+@asset(
+    group_name="communities",
+    description="Hierarchical Leiden communities of the entity graph.",
+    ins=_columns(COMMUNITY_INPUTS),
+    kinds=set(PARQUET_KINDS),
+)
+def communities(
+    context: AssetExecutionContext,
+    docgraph: DocgraphConfig,
+    entities: pl.DataFrame,
+    relationships: pl.DataFrame,
+) -> Output[pl.DataFrame]:
+    started = time.perf_counter()
+    settings = docgraph.settings()
+    # the last run's table (if any; the run's folder starts as the last version): a small
+    # graph change keeps its communities (and so their cached LLM reports), a change
+    # accumulated since the last full recompute (counted in the state sidecar) or new
+    # partition settings recompute; see pipeline.communities.leiden
+    folder = run_dir(docgraph, context)
+    previous = store.read_table(folder, "communities")
+    state_path = folder / COMMUNITIES_STATE
+    plan = plan_communities(
+        entities, relationships, settings.graph, previous, _read_state(state_path)
+    )
+    df = hierarchical_leiden(
+        entities, relationships, settings.graph, previous=previous if plan["carry_over"] else None
+    )
+    df = stamp_period(df, previous)  # GraphRAG's period: the run's date, kept when unchanged
+    # written before the IO manager writes the table: the state names the table it describes
+    # (table_hash), so if that write never happens the next run sees a stale state and recomputes
+    _write_state(state_path, next_state(plan, df))
+    return Output(
+        df,
+        metadata=frame_metadata(
+            df,
+            started,
+            "communities",
+            **community_sizes(df),
+            incremental="carried_over" if plan["carry_over"] else "recomputed",
+            incremental_reason=plan["reason"],
+            cumulative_change=round(float(plan["change"]), 6),
+            run_change=round(float(plan["run_change"]), 6),
+        ),
+    )
+
+
+COMMUNITIES_STATE = "communities_state.json"
+
+
+def _read_state(path: Path) -> dict | None:
+    """None when there is no sidecar (an index from before it: carried over once, then
+    counted); {} when it cannot be read (pipeline.communities.leiden then recomputes)."""
+    if not path.exists():
+        return None
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def _write_state(path: Path, state: dict) -> None:
+    """Atomically, like pipeline.storage.store tables: a crash leaves the old sidecar whole."""
+    atomic_write_text(path, json.dumps(state, sort_keys=True, indent=1) + "\n")
+
+
+@multi_asset(
+    outs={
+        "community_reports": AssetOut(
+            description="One report per community (title, summary, rating, findings).",
+            kinds=set(PARQUET_KINDS),
+        ),
+        "report_failures": AssetOut(
+            description="LLM mode: reports that stayed extractive.", kinds=set(PARQUET_KINDS)
+        ),
+    },
+    ins=_columns(REPORT_INPUTS),
+    group_name="communities",
+)
+def community_reports(
+    docgraph: DocgraphConfig,
+    llm: LlmResource,
+    communities: pl.DataFrame,
+    entities: pl.DataFrame,
+    relationships: pl.DataFrame,
+    text_units: pl.DataFrame,
+):
+    started = time.perf_counter()
+    settings = docgraph.settings()
+    df = build_reports(communities, entities, relationships, text_units, settings.reports)
+    failures, llm_meta = [], {}
+    if llm_mode(settings):  # bottom-up LLM reports; a failed one keeps its extractive report
+        client = llm.get()
+        before = client.metadata()
+        df, failures, counts = build_reports_llm(
+            communities, entities, relationships, text_units, df, client, settings.reports
+        )
+        llm_meta = llm_delta(before, client.metadata())
+        # sent: a call or the exact-prompt cache; kept: a small context change, no call
+        llm_meta["reports_sent_to_llm"] = counts["sent"]
+        llm_meta["reports_kept_from_memo"] = counts["reused"]
+        llm_meta["reports_failed_kept_previous"] = counts["failed_kept"]
+    yield Output(
+        df,
+        output_name="community_reports",
+        metadata=frame_metadata(df, started, "community_reports", **llm_meta),
+    )
+    fails = stage_failures_frame("report", [(str(f["community"]), f["reason"]) for f in failures])
+    yield Output(
+        fails,
+        output_name="report_failures",
+        metadata=frame_metadata(fails, started, "report_failures"),
+    )
