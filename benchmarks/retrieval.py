@@ -142,7 +142,7 @@ def dense_vectors(index, corpus: list[dict], cache: Path) -> np.ndarray:
 
 def run_dense(index, corpus, questions, gold, cache: Path) -> Run:
     """The issue's dense reference: cosine over whole passages, top 10 as the context."""
-    from pipeline.query.index import top_indices
+    from pipeline.query.scoring import top_indices
     from pipeline.tokens import count_tokens
 
     mat = dense_vectors(index, corpus, cache)

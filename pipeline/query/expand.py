@@ -46,13 +46,15 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
+from pipeline.query.records import entity_record, unit_record
 from pipeline.query.rerank import title_bridges
 from pipeline.query.result import SearchResult
+from pipeline.query.scoring import top_indices
 from pipeline.query.text import extractive_answer
 from pipeline.tokens import count_tokens, truncate_tokens
 
 if TYPE_CHECKING:
-    from pipeline.query.index import GraphIndex
+    from pipeline.query.tables import IndexTables
 
 # Per edge-type weights (the type's share of a path score). Declared once; a call's
 # `weights` overrides some of them. Stored types not listed here get UNLISTED_WEIGHT.
@@ -138,7 +140,7 @@ class ExpandGraph:
         return "text_unit" if g < self.n_sections + self.n_units else "entity"
 
 
-def expand_graph(index: GraphIndex) -> ExpandGraph:
+def expand_graph(index: IndexTables) -> ExpandGraph:
     """The index's expansion graph, built on first use and kept on the index object."""
     cached = getattr(index, "_expand_graph", None)
     if cached is None:
@@ -147,7 +149,7 @@ def expand_graph(index: GraphIndex) -> ExpandGraph:
     return cached
 
 
-def _build(index: GraphIndex) -> ExpandGraph:
+def _build(index: IndexTables) -> ExpandGraph:
     sections = index.table("sections").with_row_index("srow")
     n_s, n_u, n_e = sections.height, index.text_units.height, index.entities.height
     n = n_s + n_u + n_e
@@ -377,7 +379,7 @@ def _frontier_edges(
 
 
 def expand_search(
-    index: GraphIndex,
+    index: IndexTables,
     query: str,
     *,
     max_hops: int | None = None,
@@ -387,8 +389,6 @@ def expand_search(
     top_k: int | None = None,
     params: ExpandParams | None = None,
 ) -> SearchResult:
-    from pipeline.query.index import top_indices
-
     if index.is_empty:
         return index.empty_result(query, "expand")
     qs = index.settings.query
@@ -613,7 +613,7 @@ def expand_search(
 
 
 def _context(
-    index: GraphIndex,
+    index: IndexTables,
     graph: ExpandGraph,
     unit_rank: list[int],
     final_of: dict[int, float],
@@ -634,7 +634,8 @@ def _context(
     used = 0
     for rank, row in enumerate(unit_rank):
         g = row + off_u
-        rec = index.unit_record(
+        rec = unit_record(
+            index,
             row,
             final_of.get(row, float(usims[row])),
             rank=rank + 1,
@@ -713,7 +714,7 @@ def _context(
         ent_lines.append(f"[E{e['human_readable_id']}] {e['title']} ({e['type']}): {desc}")
         via = names[ptype[g]] if ptype[g] >= 0 else None
         records.append(
-            index.entity_record(e, desc, score=float(score[g]), hops=int(hops[g]), via=via)
+            entity_record(index, e, desc, score=float(score[g]), hops=int(hops[g]), via=via)
         )
     if ent_lines:
         lines += ["", "# Entities", *ent_lines]

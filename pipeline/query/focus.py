@@ -78,7 +78,7 @@ from pipeline.query.result import SearchResult
 from pipeline.tokens import count_tokens, truncate_tokens
 
 if TYPE_CHECKING:
-    from pipeline.query.index import GraphIndex
+    from pipeline.query.tables import IndexTables
 
 RELATED_DETAILS_TOKENS = 80  # a related note's details are cut to this many tokens
 FOCUS_DETAILS_TOKENS = 600  # the focus note's details (shortened further to fit a budget)
@@ -163,7 +163,7 @@ class NoteGraph:
         return [r for r in self.children.get(self.parent[row], []) if r != row]
 
 
-def note_graph(index: GraphIndex) -> NoteGraph:
+def note_graph(index: IndexTables) -> NoteGraph:
     """The index's NoteGraph, built on first use and cached on the index object."""
     cached = getattr(index, "_focus_graph", None)
     if cached is None:
@@ -452,7 +452,7 @@ def _fit_focus(g: NoteGraph, row: int, budget: int) -> tuple[dict[str, Any], str
 # ---- the query -------------------------------------------------------------------------
 
 
-def focus_context(index: GraphIndex, uri: str, budget_tokens: int | None) -> SearchResult:
+def focus_context(index: IndexTables, uri: str, budget_tokens: int | None) -> SearchResult:
     """Focus note `uri` and its related notes by priority within `budget_tokens`
     (default settings.query.focus_budget_tokens); `data` is the Overall JSON."""
     g = note_graph(index)

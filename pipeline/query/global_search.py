@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
+from pipeline.query.records import graph_record
 from pipeline.query.result import SearchResult, render_table
 from pipeline.tokens import count_tokens, truncate_tokens
 
 if TYPE_CHECKING:
-    from pipeline.query.index import GraphIndex
+    from pipeline.query.tables import IndexTables
 
 ANSWER_REPORTS = 5
 REPORT_TOKENS = 500
@@ -47,7 +48,7 @@ def rate(similarity: np.ndarray, importance: np.ndarray) -> np.ndarray:
 
 
 def dynamic_selection(
-    index: GraphIndex, ratings: np.ndarray, threshold: float, trace: list[str]
+    index: IndexTables, ratings: np.ndarray, threshold: float, trace: list[str]
 ) -> np.ndarray:
     """Report rows chosen by descending the community tree while ratings say relevant."""
     reps = index.community_reports
@@ -81,7 +82,7 @@ def dynamic_selection(
     return chosen
 
 
-def global_search(index: GraphIndex, query: str, level: int | None = None) -> SearchResult:
+def global_search(index: IndexTables, query: str, level: int | None = None) -> SearchResult:
     if index.is_empty:
         return index.empty_result(query, "global")
     qs = index.settings.query
@@ -152,7 +153,21 @@ def global_search(index: GraphIndex, query: str, level: int | None = None) -> Se
         used += n
         table.append([rep["human_readable_id"], rep["title"], rep["query_rating"], content])
         unit_list = list(rep["text_unit_ids"] or [])
-        records.append(_record(index, rep, content, unit_list))
+        records.append(
+            graph_record(
+                index,
+                "report",
+                rep,
+                unit_list,
+                score=float(rep["query_rating"]),
+                rating=float(rep["query_rating"]),
+                similarity=float(rep["similarity"]),
+                title=rep["title"],
+                text=content,
+                community=rep["community"],
+                level=rep["level"],
+            )
+        )
         unit_ids.extend(u for u in unit_list if u not in unit_ids)
         if len(answer_parts) < ANSWER_REPORTS:
             answer_parts.append(_answer_part(rep))
@@ -182,19 +197,3 @@ def _answer_part(rep: dict[str, Any]) -> str:
         text = truncate_tokens(rep["full_content"] or "", 80)
     cite = f"[report {rep['human_readable_id']}, rating {rep['query_rating']}]"
     return f"- {rep['title']}: {text} {cite}"
-
-
-def _record(index: GraphIndex, rep: dict[str, Any], content: str, units: list[str]) -> dict:
-    return {
-        "kind": "report",
-        "id": rep["id"],
-        "human_readable_id": rep["human_readable_id"],
-        "score": float(rep["query_rating"]),
-        "rating": float(rep["query_rating"]),
-        "similarity": float(rep["similarity"]),
-        "title": rep["title"],
-        "text": content,
-        "community": rep["community"],
-        "level": rep["level"],
-        **index.provenance_of_units(units),
-    }

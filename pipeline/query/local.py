@@ -22,13 +22,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.config import QuerySettings
+from pipeline.query.records import entity_record, graph_record, unit_record
 from pipeline.query.rerank import fuse, title_bridges
 from pipeline.query.result import SearchResult, render_table, texts_table
+from pipeline.query.scoring import top_indices
 from pipeline.query.text import extractive_answer
 from pipeline.tokens import count_tokens, truncate_tokens
 
 if TYPE_CHECKING:
-    from pipeline.query.index import GraphIndex
+    from pipeline.query.tables import IndexTables
 
 
 @dataclass(frozen=True)
@@ -80,11 +82,9 @@ def params_from_settings(qs: QuerySettings) -> LocalParams:
 
 
 def rank_units(
-    index: GraphIndex, query: str, qvec: np.ndarray, params: LocalParams, trace: list[str]
+    index: IndexTables, query: str, qvec: np.ndarray, params: LocalParams, trace: list[str]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]:
     """(blended unit scores, dense unit sims, PPR entity scores, matched entity rows->name)."""
-    from pipeline.query.index import top_indices
-
     sims = index.similarities(index.unit_vectors, qvec)
     g = index.unit_entity_graph
     n_u, n_e = g.n_units, g.n_entities
@@ -161,13 +161,11 @@ def rank_units(
 
 
 def local_search(
-    index: GraphIndex,
+    index: IndexTables,
     query: str,
     top_k: int | None = None,
     params: LocalParams | None = None,
 ) -> SearchResult:
-    from pipeline.query.index import top_indices
-
     if index.is_empty:
         return index.empty_result(query, "local")
     qs = index.settings.query
@@ -240,8 +238,6 @@ def local_search(
 
 def _select_entities(ent_scores: np.ndarray, matched: dict[int, str], k: int) -> list[int]:
     """The query's named entities first, then the entities PageRank reached most."""
-    from pipeline.query.index import top_indices
-
     rows = list(dict.fromkeys(sorted(matched, key=lambda r: (-ent_scores[r], r))))
     if ent_scores.size:
         for r in top_indices(ent_scores, k + len(rows)).tolist():
@@ -253,7 +249,7 @@ def _select_entities(ent_scores: np.ndarray, matched: dict[int, str], k: int) ->
 
 
 def _entities_section(
-    index: GraphIndex,
+    index: IndexTables,
     rows: list[int],
     ent_scores: np.ndarray,
     matched: dict[int, str],
@@ -271,13 +267,13 @@ def _entities_section(
         used += n
         table.append(row)
         score = float(ent_scores[r]) if ent_scores.size else 0.0
-        records.append(index.entity_record(e, desc, score=score, matched_name=matched.get(r)))
+        records.append(entity_record(index, e, desc, score=score, matched_name=matched.get(r)))
     header = SECTION_HEADERS[0][1]
     return render_table("Entities", header, table), records, used
 
 
 def _relationships_section(
-    index: GraphIndex, ent_rows: list[int], ent_scores: np.ndarray, budget: int
+    index: IndexTables, ent_rows: list[int], ent_scores: np.ndarray, budget: int
 ) -> tuple[str, list[dict[str, Any]], int]:
     """Relationships touching the selected entities: both ends selected first, then the
     endpoints' PageRank, then weight (one sparse product, no per-query join)."""
@@ -308,21 +304,21 @@ def _relationships_section(
         used += n
         table.append(row)
         records.append(
-            {
-                "kind": "relationship",
-                "id": rel["id"],
-                "human_readable_id": rel["human_readable_id"],
-                "score": float(score[r]),
-                "title": f"{rel['source']} -> {rel['target']}",
-                "text": desc,
-                **index.provenance_of_units(list(rel["text_unit_ids"] or [])),
-            }
+            graph_record(
+                index,
+                "relationship",
+                rel,
+                rel["text_unit_ids"],
+                score=float(score[r]),
+                title=f"{rel['source']} -> {rel['target']}",
+                text=desc,
+            )
         )
     return render_table("Relations", header, table), records, used
 
 
 def _reports_section(
-    index: GraphIndex, ent_rows: list[int], budget: int
+    index: IndexTables, ent_rows: list[int], budget: int
 ) -> tuple[str, list[dict[str, Any]], int]:
     """Reports of the communities holding the most selected entities (then finer, then rating)."""
     reps = index.community_reports
@@ -351,30 +347,30 @@ def _reports_section(
         used += n
         table.append([rep["human_readable_id"], rep["title"], rep["level"], content])
         records.append(
-            {
-                "kind": "report",
-                "id": rep["id"],
-                "human_readable_id": rep["human_readable_id"],
-                "score": float(hits[r]),
-                "title": rep["title"],
-                "text": content,
-                "community": rep["community"],
-                "level": rep["level"],
-                **index.provenance_of_units(units[r]),
-            }
+            graph_record(
+                index,
+                "report",
+                rep,
+                units[r],
+                score=float(hits[r]),
+                title=rep["title"],
+                text=content,
+                community=rep["community"],
+                level=rep["level"],
+            )
         )
     return render_table("Summaries", header, table), records, used
 
 
 def _sources_section(
-    index: GraphIndex,
+    index: IndexTables,
     unit_rows: np.ndarray,
     scores: np.ndarray,
     sims: np.ndarray,
     budget: int,
 ) -> tuple[str, list[dict[str, Any]]]:
     records = (
-        index.unit_record(row, float(scores[row]), rank=rank + 1, dense=float(sims[row]))
+        unit_record(index, row, float(scores[row]), rank=rank + 1, dense=float(sims[row]))
         for rank, row in enumerate(unit_rows.tolist())
     )
     return texts_table(records, budget)

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pipeline.query.records import unit_record
 from pipeline.query.result import SearchResult, render_table
+from pipeline.query.scoring import top_indices
 from pipeline.query.text import extractive_answer
 from pipeline.tokens import count_tokens
 
 if TYPE_CHECKING:
-    from pipeline.query.index import GraphIndex
+    from pipeline.query.tables import IndexTables
 
 ANSWER_UNITS = 3  # the extractive answer reads the best sentences of this many top units
 ANSWER_SENTENCES = 3
 
 
-def naive_search(index: GraphIndex, query: str, top_k: int | None = None) -> SearchResult:
-    from pipeline.query.index import top_indices
-
+def naive_search(index: IndexTables, query: str, top_k: int | None = None) -> SearchResult:
     if index.is_empty:
         return index.empty_result(query, "naive")
     qs = index.settings.query
@@ -30,7 +30,7 @@ def naive_search(index: GraphIndex, query: str, top_k: int | None = None) -> Sea
     budget = qs.max_context_tokens
     records, table_rows, used = [], [], 0
     for rank, row in enumerate(rows.tolist()):
-        rec = index.unit_record(row, float(sims[row]), rank=rank + 1)
+        rec = unit_record(index, row, float(sims[row]), rank=rank + 1)
         n = rec["n_tokens"] or count_tokens(rec["text"])
         if records and used + n > budget:
             trace.append(f"context budget {budget} tokens reached after {len(records)} units")

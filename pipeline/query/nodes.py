@@ -1,7 +1,7 @@
 """Node search: dense retrieval over content nodes, optionally pre-filtered by node type
 ("only TABLE nodes"), each hit with its provenance down to page and bounding box.
 
-Exact numpy search over the node matrix (loaded once per GraphIndex), masked by node type
+Exact numpy search over the node matrix (loaded once per index), masked by node type
 before the matmul: at 10k nodes x 384 that is ~0.3 ms a query, where Lance's
 `.where("node_type IN (...)", prefilter=True)` search takes ~14 ms (measured on 2 CPU cores;
 issue 3). Lance stays the store (and offers the same filter to other tools).
@@ -10,17 +10,19 @@ issue 3). Lance stays the store (and offers the same filter to other tools).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
+from pipeline.query.records import node_record
 from pipeline.query.result import SearchResult, render_table
+from pipeline.query.scoring import top_indices
 from pipeline.query.text import STOPWORDS, extractive_answer, words
 from pipeline.tokens import count_tokens
 
 if TYPE_CHECKING:
-    from pipeline.query.index import GraphIndex
+    from pipeline.query.tables import IndexTables
 
 ANSWER_NODES = 3
 RERANK_FACTOR = 5  # shortlist size = top_k * this
@@ -37,7 +39,7 @@ class NodeMatrix:
     units: dict[str, list[str]]  # node id -> ids of text units holding it
 
 
-def _load(index: GraphIndex) -> NodeMatrix:
+def _load(index: IndexTables) -> NodeMatrix:
     cached = getattr(index, "_node_matrix", None)
     if cached is not None:
         return cached
@@ -77,10 +79,8 @@ def _load(index: GraphIndex) -> NodeMatrix:
 
 
 def search_nodes(
-    index: GraphIndex, query: str, node_types: list[str] | None = None, top_k: int = 10
+    index: IndexTables, query: str, node_types: list[str] | None = None, top_k: int = 10
 ) -> SearchResult:
-    from pipeline.query.index import top_indices
-
     m = _load(index)
     wanted = sorted({t.upper() for t in node_types}) if node_types else None
     trace = [f"embedded query with {index.embedder.model_id}"]
@@ -112,7 +112,10 @@ def search_nodes(
         f"dense search over {len(rows)} content nodes, top {len(shortlist)} reranked by query"
         f" words -> top {len(best)}"
     )
-    records = [_record(m, r, score[r], rank + 1) for rank, r in enumerate(best)]
+    records = []
+    for rank, r in enumerate(best):
+        row = m.info.row(r, named=True)
+        records.append(node_record(row, m.units.get(row["id"], []), score[r], rank + 1))
     table = [
         [
             r["human_readable_id"],
@@ -139,28 +142,3 @@ def search_nodes(
         trace=trace,
         context_tokens=count_tokens(context),
     )
-
-
-def _record(m: NodeMatrix, row: int, score: float, rank: int) -> dict[str, Any]:
-    r = m.info.row(row, named=True)
-    positions = list(r["positions"] or [])
-    return {
-        "kind": "content_node",
-        "id": r["id"],
-        "human_readable_id": r["human_readable_id"],
-        "score": float(score),
-        "rank": rank,
-        "node_type": r["node_type"],
-        "text": r["text"] or r["description"] or "",
-        "document_id": r["document_id"],
-        "document_title": r["document_title"],
-        "source_path": r["source_path"],
-        "section_id": r["section_id"],
-        "section_path": list(r["section_path"] or []),
-        "uri": r["uri"],
-        "pages": sorted({p["page"] for p in positions if p.get("page")}),
-        "bbox": [
-            {k: p[k] for k in ("page", "page_label", "x0", "y0", "x1", "y1")} for p in positions
-        ],
-        "text_unit_ids": m.units.get(r["id"], [])[:10],
-    }

@@ -21,8 +21,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pipeline.query.scoring import top_indices
+
 if TYPE_CHECKING:
-    from pipeline.query.index import GraphIndex
+    from pipeline.query.tables import IndexTables
 
 
 CAP_GAP = 1e-9  # a bridged unit stays this far below the unit that names its title
@@ -40,7 +42,7 @@ def fuse(
 
 
 def rank_units(
-    index: GraphIndex,
+    index: IndexTables,
     qvec: np.ndarray,
     unit_ids: list[str],
     graph_scores: dict[str, float],
@@ -56,8 +58,6 @@ def rank_units(
     Candidates: the graph-proposed `unit_ids`, the `dense_candidates` nearest units, and the
     units `title_bridges` reaches from the best of those; scored by `fuse` (+ the bridge
     bonus). Ties keep the graph's order, then row order."""
-    from pipeline.query.index import top_indices
-
     sims = index.similarities(index.unit_vectors, qvec).astype(np.float64)
     graph = np.zeros(sims.shape, dtype=np.float64)
     rows = [index.unit_row[u] for u in unit_ids if u in index.unit_row]
@@ -82,7 +82,7 @@ def rank_units(
 
 
 def title_bridges(
-    index: GraphIndex, scores: np.ndarray, seeds: int, weight: float
+    index: IndexTables, scores: np.ndarray, seeds: int, weight: float
 ) -> tuple[np.ndarray, list[str]]:
     """Second hop through the first hop's words: the best units (UNITS_PER_TITLE) of a
     document whose title one of the `seeds` best units names (written as a name, in another
@@ -90,8 +90,6 @@ def title_bridges(
     first passage names (the performer of a song, the country of a town): the page about
     that bridge entity is the next hop, though it shares no words with the question.
     Returns (scores, titles named)."""
-    from pipeline.query.index import top_indices
-
     if seeds <= 0 or weight <= 0 or scores.size == 0:
         return scores, []
     texts, docs = index.text_units["text"], index.text_units["document_id"]

@@ -1,12 +1,13 @@
-"""A GraphIndex restricted to the documents of some publications (`--publication`).
+"""Index tables restricted to the documents of some publications (`--publication`).
 
-The restriction is applied where every mode reads its tables (GraphIndex.table), so no mode
-needs to know about it: tables of documents (text units, sections, content nodes, ...) keep
-the rows of the publications' documents; entities, relationships and communities keep only
-the rows that occur in those documents' text units, with their `text_unit_ids` cut to them;
-community reports keep the communities kept. Vectors follow, as they are aligned to those
-tables by id. Flow search reads entities and relationships by Parquet row number (its
-DuckDB store), so the scoped index hands it a store built over the scoped rows.
+The restriction is applied where every mode reads its tables (IndexTables.table), so no mode
+needs to know about it (query/index.py's ScopedIndex is a GraphIndex with this scope): tables
+of documents (text units, sections, content nodes, ...) keep the rows of the publications'
+documents; entities, relationships and communities keep only the rows that occur in those
+documents' text units, with their `text_unit_ids` cut to them; community reports keep the
+communities kept. Vectors follow, as they are aligned to those tables by id. Flow search
+reads entities and relationships by Parquet row number (its DuckDB store), so the scoped
+index hands it a store built over the scoped rows.
 """
 
 from __future__ import annotations
@@ -20,16 +21,18 @@ import polars as pl
 
 from pipeline import schemas
 from pipeline.config import Settings
-from pipeline.query.index import GraphIndex
 from pipeline.query.result import SearchResult
+from pipeline.query.tables import IndexTables
 from pipeline.storage import store
 
 # Tables whose rows belong to the text units listed in their `text_unit_ids`.
 _BY_UNITS = ("entities", "relationships", "communities")
 
 
-class ScopedIndex(GraphIndex):
-    """A GraphIndex whose tables hold only what the given publications' documents hold."""
+class PublicationScope(IndexTables):
+    """Tables that hold only what the given publications' documents hold (a mixin: the
+    ScopedIndex of query/index.py puts it before GraphIndex, so `table` here reads through
+    the unscoped one)."""
 
     def __init__(
         self,
@@ -47,8 +50,8 @@ class ScopedIndex(GraphIndex):
         self.publication_ids = sorted(set(ids))
         self._check_ids()
 
-    def _reopen(self) -> GraphIndex:
-        return ScopedIndex(
+    def _reopen(self) -> Any:
+        return type(self)(
             self.output_root,
             self.settings,
             self._embedder,
@@ -59,7 +62,7 @@ class ScopedIndex(GraphIndex):
 
     def _check_ids(self) -> None:
         known = set(self.scope_documents["publication_id"].drop_nulls().to_list())
-        known |= set(GraphIndex.table(self, "publications", ["id"])["id"].to_list())
+        known |= set(IndexTables.table(self, "publications", ["id"])["id"].to_list())
         unknown = [p for p in self.publication_ids if p not in known]
         if unknown:
             shown = ", ".join(sorted(known)[:20]) or "none (the index has no publications manifest)"
@@ -69,9 +72,9 @@ class ScopedIndex(GraphIndex):
     def scope_documents(self) -> pl.DataFrame:
         """id and publication_id of every document of the index (unscoped)."""
         try:
-            return GraphIndex.table(self, "documents", ["id", "publication_id"])
+            return IndexTables.table(self, "documents", ["id", "publication_id"])
         except pl.exceptions.ColumnNotFoundError:  # built before the publications manifest
-            ids = GraphIndex.table(self, "documents", ["id"])
+            ids = IndexTables.table(self, "documents", ["id"])
             return ids.with_columns(publication_id=pl.lit(None, dtype=pl.Utf8))
 
     @cached_property
@@ -83,7 +86,7 @@ class ScopedIndex(GraphIndex):
     @cached_property
     def unit_ids(self) -> pl.Series:
         """Ids of the text units in scope."""
-        units = GraphIndex.table(self, "text_units", ["id", "document_id"])
+        units = IndexTables.table(self, "text_units", ["id", "document_id"])
         return units.filter(pl.col("document_id").is_in(self.document_ids.implode()))["id"]
 
     def table(self, name: str, columns: list[str] | None = None) -> pl.DataFrame:
