@@ -13,14 +13,10 @@ import pytest
 from pipeline import schemas
 from pipeline.config import ExtractionSettings
 from pipeline.extract import get_extractor
-from pipeline.extract.llm import (
-    LlmExtractor,
-    normalize_entity_type,
-    normalize_relation_type,
-    pack_units,
-    parse_answer,
-    unit_rows,
-)
+from pipeline.extract.llm import LlmExtractor
+from pipeline.extract.llm_answer import parse_answer, unit_rows
+from pipeline.extract.llm_labels import normalize_entity_type, normalize_relation_type
+from pipeline.extract.llm_packing import pack_units
 from pipeline.ids import sha256_hex
 from pipeline.llm.prompts import (
     NEREL_ENTITY_TYPES,
