@@ -2,8 +2,9 @@
 (font sizes, weights, positions). About 20x faster than the layout model, for very large
 corpora; weaker on unusual layouts (see `pdf_model` for the default path).
 
-Layout work (lines, units, columns, running headers) is in `pdf_layout.py`; this module
-classifies the units of each page in reading order."""
+Layout work (lines and running headers in `pdf_layout.py`; units and the column order by
+XY-cut in `pipeline.ingest.pdf_units`) is done before; this module classifies the units of
+each page in reading order."""
 
 from __future__ import annotations
 
