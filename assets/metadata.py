@@ -150,6 +150,14 @@ def degree_summary(entities: pl.DataFrame, relationships: pl.DataFrame) -> dict[
     return {**_quantiles(degree, "degree"), "isolated_entities": int((degree == 0).sum())}
 
 
+def link_resolution(edges: pl.DataFrame) -> dict[str, float | int]:
+    """How many REFERS_TO links there are, how many found their target, and the rate."""
+    links = edges.filter(pl.col("type") == "REFERS_TO")
+    resolved = links.filter(pl.col("target_id").is_not_null()).height
+    rate = resolved / links.height if links.height else 1.0
+    return {"links": links.height, "links_resolved": resolved, "link_resolution_rate": rate}
+
+
 def community_sizes(communities: pl.DataFrame) -> dict[str, Any]:
     """Per level: how many communities, and the min/median/p90/max of their sizes (member
     entities, or the `size` column when they are not listed)."""

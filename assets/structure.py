@@ -6,7 +6,13 @@ import time
 import polars as pl
 from dagster import AssetExecutionContext, MetadataValue, Output, asset, multi_asset
 
-from assets.metadata import PARQUET_KINDS, counts_table, failures_md, frame_metadata
+from assets.metadata import (
+    PARQUET_KINDS,
+    counts_table,
+    failures_md,
+    frame_metadata,
+    link_resolution,
+)
 from assets.shards import SHARD_POLICY, run_shards, shard_partitions, specs
 from pipeline import schemas
 from pipeline.failures import failures_frame
@@ -15,14 +21,6 @@ from pipeline.structure import build_structure
 from pipeline.structure.links import resolve_link_table
 from resources import DocgraphConfig
 from resources.output import run_dir
-
-
-def link_resolution(edges: pl.DataFrame) -> dict[str, float | int]:
-    links = edges.filter(pl.col("type") == "REFERS_TO")
-    resolved = links.filter(pl.col("target_id").is_not_null()).height
-    rate = resolved / links.height if links.height else 1.0
-    return {"links": links.height, "links_resolved": resolved, "link_resolution_rate": rate}
-
 
 TABLES = {
     "sections": "Section tree of every document (DOCUMENT root).",
