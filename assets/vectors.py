@@ -21,8 +21,9 @@ from assets.shards import SHARD_POLICY, shard_partitions
 from pipeline import schemas
 from pipeline.compat.lance_names import write_alias
 from pipeline.storage import store
-from pipeline.vectors.lance import INPUT_COLUMNS, build_vector_table, embedding_text, read_vectors
+from pipeline.vectors.lance import INPUT_COLUMNS, build_vector_table, read_vectors
 from pipeline.vectors.same_topic import same_topic_edges as build_same_topic_edges
+from pipeline.vectors.texts import embedding_text
 from resources import DocgraphConfig, EmbedderResource, output_root_metadata
 from resources.output import run_dir
 

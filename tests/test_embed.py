@@ -16,9 +16,9 @@ from pipeline.vectors.embed import CachedEmbedder, Embedder, get_embedder, resol
 from pipeline.vectors.lance import (
     build_vector_table,
     build_vector_tables,
-    embedding_text,
     read_vectors,
 )
+from pipeline.vectors.texts import embedding_text
 
 
 class FakeEmbedder:

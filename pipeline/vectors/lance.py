@@ -1,8 +1,5 @@
 """The vector layer: one LanceDB table per semantic table, explicit Arrow schema, FTS on text.
 
-The stored (full-text indexed) `text` is a short rendering per table: a text unit's own
-text, "title (TYPE): description", "a -> b: description", the report truncated.
-
 Vectors: text units are embedded by the model — that is the floor of indexing time. The
 other tables are many times more numerous (MuSiQue: 1.9k units, 18k entities, 32k
 relations, 4k reports), so by default they are derived rather than embedded whole
@@ -15,6 +12,10 @@ Content nodes (node search, "only TABLE nodes"): by default (`node_vectors: deri
 PARAGRAPH or LIST_ITEM node takes the mean vector of the text units that hold it (no model
 call: prose is what the units already embed), and every other node type (TABLE, CAPTION,
 HEADING, FIGURE, CODE, NOTE, ...) embeds its own text (its description when it has no text).
+
+Here: each table's vectors (embedded or derived), its Lance table (schema, rows, writing
+in blocks) and reading vectors back; the text a row embeds is pipeline.vectors.texts, the
+arithmetic of derived vectors pipeline.vectors.derive.
 """
 
 from __future__ import annotations
@@ -28,22 +29,16 @@ from typing import Protocol
 import numpy as np
 import polars as pl
 import pyarrow as pa
-import scipy.sparse as sp
 
 from pipeline import schemas
 from pipeline.config import EmbeddingSettings
 from pipeline.storage import store
-from pipeline.tokens import truncate_tokens
 from pipeline.vectors import cache as vector_cache
+from pipeline.vectors.derive import lookup, mean_vectors, normalise, title_embedded
+from pipeline.vectors.texts import embedding_text
 
-# Token caps on the embedded text (the stored `text` column is the same string).
-ENTITY_TOKENS = 100
-RELATIONSHIP_TOKENS = 100
-REPORT_TOKENS = 256
-NODE_TOKENS = 256
 # Node types whose vector is derived from their text units under node_vectors="derived".
 DERIVED_NODE_TYPES = ("PARAGRAPH", "LIST_ITEM")
-TEXT_UNIT_TOKENS = 512
 # The columns of a source table its vector table is built from, in any mode (the others:
 # every column); the asset loads only these. tests/test_stage_inputs.py checks it.
 INPUT_COLUMNS = {
@@ -68,115 +63,9 @@ class EmbedderLike(Protocol):
     def embed(self, texts: list[str]) -> np.ndarray: ...
 
 
-def _truncate(texts: list[str], max_tokens: int) -> list[str]:
-    # Cheap prefilter: a string of <= max_tokens characters cannot exceed max_tokens tokens.
-    return [t if len(t) <= max_tokens else truncate_tokens(t, max_tokens) for t in texts]
-
-
-def embedding_text(name: str, frame: pl.DataFrame) -> list[str]:
-    """The string embedded (and full-text indexed) for each row of table `name`."""
-    if frame.height == 0:
-        return []
-    if name == "text_units":
-        texts = frame["text"].fill_null("").to_list()
-        return _truncate(texts, TEXT_UNIT_TOKENS)
-    if name == "entities":
-        texts = frame.select(
-            pl.concat_str(
-                pl.col("title").fill_null(""),
-                pl.lit(" ("),
-                pl.col("type").fill_null(""),
-                pl.lit("): "),
-                pl.col("description").fill_null(""),
-            )
-        ).to_series()
-        return _truncate(texts.to_list(), ENTITY_TOKENS)
-    if name == "relationships":
-        texts = frame.select(
-            pl.concat_str(
-                pl.col("source").fill_null(""),
-                pl.lit(" -> "),
-                pl.col("target").fill_null(""),
-                pl.lit(": "),
-                pl.col("description").fill_null(""),
-            )
-        ).to_series()
-        return _truncate(texts.to_list(), RELATIONSHIP_TOKENS)
-    if name == "community_reports":
-        texts = frame.select(
-            pl.when(pl.col("full_content").fill_null("") != "")
-            .then(pl.col("full_content"))
-            .otherwise(pl.concat_str(pl.col("title"), pl.lit("\n"), pl.col("summary")))
-            .fill_null("")
-        ).to_series()
-        return _truncate(texts.to_list(), REPORT_TOKENS)
-    if name == "content_nodes":
-        texts = frame.select(
-            pl.when(pl.col("text").fill_null("").str.strip_chars() != "")
-            .then(pl.col("text"))
-            .otherwise(pl.col("description"))
-            .fill_null("")
-        ).to_series()
-        return _truncate(texts.to_list(), NODE_TOKENS)
-    raise ValueError(f"no vector table {name!r}; known: {sorted(schemas.VECTOR_TABLES)}")
-
-
-def _normalise(mat: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(mat, axis=1, keepdims=True)
-    return (mat / np.where(norms == 0, 1.0, norms)).astype(np.float32)
-
-
-def mean_vectors(members: pl.Series, ids: list[str], vectors: np.ndarray, dim: int) -> np.ndarray:
-    """Row i = normalised mean of `vectors` of the ids listed in members[i] (a list column);
-    one sparse product, no per-row loop. Unknown ids are ignored; no member -> zeros."""
-    n = len(members)
-    if n == 0 or len(ids) == 0:
-        return np.zeros((n, dim), dtype=np.float32)
-    pairs = (
-        pl.DataFrame({"members": members})
-        .with_row_index("row")
-        .explode("members")
-        .join(
-            pl.DataFrame({"members": ids}).with_row_index("col"),
-            on="members",
-            how="inner",
-        )
-    )
-    incidence = sp.csr_matrix(
-        (np.ones(pairs.height, dtype=np.float32), (pairs["row"], pairs["col"])),
-        shape=(n, len(ids)),
-    )
-    return _normalise(np.asarray(incidence @ vectors))
-
-
-def _lookup(keys: pl.Series, ids: list[str], vectors: np.ndarray, dim: int) -> np.ndarray:
-    """vectors[row of key] per key; zeros where the key is unknown."""
-    out = np.zeros((len(keys), dim), dtype=np.float32)
-    rows = (
-        pl.DataFrame({"k": keys})
-        .with_row_index("at")
-        .join(pl.DataFrame({"k": ids}).with_row_index("row"), on="k", how="inner")
-    )
-    out[rows["at"].to_numpy()] = vectors[rows["row"].to_numpy()]
-    return out
-
-
 # Rows of derived vectors computed at a time: the temporaries (end points, unit means) of a
 # 136k-relationship table are ~200 MB each when computed whole.
 BLOCK_ROWS = 16_384
-
-# Titles that say nothing an embedding can use ("1911", "12%"): context vector only.
-NUMERIC_TYPES = ("DATE", "TIME", "NUMBER", "PERCENT", "MONEY", "ORDINAL", "AGE")
-
-
-def title_embedded(entities: pl.DataFrame) -> np.ndarray:
-    """Rows whose title is embedded: named entities, and keyphrases seen in 2+ units (a
-    keyphrase of one unit adds little to that unit's own vector). Saves ~30% of the
-    title embeddings on MuSiQue, where titles are the second-largest embedding cost."""
-    keep = ~pl.col("type").is_in(NUMERIC_TYPES) & (
-        (pl.col("type") != "CONCEPT") | (pl.col("frequency") > 1)
-    )
-    return entities.select(keep.fill_null(True).arg_true()).to_series().to_numpy()
 
 
 def compute_vectors(
@@ -205,7 +94,7 @@ def compute_vectors(
         named = title_embedded(frame)
         if len(named):
             vecs[named] += embedder.embed(frame["title"].fill_null("").gather(named).to_list())
-        return _normalise(vecs)
+        return normalise(vecs)
     if name == "relationships":
         return np.concatenate(list(_relationship_blocks(output_dir, frame, dim)))
     # community_reports: the mean of the member entities' vectors
@@ -225,10 +114,10 @@ def _relationship_blocks(
     ent_ids, ent_vecs = read_vectors(output_dir, "entities")
     for at in range(0, frame.height, BLOCK_ROWS):
         part = frame.slice(at, BLOCK_ROWS)
-        block = _lookup(part["source_id"], ent_ids, ent_vecs, dim)
-        block += _lookup(part["target_id"], ent_ids, ent_vecs, dim)
+        block = lookup(part["source_id"], ent_ids, ent_vecs, dim)
+        block += lookup(part["target_id"], ent_ids, ent_vecs, dim)
         block += mean_vectors(part["text_unit_ids"], unit_ids, unit_vecs, dim)
-        yield _normalise(block)
+        yield normalise(block)
 
 
 def node_vectors(
