@@ -20,7 +20,7 @@ from pipeline.cli.main import main
 from pipeline.export import export_graphml, export_html, mermaid_svg
 from pipeline.export.html import script_json
 from pipeline.export.mermaid_svg import parse
-from pipeline.query.flow import mermaid
+from pipeline.query.flow.mermaid import mermaid
 from pipeline.storage import store
 
 XSS = "<img src=x onerror=alert(1)>"

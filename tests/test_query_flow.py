@@ -16,20 +16,11 @@ from pipeline.llm.fake_answers import ANALYSIS_MARKER, default_responder, messag
 from pipeline.llm.fake_server import FakeLlm
 from pipeline.llm.prompts import load_prompt
 from pipeline.query import GraphIndex
-from pipeline.query.flow import (
-    BOTH_ENDS,
-    FACT_SCORE,
-    NAME_SCORE,
-    FlowStore,
-    flow_messages,
-    flow_search,
-    flow_store,
-    lexical_entities,
-    lexical_intent,
-    mermaid,
-    mermaid_label,
-    stream_flow_answer,
-)
+from pipeline.query.flow.analysis import lexical_entities, lexical_intent
+from pipeline.query.flow.duckdb_store import FlowStore, flow_store
+from pipeline.query.flow.mermaid import mermaid, mermaid_label
+from pipeline.query.flow.retrieval import BOTH_ENDS, FACT_SCORE, NAME_SCORE
+from pipeline.query.flow.search import flow_messages, flow_search, stream_flow_answer
 from pipeline.query.text import fold
 from pipeline.storage import store
 

@@ -7,7 +7,7 @@ import pytest
 
 from pipeline.config import load_settings
 from pipeline.query import GraphIndex
-from pipeline.query.flow import UNIT_GRAPH_WEIGHT
+from pipeline.query.flow.context import UNIT_GRAPH_WEIGHT
 from pipeline.query.rerank import fuse, rank_units, title_bridges
 
 BIRTH_Q = "Where was Marie Curie born?"

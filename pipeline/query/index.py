@@ -201,9 +201,9 @@ class GraphIndex(IndexTables):
 
     @_on_latest
     def flow_search(self, query: str, quick: bool = False, llm_answer: bool = True) -> SearchResult:
-        """Knowledge flow (query/flow.py): query analysis, lexical + trigram + vector
+        """Knowledge flow (query/flow/): query analysis, lexical + trigram + vector
         retrieval with scoring, definitions / facts / Mermaid; quick: semantic + growth."""
-        from pipeline.query.flow import flow_search
+        from pipeline.query.flow.search import flow_search
 
         return flow_search(self, self._check_query(query), quick=quick, llm_answer=llm_answer)
 
@@ -224,7 +224,7 @@ class GraphIndex(IndexTables):
         from pipeline.query.answer import guarded_stream, stream_answer
 
         if result.mode == "flow":
-            from pipeline.query.flow import stream_flow_answer
+            from pipeline.query.flow.search import stream_flow_answer
 
             pieces = stream_flow_answer(self, result)
         else:

@@ -122,9 +122,9 @@ class PublicationScope(IndexTables):
 
     @cached_property
     def _flow_store(self) -> Any:
-        """Flow search's store over the scoped entities and relationships (pipeline.query.flow
-        reads it from this attribute): its rows must be the rows of `entities` here."""
-        from pipeline.query.flow import FlowStore
+        """Flow search's store over the scoped entities and relationships (flow/duckdb_store.py's
+        flow_store reads it from this attribute): its rows must be the rows of `entities` here."""
+        from pipeline.query.flow.duckdb_store import FlowStore
 
         ents = self.entities
         with tempfile.TemporaryDirectory(prefix="docgraph-scope-") as tmp:
