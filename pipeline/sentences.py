@@ -1,14 +1,16 @@
 """Sentence splitting, in one place: where a sentence ends, for every stage that needs it.
 
-Two readings of one vocabulary (end punctuation, closing quotes, abbreviations, initials):
-- `split_sentences` (extraction, query answers, report evidence): sentence strings, strict.
+One vocabulary (`ABBREVIATIONS`, `NUMBER_ABBREVIATIONS`, `STRICT_ABBREVIATIONS`; end
+punctuation .!?…), read two ways:
+- strict, `split_sentences` (extraction, query answers, report evidence): sentence strings.
   Abbreviations and initials ("U.S.", "No.") never end a sentence, because extraction links
   the entities of one sentence and a false end would cut "U.S. Route 52" in two; blank lines
   and short title lines do end one.
-- `sentence_ends` (chunking): cut candidates inside a paragraph, eager. A false end only
-  offers the chunker a slightly worse cut, so initials end a sentence before a capital and
-  list items start one; chunk boundaries (and so every text unit id) depend on these exact
-  positions, which is why this reading is kept as it is rather than merged into the strict one.
+- eager, `sentence_ends` (chunking): cut candidates inside a paragraph. A false end only
+  offers the chunker a slightly worse cut, so initials before a capital end a sentence and
+  list items start one. Chunk cuts, and so every text unit id, depend on these exact
+  positions, which is why this reading was kept as chunking had it, not merged into the
+  strict one.
 Also holds `UPPER_CLASS`, the any-script "uppercase letter" regex class, and `wordset` for
 word lists (the extractor reuses both).
 """
@@ -43,11 +45,29 @@ def wordset(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-_ABBREVIATIONS = wordset(
-    """mr mrs ms dr st mt ft jr sr prof gen col capt lt sgt rev hon co inc ltd corp bros vs
-    etc no vol fig ed eds al approx dept est univ op cf pp jan feb mar apr jun jul aug sep
-    sept oct nov dec т г гг им ул см др пр"""
+# ---- the vocabulary both readings share -------------------------------------------------
+
+# A dot after one of these never ends a sentence (matched lower-cased).
+ABBREVIATIONS = wordset(
+    """mr mrs ms mx dr st mt ft jr sr prof rev gen col capt lt sgt hon co inc ltd corp vs cf al
+    approx viz ed eds dept univ jan feb mar apr jun jul aug sep sept oct nov dec e.g i.e
+    a.m p.m т т.е т.к т.н г гг им ул др пр напр проф акад тов гр ср"""
 )
+# ... nor after one of these when a number follows ("No. 5", "Fig. 3", "рис. 2"). Matched as
+# written by the eager reading (which has always cut at "locomotive no. 765"), lower-cased
+# by the strict one.
+NUMBER_ABBREVIATIONS = wordset(
+    "No Nos Vol vol pp Ch ch Sec sec Fig fig Art art Eq eq рис стр см гл п"
+)
+# Never an end for the strict reading, whatever follows ("Warner Bros. Records", "etc. The",
+# "(2017 est.) Density"), but an end before a capital for the eager one: chunk cuts, and so
+# every text unit id, were fixed before these joined the vocabulary.
+STRICT_ABBREVIATIONS = wordset("etc bros op est no vol fig pp")
+
+# ---- the strict reading: sentence strings -----------------------------------------------
+
+_STRICT_WORDS = ABBREVIATIONS | STRICT_ABBREVIATIONS
+_STRICT_NUMBER_WORDS = frozenset(w.lower() for w in NUMBER_ABBREVIATIONS)
 _BOUNDARY_RE = re.compile(r"[.!?…]+[\"'”’»)\]]*\s+|\n[ \t]*\n\s*|\n")
 _NEXT_START_RE = re.compile(rf"[\"'“‘«(\[`]*(?:[{UPPER_CLASS}]|\d)")
 _LAST_WORD_RE = re.compile(r"(\w+)[.!?…]*[\"'”’»)\]]*\s*$")
@@ -68,10 +88,10 @@ def split_sentences(text: str) -> list[str]:
                 continue
             if tok[0] == "." and tok.count("\n") < 2:
                 lw = _LAST_WORD_RE.search(text, max(0, m.start() - 40), m.start() + 1)
-                if lw and (
-                    lw.group(1).lower() in _ABBREVIATIONS
-                    or (len(lw.group(1)) == 1 and lw.group(1).isalpha())
-                ):
+                word = lw.group(1).lower() if lw else ""
+                if word in _STRICT_WORDS or (len(word) == 1 and word.isalpha()):
+                    continue
+                if word in _STRICT_NUMBER_WORDS and text[cut : cut + 1].isdigit():
                     continue
         elif tok.count("\n") < 2:  # a single line break
             line = text[text.rfind("\n", 0, m.start()) + 1 : m.start()].strip()
@@ -92,7 +112,7 @@ def split_sentences(text: str) -> list[str]:
     return out
 
 
-# ---- chunking's reading: cut candidates ---------------------------------------------------------
+# ---- the eager reading (chunking): cut candidates ----------------------------------------
 
 # A sentence end: terminal punctuation, optional closing quotes/brackets (and Markdown
 # emphasis), whitespace. The word before it is checked for abbreviations, the next character
@@ -102,15 +122,6 @@ _CUT_END = re.compile(r"([.!?…]+)[\"'”’»)\]_*]*\s+")
 _LIST_ITEM = re.compile(r"\n(?=[ \t]*(?:[-*+•]|\d{1,3}[.)])[ \t]+\S)")
 # No dashes: in Russian prose «...?» — сказал он continues the sentence.
 _OPENERS = frozenset("\"'“‘«„([{¿¡*_")
-_CUT_ABBREVIATIONS = wordset(
-    """Mr Mrs Ms Mx Dr St Sr Jr Prof Rev Gen Col Capt Lt Sgt Hon Mt Ft vs Vs cf Cf Inc Ltd Co
-    Corp approx e.g E.g i.e I.e a.m p.m viz al Jan Feb Apr Aug Sept Oct Nov Dec т.е т.к т.н
-    напр ул им проф акад тов гр ср"""
-)
-# Abbreviations only when a number follows ("No. 5", "Fig. 3", "рис. 2").
-_NUM_ABBREVIATIONS = wordset(
-    "No Nos Vol vol pp Ch ch Sec sec Fig fig Art art Eq eq рис стр см гл п"
-)
 
 
 def _is_cut_end(m: re.Match[str], text: str) -> bool:
@@ -123,9 +134,9 @@ def _is_cut_end(m: re.Match[str], text: str) -> bool:
     if m.group(1) == ".":
         before = text[max(0, m.start() - 24) : m.start()].split()
         word = before[-1].lstrip("\"'“‘«([_*") if before else ""
-        if word in _CUT_ABBREVIATIONS or (len(word) == 1 and word.isupper() and word != "I"):
+        if word.lower() in ABBREVIATIONS or (len(word) == 1 and word.isupper() and word != "I"):
             return False
-        if word in _NUM_ABBREVIATIONS and c.isdigit():
+        if word in NUMBER_ABBREVIATIONS and c.isdigit():
             return False
     return True
 
