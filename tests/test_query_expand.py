@@ -16,7 +16,7 @@ import pytest
 from pipeline import schemas
 from pipeline.config import load_settings
 from pipeline.query import GraphIndex
-from pipeline.query.expand import DEFAULT_WEIGHTS
+from pipeline.query.expand.graph import DEFAULT_WEIGHTS
 from pipeline.storage import store
 
 DIM = 4

@@ -168,8 +168,8 @@ class GraphIndex(IndexTables):
         llm_answer: bool = True,
     ) -> SearchResult:
         """Vector seeds over sections / content nodes / units, expanded over structure and
-        entity edges, reranked, context grouped by document and section (query/expand.py)."""
-        from pipeline.query.expand import expand_search
+        entity edges, reranked, context grouped by document and section (query/expand/)."""
+        from pipeline.query.expand.search import expand_search
 
         result = expand_search(
             self,
