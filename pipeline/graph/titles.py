@@ -13,12 +13,11 @@ import unicodedata
 
 import polars as pl
 
-from pipeline.extract.lexicon import ru_stem
+from pipeline.extract.lexicon import norm_tok
 
 _QUOTES = "\"'“”‘’«»„`´"
 _POSSESSIVE_RE = re.compile(r"['’]s\b|(?<=s)['’](?=\s|$)", re.IGNORECASE)
 _KEY_PUNCT_RE = re.compile(r"[^\w\s&+#]")
-_CYR_RE = re.compile(r"[а-яё]", re.IGNORECASE)
 _LEADING_ARTICLES = frozenset({"the", "a", "an"})
 
 
@@ -44,7 +43,7 @@ def title_key(title: str) -> str:
     words = t.split()
     if len(words) > 1 and words[0] in _LEADING_ARTICLES:
         words = words[1:]
-    return " ".join(ru_stem(w) if _CYR_RE.search(w) else w for w in words)
+    return " ".join(norm_tok(w) for w in words)  # casefolded already: only Cyrillic changes
 
 
 def key_map(titles: pl.Series) -> pl.DataFrame:
