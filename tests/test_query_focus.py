@@ -17,13 +17,9 @@ from pipeline import schemas
 from pipeline.config import Settings
 from pipeline.ingest import load_folder
 from pipeline.query import GraphIndex
-from pipeline.query.focus import (
-    FOCUS_DETAILS_SHARE,
-    FOCUS_DETAILS_TOKENS,
-    RELATED_DETAILS_TOKENS,
-    build_graph,
-    focus_result,
-)
+from pipeline.query.focus.context import FOCUS_DETAILS_SHARE, focus_result
+from pipeline.query.focus.graph import FOCUS_DETAILS_TOKENS, build_graph
+from pipeline.query.focus.notes import RELATED_DETAILS_TOKENS
 from pipeline.storage import store
 from pipeline.structure import build_structure
 from pipeline.tokens import count_tokens

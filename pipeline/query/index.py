@@ -187,9 +187,9 @@ class GraphIndex(IndexTables):
         self, uri: str, budget_tokens: int | None = None, question: str | None = None
     ) -> SearchResult:
         """The focus note (or section) `uri` and its related notes by priority within a token
-        budget (query/focus.py); `data` holds the Overall JSON, `context_text` the prompt.
+        budget (query/focus/); `data` holds the Overall JSON, `context_text` the prompt.
         In LLM mode with a `question`, the LLM answers it from that context."""
-        from pipeline.query.focus import focus_context
+        from pipeline.query.focus.context import focus_context
 
         if uri is None or not str(uri).strip():
             raise ValueError("empty uri: give the uri of a note or section")
