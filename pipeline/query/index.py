@@ -138,9 +138,9 @@ class GraphIndex(IndexTables):
     def local_search(
         self, query: str, top_k: int | None = None, llm_answer: bool = True
     ) -> SearchResult:
-        """Entities -> relations, neighbours, reports -> text units (see query/local.py).
+        """Entities -> relations, neighbours, reports -> text units (see query/local/).
         In LLM mode the LLM answers from the context unless `llm_answer=False`."""
-        from pipeline.query.local import local_search
+        from pipeline.query.local.search import local_search
 
         result = local_search(self, self._check_query(query), top_k)
         return self._answer(result) if llm_answer else result
