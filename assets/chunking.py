@@ -6,7 +6,7 @@ from dagster import AssetExecutionContext, multi_asset
 
 from assets.metadata import failures_md
 from assets.shards import SHARD_POLICY, run_shards, shard_partitions, specs
-from pipeline.chunking.chunkers import chunk_structured
+from pipeline.chunking.documents import chunk_structured
 from pipeline.compat.columns import with_text_unit_ids
 from pipeline.failures import failures_frame
 from pipeline.storage import store

@@ -11,7 +11,9 @@ import polars as pl
 import pytest
 
 from pipeline import schemas
-from pipeline.chunking.chunkers import Chunk, SimpleChunker, chunk_documents, segment
+from pipeline.chunking.documents import chunk_documents
+from pipeline.chunking.segments import segment
+from pipeline.chunking.simple import Chunk, SimpleChunker
 from pipeline.config import ChunkingSettings
 from pipeline.ids import stable_id
 from pipeline.ingest.text import decode_text

@@ -17,7 +17,7 @@ import polars as pl
 import pymupdf
 import pytest
 
-from pipeline.chunking.chunkers import chunk_structured
+from pipeline.chunking.documents import chunk_structured
 from pipeline.config import Settings
 from pipeline.ingest import load_folder
 from pipeline.structure import build_structure
@@ -144,7 +144,7 @@ def test_a_heading_line_of_200_kb_stays_a_short_section_title(tmp_path, shared_d
 
 
 def test_a_code_block_of_16_units_and_more_is_cut_at_line_ends(tmp_path):
-    import pipeline.chunking.chunkers as source
+    import pipeline.extract.gazetteer as source
 
     code = Path(source.__file__).read_text("utf-8")  # real code, ~40 KB
     md = f"# Listing\n\nThe chunker:\n\n```python\n{code}```\n\nAnd a table:\n\n"
@@ -244,7 +244,7 @@ def test_a_parser_that_raises_costs_one_document_its_structure_only(tmp_path, mo
 
 
 def test_chunking_that_raises_falls_back_to_the_documents_text(tmp_path, monkeypatch):
-    from pipeline.chunking.chunkers import SmartChunker
+    from pipeline.chunking.smart import SmartChunker
 
     write_long_inputs(tmp_path / "in", Path(__file__).resolve().parents[2] / "shared" / "data")
     for name in ("one_line.md", "image.md", "carol_x6.txt", "nested.md"):

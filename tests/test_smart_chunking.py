@@ -11,7 +11,8 @@ import polars as pl
 import pytest
 
 from pipeline import schemas
-from pipeline.chunking.chunkers import SimpleChunker, chunk_documents, chunk_structured
+from pipeline.chunking.documents import chunk_documents, chunk_structured
+from pipeline.chunking.simple import SimpleChunker
 from pipeline.config import ChunkingSettings
 from pipeline.structure import DocStructure, position
 from pipeline.structure.text import parse_text

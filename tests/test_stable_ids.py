@@ -11,7 +11,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.chunking.chunkers import chunk_structured
+from pipeline.chunking.documents import chunk_structured
 from pipeline.config import Settings
 from pipeline.ingest import load_folder
 from pipeline.structure import build_structure
