@@ -10,6 +10,13 @@
 
 Every mode returns a `SearchResult` (answer, context text, records with provenance,
 ranked text unit ids, trace, token count).
+
+In: an output folder (its published version). Out: SearchResults. Layout, bottom up:
+tables.py (the read-only view of the index tables every mode reads; names.py, scoring.py,
+ppr.py under it), records.py (the one builder of result records), the modes (naive.py,
+local/, global_search.py, expand/, focus/, flow/, nodes.py; rerank.py and answer.py shared),
+scope.py (tables restricted to publications), index.py (`GraphIndex`: open, follow the
+newest version, one method per mode). Modes never import index.py or scope.py.
 """
 
 from pipeline.query.index import GraphIndex
