@@ -139,7 +139,7 @@ QUESTION = "Who did Einstein work with?"
 
 
 def cold(out: Path, runs: int) -> list[dict]:
-    from pipeline.cli.main import _prepare_queries
+    from pipeline.cli.indexing import _prepare_queries
     from pipeline.config import load_settings
     from pipeline.vectors import cache as vector_cache
 

@@ -24,7 +24,7 @@ from benchmarks.throughput import SHARED, write_musique  # noqa: E402
 
 
 def write_sample(target: Path) -> None:
-    from pipeline.cli.main import write_sample_corpus
+    from pipeline.cli.demo import write_sample_corpus
 
     write_sample_corpus(target)
 

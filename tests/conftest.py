@@ -65,7 +65,7 @@ def write_llm_config(path: Path, base_url: str, **llm: object) -> str:
 def sample_index(tmp_path_factory):
     """The sample corpus plus bad files, indexed once by the real index job."""
     from assets.run import run_index
-    from pipeline.cli.main import write_sample_corpus
+    from pipeline.cli.demo import write_sample_corpus
 
     root = tmp_path_factory.mktemp("index")
     inp, out = root / "input", root / "output"

@@ -12,7 +12,7 @@ from conftest import write_bad_inputs
 from test_long_documents import _book, _nested_list
 
 from assets.run import run_index
-from pipeline.cli.main import write_sample_corpus
+from pipeline.cli.demo import write_sample_corpus
 from pipeline.storage import store, validate
 
 OUTSIDE = ("/etc/passwd", "/proc/self/status")

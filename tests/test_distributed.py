@@ -17,7 +17,7 @@ import pytest
 
 from assets.run import run_index
 from pipeline import schemas
-from pipeline.cli.main import write_sample_corpus
+from pipeline.cli.demo import write_sample_corpus
 from pipeline.storage import lock, store
 from resources import executors
 

@@ -14,7 +14,7 @@ import pytest
 from conftest import write_llm_config
 
 from assets.run import run_index
-from pipeline.cli.main import write_sample_corpus
+from pipeline.cli.demo import write_sample_corpus
 from pipeline.communities.leiden import hierarchical_leiden, next_state, plan_communities
 from pipeline.config import GraphSettings
 from pipeline.ids import stable_id

@@ -10,7 +10,7 @@ import pytest
 from conftest import write_llm_config
 
 from assets.run import run_index
-from pipeline.cli.main import write_sample_corpus
+from pipeline.cli.demo import write_sample_corpus
 from pipeline.llm.fake_server import FakeLlm
 from pipeline.schemas import SEMANTIC_TABLES, TABLES
 from pipeline.storage import store, validate

@@ -17,7 +17,7 @@ import polars as pl
 from conftest import write_llm_config
 
 from assets.run import run_index
-from pipeline.cli.main import write_sample_corpus
+from pipeline.cli.demo import write_sample_corpus
 from pipeline.config import LlmSettings
 from pipeline.llm.cache import cache_key
 from pipeline.llm.fake_answers import default_responder

@@ -21,7 +21,8 @@ from test_llm_client import Extraction, user
 from test_reports_llm import SMALL, Recorder, _client, _graph, _reports
 
 from assets.run import run_index
-from pipeline.cli.main import build_parser, write_sample_corpus
+from pipeline.cli.demo import write_sample_corpus
+from pipeline.cli.main import build_parser
 from pipeline.communities.reports import build_reports
 from pipeline.config import ExtractionSettings, GraphSettings, LlmSettings, ReportSettings
 from pipeline.extract import extract_resilient

@@ -111,7 +111,7 @@ def test_an_s3_output_equals_the_local_run_and_publishes_incrementally(
 
     from assets.run import run_index
     from pipeline import schemas
-    from pipeline.cli.main import write_sample_corpus
+    from pipeline.cli.demo import write_sample_corpus
     from pipeline.config import load_settings
     from pipeline.ingest.stale import stale_shards
     from pipeline.query import GraphIndex

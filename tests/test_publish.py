@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from assets.run import run_index
-from pipeline.cli.main import write_sample_corpus
+from pipeline.cli.demo import write_sample_corpus
 from pipeline.query import GraphIndex
 from pipeline.storage import lock, store, validate
 

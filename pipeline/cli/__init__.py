@@ -1,4 +1,5 @@
-"""The `docgraph` command line: index, check, query, serve, export, fake-llm.
+"""The `docgraph` command line: index, check, query, serve, export, sample, fake-llm.
 
-`main` parses the arguments and dispatches to the pipeline and the query module; `python -m
-pipeline.cli` runs it too."""
+`main` parses the arguments and dispatches to one module per command group (`indexing`,
+`querying`, `export`, `demo`; `args` holds the shared value types); `python -m pipeline.cli`
+runs it too."""

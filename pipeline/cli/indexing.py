@@ -1,0 +1,123 @@
+"""`docgraph index` and `docgraph check`: build an output folder through the Dagster asset
+graph (under the output lock, pulling an object store's current version first), then check
+its tables' schemas and references."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from pipeline.cli.args import folder_overrides
+from pipeline.config import load_settings
+from pipeline.storage import lock, mirror, remote
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    """Index the input folder; a missing or empty one is an error (exit 2) before any run."""
+    from pipeline.ingest import check_input_folder, own_folders
+
+    settings = load_settings(args.config, folder_overrides(args))
+    check_input_folder(settings.input_dir, own_folders(settings.output_dir))
+    # the output lock first: a second writer stops here (exit 2, naming the holder) before
+    # Dagster starts; the run's steps take it again, re-entrantly, in this process
+    wait_s = settings.storage.lock_wait_s if args.wait is None else args.wait
+    url = mirror.url_of(settings.output_dir)  # s3://…: output_dir is its local mirror
+    if url is not None:  # the store's current version decides which shards are stale
+        remote.refresh(settings.output_dir, force=True)
+    lock.acquire(settings.output_dir, "docgraph-index", wait_s)
+    from assets.run import run_index
+    from pipeline import progress
+
+    try:
+        with progress.for_terminal():  # rich bars on a terminal, else the log's n/total lines
+            result = run_index(
+                args.config,
+                settings.input_dir,
+                settings.output_dir,
+                raise_on_error=False,
+                log_level=args.log_level,
+                full=args.full,
+            )
+    finally:
+        lock.release(settings.output_dir)
+    failed_checks = [
+        f"{e.check_name} on {e.asset_key.to_user_string()}"
+        for e in result.get_asset_check_evaluations()
+        if not e.passed
+    ]
+    print(_summary(settings.output_dir))
+    if not result.success:
+        print(f"docgraph: index run FAILED: {_failure(result)}", file=sys.stderr)
+        print("nothing was published: the index in the output folder is unchanged", file=sys.stderr)
+        return 1
+    if failed_checks:
+        print("asset checks failed: " + ", ".join(failed_checks), file=sys.stderr)
+        return 1
+    print(f"index written to {url or settings.output_dir}")
+    _prepare_queries(settings)
+    return 0
+
+
+def _prepare_queries(settings) -> None:
+    """Make the next cold `docgraph query` fast (issue 13): copy the vectors out of Lance
+    (pipeline.vectors.cache) and export the query embedder to ONNX
+    (pipeline.vectors.embed_onnx; once per model, ~10 s). Best effort: a query without them is only
+    slower."""
+    from pipeline.vectors import lance as vectors
+    from pipeline.vectors.embed_onnx import ensure_exported
+
+    for name in ("text_units", "entities", "community_reports", "content_nodes"):
+        vectors.read_vectors(settings.output_dir, name)
+    try:
+        ensure_exported(settings.embedding)
+    except Exception as exc:  # an optional speed-up must not fail the index
+        print(f"docgraph: warning: query embedder not exported to ONNX: {exc}", file=sys.stderr)
+
+
+def _failure(result) -> str:
+    """The first failed step and the innermost error message (the cause the user can act on),
+    one line; the full log is above."""
+    for event in result.all_events:
+        if event.is_step_failure:
+            error = event.step_failure_data.error
+            while error.cause is not None:
+                error = error.cause
+            message = (error.message or error.cls_name or "").strip().splitlines()
+            return f"{event.step_key}: {message[0] if message else error.cls_name}"
+    return "see the log above"
+
+
+def _summary(output_dir: str) -> str:
+    from pipeline.schemas import TABLES
+    from pipeline.storage import store
+
+    rows = []
+    for name in TABLES:
+        path = store.table_path(output_dir, name)
+        if path.exists():
+            rows.append(f"  {name:<24} {store.read_table(output_dir, name).height:>8} rows")
+    return "tables:\n" + "\n".join(rows)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from pipeline.schemas import SEMANTIC_TABLES, TABLES
+    from pipeline.storage import store, validate
+
+    settings = load_settings(args.config, folder_overrides(args))
+    if not store.is_index(settings.output_dir):
+        raise FileNotFoundError(f"{settings.output_dir} holds no docgraph index")
+    manifest = store.read_manifest(settings.output_dir)
+    print(f"version: {manifest['version'] if manifest else '(unversioned layout)'}")
+    bad = 0
+    for name in TABLES:
+        if name not in SEMANTIC_TABLES and not store.table_path(settings.output_dir, name).exists():
+            print(f"{name}: absent")
+            continue
+        problems = validate.schema_problems(settings.output_dir, name)
+        problems = problems or validate.integrity_problems(settings.output_dir, name)
+        bad += bool(problems)
+        print(f"{name}: {'; '.join(problems) or 'ok'}")
+    problems = validate.lance_problems(settings.output_dir)
+    bad += bool(problems)
+    print(f"lancedb: {'; '.join(problems) or 'ok (every vector table holds its table ids)'}")
+    return 1 if bad else 0

@@ -1,0 +1,103 @@
+"""`docgraph query` and `docgraph serve`: one query printed (answer, context, JSON or a
+streamed LLM answer, with fallback warnings on stderr), or the query modes over HTTP."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+
+from pipeline.cli.args import folder_overrides
+from pipeline.config import load_settings
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    """Run one query. An LLM answer that fails exits 1, unless --offline-fallback keeps the
+    extractive answer; every fallback is a `docgraph: warning:` line on stderr."""
+    from pipeline.query import GraphIndex
+
+    settings = load_settings(args.config, folder_overrides(args))
+    index = GraphIndex.open(
+        settings.output_dir,
+        settings,
+        llm_fallback=args.offline_fallback,
+        publication_id=args.publication or None,
+    )
+    if index.llm is None:  # offline: nothing imports openai (~1 s of a cold query)
+        _print_query(index, args)
+        return 0
+    from pipeline.query.answer import LlmAnswerError, LlmFallbackWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", LlmFallbackWarning)
+        try:
+            _print_query(index, args)
+        except LlmAnswerError as exc:
+            print(
+                f"docgraph: {exc}; check llm.base_url, llm.api_key and the server, or pass "
+                "--offline-fallback to print the extractive answer instead",
+                file=sys.stderr,
+            )
+            return 1
+        finally:
+            _show_warnings(caught, LlmFallbackWarning)
+    return 0
+
+
+def _show_warnings(caught: list[warnings.WarningMessage], fallback: type[Warning]) -> None:
+    """Fallback warnings as one `docgraph: warning:` line each; any other as Python shows it."""
+    for w in caught:
+        if issubclass(w.category, fallback):
+            print(f"docgraph: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+
+
+def _print_query(index, args: argparse.Namespace) -> None:
+    from pipeline.serve.request import STREAM_MODES, QueryRequest, run_query
+
+    stream = args.stream and index.llm is not None and not args.json
+    request = QueryRequest(
+        query=args.query,
+        top_k=args.top_k,
+        level=args.level,
+        max_hops=args.max_hops,
+        max_nodes=args.max_nodes,
+        edge_types=args.edge_types.split(",") if args.edge_types else None,
+        budget=args.budget,
+        question=args.question,
+        quick=args.quick,
+    )
+    result = run_query(index, args.mode, request, llm_answer=not stream)
+    if args.json:  # the same text `docgraph serve` answers
+        print(result.to_json(indent=2))
+    elif args.mode == "focus" and not args.question:
+        print(result.context_text)
+    elif stream and args.mode in STREAM_MODES:
+        _print_stream(index.stream_answer(result))
+    else:
+        print(result.answer)
+        if args.show_context:
+            print("\n" + result.context_text)
+
+
+def _print_stream(pieces) -> None:
+    """Print pieces as they come; a stream that breaks off midway still ends its line."""
+    started = False
+    try:
+        for piece in pieces:
+            started = True
+            print(piece, end="", flush=True)
+    finally:
+        if started:
+            print()
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Serve the query modes over HTTP until Ctrl-C (pipeline/serve/server.py)."""
+    from pipeline.serve.server import open_index, serve
+
+    settings = load_settings(args.config, folder_overrides(args))
+    index = open_index(settings.output_dir, settings, llm_fallback=args.offline_fallback)
+    serve(index, host=args.host, port=args.port)
+    return 0
