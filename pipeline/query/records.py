@@ -3,7 +3,8 @@
 Every record has kind, id, human_readable_id and provenance (document, publication, section,
 pages). Text units carry their own row's provenance and content node positions; entities,
 relationships and reports (`graph_record`) the provenance of the first text unit they cite;
-content nodes their own document, section and bounding boxes.
+sections and content nodes their own document and place in it (nodes with bounding boxes);
+focus context's related notes their uri, priority and note shape.
 """
 
 from __future__ import annotations
@@ -49,6 +50,52 @@ def entity_record(index: IndexTables, e: dict[str, Any], text: str, **extra: Any
     return graph_record(
         index, "entity", e, e["text_unit_ids"], title=e["title"], type=e["type"], text=text, **extra
     )
+
+
+def section_record(s: dict[str, Any], document_title: str | None, **scores: Any) -> dict[str, Any]:
+    """A sections row (as a dict) as a result record: the `scores` fields in the order given,
+    then its title, document and place in the document."""
+    return {
+        "kind": "section",
+        "id": s["id"],
+        "human_readable_id": s["human_readable_id"],
+        **scores,
+        "title": s["title"],
+        "text": s["title"] or "",
+        "component_type": s["component_type"],
+        "document_id": s["document_id"],
+        "document_title": document_title,
+        "section_id": s["id"],
+        "section_path": list(s["path"] or []),
+        "section_uri": s["uri"],
+    }
+
+
+def note_record(
+    note_id: str,
+    uri: str,
+    title: str,
+    document_id: str,
+    rank: int,
+    priority: int,
+    relation: str,
+    tokens: int,
+    note: dict[str, Any],
+) -> dict[str, Any]:
+    """A related note of focus context as a result record (`note` is its JSON shape)."""
+    return {
+        "kind": "note",
+        "id": note_id,
+        "uri": uri,
+        "title": title,
+        "document_id": document_id,
+        "rank": rank,
+        "priority": priority,
+        "relation": relation,
+        "score": 1.0 / rank,  # rank-based: selection is by priority, not by a score
+        "tokens": tokens,
+        "note": note,
+    }
 
 
 def provenance(r: dict[str, Any]) -> dict[str, Any]:

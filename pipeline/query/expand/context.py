@@ -8,7 +8,7 @@ import numpy as np
 
 from pipeline.query.expand.graph import ExpandGraph
 from pipeline.query.expand.params import ExpandParams
-from pipeline.query.records import entity_record, unit_record
+from pipeline.query.records import entity_record, section_record, unit_record
 from pipeline.tokens import count_tokens, truncate_tokens
 
 if TYPE_CHECKING:
@@ -87,22 +87,13 @@ def build_context(
     for g in sec_rows:
         s = info.row(g, named=True)
         records.append(
-            {
-                "kind": "section",
-                "id": s["id"],
-                "human_readable_id": s["human_readable_id"],
-                "score": float(score[g]),
-                "hops": int(hops[g]),
-                "via": names[ptype[g]] if ptype[g] >= 0 else None,
-                "title": s["title"],
-                "text": s["title"] or "",
-                "component_type": s["component_type"],
-                "document_id": s["document_id"],
-                "document_title": docs.get(s["document_id"]),
-                "section_id": s["id"],
-                "section_path": list(s["path"] or []),
-                "section_uri": s["uri"],
-            }
+            section_record(
+                s,
+                docs.get(s["document_id"]),
+                score=float(score[g]),
+                hops=int(hops[g]),
+                via=names[ptype[g]] if ptype[g] >= 0 else None,
+            )
         )
     ent_rows = keep[keep >= off_e][: params.entity_context].tolist()
     ent_lines = []

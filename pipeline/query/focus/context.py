@@ -20,6 +20,7 @@ from pipeline.query.focus.priority import (
     priority_streams,
     select,
 )
+from pipeline.query.records import note_record
 from pipeline.query.result import SearchResult
 from pipeline.tokens import count_tokens
 
@@ -159,19 +160,7 @@ def focus_result(g: NoteGraph, row: int, budget: int, query: str) -> SearchResul
 
     related = [json.loads(c[3]) for c in chosen]
     records = [
-        {
-            "kind": "note",
-            "id": g.ids[r],
-            "uri": g.uris[r],
-            "title": g.titles[r],
-            "document_id": g.documents[r],
-            "rank": rank,
-            "priority": prio,
-            "relation": rel,
-            "score": 1.0 / rank,  # rank-based: selection is by priority, not by a score
-            "tokens": cost,
-            "note": note,
-        }
+        note_record(g.ids[r], g.uris[r], g.titles[r], g.documents[r], rank, prio, rel, cost, note)
         for rank, ((prio, rel, r, _, cost), note) in enumerate(
             zip(chosen, related, strict=True), start=1
         )
