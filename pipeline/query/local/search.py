@@ -73,7 +73,7 @@ def params_from_settings(qs: QuerySettings) -> LocalParams:
     )
 
 
-def rank_units(
+def unit_scores(
     index: IndexTables, query: str, qvec: np.ndarray, params: LocalParams, trace: list[str]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]:
     """(blended unit scores, dense unit sims, PPR entity scores, matched entity rows->name)."""
@@ -165,7 +165,7 @@ def local_search(
     top_k = top_k or qs.top_k_units
     trace = [f"embedded query with {index.embedder.model_id}"]
     qvec = index.embed_query(query)
-    scores, sims, ent_scores, matched = rank_units(index, query, qvec, params, trace)
+    scores, sims, ent_scores, matched = unit_scores(index, query, qvec, params, trace)
     unit_rows = top_indices(scores, top_k)
 
     # ---- context within the token budget -----------------------------------------------
