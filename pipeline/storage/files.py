@@ -1,4 +1,5 @@
-"""Atomic file writes that respect the umask, and clean-up of what a killed writer left.
+"""Atomic file writes that respect the umask, clean-up of what a killed writer left, and
+listing the files a folder holds with writers' temp files left out.
 
 Every file docgraph writes goes through `atomic_path`: a temp file in the target's folder
 (named `.<name>.<pid>.<random>.tmp`, so a clean-up can tell a live writer's temp file from
@@ -99,3 +100,17 @@ def remove_stray_temps(root: str | Path) -> list[Path]:
             path.unlink(missing_ok=True)
             removed.append(path)
     return removed
+
+
+def files_under(folder: Path) -> dict[str, Path]:
+    """{relative posix path: path} of the files under `folder`, temp files left out."""
+    out: dict[str, Path] = {}
+    if not folder.is_dir():
+        return out
+    for dirpath, _dirs, names in os.walk(folder):
+        for name in names:
+            if name.startswith(".") and name.endswith(TEMP_SUFFIX):
+                continue
+            path = Path(dirpath) / name
+            out[path.relative_to(folder).as_posix()] = path
+    return out

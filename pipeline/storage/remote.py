@@ -57,7 +57,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipeline.storage.files import TEMP_SUFFIX, atomic_write_bytes
+from pipeline.storage.files import atomic_write_bytes, files_under
 from pipeline.storage.mirror import is_url, mirror_for, url_of
 from pipeline.storage.object_store import (
     RemoteError,
@@ -104,20 +104,6 @@ def _configured_base() -> str | None:
         return load_settings().storage.mirror_dir
     except Exception:  # noqa: BLE001 - a reader given a URL needs no valid settings file
         return None
-
-
-def _files(folder: Path) -> dict[str, Path]:
-    """{relative posix path: path} of the files under `folder`, temp files left out."""
-    out: dict[str, Path] = {}
-    if not folder.is_dir():
-        return out
-    for dirpath, _dirs, names in os.walk(folder):
-        for name in names:
-            if name.startswith(".") and name.endswith(TEMP_SUFFIX):
-                continue
-            path = Path(dirpath) / name
-            out[path.relative_to(folder).as_posix()] = path
-    return out
 
 
 # ---------------------------------------------------------------------------- pull
@@ -170,7 +156,7 @@ def _pull_version(s3, url: str, root: Path, version: str, stats: dict[str, int])
     if not remote:
         raise RemoteError(f"pull from {url}: index.json names version {version}, which is missing")
     folder = root / rel_version
-    local = _files(folder)
+    local = files_under(folder)
     todo = [r for r, i in remote.items() if r not in local or local[r].stat().st_size != i.size]
 
     def fetch(rel: str) -> int:
@@ -235,7 +221,7 @@ def carried_over(root: str | Path) -> set[str]:
         return set()
     previous = root / VERSIONS_DIR / current
     out = set()
-    for rel, path in _files(root / "staging").items():
+    for rel, path in files_under(root / "staging").items():
         with contextlib.suppress(OSError):
             if os.path.samefile(path, previous / rel):
                 out.add(rel)
@@ -288,7 +274,7 @@ def _push_version(
 ) -> None:
     version, previous = manifest["version"], manifest.get("previous")
     rel_version = f"{VERSIONS_DIR}/{version}"
-    local = _files(root / rel_version)
+    local = files_under(root / rel_version)
     remote = list_files(s3, object_key(url, rel_version))  # a retried push resumes
     prev_remote = list_files(s3, object_key(url, f"{VERSIONS_DIR}/{previous}")) if previous else {}
 
@@ -310,7 +296,7 @@ def _push_version(
 
 
 def _push_caches(s3, url: str, root: Path, manifest: dict[str, Any], stats) -> None:
-    local = _files(root / CACHE_DIR)
+    local = files_under(root / CACHE_DIR)
     if not local:
         return
     remote = list_files(s3, object_key(url, CACHE_DIR))
