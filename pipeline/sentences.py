@@ -5,7 +5,8 @@ punctuation .!?…), read two ways:
 - strict, `split_sentences` (extraction, query answers, report evidence): sentence strings.
   Abbreviations and initials ("U.S.", "No.") never end a sentence, because extraction links
   the entities of one sentence and a false end would cut "U.S. Route 52" in two; blank lines
-  and short title lines do end one.
+  and short title lines do end one. `sentences_expr` is the same reading over a polars column
+  (report sentence pools), built from the same classes and word lists.
 - eager, `sentence_ends` (chunking): cut candidates inside a paragraph. A false end only
   offers the chunker a slightly worse cut, so initials before a capital end a sentence and
   list items start one. Chunk cuts, and so every text unit id, depend on these exact
@@ -19,6 +20,8 @@ from __future__ import annotations
 
 import re
 import sys
+
+import polars as pl
 
 
 def _char_class(pred) -> str:
@@ -68,9 +71,14 @@ STRICT_ABBREVIATIONS = wordset("etc bros op est no vol fig pp")
 
 _STRICT_WORDS = ABBREVIATIONS | STRICT_ABBREVIATIONS
 _STRICT_NUMBER_WORDS = frozenset(w.lower() for w in NUMBER_ABBREVIATIONS)
-_BOUNDARY_RE = re.compile(r"[.!?…]+[\"'”’»)\]]*\s+|\n[ \t]*\n\s*|\n")
-_NEXT_START_RE = re.compile(rf"[\"'“‘«(\[`]*(?:[{UPPER_CLASS}]|\d)")
-_LAST_WORD_RE = re.compile(r"(\w+)[.!?…]*[\"'”’»)\]]*\s*$")
+# Regex classes: terminal punctuation, the closing quotes/brackets after it, the opening
+# ones before the capital (or digit) that starts the next sentence.
+_END = "[.!?…]"
+_CLOSE = "[\"'”’»)\\]]"
+_OPEN = "[\"'“‘«(\\[`]"
+_BOUNDARY_RE = re.compile(rf"{_END}+{_CLOSE}*\s+|\n[ \t]*\n\s*|\n")
+_NEXT_START_RE = re.compile(rf"{_OPEN}*(?:[{UPPER_CLASS}]|\d)")
+_LAST_WORD_RE = re.compile(rf"(\w+){_END}*{_CLOSE}*\s*$")
 
 
 def split_sentences(text: str) -> list[str]:
@@ -110,6 +118,47 @@ def split_sentences(text: str) -> list[str]:
     if s:
         out.append(s)
     return out
+
+
+# ---- the strict reading over a polars column --------------------------------------------
+
+_PARA = "\u2029"  # a blank line, once whitespace is collapsed
+_HIDDEN_DOT = "\u2024"  # ONE DOT LEADER: a dot that ends no sentence, hidden from the pattern
+
+
+def _alternation(words: frozenset[str]) -> str:
+    return "|".join(re.escape(w) for w in sorted(words, key=lambda w: (-len(w), w)))
+
+
+# Dots that end no sentence: after an abbreviation, an initial ("U.S."), a number word
+# before a number ("No. 5").
+_HIDE_ABBREVIATION = rf"(?i)\b({_alternation(_STRICT_WORDS)})\."
+_HIDE_INITIAL = r"\b(\p{L})\."
+_HIDE_NUMBER_WORD = rf"(?i)\b({_alternation(_STRICT_NUMBER_WORDS)})\.( \d)"
+_NOT_END = f".!?…{_PARA}"
+# A sentence: characters that end nothing, or terminal punctuation not followed (after its
+# closers and a space) by an opener-and-capital or a digit; then its terminal punctuation.
+_SENTENCE_PATTERN = (
+    rf"(?:[^{_NOT_END}]|{_END}+(?:{_CLOSE}*[^\s{_NOT_END}\"'”’»)\]]"
+    rf"|{_CLOSE}*\s+{_OPEN}*[^\s{_NOT_END}\"'“‘«(\[`\p{{Lu}}\p{{Lt}}\d]))+{_END}*{_CLOSE}*"
+)
+
+
+def sentences_expr(text: pl.Expr) -> pl.Expr:
+    """`split_sentences` vectorised over a string column (for report sentence pools, where
+    a Python loop would be the bottleneck): a list of stripped sentences per row. The same
+    punctuation, closers, openers and abbreviations; a single line break is only whitespace
+    here (no title-line rule), a blank line always ends a sentence."""
+    return (
+        text.fill_null("")
+        .str.replace_all(r"\s*\n\s*\n\s*", f" {_PARA} ")
+        .str.replace_all(r"[ \t\r\n\f\v\u00a0]+", " ")
+        .str.replace_all(_HIDE_ABBREVIATION, "${1}" + _HIDDEN_DOT)
+        .str.replace_all(_HIDE_INITIAL, "${1}" + _HIDDEN_DOT)
+        .str.replace_all(_HIDE_NUMBER_WORD, "${1}" + _HIDDEN_DOT + "${2}")
+        .str.extract_all(_SENTENCE_PATTERN)
+        .list.eval(pl.element().str.replace_all(_HIDDEN_DOT, ".", literal=True).str.strip_chars())
+    )
 
 
 # ---- the eager reading (chunking): cut candidates ----------------------------------------

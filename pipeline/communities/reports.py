@@ -21,7 +21,6 @@ bottom-up summary of child reports is for LLM mode.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import polars as pl
@@ -31,6 +30,7 @@ from pipeline import progress
 from pipeline.config import ReportSettings
 from pipeline.ids import stable_id
 from pipeline.schemas import TABLES, empty
+from pipeline.sentences import sentences_expr, split_sentences
 from pipeline.tokens import truncate_tokens
 
 # The columns of each input table the extractive and the LLM reports read (communities: all):
@@ -56,12 +56,6 @@ _CANDIDATES_PER_COMMUNITY = 12
 _MAX_SENTENCE_CHARS = 320
 _MAX_EVIDENCE_CHARS = 240
 _MAX_REFS = 5
-_PARA = "\u2029"
-_ABBREV_DOT = "\u2024"  # ONE DOT LEADER: hides abbreviation dots from the sentence splitter
-# a sentence: runs of non-terminal characters, where ".!?" count as terminal only when a
-# space and an upper-case letter (or a paragraph break) follow; then its terminal punctuation
-_SENTENCE_RE = r"(?:[^.!?\u2029]|[.!?](?:[^\s.!?\u2029]|\s+[^\s\p{Lu}\"'“‘«(\[\u2029]))+[.!?…]*"
-_ABBREV_RE = r"\b(Mr|Mrs|Ms|Dr|St|Prof|Sr|Jr|vs|etc|No|Fig|Vol|Inc|Ltd|Co|Gen|Capt|Rev)\."
 
 
 def _norm(expr: pl.Expr) -> pl.Expr:
@@ -72,21 +66,10 @@ def _norm(expr: pl.Expr) -> pl.Expr:
 
 def _sentences(frame: pl.DataFrame, text_col: str) -> pl.DataFrame:
     """Explode `text_col` into one row per sentence (`sentence`), keeping the other columns."""
-    text = (
-        pl.col(text_col)
-        .fill_null("")
-        .str.replace_all(r"\s*\n\s*\n\s*", f" {_PARA} ")
-        .str.replace_all(r"[ \t\r\n\f\v\u00a0]+", " ")
-        .str.replace_all(_ABBREV_RE, "${1}" + _ABBREV_DOT)
-        .str.extract_all(_SENTENCE_RE)
-    )
     return (
-        frame.with_columns(text.alias("sentence"))
+        frame.with_columns(sentences_expr(pl.col(text_col)).alias("sentence"))
         .drop(text_col)
         .explode("sentence")
-        .with_columns(
-            pl.col("sentence").str.replace_all(_ABBREV_DOT, ".", literal=True).str.strip_chars()
-        )
         .filter(pl.col("sentence").str.len_chars() >= 15)
     )
 
@@ -100,29 +83,10 @@ def _clip(text: str, limit: int) -> str:
     return cut + "…"
 
 
-_PY_BREAK = re.compile(r"[.!?…]+['\"’”»)\]]*\s+")
-_PY_ABBREV = re.compile(_ABBREV_RE + r"\s*$")
-
-
-def _split_sentences(text: str) -> list[str]:
-    """Sentences of one short text (a description), with the same rules as `_SENTENCE_RE`."""
-    text = " ".join((text or "").split())
-    out: list[str] = []
-    start = 0
-    for m in _PY_BREAK.finditer(text):
-        nxt = text[m.end() : m.end() + 3].lstrip("'\"‘“«([")[:1]
-        if nxt.isupper() and not _PY_ABBREV.search(text[start : m.end()]):
-            out.append(text[start : m.end()].strip())
-            start = m.end()
-    if text[start:].strip():
-        out.append(text[start:].strip())
-    return out
-
-
 def _evidence(texts: list[str], limit: int) -> str:
     """Quoted evidence within `limit` characters: the texts' sentences taken in turns (first of
     each, then second of each...), without repeats; the first one is clipped if too long."""
-    split = [_split_sentences(t) for t in texts if t]
+    split = [split_sentences(t) for t in texts if t]
     turns = [
         s for i in range(max(map(len, split), default=0)) for ss in split for s in ss[i : i + 1]
     ]
