@@ -73,9 +73,12 @@ _STRICT_WORDS = ABBREVIATIONS | STRICT_ABBREVIATIONS
 _STRICT_NUMBER_WORDS = frozenset(w.lower() for w in NUMBER_ABBREVIATIONS)
 # Regex classes: terminal punctuation, the closing quotes/brackets after it, the opening
 # ones before the capital (or digit) that starts the next sentence.
-_END = "[.!?…]"
-_CLOSE = "[\"'”’»)\\]]"
-_OPEN = "[\"'“‘«(\\[`]"
+_END_CHARS = ".!?…"
+_CLOSE_CHARS = "\"'”’»)\\]"
+_OPEN_CHARS = "\"'“‘«(\\[`"
+_END = f"[{_END_CHARS}]"
+_CLOSE = f"[{_CLOSE_CHARS}]"
+_OPEN = f"[{_OPEN_CHARS}]"
 _BOUNDARY_RE = re.compile(rf"{_END}+{_CLOSE}*\s+|\n[ \t]*\n\s*|\n")
 _NEXT_START_RE = re.compile(rf"{_OPEN}*(?:[{UPPER_CLASS}]|\d)")
 _LAST_WORD_RE = re.compile(rf"(\w+){_END}*{_CLOSE}*\s*$")
@@ -135,12 +138,12 @@ def _alternation(words: frozenset[str]) -> str:
 _HIDE_ABBREVIATION = rf"(?i)\b({_alternation(_STRICT_WORDS)})\."
 _HIDE_INITIAL = r"\b(\p{L})\."
 _HIDE_NUMBER_WORD = rf"(?i)\b({_alternation(_STRICT_NUMBER_WORDS)})\.( \d)"
-_NOT_END = f".!?…{_PARA}"
+_NOT_END = f"{_END_CHARS}{_PARA}"
 # A sentence: characters that end nothing, or terminal punctuation not followed (after its
 # closers and a space) by an opener-and-capital or a digit; then its terminal punctuation.
 _SENTENCE_PATTERN = (
-    rf"(?:[^{_NOT_END}]|{_END}+(?:{_CLOSE}*[^\s{_NOT_END}\"'”’»)\]]"
-    rf"|{_CLOSE}*\s+{_OPEN}*[^\s{_NOT_END}\"'“‘«(\[`\p{{Lu}}\p{{Lt}}\d]))+{_END}*{_CLOSE}*"
+    rf"(?:[^{_NOT_END}]|{_END}+(?:{_CLOSE}*[^\s{_NOT_END}{_CLOSE_CHARS}]"
+    rf"|{_CLOSE}*\s+{_OPEN}*[^\s{_NOT_END}{_OPEN_CHARS}\p{{Lu}}\p{{Lt}}\d]))+{_END}*{_CLOSE}*"
 )
 
 
@@ -166,7 +169,7 @@ def sentences_expr(text: pl.Expr) -> pl.Expr:
 # A sentence end: terminal punctuation, optional closing quotes/brackets (and Markdown
 # emphasis), whitespace. The word before it is checked for abbreviations, the next character
 # for a sentence start.
-_CUT_END = re.compile(r"([.!?…]+)[\"'”’»)\]_*]*\s+")
+_CUT_END = re.compile(rf"({_END}+)[{_CLOSE_CHARS}_*]*\s+")
 # A list item starting a line is a sentence start too.
 _LIST_ITEM = re.compile(r"\n(?=[ \t]*(?:[-*+•]|\d{1,3}[.)])[ \t]+\S)")
 # No dashes: in Russian prose «...?» — сказал он continues the sentence.
