@@ -146,7 +146,7 @@ def test_a_heading_line_of_200_kb_stays_a_short_section_title(tmp_path, shared_d
 def test_a_code_block_of_16_units_and_more_is_cut_at_line_ends(tmp_path):
     import pipeline.extract.gazetteer as source
 
-    code = Path(source.__file__).read_text("utf-8")  # real code, ~40 KB
+    code = Path(source.__file__).read_text("utf-8")  # real code, ~19 KB
     md = f"# Listing\n\nThe chunker:\n\n```python\n{code}```\n\nAnd a table:\n\n"
     md += "| a | b |\n|---|---|\n| 1 | 2 |\n"
     (tmp_path / "listing.md").write_text(md, encoding="utf-8")
