@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, field_validator, model_validator
 
-from pipeline.communities.reports import _markdown
+from pipeline.communities.report_text import report_markdown
 from pipeline.config import ReportSettings
 from pipeline.tokens import count_tokens, truncate_tokens
 
@@ -71,7 +71,7 @@ def report_row(base: dict[str, Any], ans: ReportAnswer, settings: ReportSettings
         for f in ans.findings
         if f.summary or f.explanation
     ][: settings.max_findings]
-    content = _markdown(ans.title, ans.summary, findings)
+    content = report_markdown(ans.title, ans.summary, findings)
     if count_tokens(content) > settings.max_report_tokens:
         content = truncate_tokens(content, settings.max_report_tokens)
     doc = {

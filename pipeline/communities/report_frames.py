@@ -1,0 +1,254 @@
+"""The per-community frames an extractive report is assembled from, and its rating.
+
+`gather` turns the communities, entities, relationships and text units into one row per
+community (stats, rating) and flat frames of its top members (with their neighbours and
+evidence relationship), strongest relationships and candidate sentences, best first. Joins and
+rankings are vectorised in polars; the frames carry integer keys until the few rows a report
+shows, which keeps memory flat at 40k documents.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipeline.communities.report_mentions import candidates, hrid, sentence_mentions
+from pipeline.config import ReportSettings
+
+# Community members scored against all mentions at once, at most (whole communities).
+CANDIDATE_BATCH_MEMBERS = 50_000
+
+
+def gather(
+    communities: pl.DataFrame,
+    entities: pl.DataFrame,
+    relationships: pl.DataFrame,
+    text_units: pl.DataFrame,
+    settings: ReportSettings,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Everything the text assembly needs: one row per community (stats, rating), and flat
+    frames of its top members, strongest relationships and candidate sentences, best first."""
+    ents = entities.select(
+        pl.col("id").alias("entity_id"),
+        hrid(entities).alias("e_hrid"),
+        pl.col("title").cast(pl.Utf8).fill_null(""),
+        pl.col("type").cast(pl.Utf8).fill_null(""),
+        pl.col("description").cast(pl.Utf8).fill_null(""),
+        (pl.col("degree") if "degree" in entities.columns else pl.lit(0))
+        .cast(pl.Int64)
+        .fill_null(0)
+        .alias("g_degree"),
+        (pl.col("aliases") if "aliases" in entities.columns else pl.lit([], pl.List(pl.Utf8)))
+        .cast(pl.List(pl.Utf8))
+        .fill_null([])
+        .alias("aliases"),
+    )
+    # The per-community frames (a row per member, per internal edge and direction) carry
+    # integers only: a title is sorted by its rank (`trank`, the same order), and the strings
+    # (titles, descriptions) join the few rows a report shows. With strings, every level's
+    # copy of every relationship held its description (+1.5 GB at 40k documents).
+    ents = ents.with_columns(pl.col("title").rank("dense").alias("trank"))
+    members = (
+        communities.select("community", pl.col("entity_ids").alias("entity_id"))
+        .explode("entity_id")
+        .drop_nulls("entity_id")
+        .join(ents.select("entity_id", "e_hrid", "g_degree", "trank"), on="entity_id")
+    )
+    rels = relationships.select(
+        pl.col("id").alias("rel_id"),
+        hrid(relationships).alias("r_hrid"),
+        "source_id",
+        "target_id",
+        (pl.col("type") if "type" in relationships.columns else pl.lit(""))
+        .cast(pl.Utf8)
+        .fill_null("")
+        .alias("r_type"),
+        pl.col("description").cast(pl.Utf8).fill_null("").alias("r_desc"),
+        pl.col("weight").cast(pl.Float64).fill_null(1.0).alias("weight"),
+    )
+    ends_of = ents.select("entity_id", "e_hrid", "trank")
+    edges = (
+        communities.select("community", pl.col("relationship_ids").alias("rel_id"))
+        .explode("rel_id")
+        .drop_nulls("rel_id")
+        .join(
+            rels.select(
+                "rel_id", "r_hrid", "source_id", "target_id", "weight", pl.col("r_desc") != ""
+            ).rename({"r_desc": "has_desc"}),
+            on="rel_id",
+            how="inner",
+        )
+        .join(
+            ends_of.rename({"entity_id": "source_id", "e_hrid": "s_hrid", "trank": "s_trank"}),
+            on="source_id",
+        )
+        .join(
+            ends_of.rename({"entity_id": "target_id", "e_hrid": "t_hrid", "trank": "t_trank"}),
+            on="target_id",
+        )
+    )
+    # both directions: every edge seen from each endpoint, to rank members and their neighbours
+    cols = ["community", "r_hrid", "has_desc", "weight"]
+    ends = pl.concat(
+        [
+            edges.select(
+                *cols,
+                pl.col("source_id").alias("entity_id"),
+                pl.col("t_trank").alias("n_trank"),
+                pl.col("t_hrid").alias("n_hrid"),
+            ),
+            edges.select(
+                *cols,
+                pl.col("target_id").alias("entity_id"),
+                pl.col("s_trank").alias("n_trank"),
+                pl.col("s_hrid").alias("n_hrid"),
+            ),
+        ]
+    ).sort(
+        ["community", "entity_id", "weight", "n_trank", "r_hrid"],
+        descending=[False, False, True, False, False],
+    )
+    per_member = ends.group_by(["community", "entity_id"], maintain_order=True).agg(
+        pl.col("weight").sum().alias("w_degree"),
+        pl.col("n_trank").unique(maintain_order=True).head(3).alias("neighbours"),
+        pl.col("n_hrid").unique(maintain_order=True).head(4).alias("n_hrids"),
+        pl.col("r_hrid").head(3).alias("m_rel_hrids"),
+        pl.col("r_hrid").filter(pl.col("has_desc")).first().alias("m_rel"),
+    )
+    del ends
+    members = (
+        members.join(per_member, on=["community", "entity_id"], how="left")
+        .with_columns(pl.col("w_degree").fill_null(0.0))
+        .sort(
+            ["community", "w_degree", "g_degree", "trank", "entity_id"],
+            descending=[False, True, True, False, False],
+        )
+        .with_columns(pl.int_range(pl.len()).over("community").alias("rank"))
+    )
+
+    mentions, pool, codes = sentence_mentions(members, edges, rels, text_units, ents, communities)
+    # each community's candidate sentences, for a batch of communities at a time (a
+    # community's pairs of member x mention are all in one batch: exact, and the group-by
+    # over them peaked at +1.2 GB at 40k documents when done at once)
+    scored = (
+        members.select(
+            "community",
+            "entity_id",
+            "rank",
+            # each member counts 1 + log(1 + weighted degree): central ones outweigh others
+            (1.0 + pl.col("w_degree").log1p()).alias("mw"),
+        )
+        .join(codes, on="entity_id")
+        .drop("entity_id")
+    )
+    batch = (
+        scored.group_by("community")
+        .len()
+        .sort("community")
+        .select("community", (pl.col("len").cum_sum() // CANDIDATE_BATCH_MEMBERS).alias("b"))
+    )
+    scored = scored.join(batch, on="community")
+    cand = pl.concat(
+        [
+            candidates(mentions, scored.filter(pl.col("b") == b).drop("b"), pool)
+            for b in batch["b"].unique().sort().to_list()
+        ]
+        or [candidates(mentions, scored.drop("b"), pool)]
+    )
+
+    title_of = ents.select("trank", "title").unique("trank")
+    neighbours = (
+        members.filter(pl.col("rank") < max(settings.max_findings, 3))
+        .select("community", "entity_id", pl.col("neighbours").alias("trank"))
+        .explode("trank")
+        .join(title_of, on="trank", how="left", maintain_order="left")
+        .group_by("community", "entity_id", maintain_order=True)
+        .agg(pl.col("title").drop_nulls().alias("neighbours"))
+    )
+    top_members = (
+        members.filter(pl.col("rank") < max(settings.max_findings, 3))
+        .drop("neighbours")
+        .join(neighbours, on=["community", "entity_id"], how="left", maintain_order="left")
+        .join(
+            ents.select("entity_id", "title", "type", "description"),
+            on="entity_id",
+            how="left",
+            maintain_order="left",
+        )
+        .join(
+            rels.select(pl.col("r_hrid").alias("m_rel"), pl.col("r_desc").alias("m_rel_desc")),
+            on="m_rel",
+            how="left",
+            maintain_order="left",
+        )
+        .select(
+            "community",
+            "e_hrid",
+            "title",
+            "type",
+            "description",
+            "neighbours",
+            "n_hrids",
+            "m_rel_hrids",
+            "m_rel_desc",
+        )
+    )
+    top_rels = (
+        edges.sort(["community", "weight", "r_hrid"], descending=[False, True, False])
+        .group_by("community", maintain_order=True)
+        .head(max(settings.max_findings, 1))
+        .join(rels.select("rel_id", "r_type", "r_desc"), on="rel_id", maintain_order="left")
+        .join(
+            title_of.rename({"trank": "s_trank", "title": "s_title"}),
+            on="s_trank",
+            maintain_order="left",
+        )
+        .join(
+            title_of.rename({"trank": "t_trank", "title": "t_title"}),
+            on="t_trank",
+            maintain_order="left",
+        )
+        .select("community", "r_hrid", "r_type", "r_desc", "s_title", "t_title", "s_hrid", "t_hrid")
+    )
+    stats = edges.group_by("community").agg(
+        pl.len().alias("n_rels"), pl.col("weight").sum().alias("total_weight")
+    )
+    head = (
+        communities.select(
+            "id",
+            "community",
+            "level",
+            "parent",
+            "children",
+            "size",
+            "period",
+            pl.col("text_unit_ids").list.len().alias("n_units"),
+        )
+        .join(stats, on="community", how="left")
+        .with_columns(pl.col("n_rels").fill_null(0), pl.col("total_weight").fill_null(0.0))
+        .pipe(_ratings)
+        .sort("community")
+    )
+    return head, top_members, top_rels, cand
+
+
+def _ratings(frame: pl.DataFrame) -> pl.DataFrame:
+    """Importance 0-10: mean of log sizes (entities, relation weight, text units), / the max.
+
+    Logs keep a few huge communities from flattening all others to ~0; dividing by the maximum
+    over all communities makes the largest 10.0 and keeps every non-empty community above 0
+    (global search drops 0-rated reports).
+    """
+    raw = (
+        pl.col("size").cast(pl.Float64).log1p()
+        + pl.col("total_weight").log1p()
+        + pl.col("n_units").cast(pl.Float64).log1p()
+    ) / 3.0
+    top = (pl.col("total_weight").rank(method="min", descending=True) / pl.len() * 100.0).ceil()
+    return frame.with_columns(
+        raw.alias("raw"), top.cast(pl.Int64).alias("weight_top_pct")
+    ).with_columns(
+        pl.when(pl.col("raw").max() > 0)
+        .then((10.0 * pl.col("raw") / pl.col("raw").max()).round(1))
+        .otherwise(0.0)
+        .alias("rating")
+    )

@@ -1,0 +1,176 @@
+"""Evidence sentences for extractive reports: which community members each sentence names,
+and each community's best candidate sentences for its summary.
+
+The pool is every sentence of the text units, relationship descriptions and member
+descriptions the communities use; a sentence names an entity when the entity's title or an
+alias occurs in it as whole words, checked only against the entities of its origin. The work
+runs in slices (of sources, of sentences) because at 40k documents the sentence x candidate
+pairs are tens of millions.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipeline.communities.report_text import MAX_SENTENCE_CHARS
+from pipeline.sentences import sentences_expr
+
+_CANDIDATES_PER_COMMUNITY = 12
+# sentences matched, sources split per step
+_SENTENCES_PER_SLICE = 20_000
+_SOURCES_PER_SLICE = 50_000
+
+
+def _norm(expr: pl.Expr) -> pl.Expr:
+    """Lower-cased words separated by single spaces and padded, for whole-word `contains`."""
+    words = expr.str.to_lowercase().str.replace_all(r"[^\p{L}\p{N}]+", " ").str.strip_chars()
+    return pl.lit(" ") + words + pl.lit(" ")
+
+
+def _sentences(frame: pl.DataFrame, text_col: str) -> pl.DataFrame:
+    """Explode `text_col` into one row per sentence (`sentence`), keeping the other columns."""
+    return (
+        frame.with_columns(sentences_expr(pl.col(text_col)).alias("sentence"))
+        .drop(text_col)
+        .explode("sentence")
+        .filter(pl.col("sentence").str.len_chars() >= 15)
+    )
+
+
+def hrid(frame: pl.DataFrame) -> pl.Expr:
+    """human_readable_id, or the row number where a frame has none."""
+    if "human_readable_id" in frame.columns:
+        return pl.col("human_readable_id").cast(pl.Int64)
+    return pl.int_range(pl.len(), dtype=pl.Int64)
+
+
+def sentence_mentions(
+    members: pl.DataFrame,
+    edges: pl.DataFrame,
+    rels: pl.DataFrame,
+    text_units: pl.DataFrame,
+    ents: pl.DataFrame,
+    communities: pl.DataFrame,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(mentions: sid, e; pool: sid, sentence, length; codes: e, entity_id): which
+    entities each evidence sentence names (as integer codes `e`), and the sentences.
+
+    Candidate entities per sentence come from its origin (a text unit's entity_ids, a
+    relationship's endpoints, an entity and its neighbours), and a candidate counts when its
+    title or an alias occurs in the sentence as whole words (case-insensitive). Candidates
+    stay with their origin (one list per text unit, not per sentence) and are paired with
+    the sentences as integers, a slice of sentences at a time: at 40k documents the pairs
+    are tens of millions, and each pair once held its sentence's text and candidate list.
+    """
+    used_units = communities.select(pl.col("text_unit_ids").alias("unit_id")).explode("unit_id")
+    units = text_units.select(
+        pl.col("id").alias("unit_id"), hrid(text_units).alias("ref"), "text", "entity_ids"
+    ).join(used_units.unique(), on="unit_id", how="semi")
+    unit_src = units.select(
+        pl.lit("Sources").alias("kind"), "ref", "text", pl.col("entity_ids").alias("cands")
+    )
+    member_ids = members.select("entity_id").unique()
+    used_rels = rels.join(edges.select("rel_id").unique(), on="rel_id", how="semi")
+    rel_src = used_rels.select(
+        pl.lit("Relationships").alias("kind"),
+        pl.col("r_hrid").alias("ref"),
+        pl.col("r_desc").alias("text"),
+        pl.concat_list("source_id", "target_id").alias("cands"),
+    )
+    nbrs = pl.concat(
+        [
+            used_rels.select(
+                pl.col("source_id").alias("entity_id"), pl.col("target_id").alias("n")
+            ),
+            used_rels.select(
+                pl.col("target_id").alias("entity_id"), pl.col("source_id").alias("n")
+            ),
+        ]
+    )
+    ent_src = (
+        ents.join(member_ids, on="entity_id", how="semi")
+        .select("entity_id", "e_hrid", "description")
+        .join(
+            nbrs.group_by("entity_id").agg(pl.col("n").unique().sort()), on="entity_id", how="left"
+        )
+        .select(
+            pl.lit("Entities").alias("kind"),
+            pl.col("e_hrid").alias("ref"),
+            pl.col("description").alias("text"),
+            pl.concat_list(pl.col("entity_id"), pl.col("n").fill_null([])).alias("cands"),
+        )
+    )
+    sources = pl.concat([ent_src, rel_src, unit_src]).with_row_index("src")
+    # split a slice of the sources at a time: each step of the split copies every text
+    texts = sources.select("src", "kind", "ref", "text").iter_slices(_SOURCES_PER_SLICE)
+    pool = (
+        pl.concat([_sentences(part, "text") for part in texts])
+        .sort("kind", "ref", "sentence")  # sid must not depend on the input row order
+        .with_columns(pl.col("sentence").str.len_chars().alias("length"))
+        .with_row_index("sid")
+        .select("sid", "src", "sentence", "length")
+    )
+    forms = ents.select("entity_id", pl.concat_list("title", "aliases").alias("form"))
+    surface = (
+        forms.explode("form")
+        .drop_nulls("form")
+        .with_columns(_norm(pl.col("form")).alias("nform"))
+        .filter(pl.col("nform").str.len_chars() >= 4)  # " x " and blanks match everything
+        .select("entity_id", "nform")
+        .unique()
+        .with_columns(pl.col("entity_id").rank("dense").alias("e"))
+    )
+    ids = surface.select("e", "entity_id").unique()
+    cands = (
+        sources.select("src", pl.col("cands").alias("entity_id"))
+        .explode("entity_id")
+        .join(ids, on="entity_id", how="inner")
+        .select("src", "e")
+    )
+    nforms = surface.select("e", "nform")
+    hits = []
+    for at in range(0, pool.height, _SENTENCES_PER_SLICE):
+        part = pool.slice(at, _SENTENCES_PER_SLICE)
+        hits.append(
+            part.select("sid", "src", _norm(pl.col("sentence")).alias("norm"))
+            .join(cands, on="src")
+            .join(nforms, on="e")
+            .filter(pl.col("norm").str.contains(pl.col("nform"), literal=True))
+            .select("sid", "e")
+            .unique()
+        )
+    found = pl.concat(hits) if hits else pl.DataFrame(schema={"sid": pl.UInt32, "e": pl.UInt32})
+    return found, pool.select("sid", "sentence", "length"), ids
+
+
+def candidates(mentions: pl.DataFrame, scored: pl.DataFrame, pool: pl.DataFrame) -> pl.DataFrame:
+    """The best `_CANDIDATES_PER_COMMUNITY` sentences of each community in `scored`
+    (community, e, rank, mw): those naming the most member weight, long ones discounted."""
+    return (
+        mentions.join(scored, on="e", how="inner")
+        .sort("community", "sid", "rank")
+        .group_by(["community", "sid"])
+        .agg(
+            pl.col("mw").sum().alias("n_mentioned"),
+            pl.col("rank").first().alias("best_rank"),
+            pl.col("rank").alias("ranks"),
+            pl.col("mw").alias("weights"),
+        )
+        .join(pool.select("sid", "length"), on="sid")
+        .with_columns(
+            # a sentence longer than the clip limit loses part of its evidence: discount it
+            (
+                MAX_SENTENCE_CHARS / pl.max_horizontal(pl.col("length"), pl.lit(MAX_SENTENCE_CHARS))
+            ).alias("factor"),
+            (pl.col("length") - 160).abs().alias("len_penalty"),
+        )
+        .with_columns((pl.col("n_mentioned") * pl.col("factor")).alias("score"))
+        .sort(
+            ["community", "score", "best_rank", "len_penalty", "sid"],
+            descending=[False, True, False, False, False],
+        )
+        .group_by("community", maintain_order=True)
+        .head(_CANDIDATES_PER_COMMUNITY)
+        .join(pool.select("sid", "sentence"), on="sid", how="left", maintain_order="left")
+        .select("community", "sentence", "ranks", "weights", "factor")
+    )
