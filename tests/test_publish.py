@@ -141,7 +141,7 @@ def test_a_second_writer_is_refused_with_the_holder_named(corpus):
         [
             sys.executable,
             "-c",
-            "import sys, time; from pipeline import lock; "
+            "import sys, time; from pipeline.storage import lock; "
             f"lock.acquire({str(out)!r}, 'holder-run-1234'); print('held', flush=True); "
             "sys.stdin.read()",
         ],
