@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -49,3 +50,21 @@ def test_every_package_says_what_goes_in_and_out():
     for init in [*(REPO / "pipeline").rglob("__init__.py"), REPO / "assets/__init__.py"]:
         docstring = ast.get_docstring(ast.parse(init.read_text()))
         assert docstring and len(docstring.split()) >= 12, init
+
+
+def test_readme_layout_names_every_module():
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("## Layout") :]
+    tree = section.split("```")[1]
+    named = set(re.findall(r"[a-z_]+", tree))
+    missing = [
+        str(p.relative_to(REPO))
+        for folder in ("pipeline", "assets", "resources")
+        for p in (REPO / folder).rglob("*.py")
+        if p.stem not in ("__init__", "__main__") and p.stem not in named
+    ] + [
+        str(p.parent.relative_to(REPO))
+        for p in (REPO / "pipeline").rglob("__init__.py")
+        if p.parent.name not in named
+    ]
+    assert missing == []
