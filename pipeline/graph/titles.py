@@ -13,11 +13,12 @@ import unicodedata
 
 import polars as pl
 
-from pipeline.extract.lexicon import norm_tok
+from pipeline.extract.lexicon import ru_stem
 
 _QUOTES = "\"'“”‘’«»„`´"
 _POSSESSIVE_RE = re.compile(r"['’]s\b|(?<=s)['’](?=\s|$)", re.IGNORECASE)
 _KEY_PUNCT_RE = re.compile(r"[^\w\s&+#]")
+_CYR_RE = re.compile(r"[а-яё]", re.IGNORECASE)
 _LEADING_ARTICLES = frozenset({"the", "a", "an"})
 
 
@@ -43,7 +44,7 @@ def title_key(title: str) -> str:
     words = t.split()
     if len(words) > 1 and words[0] in _LEADING_ARTICLES:
         words = words[1:]
-    return " ".join(norm_tok(w) for w in words)  # casefolded already: only Cyrillic changes
+    return " ".join(ru_stem(w) if _CYR_RE.search(w) else w for w in words)
 
 
 def key_map(titles: pl.Series) -> pl.DataFrame:
