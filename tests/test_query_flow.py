@@ -1,4 +1,4 @@
-"""Knowledge flow search (pipeline/query/flow.py): analysis, scored retrieval, Mermaid, LLM mode."""
+"""Knowledge flow search (pipeline/query/flow/): analysis, scored retrieval, Mermaid, LLM mode."""
 
 from __future__ import annotations
 
