@@ -36,6 +36,16 @@ def resolve_model(name: str) -> str:
     return name
 
 
+def no_load_bar() -> None:
+    """Turn off transformers' per-load "Loading weights" bar: noise in CLI and test output."""
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except ImportError:  # pragma: no cover
+        pass
+
+
 class Embedder:
     """A sentence-transformers model: texts -> (n, dim) float32 rows, L2-normalised."""
 
@@ -64,12 +74,7 @@ class Embedder:
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
 
-        try:  # the per-load "Loading weights" bar is noise in CLI and test output
-            from transformers.utils import logging as hf_logging
-
-            hf_logging.disable_progress_bar()
-        except ImportError:  # pragma: no cover
-            pass
+        no_load_bar()
         return SentenceTransformer(self._model_id, device=self.settings.device)
 
     @property

@@ -25,7 +25,7 @@ import numpy as np
 
 from pipeline.config import EmbeddingSettings
 from pipeline.ids import sha256_hex
-from pipeline.vectors.embed import Embedder, get_embedder, resolve_model
+from pipeline.vectors.embed import Embedder, get_embedder, no_load_bar, resolve_model
 
 ONNX_FILE = "model.onnx"
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -181,6 +181,7 @@ def export(model_dir: Path, target: Path) -> None:
     import torch
     from transformers import AutoModel
 
+    no_load_bar()
     model = AutoModel.from_pretrained(str(model_dir)).eval()
 
     class Hidden(torch.nn.Module):  # positional inputs, one output: a plain ONNX signature
