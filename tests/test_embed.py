@@ -12,7 +12,13 @@ import pytest
 from pipeline import schemas
 from pipeline.config import PACKAGED_MODEL, EmbeddingSettings
 from pipeline.storage import store
-from pipeline.vectors.embed import CachedEmbedder, Embedder, get_embedder, resolve_model
+from pipeline.vectors.embed import (
+    CachedEmbedder,
+    Embedder,
+    get_embedder,
+    resolve_model,
+    token_batches,
+)
 from pipeline.vectors.lance import (
     build_vector_table,
     build_vector_tables,
@@ -62,6 +68,27 @@ def test_packaged_model_embeds_normalised_vectors(minilm: Embedder):
     # Related sentences are closer than unrelated ones.
     assert vecs[0] @ vecs[1] > vecs[0] @ vecs[2] - 0.5
     assert minilm.embed([]).shape == (0, 384)
+
+
+def test_batches_follow_exact_token_lengths_within_the_budget(minilm: Embedder):
+    # Four characters look like one token; a name in a script the vocabulary splits per
+    # character is many. Batches sized by the real lengths stay within the padded budget.
+    texts = ["Paris", "Αλέξανδρος ο Μέγας", "a sentence about the river banks " * 3, "Oslo"]
+    lengths = minilm.token_lengths(texts)
+    assert lengths[0] == 3 and lengths[1] > 2 * (len(texts[1]) // 4 + 2)
+    assert lengths[2] == len(minilm.model.tokenizer(texts[2])["input_ids"])
+    assert minilm.token_lengths(["word " * 2000])[0] == minilm.model.max_seq_length
+
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 300, size=500)
+    batches = token_batches(lengths, batch_tokens=1024, max_texts=64)
+    rows = np.concatenate(batches)
+    assert sorted(rows.tolist()) == list(range(500))  # every row once
+    assert list(lengths[rows]) == sorted(lengths, reverse=True)  # longest first
+    for batch in batches:
+        assert len(batch) <= 64
+        assert len(batch) == 1 or len(batch) * lengths[batch].max() <= 1024
+    assert [len(b) for b in token_batches(np.array([2000, 5, 5]), 1024, 64)] == [1, 2]
 
 
 def test_get_embedder_is_one_per_model_and_device(minilm: Embedder):

@@ -49,7 +49,8 @@ def stage_settings_digest(settings: Settings) -> str:
         settings.structure.model_dump_json(),
         settings.chunking.model_dump_json(),
         settings.extraction.model_dump_json(),
-        settings.embedding.model_dump_json(exclude={"process"}),  # not in the outputs
+        # where and in what batches the model runs does not change the vectors
+        settings.embedding.model_dump_json(exclude={"process", "batch_tokens", "batch_size"}),
         str(settings.storage.shards),
         f"{llm.enabled}|{llm.base_url}|{llm.chat_model}|{llm.temperature}" if llm.enabled else "",
     ]

@@ -83,12 +83,30 @@ class Embedder:
             return KNOWN_DIMS[self.settings.model]
         return int(self.model.get_embedding_dimension())
 
+    def token_lengths(self, texts: list[str]) -> np.ndarray:
+        """Tokens the model sees per text (special tokens included, truncation applied)."""
+        model = self.model
+        limit = int(model.max_seq_length or 512)
+        lengths = np.empty(len(texts), dtype=np.int64)
+        for at in range(0, len(texts), _LENGTH_SLICE):  # ids of a slice at a time, not all
+            ids = model.tokenizer(
+                texts[at : at + _LENGTH_SLICE],
+                truncation=True,
+                max_length=limit,
+                return_attention_mask=False,
+                return_token_type_ids=False,
+            )["input_ids"]
+            lengths[at : at + len(ids)] = [len(i) for i in ids]
+        return lengths
+
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         with _one_thread_if(len(texts) <= SMALL_BATCH):
-            batches = _batches(texts, self.settings.batch_size)
+            batches = token_batches(
+                self.token_lengths(texts), self.settings.batch_tokens, self.settings.batch_size
+            )
             for rows in progress.iterate("embedding", batches, total=len(texts), size=len):
                 out[rows] = self.model.encode(
                     [texts[i] for i in rows],
@@ -102,23 +120,18 @@ class Embedder:
         return out
 
 
-# Tokens per forward pass: `batch_size` texts of this many tokens. Shorter texts (titles,
-# headings) go in proportionally larger batches: a forward pass of 16 three-word titles is
-# mostly overhead (measured: 256 titles per pass embed 3.5x faster than 16).
-BATCH_TOKENS_PER_TEXT = 128
-_MAX_BATCH = 1024
+_LENGTH_SLICE = 4096
 
 
-def _batches(texts: list[str], batch_size: int) -> list[np.ndarray]:
-    """Row indices in batches of similar length (longest first), each within a token budget
-    of `batch_size` x BATCH_TOKENS_PER_TEXT (length estimated at 4 characters a token)."""
-    lengths = np.fromiter((len(t) // 4 + 2 for t in texts), dtype=np.int64, count=len(texts))
+def token_batches(lengths: np.ndarray, batch_tokens: int, max_texts: int) -> list[np.ndarray]:
+    """Row indices in batches of similar length (longest first): each batch's padded size
+    (texts x its longest text's tokens) is at most `batch_tokens`, and at most `max_texts`
+    texts (one text alone may exceed the budget). Exact lengths, not a character estimate:
+    a batch sized by an underestimate (names in non-Latin scripts) is padded far past it."""
     order = np.argsort(-lengths, kind="stable")
-    budget = batch_size * BATCH_TOKENS_PER_TEXT
     batches, start = [], 0
     while start < len(order):
-        longest = min(int(lengths[order[start]]), 512)  # the model truncates longer texts
-        size = int(min(_MAX_BATCH, max(batch_size, budget // max(longest, 1))))
+        size = max(1, min(max_texts, batch_tokens // max(int(lengths[order[start]]), 1)))
         batches.append(order[start : start + size])
         start += size
     return batches
