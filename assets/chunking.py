@@ -10,6 +10,7 @@ from pipeline.chunking.documents import chunk_structured
 from pipeline.compat.columns import with_text_unit_ids
 from pipeline.failures import failures_frame
 from pipeline.storage import store
+from pipeline.vectors.texts import embedding_text
 from resources import DocgraphConfig, EmbedderResource
 from resources.output import run_dir
 
@@ -33,6 +34,7 @@ def chunks_asset(n_shards: int):
         folder = run_dir(docgraph, context)
         emb = embedder.get() if settings.method == "semantic" else None
         tokens = {"tokens_total": 0, "tokens_max": 0}
+        queued = {"prefetched": 0}
         failed: list[pl.DataFrame] = []
 
         def chunk(key: str) -> dict[str, pl.DataFrame]:
@@ -49,6 +51,8 @@ def chunks_asset(n_shards: int):
             # GraphRAG's documents.text_unit_ids is known only now: the shard's documents
             # file is written again with it (pipeline.compat.columns)
             store.write_shard(folder, "documents", key, with_text_unit_ids(docs, df))
+            # chunk_embeddings runs late (its priority): the worker embeds meanwhile
+            queued["prefetched"] += embedder.prefetch(context, embedding_text("text_units", df))
             n_tokens = df.get_column("n_tokens")
             tokens["tokens_total"] += int(n_tokens.sum() or 0)
             tokens["tokens_max"] = max(tokens["tokens_max"], int(n_tokens.max() or 0))
@@ -57,7 +61,12 @@ def chunks_asset(n_shards: int):
 
         def metadata() -> dict:
             fails = pl.concat(failed) if failed else failures_frame([], "chunk_failures")
-            return {**tokens, "method": settings.method, "failures": failures_md(fails)}
+            return {
+                **tokens,
+                **queued,
+                "method": settings.method,
+                "failures": failures_md(fails),
+            }
 
         yield from run_shards(context, folder, CHUNK_TABLES, chunk, metadata)
 

@@ -18,7 +18,8 @@ from pipeline.graph.mentions import read_mentions
 from pipeline.graph.merge import merge_graph
 from pipeline.graph.summarize_llm import summarize_descriptions
 from pipeline.storage import store
-from resources import DocgraphConfig, LlmResource
+from pipeline.vectors.lance import entity_model_texts
+from resources import DocgraphConfig, EmbedderResource, LlmResource
 from resources.llm import llm_mode
 from resources.output import run_dir
 
@@ -43,7 +44,12 @@ from resources.output import run_dir
     },
     group_name="semantic",
 )
-def graph(context: AssetExecutionContext, docgraph: DocgraphConfig, llm: LlmResource):
+def graph(
+    context: AssetExecutionContext,
+    docgraph: DocgraphConfig,
+    llm: LlmResource,
+    embedder: EmbedderResource,
+):
     started = time.perf_counter()
     settings = docgraph.settings()
     folder = run_dir(docgraph, context)
@@ -71,13 +77,17 @@ def graph(context: AssetExecutionContext, docgraph: DocgraphConfig, llm: LlmReso
             ents, rels, extracted_entities, extracted_relationships, client, settings.graph
         )
         llm_meta = llm_delta(before, client.metadata())
+    # entities_vectors comes after the chunk embeddings: the worker embeds these next
+    prefetched = embedder.prefetch(context, entity_model_texts(ents, settings.embedding))
     by_type = dict(ents.group_by("type").len().sort("len", descending=True).iter_rows())
     degrees = degree_summary(ents, rels)
     by_type_table = counts_table(by_type, ("type", "entities"))
     yield Output(
         ents,
         output_name="entities",
-        metadata=frame_metadata(ents, started, "entities", by_type=by_type_table, **degrees),
+        metadata=frame_metadata(
+            ents, started, "entities", by_type=by_type_table, prefetched=prefetched, **degrees
+        ),
     )
     yield Output(
         rels,

@@ -66,6 +66,9 @@ def chunk_embeddings_asset(n_shards: int) -> AssetsDefinition:
     @asset(
         name="chunk_embeddings",
         deps=["chunks"],
+        # after every step that does not need it: the chunks step queued these texts on the
+        # worker (EmbedderResource.prefetch), which embeds them while those steps run
+        op_tags={"dagster/priority": "-1"},
         partitions_def=shard_partitions(n_shards),
         backfill_policy=SHARD_POLICY,
         group_name="vectors",

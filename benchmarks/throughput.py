@@ -1,5 +1,6 @@
 """Indexing throughput: per-stage wall time and peak memory, and the whole index time
-against its floor — embedding the same text units alone with the same model.
+against its floor — embedding the same text units alone with the same model, already
+loaded, and again in a new worker process that loads it first (as the index does).
 
     python benchmarks/throughput.py [--corpus musique christmas_carol] [--work DIR]
 
@@ -83,6 +84,7 @@ def bench(name: str, work: Path) -> dict:
     from pipeline.config import load_settings
     from pipeline.storage import store
     from pipeline.vectors.embed import get_embedder
+    from pipeline.vectors.embed_worker import EmbeddingWorker
 
     inp, out = work / name / "input", work / name / "output"
     shutil.rmtree(work / name, ignore_errors=True)
@@ -111,6 +113,12 @@ def bench(name: str, work: Path) -> dict:
     t0 = time.perf_counter()
     embedder.embed(texts)
     floor = time.perf_counter() - t0
+    # as the index pays it: a new worker process imports torch and loads the model first
+    worker = EmbeddingWorker(load_settings().embedding)
+    t0 = time.perf_counter()
+    worker.embed(texts)
+    cold_floor = time.perf_counter() - t0
+    worker.close()
     tokens = int(store.read_table(out, "text_units")["n_tokens"].sum())
     return {
         "corpus": name,
@@ -123,6 +131,7 @@ def bench(name: str, work: Path) -> dict:
         "stages": stages,
         "total_s": total,
         "floor_s": floor,
+        "cold_floor_s": cold_floor,
         "peak_mb": max(mb for _, mb in samples),
     }
 
@@ -155,7 +164,11 @@ def main() -> None:
             print(f"| {step:<32} | {secs:>8.2f} | {peak:>11.0f} |")
         print(f"| {'whole index (wall)':<32} | {r['total_s']:>8.2f} | {r['peak_mb']:>11.0f} |")
         print(f"| {'floor: embed text units alone':<32} | {r['floor_s']:>8.2f} | {'':>11} |")
-        print(f"ratio whole index / floor: {r['total_s'] / r['floor_s']:.2f}x (target <= 1.3x)")
+        print(f"| {'  the same, model load included':<32} | {r['cold_floor_s']:>8.2f} | {'':>11} |")
+        print(
+            f"ratio whole index / floor: {r['total_s'] / r['floor_s']:.2f}x (target <= 1.3x); "
+            f"with the model's load in both: {r['total_s'] / r['cold_floor_s']:.2f}x"
+        )
 
 
 if __name__ == "__main__":

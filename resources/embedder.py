@@ -4,7 +4,7 @@
 # accept the launch-configured `docgraph` resource there (see resources.config).
 from pathlib import Path
 
-from dagster import ConfigurableResource
+from dagster import AssetExecutionContext, ConfigurableResource
 
 from resources.config import DocgraphConfig
 
@@ -21,3 +21,12 @@ class EmbedderResource(ConfigurableResource):
         inline = settings.embedding.process == "inline"
         model = get_embedder(settings.embedding) if inline else get_worker(settings.embedding)
         return CachedEmbedder(model, cache_dir)
+
+    def prefetch(self, context: AssetExecutionContext, texts: list[str]) -> int:
+        """Queue `texts` on the embedding worker now for a later step of this run, which
+        takes the vectors when it asks for them (CachedEmbedder.prefetch); the steps between
+        run meanwhile. Only when the run's steps share this process (the in_process
+        executor): a step in a process of its own would exit, and stop its worker, first."""
+        if context.job_def.executor_def.name != "in_process":
+            return 0
+        return self.get().prefetch(texts)

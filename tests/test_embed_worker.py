@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from pipeline.config import EmbeddingSettings
-from pipeline.vectors.embed import get_embedder
+from pipeline.storage import store
+from pipeline.vectors.embed import CachedEmbedder, get_embedder
 from pipeline.vectors.embed_worker import EmbeddingWorker
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,3 +66,50 @@ def test_the_index_process_never_loads_torch(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["False", "False"]
     assert list((tmp_path / "cache" / "embeddings").rglob("*.parquet"))  # cached as before
+
+
+def test_prefetched_texts_are_asked_once_and_taken_by_a_later_embed(worker, tmp_path):
+    inline = get_embedder(EmbeddingSettings()).embed(TEXTS + ["Bob Cratchit"])
+    ahead = CachedEmbedder(worker, tmp_path)
+    assert ahead.prefetch(TEXTS) == 3
+    assert ahead.prefetch(TEXTS[:2]) == 0  # queued already: not asked twice
+    first_id = next(worker._ids)
+    later = CachedEmbedder(worker, tmp_path)  # a later step's: the same process, the same queue
+    vectors = later.embed(TEXTS + ["Bob Cratchit"])
+    assert next(worker._ids) == first_id + 2  # one request in between: "Bob Cratchit" only
+    np.testing.assert_allclose(vectors, inline, atol=1e-5)
+    assert later.misses == 4 and ahead.prefetch(TEXTS) == 0  # now in the cache
+    assert CachedEmbedder(get_embedder(EmbeddingSettings()), tmp_path).prefetch(["x"]) == 0
+
+
+def test_a_prefetch_lost_with_its_worker_is_asked_again(worker, tmp_path):
+    texts = [f"{TEXTS[0]} {i}" for i in range(3000)]  # seconds of work
+    cached = CachedEmbedder(worker, tmp_path)
+    worker.embed(TEXTS[:1])
+    assert cached.prefetch(texts) == 3000
+    worker._proc.kill()
+    vectors = cached.embed(texts[:2])  # the queued request failed: asked of a new worker
+    np.testing.assert_allclose(
+        vectors, get_embedder(EmbeddingSettings()).embed(texts[:2]), atol=1e-5
+    )
+
+
+def test_an_in_process_index_queues_chunks_and_titles_ahead(sample_index):
+    """The chunks step queues its texts, the graph step its entity titles; the steps that need
+    their vectors (run later) take them, into the right rows."""
+    _, out, result, _ = sample_index
+    meta: dict[str, dict] = {}
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        meta.setdefault(mat.asset_key.to_user_string(), dict(mat.metadata))
+    units = store.read_table(out, "text_units")
+    assert meta["chunks"]["prefetched"].value == units["text"].n_unique()
+    assert meta["chunk_embeddings"]["embedded"].value == units["text"].n_unique()
+    assert meta["entities"]["prefetched"].value > 0
+    lance = store.lance_db(out).open_table("text_units").to_polars().collect()
+    lance = lance.sort("id").head(5)
+    rows = lance.join(units.select("id", "text"), on="id")
+    expected = get_embedder(EmbeddingSettings()).embed(rows["text"].to_list())
+    np.testing.assert_allclose(np.stack(rows["vector"].to_numpy()), expected, atol=1e-5)
+    steps = [e.step_key for e in result.all_events if e.event_type_value == "STEP_START"]
+    assert steps.index("chunk_embeddings") > steps.index("community_reports")

@@ -62,3 +62,9 @@ def title_embedded(entities: pl.DataFrame) -> np.ndarray:
         (pl.col("type") != "CONCEPT") | (pl.col("frequency") > 1)
     )
     return entities.select(keep.fill_null(True).arg_true()).to_series().to_numpy()
+
+
+def embedded_titles(entities: pl.DataFrame) -> tuple[np.ndarray, list[str]]:
+    """The rows of `title_embedded` and their titles: what name+context entity vectors embed."""
+    rows = title_embedded(entities)
+    return rows, entities["title"].fill_null("").gather(rows).to_list()

@@ -12,6 +12,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -230,6 +231,47 @@ class CachedEmbedder:
         name = f"{time.time_ns():020d}-{sha256_hex(''.join(keys).encode())[:12]}.parquet"
         atomic_write_with(folder / name, lambda tmp: frame.write_parquet(tmp, compression="zstd"))
 
+    def prefetch(self, texts: list[str]) -> int:
+        """Queue the texts the cache lacks on the model and return at once (a worker only:
+        an inline model has nothing to queue on). A later `embed` of them, from any
+        CachedEmbedder of this process, takes their vectors instead of asking again, so the
+        caller's process does other work while the worker embeds. Returns how many it queued."""
+        queue = getattr(self.embedder, "queue", None)
+        if queue is None or not texts:
+            return 0
+        keys = pl.DataFrame({"key": [cache_key(self.model_id, t) for t in texts]})
+        keys = keys.with_row_index("i").unique("key", keep="first", maintain_order=True)
+        with _PREFETCH_LOCK:
+            keys = keys.filter(~pl.col("key").is_in(list(_PREFETCHED)))
+        keys = keys.join(self._lookup(keys.select("key")).select("key"), on="key", how="anti")
+        if keys.height == 0:
+            return 0
+        placed = queue([texts[i] for i in keys["i"].to_list()])
+        with _PREFETCH_LOCK:
+            _PREFETCHED.update(zip(keys["key"].to_list(), placed, strict=True))
+        return keys.height
+
+    def _embed_missing(self, keys: list[str], texts: list[str]) -> np.ndarray:
+        """Vectors of texts the cache lacks: a prefetched one's from its request (asked again
+        if that request failed), the others from the model now."""
+        with _PREFETCH_LOCK:
+            queued = {k: _PREFETCHED.pop(k) for k in keys if k in _PREFETCHED}
+        ask = [i for i, k in enumerate(keys) if k not in queued]
+        out = np.zeros((len(keys), self.dim), dtype=np.float32)
+        if ask:
+            out[ask] = self.embedder.embed([texts[i] for i in ask])
+        failed = []
+        for i, key in enumerate(keys):
+            if key in queued:
+                future, row = queued[key]
+                if future.exception() is None:
+                    out[i] = future.result()[row]
+                else:
+                    failed.append(i)
+        if failed:
+            out[failed] = self.embedder.embed([texts[i] for i in failed])
+        return out
+
     def embed(self, texts: list[str]) -> np.ndarray:
         dim = self.dim
         if not texts:
@@ -242,9 +284,9 @@ class CachedEmbedder:
         if missing.height:
             first = keys.join(missing, on="key", how="semi").unique("key", keep="first")
             first = first.sort("i")
-            new_texts = [texts[i] for i in first["i"].to_list()]
-            new_vecs = self.embedder.embed(new_texts)
-            self._write_shard(first["key"].to_list(), new_vecs)
+            new_keys = first["key"].to_list()
+            new_vecs = self._embed_missing(new_keys, [texts[i] for i in first["i"].to_list()])
+            self._write_shard(new_keys, new_vecs)
             new = pl.DataFrame({"key": first["key"], "vector": _vector_series(new_vecs)})
             found = pl.concat([found, new])
         self.misses += missing.height
@@ -252,6 +294,12 @@ class CachedEmbedder:
         ordered = keys.join(found, on="key", how="left").sort("i")
         out = ordered["vector"].to_numpy()
         return np.ascontiguousarray(out, dtype=np.float32).reshape(len(texts), dim)
+
+
+# Texts queued by `CachedEmbedder.prefetch`, by cache key: (their request's future, row).
+# Process-wide: every step gets a CachedEmbedder of its own over the same worker.
+_PREFETCHED: dict[str, tuple[Future, int]] = {}
+_PREFETCH_LOCK = threading.Lock()
 
 
 def _vector_series(vecs: np.ndarray) -> pl.Series:

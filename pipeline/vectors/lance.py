@@ -34,7 +34,7 @@ from pipeline import schemas
 from pipeline.config import EmbeddingSettings
 from pipeline.storage import store
 from pipeline.vectors import cache as vector_cache
-from pipeline.vectors.derive import lookup, mean_vectors, normalise, title_embedded
+from pipeline.vectors.derive import embedded_titles, lookup, mean_vectors, normalise
 from pipeline.vectors.texts import embedding_text
 
 # Node types whose vector is derived from their text units under node_vectors="derived".
@@ -91,9 +91,9 @@ def compute_vectors(
     if name == "entities":
         unit_ids, unit_vecs = read_vectors(output_dir, "text_units")
         vecs = mean_vectors(frame["text_unit_ids"], unit_ids, unit_vecs, dim)
-        named = title_embedded(frame)
+        named, titles = embedded_titles(frame)
         if len(named):
-            vecs[named] += embedder.embed(frame["title"].fill_null("").gather(named).to_list())
+            vecs[named] += embedder.embed(titles)
         return normalise(vecs)
     if name == "relationships":
         return np.concatenate(list(_relationship_blocks(output_dir, frame, dim)))
@@ -103,6 +103,13 @@ def compute_vectors(
         communities.select("community", "entity_ids"), on="community", how="left"
     )["entity_ids"]
     return mean_vectors(members, ent_ids, ent_vecs, dim)
+
+
+def entity_model_texts(entities: pl.DataFrame, settings: EmbeddingSettings) -> list[str]:
+    """The texts `compute_vectors` gives the model for these entities."""
+    if settings.entity_vectors == "text":
+        return embedding_text("entities", entities)
+    return embedded_titles(entities)[1]
 
 
 def _relationship_blocks(
