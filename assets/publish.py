@@ -13,6 +13,7 @@ from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataV
 
 from pipeline.storage import lock, mirror, remote, store, validate
 from pipeline.storage.object_store import RemoteError
+from pipeline.vectors.embed import compact_cache, embedding_cache_dir
 from resources import DocgraphConfig, output_root_metadata
 from resources.output import run_dir
 
@@ -49,6 +50,7 @@ def published_index_asset(upstream: list):
         # the LLM cache entries no kept version used (deleted documents' answers) can go: the
         # tail refreshed the ones it used, each shard recorded the ones its rows came from
         swept = store.sweep_cache(settings.output_dir)
+        merged = compact_cache(embedding_cache_dir(settings.output_dir))  # no step embeds now
         pushed: dict = {}
         if url is not None:  # upload the version, the caches, index.json last
             try:
@@ -66,6 +68,7 @@ def published_index_asset(upstream: list):
                 "previous": manifest["previous"] or "none",
                 "versions_deleted": ", ".join(pruned) or "none",
                 "llm_cache_entries_swept": swept,
+                "embedding_cache_files_merged": merged,
                 "tables": MetadataValue.json(manifest["tables"]),
                 **({"store": url, **pushed} if url is not None else {}),
                 "elapsed_s": round(time.perf_counter() - started, 3),

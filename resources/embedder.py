@@ -2,7 +2,6 @@
 
 # No `from __future__ import annotations`: Dagster reads the `config` annotation as a class to
 # accept the launch-configured `docgraph` resource there (see resources.config).
-from pathlib import Path
 
 from dagster import AssetExecutionContext, ConfigurableResource
 
@@ -13,11 +12,11 @@ class EmbedderResource(ConfigurableResource):
     config: DocgraphConfig  # the run's `docgraph` resource (build_resources)
 
     def get(self):
-        from pipeline.vectors.embed import CachedEmbedder, get_embedder
+        from pipeline.vectors.embed import CachedEmbedder, embedding_cache_dir, get_embedder
         from pipeline.vectors.embed_worker import get_worker
 
         settings = self.config.settings()
-        cache_dir = Path(settings.output_dir) / "cache" / "embeddings"
+        cache_dir = embedding_cache_dir(settings.output_dir)
         inline = settings.embedding.process == "inline"
         model = get_embedder(settings.embedding) if inline else get_worker(settings.embedding)
         return CachedEmbedder(model, cache_dir)

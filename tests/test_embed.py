@@ -15,6 +15,7 @@ from pipeline.storage import store
 from pipeline.vectors.embed import (
     CachedEmbedder,
     Embedder,
+    compact_cache,
     get_embedder,
     resolve_model,
     token_batches,
@@ -157,6 +158,22 @@ def _frames() -> dict[str, pl.DataFrame]:
         }
     )
     return {"text_units": tu, "entities": ents, "relationships": rels, "community_reports": reps}
+
+
+def test_compaction_bounds_the_cache_files_and_keeps_every_vector(tmp_path):
+    fake = FakeEmbedder()
+    cached = CachedEmbedder(fake, tmp_path)
+    texts = [f"text {i}" for i in range(70)]
+    for text in texts:  # one file per call that met a new text, as nightly runs add them
+        cached.embed([text])
+    before = cached.embed(texts)
+    assert len(cached._shards()) == 70 and len(fake.calls) == 70
+    assert compact_cache(tmp_path, max_files=64) == 39  # the 39 smallest -> one file
+    assert len(cached._shards()) == 32
+    assert compact_cache(tmp_path, max_files=64) == 0  # under the bound: nothing to do
+    again = CachedEmbedder(fake, tmp_path)
+    np.testing.assert_array_equal(again.embed(texts), before)
+    assert len(fake.calls) == 70 and again.hits == 70  # every vector still there
 
 
 def test_embedding_text_renders_and_truncates():

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from functools import partial
 from pathlib import Path
 
 import polars as pl
@@ -116,6 +117,7 @@ def test_an_s3_output_equals_the_local_run_and_publishes_incrementally(
     from pipeline.ingest.stale import stale_shards
     from pipeline.query import GraphIndex
     from pipeline.storage import remote, store
+    from pipeline.vectors.embed import compact_cache
 
     secret = "sk-" + secrets.token_hex(20)  # must never be written anywhere
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "docgraph-test-key")
@@ -187,6 +189,8 @@ def test_an_s3_output_equals_the_local_run_and_publishes_incrementally(
     )
     settings = load_settings(overrides={"input_dir": str(inp), "output_dir": URL})
     assert len(stale_shards(settings)) == 1
+    # and its embedding cache is compacted (a bound of 2 files): merged files leave the store too
+    monkeypatch.setattr("assets.publish.compact_cache", partial(compact_cache, max_files=2))
     started = time.perf_counter()
     result = run_index(input_dir=str(inp), output_dir=URL, instance=instance, log_level="ERROR")
     timings["s3_incremental"] = time.perf_counter() - started
@@ -200,6 +204,12 @@ def test_an_s3_output_equals_the_local_run_and_publishes_incrementally(
     versions_left = {k.split("/")[2] for k in objects if k.startswith("idx/versions/")}
     assert versions_left - {""} == {manifest2["version"]}
     assert pushed2["objects_deleted"] > 0
+    assert pushed2["embedding_cache_files_merged"] > 0
+    cache = remote.local_root(URL) / "cache" / "embeddings"
+    stored = {k.split("cache/embeddings/")[1] for k in objects if "cache/embeddings/" in k}
+    stored = {k for k in stored if not k.endswith("/")}  # (a folder marker)
+    assert stored == {str(p.relative_to(cache)) for p in cache.rglob("*.parquet")}
+    assert len(stored) == 1  # one model: its files down to max_files / 2
     time.sleep(remote.REFRESH_EVERY_S)
     hit = index.naive_search("Quokkaville Radium Institute")
     assert "Quokkaville" in hit.context_text

@@ -78,6 +78,7 @@ MANIFEST = "index.json"  # = store.MANIFEST (store imports this module)
 VERSIONS_DIR = "versions"
 CACHE_DIR = "cache"
 LLM_CACHE_DIRS = ("cache/llm", "cache/llm_memo")  # = store.LLM_CACHE_DIRS
+EMBEDDING_CACHE_DIR = "cache/embeddings"  # = pipeline.vectors.embed.embedding_cache_dir
 REFRESH_EVERY_S = 1.0  # a reader asks the store for index.json at most this often per mirror
 
 _last_refresh: dict[str, float] = {}
@@ -321,7 +322,8 @@ def _push_caches(s3, url: str, root: Path, manifest: dict[str, Any], stats) -> N
 
 
 def _delete_pruned(s3, url: str, root: Path, stats) -> None:
-    """Versions the local publish pruned, and LLM cache entries the local sweep deleted."""
+    """Versions the local publish pruned, LLM cache entries the local sweep deleted and
+    embedding cache files the local compaction merged (a writer pulled every cache file first)."""
     kept = {p.name for p in (root / VERSIONS_DIR).iterdir() if p.is_dir()}
     for name in subdirs(s3, object_key(url, VERSIONS_DIR)):
         if name not in kept:
@@ -329,7 +331,7 @@ def _delete_pruned(s3, url: str, root: Path, stats) -> None:
                 list_files(s3, object_key(url, f"{VERSIONS_DIR}/{name}"))
             )
             s3.delete_dir(object_key(url, f"{VERSIONS_DIR}/{name}"))
-    for folder in LLM_CACHE_DIRS:
+    for folder in (*LLM_CACHE_DIRS, EMBEDDING_CACHE_DIR):  # swept, or merged (compact_cache)
         gone = [
             r for r in list_files(s3, object_key(url, folder)) if not (root / folder / r).exists()
         ]

@@ -296,6 +296,37 @@ class CachedEmbedder:
         return np.ascontiguousarray(out, dtype=np.float32).reshape(len(texts), dim)
 
 
+def embedding_cache_dir(output_dir: str | Path) -> Path:
+    """The embedding cache of an output folder (one sub-folder per model)."""
+    return Path(output_dir) / "cache" / "embeddings"
+
+
+# Files of one model's cache above which `compact_cache` merges: each embed call that met a new
+# text wrote one, and every lookup scans them all (a nightly run adds 2-4).
+CACHE_MAX_FILES = 64
+
+
+def compact_cache(cache_dir: str | Path, max_files: int = CACHE_MAX_FILES) -> int:
+    """Merge the smallest files of each model's cache into one once it holds more than
+    `max_files`, leaving max_files / 2: the file count stays bounded and a compaction
+    rewrites only small files, never the whole cache. The merged file is written (streamed)
+    before the others go, so a crash leaves duplicates (harmless), never a gap. Run it with
+    no other writer (the output lock held, no step embedding). Returns files removed."""
+    removed = 0
+    for folder in sorted(p for p in Path(cache_dir).glob("*") if p.is_dir()):
+        files = sorted(folder.glob("*.parquet"), key=lambda f: (f.stat().st_size, f.name))
+        if len(files) <= max_files:
+            continue
+        small = files[: len(files) - max_files // 2 + 1]
+        name = f"{time.time_ns():020d}-merged-{len(small)}.parquet"
+        scan = pl.scan_parquet(small).select("key", "vector")
+        atomic_write_with(folder / name, lambda tmp, scan=scan: scan.sink_parquet(tmp))
+        for path in small:
+            path.unlink()
+        removed += len(small)
+    return removed
+
+
 # Texts queued by `CachedEmbedder.prefetch`, by cache key: (their request's future, row).
 # Process-wide: every step gets a CachedEmbedder of its own over the same worker.
 _PREFETCHED: dict[str, tuple[Future, int]] = {}
