@@ -113,3 +113,12 @@ def test_an_in_process_index_queues_chunks_and_titles_ahead(sample_index):
     np.testing.assert_allclose(np.stack(rows["vector"].to_numpy()), expected, atol=1e-5)
     steps = [e.step_key for e in result.all_events if e.event_type_value == "STEP_START"]
     assert steps.index("chunk_embeddings") > steps.index("community_reports")
+
+
+def test_prefetch_holds_at_most_prefetch_max_vectors(worker, tmp_path, monkeypatch):
+    monkeypatch.setattr("pipeline.vectors.embed.PREFETCH_MAX", 2)
+    cached = CachedEmbedder(worker, tmp_path)
+    assert cached.prefetch(["Fezziwig", "Belle", "Fred"]) == 2  # the third waits to be asked
+    assert cached.prefetch(["Jacob Marley"]) == 0
+    cached.embed(["Fezziwig", "Belle", "Fred", "Jacob Marley"])  # takes the two, asks two
+    assert cached.prefetch(["Ghost of Christmas Past"]) == 1

@@ -244,6 +244,10 @@ class CachedEmbedder:
         with _PREFETCH_LOCK:
             keys = keys.filter(~pl.col("key").is_in(list(_PREFETCHED)))
         keys = keys.join(self._lookup(keys.select("key")).select("key"), on="key", how="anti")
+        with _PREFETCH_LOCK:  # their vectors wait here until asked for: a bounded amount
+            for key in [k for k, (f, _) in _PREFETCHED.items() if _failed(f)]:
+                del _PREFETCHED[key]  # lost with a worker: asked again when needed
+            keys = keys.head(max(0, PREFETCH_MAX - len(_PREFETCHED)))
         if keys.height == 0:
             return 0
         placed = queue([texts[i] for i in keys["i"].to_list()])
@@ -264,7 +268,7 @@ class CachedEmbedder:
         for i, key in enumerate(keys):
             if key in queued:
                 future, row = queued[key]
-                if future.exception() is None:
+                if future.exception() is None:  # waits for it
                     out[i] = future.result()[row]
                 else:
                     failed.append(i)
@@ -328,9 +332,15 @@ def compact_cache(cache_dir: str | Path, max_files: int = CACHE_MAX_FILES) -> in
 
 
 # Texts queued by `CachedEmbedder.prefetch`, by cache key: (their request's future, row).
-# Process-wide: every step gets a CachedEmbedder of its own over the same worker.
+# Process-wide: every step gets a CachedEmbedder of its own over the same worker. At most
+# PREFETCH_MAX (~50 MB of 384-wide vectors); texts past it are embedded when asked for.
+PREFETCH_MAX = 32_768
 _PREFETCHED: dict[str, tuple[Future, int]] = {}
 _PREFETCH_LOCK = threading.Lock()
+
+
+def _failed(future: Future) -> bool:
+    return future.done() and future.exception() is not None
 
 
 def _vector_series(vecs: np.ndarray) -> pl.Series:
