@@ -264,14 +264,21 @@ class CachedEmbedder:
         out = np.zeros((len(keys), self.dim), dtype=np.float32)
         if ask:
             out[ask] = self.embedder.embed([texts[i] for i in ask])
-        failed = []
+        places: dict[Future, list[tuple[int, int]]] = {}  # request -> (out row, its row)
         for i, key in enumerate(keys):
             if key in queued:
                 future, row = queued[key]
-                if future.exception() is None:  # waits for it
-                    out[i] = future.result()[row]
-                else:
-                    failed.append(i)
+                places.setdefault(future, []).append((i, row))
+        failed: list[int] = []
+        if places:
+            with progress.track("embedding", len(queued)) as bar:
+                for future, pairs in places.items():
+                    at, rows = (list(c) for c in zip(*pairs, strict=True))
+                    if future.exception() is None:  # waits for it
+                        out[at] = future.result()[rows]
+                    else:
+                        failed += at
+                    bar.advance(len(pairs))
         if failed:
             out[failed] = self.embedder.embed([texts[i] for i in failed])
         return out
