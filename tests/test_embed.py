@@ -176,6 +176,25 @@ def test_compaction_bounds_the_cache_files_and_keeps_every_vector(tmp_path):
     assert len(fake.calls) == 70 and again.hits == 70  # every vector still there
 
 
+def test_titles_embedded_by_type_and_the_units_they_are_in():
+    from pipeline.vectors.derive import embedded_titles
+
+    entities = pl.DataFrame(
+        {
+            "title": ["Ada Quill", "Tallinn", "silt levels", "river survey", "1911", None],
+            "type": ["PERSON", "CITY", "CONCEPT", "CONCEPT", "DATE", "PERSON"],
+            "frequency": [1, 3, 1, 2, 4, 2],
+        }
+    )
+    rows, titles = embedded_titles(entities)  # named, and keyphrases of 2+ units; no dates
+    assert rows.tolist() == [0, 1, 3, 5] and titles == ["Ada Quill", "Tallinn", "river survey", ""]
+    rows, _ = embedded_titles(entities, min_units=2)  # embedding.title_min_units
+    assert rows.tolist() == [1, 3, 5]
+    assert EmbeddingSettings(title_min_units=2).title_min_units == 2
+    with pytest.raises(ValueError):
+        EmbeddingSettings(title_min_units=0)
+
+
 def test_embedding_text_renders_and_truncates():
     f = _frames()
     ent = embedding_text("entities", f["entities"])[0]

@@ -37,6 +37,14 @@ class EmbeddingSettings(Section):
         description="name+context: the embedded title plus the mean of its text units' vectors;"
         " text: embed 'title (TYPE): description' (several times slower on CPU)",
     )
+    title_min_units: int = Field(
+        1,
+        ge=1,
+        description="name+context: embed a named entity's title only when it is in this many "
+        "text units (fewer: the mean of its units' vectors alone). 2 embeds ~80% fewer titles: "
+        "MuSiQue indexed in 38.7 s instead of 45.9 s, R@5 local 75.3 (74.8 with 1), expand 71.6 "
+        "(72.9), flow 70.6 (70.6), flow quick 64.0 (65.8) — for large corpora",
+    )
     relationship_vectors: Literal["context", "text"] = Field(
         "context",
         description="context: source + target entity vectors + mean of its text units' vectors"

@@ -54,17 +54,20 @@ def lookup(keys: pl.Series, ids: list[str], vectors: np.ndarray, dim: int) -> np
 NUMERIC_TYPES = ("DATE", "TIME", "NUMBER", "PERCENT", "MONEY", "ORDINAL", "AGE")
 
 
-def title_embedded(entities: pl.DataFrame) -> np.ndarray:
-    """Rows whose title is embedded: named entities, and keyphrases seen in 2+ units (a
-    keyphrase of one unit adds little to that unit's own vector). Saves ~30% of the
-    title embeddings on MuSiQue, where titles are the second-largest embedding cost."""
-    keep = ~pl.col("type").is_in(NUMERIC_TYPES) & (
-        (pl.col("type") != "CONCEPT") | (pl.col("frequency") > 1)
+def title_embedded(entities: pl.DataFrame, min_units: int = 1) -> np.ndarray:
+    """Rows whose title is embedded: named entities seen in `min_units` text units or more,
+    and keyphrases seen in 2+ (a keyphrase of one unit adds little to that unit's own
+    vector). Saves ~30% of the title embeddings on MuSiQue, where titles are the
+    second-largest embedding cost; `min_units` 2 saves ~80% (embedding.title_min_units)."""
+    keep = (
+        ~pl.col("type").is_in(NUMERIC_TYPES)
+        & ((pl.col("type") != "CONCEPT") | (pl.col("frequency") > 1))
+        & (pl.col("frequency") >= min_units)
     )
     return entities.select(keep.fill_null(True).arg_true()).to_series().to_numpy()
 
 
-def embedded_titles(entities: pl.DataFrame) -> tuple[np.ndarray, list[str]]:
+def embedded_titles(entities: pl.DataFrame, min_units: int = 1) -> tuple[np.ndarray, list[str]]:
     """The rows of `title_embedded` and their titles: what name+context entity vectors embed."""
-    rows = title_embedded(entities)
+    rows = title_embedded(entities, min_units)
     return rows, entities["title"].fill_null("").gather(rows).to_list()

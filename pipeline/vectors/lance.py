@@ -91,7 +91,7 @@ def compute_vectors(
     if name == "entities":
         unit_ids, unit_vecs = read_vectors(output_dir, "text_units")
         vecs = mean_vectors(frame["text_unit_ids"], unit_ids, unit_vecs, dim)
-        named, titles = embedded_titles(frame)
+        named, titles = embedded_titles(frame, settings.title_min_units)
         if len(named):
             vecs[named] += embedder.embed(titles)
         return normalise(vecs)
@@ -109,7 +109,7 @@ def entity_model_texts(entities: pl.DataFrame, settings: EmbeddingSettings) -> l
     """The texts `compute_vectors` gives the model for these entities."""
     if settings.entity_vectors == "text":
         return embedding_text("entities", entities)
-    return embedded_titles(entities)[1]
+    return embedded_titles(entities, settings.title_min_units)[1]
 
 
 def _relationship_blocks(
