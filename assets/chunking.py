@@ -52,7 +52,8 @@ def chunks_asset(n_shards: int):
             # file is written again with it (pipeline.compat.columns)
             store.write_shard(folder, "documents", key, with_text_unit_ids(docs, df))
             # chunk_embeddings runs late (its priority): the worker embeds meanwhile
-            queued["prefetched"] += embedder.prefetch(context, embedding_text("text_units", df))
+            texts = embedding_text("text_units", df)
+            queued["prefetched"] += embedder.prefetch(context, texts, "chunk_embeddings")
             n_tokens = df.get_column("n_tokens")
             tokens["tokens_total"] += int(n_tokens.sum() or 0)
             tokens["tokens_max"] = max(tokens["tokens_max"], int(n_tokens.max() or 0))

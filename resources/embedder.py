@@ -3,9 +3,13 @@
 # No `from __future__ import annotations`: Dagster reads the `config` annotation as a class to
 # accept the launch-configured `docgraph` resource there (see resources.config).
 
-from dagster import AssetExecutionContext, ConfigurableResource
+from dagster import AssetExecutionContext, AssetKey, ConfigurableResource
 
 from resources.config import DocgraphConfig
+
+# Executors whose steps all run in the run's process: the job's default, and the one
+# `materialize` / `execute_in_process` use.
+IN_PROCESS_EXECUTORS = ("in_process", "execute_in_process_executor")
 
 
 class EmbedderResource(ConfigurableResource):
@@ -21,11 +25,14 @@ class EmbedderResource(ConfigurableResource):
         model = get_embedder(settings.embedding) if inline else get_worker(settings.embedding)
         return CachedEmbedder(model, cache_dir)
 
-    def prefetch(self, context: AssetExecutionContext, texts: list[str]) -> int:
-        """Queue `texts` on the embedding worker now for a later step of this run, which
-        takes the vectors when it asks for them (CachedEmbedder.prefetch); the steps between
-        run meanwhile. Only when the run's steps share this process (the in_process
-        executor): a step in a process of its own would exit, and stop its worker, first."""
-        if context.job_def.executor_def.name != "in_process":
+    def prefetch(self, context: AssetExecutionContext, texts: list[str], for_asset: str) -> int:
+        """Queue `texts` on the embedding worker now for `for_asset`, a later step of this
+        run, which takes the vectors when it asks for them (CachedEmbedder.prefetch); the
+        steps between run meanwhile. Only when the run's steps share this process (the
+        in_process executor: a step in a process of its own would exit, and stop its worker,
+        first) and the run materializes `for_asset` (else nobody would take them)."""
+        if context.job_def.executor_def.name not in IN_PROCESS_EXECUTORS:
+            return 0
+        if AssetKey(for_asset) not in context.job_def.asset_layer.selected_asset_keys:
             return 0
         return self.get().prefetch(texts)

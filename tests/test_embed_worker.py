@@ -122,3 +122,26 @@ def test_prefetch_holds_at_most_prefetch_max_vectors(worker, tmp_path, monkeypat
     assert cached.prefetch(["Jacob Marley"]) == 0
     cached.embed(["Fezziwig", "Belle", "Fred", "Jacob Marley"])  # takes the two, asks two
     assert cached.prefetch(["Ghost of Christmas Past"]) == 1
+
+
+def test_a_run_that_does_not_embed_its_chunks_queues_nothing(tmp_path):
+    """Chunks materialized without chunk_embeddings: nobody would take queued vectors."""
+    from dagster import materialize
+
+    from assets.chunking import chunks_asset
+    from assets.ingest import documents_asset
+    from assets.structure import structure_asset
+    from resources import DocgraphConfig, EmbedderResource
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.md").write_text("# Alpha\n\nAda Lovelace met Charles Babbage.\n")
+    config = DocgraphConfig(input_dir=str(tmp_path / "in"), output_dir=str(tmp_path / "out"))
+    result = materialize(
+        [documents_asset(1), structure_asset(1), chunks_asset(1)],
+        partition_key="000",
+        resources={"docgraph": config, "embedder": EmbedderResource(config=config)},
+    )
+    [event] = [
+        e for e in result.get_asset_materialization_events() if e.asset_key.path == ["chunks"]
+    ]
+    assert event.materialization.metadata["prefetched"].value == 0
