@@ -22,7 +22,7 @@ from assets.shards import range_tags
 from pipeline.config import Settings
 from pipeline.ingest.stale import input_entries, stale_shards
 from pipeline.ingest.walk import Entry
-from resources.executors import ENV_EXECUTOR, executor_for
+from resources.executors import ENV_EXECUTOR, IN_PROCESS_EXECUTORS, executor_for
 
 
 def executor_by_size(settings: Settings, entries: list[Entry]) -> str | None:
@@ -83,7 +83,7 @@ def run_index(
         sorted(job.partitions_def.get_partition_keys()) if full else stale_shards(settings, entries)
     )
     # the model loads while documents are read (steps in other processes have their own)
-    in_process = executor_for(executor).name == "in_process"
+    in_process = executor_for(executor).name in IN_PROCESS_EXECUTORS
     if stale and in_process and settings.embedding.process == "worker":
         from pipeline.vectors.embed_worker import get_worker
 

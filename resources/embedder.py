@@ -6,10 +6,7 @@
 from dagster import AssetExecutionContext, AssetKey, ConfigurableResource
 
 from resources.config import DocgraphConfig
-
-# Executors whose steps all run in the run's process: the job's default, and the one
-# `materialize` / `execute_in_process` use.
-IN_PROCESS_EXECUTORS = ("in_process", "execute_in_process_executor")
+from resources.executors import IN_PROCESS_EXECUTORS
 
 
 class EmbedderResource(ConfigurableResource):

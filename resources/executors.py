@@ -32,6 +32,9 @@ ENV_EXECUTOR = "DOCGRAPH_EXECUTOR"  # in_process | multiprocess | dask
 ENV_DASK_ADDRESS = "DASK_SCHEDULER_ADDRESS"  # Dask's own variable for its scheduler
 OUTPUT_TAG = "docgraph/output"  # the job's run tag naming its output folder (definitions.py)
 EXECUTORS = ("in_process", "multiprocess", "dask")
+# executors whose steps all run in the run's own process: the job's default, and the one
+# `materialize` / `execute_in_process` use
+IN_PROCESS_EXECUTORS = ("in_process", "execute_in_process_executor")
 
 
 def lock_owner(run: Any) -> str:

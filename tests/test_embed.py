@@ -191,8 +191,9 @@ def test_titles_embedded_by_type_and_the_units_they_are_in():
     rows, _ = embedded_titles(entities, min_units=2)  # embedding.title_min_units
     assert rows.tolist() == [1, 3, 5]
     assert EmbeddingSettings(title_min_units=2).title_min_units == 2
-    with pytest.raises(ValueError):
-        EmbeddingSettings(title_min_units=0)
+    for bad in ({"title_min_units": 0}, {"batch_tokens": 0}, {"batch_size": -1}):
+        with pytest.raises(ValueError):
+            EmbeddingSettings(**bad)
 
 
 def test_embedding_text_renders_and_truncates():

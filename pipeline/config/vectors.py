@@ -19,12 +19,13 @@ class EmbeddingSettings(Section):
     )
     batch_tokens: int = Field(
         1024,
+        ge=1,
         description="padded tokens per forward pass (texts x the longest one's tokens). On "
         "CPU a pass's activations should fit in cache: on MuSiQue 1,024 embeds the entity "
         "titles 1.8x and the text units 1.1x faster than the 2,048-token passes sized by a "
         "character estimate used before (1.07x / 1.05x faster than 4,096); raise it on a GPU",
     )
-    batch_size: int = Field(256, description="texts per forward pass at most")
+    batch_size: int = Field(256, ge=1, description="texts per forward pass at most")
     device: str = "cpu"
     process: Literal["worker", "inline"] = Field(
         "worker",
