@@ -269,19 +269,49 @@ def test_figure_drawn_in_pieces_is_one_figure():
     assert [e["type"] for e in st.edges] == ["IS_CAPTIONED_BY"]
 
 
-def test_page_ranges_in_worker_processes_match_one_process():
+def read_regions(data: bytes, workers: int) -> list[list[tuple[str, tuple[int, ...]]]]:
     from pipeline.structure.pdf_regions import layout_regions
 
+    with pymupdf.open(stream=data, filetype="pdf") as doc:
+        regions = layout_regions(doc, data, workers=workers)
+    return [[(r.cls, tuple(round(v) for v in r.bbox)) for r in rs] for rs in regions]
+
+
+def test_pages_dealt_to_worker_processes_match_one_process():
     pdf = journal_pages()
-    pdf.insert_pdf(three_columns())
+    for more in (three_columns(), tiled_figure(), caption_under_two_columns()):
+        pdf.insert_pdf(more)
     data = pdf.tobytes()
+    assert pdf.page_count >= 5  # pages 0, 2, 4 to one worker, 1, 3 to the other
+    assert read_regions(data, workers=2) == read_regions(data, workers=1)
 
-    def classes(workers: int) -> list[list[tuple[str, tuple[int, ...]]]]:
-        with pymupdf.open(stream=data, filetype="pdf") as doc:
-            regions = layout_regions(doc, data, workers=workers)
-        return [[(r.cls, tuple(round(v) for v in r.bbox)) for r in rs] for rs in regions]
 
-    assert classes(2) == classes(1)
+def test_model_sessions_set_here_read_pages_as_pymupdfs_own(monkeypatch):
+    """use_model's sessions (no spinning threads, one thread in workers, an arena for the
+    page CNN) change how the model runs, not what it finds."""
+    import onnxruntime as ort
+    from pymupdf.layout import DocumentLayoutAnalyzer
+
+    from pipeline.structure import pdf_regions
+
+    pdf = three_columns()
+    for more in (tiled_figure(), two_captions_one_row(), high_footnotes()):
+        pdf.insert_pdf(more)
+    data = pdf.tobytes()
+    pdf_regions.use_model(threads=1)
+    model = pymupdf._get_layout.__self__._model  # the wrapper use_model installed
+    cnn = model.feature_extractor._session.get_session_options()
+    assert cnn.enable_cpu_mem_arena and cnn.intra_op_num_threads == 1
+    gnn = model.session.get_session_options()
+    assert not gnn.enable_cpu_mem_arena
+    assert gnn.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert isinstance(model.session, ort.InferenceSession)
+    tuned = read_regions(data, workers=1)
+    monkeypatch.setattr(pymupdf, "_get_layout", DocumentLayoutAnalyzer.get_model().predict)
+    monkeypatch.setattr(pdf_regions, "_model_threads", -1)  # keep pymupdf's own model
+    assert read_regions(data, workers=1) == tuned
+    monkeypatch.undo()
+    pdf_regions.use_model()  # the process's default again
 
 
 def test_a_page_the_model_cannot_read_keeps_its_text(monkeypatch):

@@ -24,6 +24,7 @@ MARGIN_CLASSES = ("page-header", "page-footer")
 FAILED = "model-failed"  # the class of the one region of a page the model could not read
 BATCH_PAGES = 64  # pages per model call: bounds the memory of the parsed pages
 PAGES_PER_WORKER = 24  # fewer pages than this per process: loading the model costs more
+_model_threads: int | None = None  # ONNX threads of the model use_model installed
 
 
 @dataclass
@@ -37,10 +38,46 @@ class Region:
     parts: list[tuple[str, Unit]] | None = None  # (class, unit): headings split from text
 
 
+def use_model(threads: int = 0) -> None:
+    """Make pymupdf's layout model (what `page.get_layout` runs) one whose ONNX sessions
+    suit this project, with the same weights and outputs:
+    - threads sleep between calls instead of spinning (ONNX Runtime's default): spinning
+      threads kept a core busy through the rest of each page's work, so two worker
+      processes on 2 CPUs were no faster than one;
+    - `threads` threads a session (0: ONNX Runtime's default, every core), 1 in a worker
+      process that shares the CPUs with others;
+    - the page CNN keeps its memory arena: its input is always 300x300, so the arena cannot
+      grow (pymupdf turns arenas off because its other models' inputs vary in size), and
+      without one its 60 MB of outputs were allocated afresh every page (80 -> 55 ms).
+    The model pymupdf loaded at import is replaced, and freed."""
+    global _model_threads
+    if _model_threads == threads:
+        return
+    import onnxruntime as ort
+    from pymupdf.layout import DocumentLayoutAnalyzer
+
+    wrapper = DocumentLayoutAnalyzer.get_model()  # what pymupdf.layout.activate() loads
+    model = wrapper._model
+    for owner in (model, model.feature_extractor, model.table_grid_extractor):
+        for name, old in list(vars(owner).items() if owner is not None else ()):
+            if not isinstance(old, ort.InferenceSession):
+                continue
+            opts = ort.SessionOptions()
+            opts.enable_cpu_mem_arena = owner is model.feature_extractor
+            opts.intra_op_num_threads = threads
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            setattr(owner, name, ort.InferenceSession(old._model_path, opts, old.get_providers()))
+    pymupdf._get_layout = wrapper.predict
+    _model_threads = threads
+
+
 def _model_regions(pdf: pymupdf.Document, pages: list[int]) -> list[list[Region]]:
     """Regions of `pages` in reading order. `pymupdf4llm.to_json` serialises this same
     parse; the objects are used directly, without the JSON round trip."""
     from pymupdf4llm.helpers.document_layout import parse_document
+
+    if _model_threads is None:
+        use_model()
 
     parsed = parse_document(pdf, pages=pages, use_ocr=False, force_text=False)
     return [
@@ -127,15 +164,14 @@ def _regions_in_process(pdf: pymupdf.Document, pages: list[int]) -> list[list[Re
 
 
 def worker_count(n_pages: int) -> int:
-    """Processes for a PDF of `n_pages`: half the usable CPUs (each process's ONNX runtime
-    runs its own threads; on 2 CPUs a second process measured slower), at least
-    PAGES_PER_WORKER pages each."""
+    """Processes for a PDF of `n_pages`: one a usable CPU (each runs its model on one
+    thread), at least PAGES_PER_WORKER pages each."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min((cpus or 1) // 2, n_pages // PAGES_PER_WORKER))
+    return max(1, min(cpus or 1, n_pages // PAGES_PER_WORKER))
 
 
 def _in_workers(data: bytes, ranges: list[list[int]]) -> list[list[list[Region]] | None]:
-    """Regions of each page range, each range read by a `python -m` process of its own
+    """Regions of each page set, each set read by a `python -m` process of its own
     (not multiprocessing: that re-runs the caller's main script, and forking would copy the
     model's ONNX threads). None for a range whose process failed."""
     root = str(Path(__file__).resolve().parents[2])
@@ -164,17 +200,18 @@ def layout_regions(
     pdf: pymupdf.Document, data: bytes | None, workers: int | None = None
 ) -> list[list[Region]]:
     """Regions of every page of `pdf` (whose bytes are `data`), in reading order, with
-    wide gutters cut; page ranges of a long PDF in worker processes."""
+    wide gutters cut; a long PDF's pages dealt out to worker processes (every n-th page to
+    one, so that dense chapters are shared)."""
     pages = list(range(pdf.page_count))
     n = worker_count(len(pages)) if workers is None else workers
     if n <= 1 or data is None:
         regions = _regions_in_process(pdf, pages)
     else:
-        size = -(-len(pages) // n)
-        ranges = [pages[i : i + size] for i in range(0, len(pages), size)]
-        regions = []
-        for rng, got in zip(ranges, _in_workers(data, ranges), strict=True):
-            regions += got if got is not None else _regions_in_process(pdf, rng)
+        sets = [pages[i::n] for i in range(n)]
+        regions = [[] for _ in pages]
+        for some, got in zip(sets, _in_workers(data, sets), strict=True):
+            for pno, rs in zip(some, got or _regions_in_process(pdf, some), strict=True):
+                regions[pno] = rs
     for pno, rs in enumerate(regions):
         page = pdf[pno]
         if page.rotation:  # the model read the page unrotated: so is its text
@@ -186,6 +223,7 @@ def layout_regions(
 if __name__ == "__main__":  # a worker: python -m pipeline.structure.pdf_regions PDF OUT PAGE...
     import pipeline.structure.pdf_regions as pdf_regions  # Region pickled under its module's name
 
+    pdf_regions.use_model(threads=1)
     with pymupdf.open(sys.argv[1]) as doc:
         result = pdf_regions._regions_in_process(doc, [int(p) for p in sys.argv[3:]])
     Path(sys.argv[2]).write_bytes(pickle.dumps(result))
