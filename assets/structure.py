@@ -19,6 +19,7 @@ from pipeline.failures import failures_frame
 from pipeline.storage import store
 from pipeline.structure import build_structure
 from pipeline.structure.links import resolve_link_table
+from pipeline.structure.pdf_workers import ReadAhead
 from resources import DocgraphConfig
 from resources.output import run_dir
 
@@ -47,10 +48,17 @@ def structure_asset(n_shards: int):
         node_types: dict[str, int] = {}
         failed: list[pl.DataFrame] = []
 
+        shards = ReadAhead(  # PDF pages of the next shards read by worker processes
+            context.partition_keys,
+            lambda key: store.read_shard(folder, "documents", key),
+            settings.input_dir,
+            settings.structure,
+        )
+
         def parse(key: str) -> dict[str, pl.DataFrame]:
             rows: list[dict] = []
             links: list[dict] = []
-            documents = store.read_shard(folder, "documents", key)
+            documents = shards.documents(key)
             sections, nodes, edges, warnings = build_structure(
                 documents, settings.input_dir, settings.structure, stats, rows, links
             )

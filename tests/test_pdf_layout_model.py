@@ -270,7 +270,7 @@ def test_figure_drawn_in_pieces_is_one_figure():
 
 
 def read_regions(data: bytes, workers: int) -> list[list[tuple[str, tuple[int, ...]]]]:
-    from pipeline.structure.pdf_regions import layout_regions
+    from pipeline.structure.pdf_workers import layout_regions
 
     with pymupdf.open(stream=data, filetype="pdf") as doc:
         regions = layout_regions(doc, data, workers=workers)

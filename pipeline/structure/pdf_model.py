@@ -30,9 +30,10 @@ from pipeline.structure.pdf_layout import (
 )
 from pipeline.structure.pdf_ocr import heading_classes
 from pipeline.structure.pdf_pages import printed_numbers, running_text
-from pipeline.structure.pdf_regions import FAILED, MARGIN_CLASSES, Region, layout_regions
+from pipeline.structure.pdf_regions import FAILED, MARGIN_CLASSES, Region
 from pipeline.structure.pdf_rtl import fix_rtl_ligatures
 from pipeline.structure.pdf_sections import SENT_END
+from pipeline.structure.pdf_workers import layout_regions
 
 NO_TEXT_CLASSES = ("picture",)
 

@@ -1,19 +1,13 @@
 """Regions of PDF pages from pymupdf's layout-analysis model, in reading order: the model
 (ONNX, on the CPU, shipped with pymupdf 2.x, nothing downloaded) classes each region (text,
 title, section-header, caption, footnote, list-item, formula, picture, table, page-header,
-page-footer) and pymupdf4llm orders them, columns included. A long PDF is split into page
-ranges run in worker processes: the model is the cost of the layout path (~0.3-0.5 s a
-page on one core), and its pages are independent."""
+page-footer) and pymupdf4llm orders them, columns included. The model is the cost of the
+layout path (~0.2 s of CPU a page); its ONNX sessions are made here (`use_model`) for how
+it runs in this project, and `pdf_workers` spreads pages over processes."""
 
 from __future__ import annotations
 
-import os
-import pickle
-import subprocess
-import sys
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pymupdf
@@ -23,7 +17,6 @@ from pipeline.ingest.pdf_units import Unit
 MARGIN_CLASSES = ("page-header", "page-footer")
 FAILED = "model-failed"  # the class of the one region of a page the model could not read
 BATCH_PAGES = 64  # pages per model call: bounds the memory of the parsed pages
-PAGES_PER_WORKER = 24  # fewer pages than this per process: loading the model costs more
 _model_threads: int | None = None  # ONNX threads of the model use_model installed
 
 
@@ -143,7 +136,7 @@ def _split_wide_gutter(regions: list[Region], width: float) -> list[Region]:
     return left + right + margins
 
 
-def _regions_in_process(pdf: pymupdf.Document, pages: list[int]) -> list[list[Region]]:
+def regions_in_process(pdf: pymupdf.Document, pages: list[int]) -> list[list[Region]]:
     """Regions of `pages` in batches; where a batch fails, page by page, and a page the model
     cannot read is one FAILED region (its text is then ordered by position)."""
     out: list[list[Region]] = []
@@ -163,67 +156,12 @@ def _regions_in_process(pdf: pymupdf.Document, pages: list[int]) -> list[list[Re
     return out
 
 
-def worker_count(n_pages: int) -> int:
-    """Processes for a PDF of `n_pages`: one a usable CPU (each runs its model on one
-    thread), at least PAGES_PER_WORKER pages each."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(cpus or 1, n_pages // PAGES_PER_WORKER))
-
-
-def _in_workers(data: bytes, ranges: list[list[int]]) -> list[list[list[Region]] | None]:
-    """Regions of each page set, each set read by a `python -m` process of its own
-    (not multiprocessing: that re-runs the caller's main script, and forking would copy the
-    model's ONNX threads). None for a range whose process failed."""
-    root = str(Path(__file__).resolve().parents[2])
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
-    }
-    with tempfile.TemporaryDirectory(prefix="docgraph-pdf-") as tmp:
-        src = Path(tmp) / "doc.pdf"
-        src.write_bytes(data)
-        procs = []
-        for i, pages in enumerate(ranges):
-            out = Path(tmp) / f"{i}.pickle"
-            cmd = [sys.executable, "-m", __name__, str(src), str(out), *map(str, pages)]
-            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            procs.append((proc, out))
-        results: list[list[list[Region]] | None] = []
-        for proc, out in procs:
-            proc.communicate()
-            ok = proc.returncode == 0 and out.exists()
-            results.append(pickle.loads(out.read_bytes()) if ok else None)
-    return results
-
-
-def layout_regions(
-    pdf: pymupdf.Document, data: bytes | None, workers: int | None = None
-) -> list[list[Region]]:
-    """Regions of every page of `pdf` (whose bytes are `data`), in reading order, with
-    wide gutters cut; a long PDF's pages dealt out to worker processes (every n-th page to
-    one, so that dense chapters are shared)."""
-    pages = list(range(pdf.page_count))
-    n = worker_count(len(pages)) if workers is None else workers
-    if n <= 1 or data is None:
-        regions = _regions_in_process(pdf, pages)
-    else:
-        sets = [pages[i::n] for i in range(n)]
-        regions = [[] for _ in pages]
-        for some, got in zip(sets, _in_workers(data, sets), strict=True):
-            for pno, rs in zip(some, got or _regions_in_process(pdf, some), strict=True):
-                regions[pno] = rs
+def finish(pdf: pymupdf.Document, regions: list[list[Region]]) -> list[list[Region]]:
+    """The model's regions of every page, its rotation undone (the model read the page
+    unrotated: so is its text) and wide gutters cut."""
     for pno, rs in enumerate(regions):
         page = pdf[pno]
-        if page.rotation:  # the model read the page unrotated: so is its text
+        if page.rotation:
             page.remove_rotation()
         regions[pno] = _split_wide_gutter(rs, page.rect.width)
     return regions
-
-
-if __name__ == "__main__":  # a worker: python -m pipeline.structure.pdf_regions PDF OUT PAGE...
-    import pipeline.structure.pdf_regions as pdf_regions  # Region pickled under its module's name
-
-    pdf_regions.use_model(threads=1)
-    with pymupdf.open(sys.argv[1]) as doc:
-        result = pdf_regions._regions_in_process(doc, [int(p) for p in sys.argv[3:]])
-    Path(sys.argv[2]).write_bytes(pickle.dumps(result))

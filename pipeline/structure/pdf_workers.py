@@ -1,0 +1,170 @@
+"""The layout model's pages spread over worker processes, one a usable CPU, each running
+the model on one thread (on 2 CPUs, 1.7x one process running it on both): a long PDF's
+pages are dealt out among them, and `ReadAhead` has the PDFs of a run's next shards read
+together, so that many short PDFs use every core too. Workers are `python -m` processes (not
+multiprocessing: that re-runs the caller's main script, and forking would copy the
+model's ONNX threads); pages a failed worker had are read by the calling process."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import polars as pl
+import pymupdf
+
+from pipeline.config import StructureSettings
+from pipeline.ids import sha256_hex
+from pipeline.structure.pdf_regions import Region, finish, regions_in_process
+
+PAGES_PER_WORKER = 24  # fewer pages than this per process: starting one costs more
+WAVE_PAGES = 512  # PDF pages read ahead at once: bounds the regions held in memory
+
+Pages = list[list[Region] | None]  # regions of each page of a PDF; None: not read
+_read_ahead: dict[str, Pages] = {}  # by the PDF's sha256, taken by layout_regions
+
+
+def worker_count(n_pages: int) -> int:
+    """Processes for `n_pages`: one a usable CPU, at least PAGES_PER_WORKER pages each."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cpus or 1, n_pages // PAGES_PER_WORKER))
+
+
+def _run(jobs: list[list[tuple[str, list[int]]]]) -> list[list[tuple[str, Pages]] | None]:
+    """For each worker's jobs (a PDF file, pages of it): per job, the file's sha256 and its
+    pages' regions; None for a worker that failed."""
+    root = str(Path(__file__).resolve().parents[2])
+    path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    with tempfile.TemporaryDirectory(prefix="docgraph-pdf-") as tmp:
+        procs = []
+        for i, mine in enumerate(jobs):
+            spec, out = Path(tmp) / f"{i}.jobs", Path(tmp) / f"{i}.out"
+            spec.write_bytes(pickle.dumps(mine))
+            proc = subprocess.Popen(
+                [sys.executable, "-m", __name__, str(spec), str(out)],
+                env={**os.environ, "PYTHONPATH": path},
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+            procs.append((proc, out))
+        results: list[list[tuple[str, Pages]] | None] = []
+        for proc, out in procs:
+            proc.communicate()
+            ok = proc.returncode == 0 and out.exists()
+            results.append(pickle.loads(out.read_bytes()) if ok else None)
+    return results
+
+
+def read_pages(pdfs: list[tuple[str, int]], n: int) -> list[tuple[str, Pages] | None]:
+    """Each PDF's (file, page count) sha256 and regions by page, its pages read by `n`
+    workers: every n-th page, counted across the PDFs, to one worker, so that dense
+    chapters are shared. None for a PDF whose file changed while it was read."""
+    flat = [(i, p) for i, (_, count) in enumerate(pdfs) for p in range(count)]
+    dealt: list[dict[int, list[int]]] = []
+    for w in range(n):
+        mine: dict[int, list[int]] = {}
+        for i, p in flat[w::n]:
+            mine.setdefault(i, []).append(p)
+        dealt.append(mine)
+    got = _run([[(pdfs[i][0], pages) for i, pages in mine.items()] for mine in dealt])
+    shas: list[set[str]] = [set() for _ in pdfs]
+    pages: list[Pages] = [[None] * count for _, count in pdfs]
+    for mine, results in zip(dealt, got, strict=True):
+        for (i, pnos), (sha, regions) in zip(mine.items(), results or [], strict=False):
+            shas[i].add(sha)
+            for pno, rs in zip(pnos, regions, strict=True):
+                pages[i][pno] = rs
+    return [(next(iter(s)), ps) if len(s) == 1 else None for s, ps in zip(shas, pages, strict=True)]
+
+
+def layout_regions(
+    pdf: pymupdf.Document, data: bytes | None, workers: int | None = None
+) -> list[list[Region]]:
+    """Regions of every page of `pdf` (whose bytes are `data`), in reading order: read
+    ahead (`ReadAhead`), else by worker processes when the PDF is long enough, else here;
+    pages no worker read are read here."""
+    count = pdf.page_count
+    got = _read_ahead.pop(sha256_hex(data), None) if data is not None else None
+    n = worker_count(count) if workers is None else workers
+    if got is None and data is not None and n > 1:
+        with tempfile.TemporaryDirectory(prefix="docgraph-pdf-") as tmp:
+            (Path(tmp) / "doc.pdf").write_bytes(data)
+            read = read_pages([(str(Path(tmp) / "doc.pdf"), count)], n)[0]
+        got = read[1] if read else None
+    pages = got if got is not None and len(got) == count else [None] * count
+    missing = [pno for pno, rs in enumerate(pages) if rs is None]
+    for pno, rs in zip(missing, regions_in_process(pdf, missing), strict=True):
+        pages[pno] = rs
+    return finish(pdf, pages)  # type: ignore[arg-type]
+
+
+def _page_count(path: Path) -> int:
+    try:
+        with pymupdf.open(path) as pdf:
+            return 0 if pdf.needs_pass else pdf.page_count
+    except Exception:  # noqa: BLE001 - the parser reports it
+        return 0
+
+
+class ReadAhead:
+    """The documents of a run's shards, taken in order, with their PDFs' regions read
+    ahead: from the shard asked for on, shards are loaded until they hold WAVE_PAGES PDF
+    pages (which bounds what is held), and those pages are read by worker processes, for
+    `layout_regions` to take as each document is parsed. So a corpus of short PDFs uses
+    every core, not only a PDF long enough to be split."""
+
+    def __init__(
+        self,
+        keys: list[str],
+        load: Callable[[str], pl.DataFrame],
+        input_dir: str | Path | None,
+        settings: StructureSettings | None,
+    ) -> None:
+        from pipeline.structure.pdf import pdf_mode
+
+        self.keys, self.load = keys, load
+        self.root = Path(input_dir) if input_dir is not None else None
+        self.on = self.root is not None and pdf_mode(settings) == "layout"
+        self.on = self.on and worker_count(10**9) > 1
+        self.loaded: dict[str, pl.DataFrame] = {}
+
+    def documents(self, key: str) -> pl.DataFrame:
+        """The shard's documents (its PDFs read ahead, with those of the shards after it)."""
+        if key not in self.loaded:
+            self._load_from(key)
+        return self.loaded.pop(key)
+
+    def _load_from(self, key: str) -> None:
+        _read_ahead.clear()  # what the last group's parsing did not take
+        after = self.keys[self.keys.index(key) :] if key in self.keys else [key]
+        pdfs: list[tuple[str, int]] = []
+        for k in after:
+            self.loaded[k] = frame = self.load(k)
+            if not self.on or self.root is None:
+                return
+            for path in frame.filter(pl.col("mime_type") == "application/pdf")["source_path"]:
+                if count := _page_count(self.root / path):
+                    pdfs.append((str(self.root / path), count))
+            if sum(c for _, c in pdfs) >= WAVE_PAGES:
+                break
+        if (n := worker_count(sum(c for _, c in pdfs))) > 1:
+            for read in read_pages(pdfs, n):
+                if read is not None:
+                    _read_ahead[read[0]] = read[1]
+
+
+if __name__ == "__main__":  # a worker: python -m pipeline.structure.pdf_workers JOBS OUT
+    from pipeline.structure import pdf_regions  # Region pickled under its module's name
+
+    pdf_regions.use_model(threads=1)
+    result: list[tuple[str, Pages]] = []
+    for file, pnos in pickle.loads(Path(sys.argv[1]).read_bytes()):
+        data = Path(file).read_bytes()
+        with pymupdf.open(stream=data, filetype="pdf") as doc:
+            result.append((sha256_hex(data), pdf_regions.regions_in_process(doc, pnos)))
+    Path(sys.argv[2]).write_bytes(pickle.dumps(result))
