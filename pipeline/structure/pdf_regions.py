@@ -12,11 +12,12 @@ from typing import Any
 
 import pymupdf
 
+from pipeline import memory
 from pipeline.ingest.pdf_units import Unit
 
 MARGIN_CLASSES = ("page-header", "page-footer")
 FAILED = "model-failed"  # the class of the one region of a page the model could not read
-BATCH_PAGES = 64  # pages per model call: bounds the memory of the parsed pages
+BATCH_PAGES = 16  # pages per model call; the heap is trimmed after each (see below)
 _model_threads: int | None = None  # ONNX threads of the model use_model installed
 
 
@@ -141,6 +142,7 @@ def regions_in_process(pdf: pymupdf.Document, pages: list[int]) -> list[list[Reg
     cannot read is one FAILED region (its text is then ordered by position)."""
     out: list[list[Region]] = []
     for start in range(0, len(pages), BATCH_PAGES):
+        memory.release()  # freed page buffers fragment the heap: 154 pages 913 -> 685 MB
         batch = pages[start : start + BATCH_PAGES]
         try:
             out += _model_regions(pdf, batch)
