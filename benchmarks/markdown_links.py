@@ -5,7 +5,8 @@ checks every inline link to another .md file against an answer computed here, fr
 href alone: the right document is the href's path normalised relative to the linking file
 (`../`, `./`, missing `.md`, directory -> index.md, URL-encoded characters); the right
 section is one whose slug (the fragment of its uri) equals the anchor. Reference-style
-links, wikilinks and autorefs are counted separately; unresolved reasons are tallied.
+links and wikilinks are counted separately; mkdocs-autorefs links are checked against the
+files that declare their identifiers; unresolved reasons are tallied.
 `--kinds inline,reference` checks reference-style links to .md files too (sites such as the
 Node.js API docs link almost only that way).
 
@@ -52,13 +53,53 @@ def _id_lines(path: Path, anchor: str) -> list[int]:
         return []
     marks = (f"#{anchor}}}", f"#{anchor} ", f'name="{anchor}"', f'id="{anchor}"')
     hits = [i + 1 for i, x in enumerate(lines) if any(m in x for m in marks)]
-    if not hits:  # mkdocstrings: `::: pkg.mod` documents pkg.mod.* ids
+    if not hits:  # mkdocstrings: `::: pkg.mod` (or a heading `## ::: pkg.mod`) documents pkg.mod.*
+        autodoc = (x.lstrip("#").lstrip() for x in lines)
         hits = [
             i + 1
-            for i, x in enumerate(lines)
+            for i, x in enumerate(autodoc)
             if x.startswith("::: ") and (anchor + ".").startswith(x[4:].strip() + ".")
         ]
     return hits
+
+
+def _declares(path: Path, identifier: str) -> bool:
+    """Whether the file declares an mkdocs-autorefs identifier: an id (`{#id}`, `id=`), a
+    `::: pkg.mod` directive covering it, or a heading whose toc slug it is."""
+    if _id_lines(path, identifier):
+        return True
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return False
+    heads = (x.lstrip("#").split("{")[0].strip() for x in text.split("\n") if x.startswith("#"))
+    return any(slugify(h) == identifier for h in heads)
+
+
+def _autorefs(folder: Path, links: pl.DataFrame, paths: list[str]) -> list[str]:
+    """mkdocs-autorefs links (`[text][pkg.Thing]`), checked against the files themselves:
+    resolved right = to a file that declares the identifier; an identifier no file declares
+    is another site's (mkdocstrings inventories) and right when left unresolved."""
+    refs = links.filter(pl.col("kind") == "autoref").select("href", "target_doc").rows()
+    declared: dict[str, bool] = {}
+    right = wrong = missed = foreign = 0
+    for identifier, target in refs:
+        if target is not None:
+            ok = _declares(folder / target, identifier)
+            right += ok
+            wrong += not ok
+            continue
+        if identifier not in declared:
+            declared[identifier] = any(_declares(folder / p, identifier) for p in paths)
+        missed += declared[identifier]
+        foreign += not declared[identifier]
+    inside = right + wrong + missed
+    share = f"{100 * right / inside:.1f}%" if inside else "n/a"
+    return [
+        f"  autorefs links {len(refs)}: identifier declared in the corpus {inside}, resolved to a "
+        f"file declaring it {right} ({share}), to another file {wrong}, unresolved {missed}; "
+        f"declared nowhere here (another site's) {foreign}"
+    ]
 
 
 def run(folder: str | Path = DEFAULT, kinds: tuple[str, ...] = ("inline",)) -> list[str]:
@@ -138,6 +179,7 @@ def run(folder: str | Path = DEFAULT, kinds: tuple[str, ...] = ("inline",)) -> l
         f"{right_section + other_ok + toc_slug} "
         f"({pct(right_section + other_ok + toc_slug, anchored)})",
     ]
+    lines += _autorefs(folder, links, list(known))
     for kind in ("inline", "reference", "wikilink", "autoref"):
         lines.append(f"  {kind:9} links {kinds.get(kind, 0):5}  resolved {resolved.get(kind, 0):5}")
     lines.append("  unresolved / partly resolved reasons (top 10):")

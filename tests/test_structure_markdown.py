@@ -177,7 +177,7 @@ def test_links_resolved_and_unresolved(built):
         ("a.md", "pkg.Thing"): (
             "autoref",
             None,
-            "undefined reference label (mkdocs autorefs identifier?)",
+            "autorefs identifier not in corpus (another site's?)",
         ),
         ("guide/b.md", "../a.md#alpha"): ("inline", "a.md#alpha", None),
         ("guide/b.md", "../a"): ("inline", "a.md", None),
@@ -187,6 +187,46 @@ def test_links_resolved_and_unresolved(built):
     assert links[("a.md", "guide/b.md#setup-steps")]["anchor_resolved"] is True
     assert links[("a.md", "guide/b.md#usage-notes")]["text"] == "ref link"
     assert links[("a.md", "b#Usage Notes")]["line"] == 24
+
+
+def test_autorefs_identifiers_resolved_across_the_site(tmp_path):
+    """mkdocs-autorefs links (`[text][id]`, `[id][]`) go to where the site declares the id:
+    a mkdocstrings directive or `## ::: x` heading (and the members under it), an explicit
+    anchor, a heading; the linking page's own first; another site's ids stay unresolved."""
+    (tmp_path / "ref").mkdir()
+    (tmp_path / "ref" / "api.md").write_text(
+        "# API\n\n## Things\n\n::: pkg.mod.Thing\n\n## ::: pkg.Other\n\nText.\n\n"
+        "## Words\n\n[](){#enum}\n\nEnums are words here.\n\n## Usage\n\nHow.\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "guide.md").write_text(
+        "# Guide\n\nSee [the thing][pkg.mod.Thing], [pkg.mod.Thing.method][], "
+        "[pkg.Other.attr][], [pkg.Other][], [words][enum], [enum.Enum.value][], "
+        "[pathlib.Path][] and [usage][].\n\n## Usage\n\nHere.\n",
+        encoding="utf-8",
+    )
+    docs, _ = load_folder(tmp_path)
+    sections, nodes, edges, _ = build_structure(docs, tmp_path)
+    uri = dict(zip(sections["id"], sections["uri"], strict=True))
+    got = {}
+    for target, meta in (
+        edges.filter(pl.col("type") == "REFERS_TO").select("target_id", "metadata").rows()
+    ):
+        meta = json.loads(meta)
+        got[meta["href"]] = uri.get(target) or meta["reason"]
+    foreign = "autorefs identifier not in corpus (another site's?)"
+    assert got == {
+        "pkg.mod.Thing": "ref/api.md#things",
+        "pkg.mod.Thing.method": "ref/api.md#things",  # a member, under its class's directive
+        "pkg.Other.attr": "ref/api.md#pkg.Other",
+        "pkg.Other": "ref/api.md#pkg.Other",  # the heading mkdocstrings renders, id and all
+        "enum": "ref/api.md#words",  # an explicit anchor
+        "enum.Enum.value": foreign,  # not a member of the `enum` anchor: Python's inventory
+        "pathlib.Path": foreign,
+        "usage": "guide.md#usage",  # two pages have it: the linking page's own
+    }
+    titles = dict(zip(sections["uri"], sections["title"], strict=True))
+    assert titles["ref/api.md#pkg.Other"] == "pkg.Other"
 
 
 def test_deterministic(built):

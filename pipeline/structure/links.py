@@ -11,7 +11,13 @@ Resolution, in order: a note uri (exact); an external scheme (http:, mailto:, ..
 path relative to the linking file (`../`, `./`, `/` = corpus root, URL-encoded characters,
 missing `.md`, directory -> index.md / README.md, `.html` -> `.md`); wikilinks by path,
 file stem or title (notes: note title). Anchors match section slugs, then other anchors a
-section declares (`anchors` in its metadata), then the slugified anchor text.
+section declares (`anchors` in its metadata), then the slugified anchor text. An
+mkdocs-autorefs identifier (`[text][pkg.Thing]`, `[heading-slug][]`) is looked up across
+the whole corpus as mkdocs-autorefs does: anchors sections declare (`{#id}`, `[](){#id}`,
+a `::: pkg.mod` directive), then heading ids, then the longest dotted prefix that a
+mkdocstrings directive or `## ::: pkg.mod` heading documents (its members `pkg.mod.*`); where
+several documents have it, the linking document's own, else the first path (marked
+`ambiguous`). One found nowhere is another site's (an inventory): left unresolved.
 """
 
 from __future__ import annotations
@@ -44,6 +50,10 @@ class _Corpus:
         self.note_uri: dict[str, str] = {}
         self.note_title: dict[str, list[tuple[str, str]]] = {}  # key -> [(doc id, section)]
         self.page: dict[str, list[DocStructure]] = {}  # wikilink page keys
+        # autorefs identifiers, corpus-wide: declared anchors, heading slugs -> [(doc, section)]
+        self.declared: dict[str, list[tuple[DocStructure, str]]] = {}
+        self.slugs: dict[str, list[tuple[DocStructure, str]]] = {}
+        self.objects: dict[str, list[tuple[DocStructure, str]]] = {}  # mkdocstrings `:::`
         for d in sorted(docs, key=lambda d: d.source_path):
             self.by_path.setdefault(d.source_path, d)
             anchors: dict[str, str] = {}
@@ -60,7 +70,12 @@ class _Corpus:
                 meta = json.loads(s["metadata"] or "{}")
                 for a in meta.get("anchors", []):
                     aliases.setdefault(a, s["id"])
+                for a in meta.get("objects", []):
+                    self.objects.setdefault(a, []).append((d, s["id"]))
             self.anchors[d.document_id] = {**aliases, **anchors}
+            for table, found in ((self.declared, aliases), (self.slugs, anchors)):
+                for a, sid in found.items():
+                    table.setdefault(a, []).append((d, sid))
             stem = posixpath.splitext(d.source_path)[0]
             for key in {stem, posixpath.basename(stem), d.title}:
                 self.page.setdefault(_norm_name(key), []).append(d)
@@ -93,6 +108,18 @@ class _Corpus:
             sid = table.get(".".join(parts[:k]))
         return sid
 
+    def autoref(self, identifier: str, src: DocStructure) -> list[tuple[DocStructure, str]]:
+        """Where an autorefs identifier is (see the module docstring), the linking
+        document's own first; empty when nowhere in the corpus."""
+        found = self.declared.get(identifier) or self.slugs.get(identifier)
+        found = found or self.objects.get(identifier)
+        parts = identifier.split(".")
+        for k in range(len(parts) - 1, 0, -1):  # pkg.mod.Class under `::: pkg.mod`
+            if found:
+                break
+            found = self.objects.get(".".join(parts[:k]))
+        return sorted(found or [], key=lambda hit: hit[0] is not src)
+
 
 def _edge(link: dict[str, Any], target: str | None, **meta: Any) -> dict[str, Any]:
     meta = {"href": link["href"], "kind": link.get("kind", "inline"), **meta}
@@ -118,7 +145,11 @@ def _resolve(corpus: _Corpus, src: DocStructure, link: dict[str, Any]) -> dict[s
     if kind == "object":  # a reification note's object that no note in the corpus has
         return _edge(link, None, reason="object note not in corpus")
     if kind == "autoref":
-        return _edge(link, None, reason="undefined reference label (mkdocs autorefs identifier?)")
+        hits = corpus.autoref(href, src)
+        if not hits:
+            return _edge(link, None, reason="autorefs identifier not in corpus (another site's?)")
+        (target, sid), extra = hits[0], {"ambiguous": True} if len(hits) > 1 else {}
+        return _edge(link, sid, target_path=target.source_path, anchor=href, **extra)
     if kind == "wikilink":
         return _resolve_wikilink(corpus, src, link, href)
     if _SCHEME.match(href):

@@ -31,7 +31,12 @@ from typing import Any
 
 from pipeline.ingest.markdown import split_front_matter
 from pipeline.ingest.text import decode_text
-from pipeline.structure.markdown_inline import extract_links, heading_anchor, plain_inline
+from pipeline.structure.markdown_inline import (
+    AUTODOC_HEADING,
+    extract_links,
+    heading_anchor,
+    plain_inline,
+)
 from pipeline.structure.markdown_tokens import Block, parse_blocks, parse_tokens
 from pipeline.structure.model import DocStructure, position
 from pipeline.structure.parsers import register
@@ -83,6 +88,7 @@ def parse_markdown(
 
     stack: list[tuple[int, str]] = []  # (heading level, section id)
     anchors: dict[str, list[str]] = {}
+    objects: dict[str, list[str]] = {}  # mkdocstrings objects documented in a section
     sec_lines: dict[str, list[int]] = {root["id"]: [1 + line_offset, n_lines + line_offset]}
     pending: list[str] = []
     heading_levels: dict[str, int] = {}
@@ -111,6 +117,8 @@ def parse_markdown(
             sec_lines[sid] = [lo, n_lines + line_offset]
             if extra or pending:
                 anchors[sid] = [*pending, *extra]
+            if AUTODOC_HEADING.match(b.text):
+                objects[sid] = [title_text]
             pending = []
             stack.append((level, sid))
             current = sid
@@ -126,6 +134,8 @@ def parse_markdown(
             continue
         if b.ids:
             anchors.setdefault(current, []).extend(b.ids)
+            if b.meta.get("directive") == "mkdocstrings":
+                objects.setdefault(current, []).extend(b.ids)
         meta = {"line_start": lo, "line_end": hi, **b.meta}
         nid = doc.add_node(current, b.kind, b.text, [position(1)], seq_minor=b.minor, metadata=meta)
         order.append((current, b.meta.get("container", ""), b.kind, b.text, nid))
@@ -152,6 +162,8 @@ def parse_markdown(
         meta.update(line_start=start, line_end=max(start, end))
         if sec["id"] in anchors:
             meta["anchors"] = _dedupe(anchors[sec["id"]])
+        if sec["id"] in objects:
+            meta["objects"] = _dedupe(objects[sec["id"]])
         sec["metadata"] = json.dumps(meta, sort_keys=True, ensure_ascii=False, default=str)
     return doc
 

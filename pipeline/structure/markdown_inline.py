@@ -23,6 +23,7 @@ _ATTR = re.compile(r"""([#.])([\w:.-]+)|([\w:-]+)=(?:"([^"]*)"|'([^']*)'|(\S+))"
 # `[](){#id}`: an autorefs anchor, an empty link carrying an id
 EMPTY_ANCHOR = re.compile(r"\[\]\(\)\{:?[ \t]*#([\w:.-]+)[^}]*\}")
 HTML_ANCHOR = re.compile(r"<a\s+[^>]*?(?:name|id)=[\"']([^\"']+)[\"'][^>]*>(?:\s*</a>)?", re.I)
+AUTODOC_HEADING = re.compile(r"^[ \t]*:::[ \t]+([^\s{}]+)[ \t]*$")  # `## ::: pkg.Thing`
 _SPACE = re.compile(r"\s+")
 
 
@@ -85,13 +86,17 @@ def plain_inline(text: str) -> str:
 def heading_anchor(raw: str) -> tuple[str, str | None, list[str]]:
     """(title, explicit id or None, other anchors) of a heading's raw text: a closing
     attribute list's id (`{#id}`, `{: #id }`, `{ id="x" }`) is the heading's id, as in
-    Python-Markdown; `[](){#old}` and `<a name="old">` in it are other anchors."""
+    Python-Markdown; `[](){#old}` and `<a name="old">` in it are other anchors. A heading
+    `## ::: pkg.Thing` (mkdocstrings' autodoc at that level) is the object's: id and title
+    `pkg.Thing`."""
     explicit = None
     if (m := ATTR_LIST.search(raw)) and _is_attr_list(m.group(1)):
         ids = attr_ids(m.group(1))
         explicit = ids[-1] if ids else None
         raw = raw[: m.start()]
     anchors = HTML_ANCHOR.findall(raw) + EMPTY_ANCHOR.findall(raw)
+    if m := AUTODOC_HEADING.match(raw):  # mkdocstrings renders the object's heading there
+        return m.group(1), explicit or m.group(1), anchors
     return plain_inline(raw), explicit, anchors
 
 
