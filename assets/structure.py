@@ -19,6 +19,7 @@ from pipeline.failures import failures_frame
 from pipeline.storage import store
 from pipeline.structure import build_structure
 from pipeline.structure.links import resolve_link_table
+from pipeline.structure.pdf import pdf_mode
 from pipeline.structure.pdf_workers import ReadAhead
 from resources import DocgraphConfig
 from resources.output import run_dir
@@ -52,7 +53,7 @@ def structure_asset(n_shards: int):
             context.partition_keys,
             lambda key: store.read_shard(folder, "documents", key),
             settings.input_dir,
-            settings.structure,
+            pdf_mode(settings.structure) == "layout",
         )
 
         def parse(key: str) -> dict[str, pl.DataFrame]:

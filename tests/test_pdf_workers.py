@@ -58,7 +58,7 @@ def test_next_shards_pdfs_read_in_workers_then_taken_by_the_parse(tmp_path, monk
     real_run, jobs = pdf_workers._run, []
     monkeypatch.setattr(pdf_workers, "_run", lambda j: jobs.append(j) or real_run(j))
     settings = StructureSettings()
-    ahead = pdf_workers.ReadAhead(list(frames), frames.__getitem__, tmp_path, settings)
+    ahead = pdf_workers.ReadAhead(list(frames), frames.__getitem__, tmp_path, True)
     parsed = {}
     for key in frames:
         docs = ahead.documents(key)
@@ -89,7 +89,7 @@ def test_a_failed_worker_leaves_its_pages_to_the_parse(tmp_path, monkeypatch, tw
     real_run = pdf_workers._run
     monkeypatch.setattr(pdf_workers, "_run", lambda jobs: [None, *real_run(jobs[1:])])
     settings = StructureSettings()
-    ahead = pdf_workers.ReadAhead(["s0", "s1"], frames.__getitem__, tmp_path, settings)
+    ahead = pdf_workers.ReadAhead(["s0", "s1"], frames.__getitem__, tmp_path, True)
     docs = ahead.documents("s0")
     held = pdf_workers._read_ahead[sha256_hex((tmp_path / "a.pdf").read_bytes())]
     assert held[0] is None and held[1] is not None  # page 0 was the failed worker's

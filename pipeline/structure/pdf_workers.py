@@ -18,7 +18,6 @@ from pathlib import Path
 import polars as pl
 import pymupdf
 
-from pipeline.config import StructureSettings
 from pipeline.ids import sha256_hex
 from pipeline.structure.pdf_regions import Region, finish, regions_in_process
 
@@ -123,14 +122,12 @@ class ReadAhead:
         keys: list[str],
         load: Callable[[str], pl.DataFrame],
         input_dir: str | Path | None,
-        settings: StructureSettings | None,
+        layout: bool,
     ) -> None:
-        from pipeline.structure.pdf import pdf_mode
-
+        """`layout`: the run's PDFs take the layout path (`pdf.pdf_mode`)."""
         self.keys, self.load = keys, load
         self.root = Path(input_dir) if input_dir is not None else None
-        self.on = self.root is not None and pdf_mode(settings) == "layout"
-        self.on = self.on and worker_count(10**9) > 1
+        self.on = self.root is not None and layout and worker_count(10**9) > 1
         self.loaded: dict[str, pl.DataFrame] = {}
 
     def documents(self, key: str) -> pl.DataFrame:
