@@ -84,6 +84,23 @@ def test_next_shards_pdfs_read_in_workers_then_taken_by_the_parse(tmp_path, monk
     assert any(n[0] == "HEADING" for n in nodes(parsed["a.pdf"]))
 
 
+def test_documents_loaded_ahead_are_bounded_without_pdfs(tmp_path, two_cpus, monkeypatch):
+    """A corpus with no PDFs must not load every shard's documents at once."""
+    monkeypatch.setattr(pdf_workers, "WAVE_BYTES", 1)
+    frames = {
+        k: pl.DataFrame({"source_path": [f"{k}.md"], "mime_type": ["text/markdown"]})
+        for k in ("s0", "s1", "s2")
+    }
+    loads: list[str] = []
+    ahead = pdf_workers.ReadAhead(
+        list(frames), lambda k: loads.append(k) or frames[k], tmp_path, True
+    )
+    for key in frames:
+        assert ahead.documents(key).equals(frames[key])
+        assert loads[-1] == key and len(ahead.loaded) == 0  # one shard held at a time
+    assert loads == ["s0", "s1", "s2"]
+
+
 def test_a_failed_worker_leaves_its_pages_to_the_parse(tmp_path, monkeypatch, two_cpus):
     frames = shard_frames(tmp_path)
     real_run = pdf_workers._run

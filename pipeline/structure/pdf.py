@@ -3,7 +3,7 @@ outline and/or detected headings, page labels on every node, and note/citation/c
 
 Two ways to find and classify the page regions, by `pdf_mode`:
 - "layout" (default): pymupdf's layout-analysis model (`pdf_model`): region classes and
-  reading order learned from many layouts; ~0.25 s of CPU a page (10-20x the other),
+  reading order learned from many layouts; ~0.25 s of CPU a page (the other: 5-50 ms),
   pages spread over worker processes (`pdf_workers`).
 - "heuristic": hand-written rules over font sizes and positions (`pdf_heuristic`), ~10-20
   ms a page, for very large corpora where time per page matters more than unusual layouts.

@@ -23,6 +23,7 @@ from pipeline.structure.pdf_regions import Region, finish, regions_in_process
 
 PAGES_PER_WORKER = 24  # fewer pages than this per process: starting one costs more
 WAVE_PAGES = 512  # PDF pages read ahead at once: bounds the regions held in memory
+WAVE_BYTES = 64 << 20  # and the documents loaded ahead (a corpus with few or no PDFs)
 
 Pages = list[list[Region] | None]  # regions of each page of a PDF; None: not read
 _read_ahead: dict[str, Pages] = {}  # by the PDF's sha256, taken by layout_regions
@@ -113,9 +114,9 @@ def _page_count(path: Path) -> int:
 class ReadAhead:
     """The documents of a run's shards, taken in order, with their PDFs' regions read
     ahead: from the shard asked for on, shards are loaded until they hold WAVE_PAGES PDF
-    pages (which bounds what is held), and those pages are read by worker processes, for
-    `layout_regions` to take as each document is parsed. So a corpus of short PDFs uses
-    every core, not only a PDF long enough to be split."""
+    pages or WAVE_BYTES of documents (which bounds what is held), and those pages are read
+    by worker processes, for `layout_regions` to take as each document is parsed. So a
+    corpus of short PDFs uses every core, not only a PDF long enough to be split."""
 
     def __init__(
         self,
@@ -140,6 +141,7 @@ class ReadAhead:
         _read_ahead.clear()  # what the last group's parsing did not take
         after = self.keys[self.keys.index(key) :] if key in self.keys else [key]
         pdfs: list[tuple[str, int]] = []
+        held = 0
         for k in after:
             self.loaded[k] = frame = self.load(k)
             if not self.on or self.root is None:
@@ -147,7 +149,8 @@ class ReadAhead:
             for path in frame.filter(pl.col("mime_type") == "application/pdf")["source_path"]:
                 if count := _page_count(self.root / path):
                     pdfs.append((str(self.root / path), count))
-            if sum(c for _, c in pdfs) >= WAVE_PAGES:
+            held += frame.estimated_size()
+            if sum(c for _, c in pdfs) >= WAVE_PAGES or held >= WAVE_BYTES:
                 break
         if (n := worker_count(sum(c for _, c in pdfs))) > 1:
             for read in read_pages(pdfs, n):
