@@ -63,6 +63,18 @@ def _id_lines(path: Path, anchor: str) -> list[int]:
     return hits
 
 
+def _generated(path: Path, anchor: str) -> bool:
+    """Whether `anchor` can only come from content a directive generates at build time: the
+    file holds a `::: x` directive and no heading whose slug the anchor is."""
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except OSError:
+        return False
+    heads = (x.lstrip("#").split("{")[0].strip() for x in lines if x.startswith("#"))
+    directive = any(x.lstrip("#").lstrip().startswith("::: ") for x in lines)
+    return directive and all(slugify(h) != anchor for h in heads)
+
+
 def _declares(path: Path, identifier: str) -> bool:
     """Whether the file declares an mkdocs-autorefs identifier: an id (`{#id}`, `id=`), a
     `::: pkg.mod` directive covering it, or a heading whose toc slug it is."""
@@ -139,7 +151,7 @@ def run(folder: str | Path = DEFAULT, kinds: tuple[str, ...] = ("inline",)) -> l
         & ~pl.col("href").str.contains(r"^[A-Za-z][A-Za-z0-9+.-]*:")
     )
     rows = inline.select("source_doc", "href", "target_doc", "target_slug", "lo", "hi").rows()
-    right_doc = anchored = right_section = other = other_ok = toc_slug = 0
+    right_doc = anchored = right_section = other = other_ok = toc_slug = generated = 0
     for source, href, target_doc, slug, lo, hi in rows:
         path, _, anchor = href.partition("#")
         want = expected_path(source, path, known)
@@ -153,6 +165,8 @@ def run(folder: str | Path = DEFAULT, kinds: tuple[str, ...] = ("inline",)) -> l
             if where and slug != unquote(anchor):  # a non-heading id: the section holding it
                 other += 1
                 other_ok += any(lo - 3 <= w <= hi for w in where)
+            elif ok and slug != unquote(anchor) and _generated(folder / want, unquote(anchor)):
+                generated += 1
     rows = [r[:4] for r in rows]
 
     def pct(a: int, b: int) -> str:
@@ -179,6 +193,13 @@ def run(folder: str | Path = DEFAULT, kinds: tuple[str, ...] = ("inline",)) -> l
         f"{right_section + other_ok + toc_slug} "
         f"({pct(right_section + other_ok + toc_slug, anchored)})",
     ]
+    found = right_section + other_ok + toc_slug
+    lines.append(
+        f"  anchors in content a build-time directive makes (a page of `::: mkdocs-click` and "
+        f"the like, no such heading or id in the source) {generated}; right section among the "
+        f"anchors the sources hold {found} of {anchored - generated} "
+        f"({pct(found, anchored - generated)})"
+    )
     lines += _autorefs(folder, links, list(known))
     for kind in ("inline", "reference", "wikilink", "autoref"):
         lines.append(f"  {kind:9} links {kinds.get(kind, 0):5}  resolved {resolved.get(kind, 0):5}")
