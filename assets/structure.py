@@ -54,6 +54,7 @@ def structure_asset(n_shards: int):
             lambda key: store.read_shard(folder, "documents", key),
             settings.input_dir,
             pdf_mode(settings.structure) == "layout",
+            settings.structure.pdf_workers,
         )
 
         def parse(key: str) -> dict[str, pl.DataFrame]:

@@ -277,13 +277,27 @@ def read_regions(data: bytes, workers: int) -> list[list[tuple[str, tuple[int, .
     return [[(r.cls, tuple(round(v) for v in r.bbox)) for r in rs] for rs in regions]
 
 
-def test_pages_dealt_to_worker_processes_match_one_process():
+def test_pages_dealt_to_worker_processes_match_one_process(monkeypatch):
+    import os
+
+    from pipeline.structure import pdf_workers
+
     pdf = journal_pages()
     for more in (three_columns(), tiled_figure(), caption_under_two_columns()):
         pdf.insert_pdf(more)
     data = pdf.tobytes()
-    assert pdf.page_count >= 5  # pages 0, 2, 4 to one worker, 1, 3 to the other
-    assert read_regions(data, workers=2) == read_regions(data, workers=1)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: {0, 1}, raising=False)
+    monkeypatch.setattr(pdf_workers, "PAGES_PER_WORKER", 1)
+    real_run, jobs = pdf_workers._run, []
+    monkeypatch.setattr(pdf_workers, "_run", lambda j: jobs.append(j) or real_run(j))
+    dealt = read_regions(data, workers=2)
+    n = pdf.page_count
+    assert [[pages for _, pages in mine] for mine in jobs[0]] == [
+        [list(range(0, n, 2))],
+        [list(range(1, n, 2))],
+    ]
+    assert dealt == read_regions(data, workers=1)
+    assert len(jobs) == 1  # workers=1: read in this process
 
 
 def test_model_sessions_set_here_read_pages_as_pymupdfs_own(monkeypatch):

@@ -132,3 +132,10 @@ def test_the_index_job_reads_pdfs_ahead(tmp_path, monkeypatch, two_cpus):
     assert result.success
     assert sorted(Path(p).name for pdfs in read for p, _ in pdfs) == ["a.pdf", "b.pdf", "c.pdf"]
     assert not pdf_workers._read_ahead  # every PDF read ahead was taken by its parse
+    read.clear()  # `structure.pdf_workers: 1`: the index process reads them, nothing re-runs
+    monkeypatch.setenv("DOCGRAPH_STRUCTURE__PDF_WORKERS", "1")
+    (inp / "d.pdf").write_bytes((inp / "a.pdf").read_bytes() + b"% d\n")
+    again = run_index(input_dir=str(inp), output_dir=str(tmp_path / "out"))
+    assert again.success and read == []
+    parsed = again.asset_materializations_for_node("document_structure")
+    assert len({m.partition for m in parsed}) == 1  # only d.pdf's shard: same settings digest

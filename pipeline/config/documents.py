@@ -16,8 +16,15 @@ class StructureSettings(Section):
         "layout",
         description="how PDF structure is read: 'layout' classes page regions (headings, "
         "captions, footnotes, tables, page headers/footers, margin text) and orders them with "
-        "pymupdf's layout model (~0.3-0.5 s of CPU a page; long PDFs over worker processes); "
-        "'heuristic': font-size and position rules, ~10-20 ms a page, for very large corpora",
+        "pymupdf's layout model (~0.25 s of CPU a page, over worker processes: pdf_workers); "
+        "'heuristic': font-size and position rules, ~5-50 ms a page, for very large corpora",
+    )
+    pdf_workers: int = Field(
+        0,
+        ge=0,
+        description="layout path: processes that read PDF pages with the model, each on one "
+        "thread: 0 = one a usable CPU, 1 = the index process alone (the model's threads on "
+        "every core). Lower it where several steps run at once (a multiprocess executor)",
     )
     pdf_tables: bool = Field(
         False,

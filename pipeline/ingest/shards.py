@@ -46,7 +46,7 @@ def stage_settings_digest(settings: Settings) -> str:
     llm = settings.llm
     parts = [
         ";".join(f"{name}={schema}" for name, schema in sorted(schemas.TABLES.items())),
-        settings.structure.model_dump_json(),
+        settings.structure.model_dump_json(exclude={"pdf_workers"}),  # same regions
         settings.chunking.model_dump_json(),
         settings.extraction.model_dump_json(),
         # where and in what batches the model runs does not change the vectors

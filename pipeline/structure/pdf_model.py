@@ -220,7 +220,7 @@ def parse_layout(
     units of scanned pages (`pdf_ocr`): the model's regions there (a picture) are dropped,
     the units read by position with headings by size."""
     ocr = ocr or {}
-    pages = layout_regions(pdf, data)
+    pages = layout_regions(pdf, data, cfg.pdf_workers)
     orphans: list[list[Unit]] = []
     heights: list[float] = []
     for pno, regions in enumerate(pages):

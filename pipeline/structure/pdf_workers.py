@@ -29,10 +29,12 @@ Pages = list[list[Region] | None]  # regions of each page of a PDF; None: not re
 _read_ahead: dict[str, Pages] = {}  # by the PDF's sha256, taken by layout_regions
 
 
-def worker_count(n_pages: int) -> int:
-    """Processes for `n_pages`: one a usable CPU, at least PAGES_PER_WORKER pages each."""
+def worker_count(n_pages: int, most: int = 0) -> int:
+    """Processes for `n_pages`: one a usable CPU (at most `most`, if set), at least
+    PAGES_PER_WORKER pages each."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(cpus or 1, n_pages // PAGES_PER_WORKER))
+    cpus = min(cpus or 1, most) if most else cpus or 1
+    return max(1, min(cpus, n_pages // PAGES_PER_WORKER))
 
 
 def _run(jobs: list[list[tuple[str, list[int]]]]) -> list[list[tuple[str, Pages]] | None]:
@@ -83,14 +85,14 @@ def read_pages(pdfs: list[tuple[str, int]], n: int) -> list[tuple[str, Pages] | 
 
 
 def layout_regions(
-    pdf: pymupdf.Document, data: bytes | None, workers: int | None = None
+    pdf: pymupdf.Document, data: bytes | None, workers: int = 0
 ) -> list[list[Region]]:
     """Regions of every page of `pdf` (whose bytes are `data`), in reading order: read
-    ahead (`ReadAhead`), else by worker processes when the PDF is long enough, else here;
-    pages no worker read are read here."""
+    ahead (`ReadAhead`), else by worker processes (at most `workers`, 0: one a CPU) when
+    the PDF is long enough, else here; pages no worker read are read here."""
     count = pdf.page_count
     got = _read_ahead.pop(sha256_hex(data), None) if data is not None else None
-    n = worker_count(count) if workers is None else workers
+    n = worker_count(count, workers)
     if got is None and data is not None and n > 1:
         with tempfile.TemporaryDirectory(prefix="docgraph-pdf-") as tmp:
             (Path(tmp) / "doc.pdf").write_bytes(data)
@@ -124,11 +126,13 @@ class ReadAhead:
         load: Callable[[str], pl.DataFrame],
         input_dir: str | Path | None,
         layout: bool,
+        workers: int = 0,
     ) -> None:
-        """`layout`: the run's PDFs take the layout path (`pdf.pdf_mode`)."""
-        self.keys, self.load = keys, load
+        """`layout`: the run's PDFs take the layout path (`pdf.pdf_mode`); `workers`: at
+        most that many processes (0: one a CPU)."""
+        self.keys, self.load, self.workers = keys, load, workers
         self.root = Path(input_dir) if input_dir is not None else None
-        self.on = self.root is not None and layout and worker_count(10**9) > 1
+        self.on = self.root is not None and layout and worker_count(10**9, workers) > 1
         self.loaded: dict[str, pl.DataFrame] = {}
 
     def documents(self, key: str) -> pl.DataFrame:
@@ -152,7 +156,7 @@ class ReadAhead:
             held += frame.estimated_size()
             if sum(c for _, c in pdfs) >= WAVE_PAGES or held >= WAVE_BYTES:
                 break
-        if (n := worker_count(sum(c for _, c in pdfs))) > 1:
+        if (n := worker_count(sum(c for _, c in pdfs), self.workers)) > 1:
             for read in read_pages(pdfs, n):
                 if read is not None:
                     _read_ahead[read[0]] = read[1]
