@@ -43,26 +43,31 @@ def use_model(threads: int = 0) -> None:
     - the page CNN keeps its memory arena: its input is always 300x300, so the arena cannot
       grow (pymupdf turns arenas off because its other models' inputs vary in size), and
       without one its 60 MB of outputs were allocated afresh every page (80 -> 55 ms).
-    The model pymupdf loaded at import is replaced, and freed."""
+    The model pymupdf loaded at import is replaced, and freed. Should pymupdf's internals
+    differ from those of the pinned version, its own model is kept (slower, same output)."""
     global _model_threads
     if _model_threads == threads:
         return
+    _model_threads = threads
     import onnxruntime as ort
     from pymupdf.layout import DocumentLayoutAnalyzer
 
-    wrapper = DocumentLayoutAnalyzer.get_model()  # what pymupdf.layout.activate() loads
-    model = wrapper._model
-    for owner in (model, model.feature_extractor, model.table_grid_extractor):
-        for name, old in list(vars(owner).items() if owner is not None else ()):
-            if not isinstance(old, ort.InferenceSession):
-                continue
-            opts = ort.SessionOptions()
-            opts.enable_cpu_mem_arena = owner is model.feature_extractor
-            opts.intra_op_num_threads = threads
-            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            setattr(owner, name, ort.InferenceSession(old._model_path, opts, old.get_providers()))
+    try:
+        wrapper = DocumentLayoutAnalyzer.get_model()  # what pymupdf.layout.activate() loads
+        model = wrapper._model
+        for owner in (model, model.feature_extractor, model.table_grid_extractor):
+            for name, old in list(vars(owner).items() if owner is not None else ()):
+                if not isinstance(old, ort.InferenceSession):
+                    continue
+                opts = ort.SessionOptions()
+                opts.enable_cpu_mem_arena = owner is model.feature_extractor
+                opts.intra_op_num_threads = threads
+                opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                new = ort.InferenceSession(old._model_path, opts, old.get_providers())
+                setattr(owner, name, new)
+    except Exception:  # noqa: BLE001 - another pymupdf: its own sessions
+        return
     pymupdf._get_layout = wrapper.predict
-    _model_threads = threads
 
 
 def _model_regions(pdf: pymupdf.Document, pages: list[int]) -> list[list[Region]]:

@@ -63,9 +63,9 @@ def _run(jobs: list[list[tuple[str, list[int]]]]) -> list[list[tuple[str, Pages]
 
 
 def read_pages(pdfs: list[tuple[str, int]], n: int) -> list[tuple[str, Pages] | None]:
-    """Each PDF's (file, page count) sha256 and regions by page, its pages read by `n`
-    workers: every n-th page, counted across the PDFs, to one worker, so that dense
-    chapters are shared. None for a PDF whose file changed while it was read."""
+    """For each PDF (file, page count): its sha256 and its regions by page, the pages read by
+    `n` workers, every n-th page (counted across the PDFs) to one, so that dense chapters
+    are shared. None for a PDF whose file changed while it was read."""
     flat = [(i, p) for i, (_, count) in enumerate(pdfs) for p in range(count)]
     dealt: list[dict[int, list[int]]] = []
     for w in range(n):
@@ -91,7 +91,7 @@ def layout_regions(
     ahead (`ReadAhead`), else by worker processes (at most `workers`, 0: one a CPU) when
     the PDF is long enough, else here; pages no worker read are read here."""
     count = pdf.page_count
-    got = _read_ahead.pop(sha256_hex(data), None) if data is not None else None
+    got = _read_ahead.pop(sha256_hex(data), None) if data is not None and _read_ahead else None
     n = worker_count(count, workers)
     if got is None and data is not None and n > 1:
         with tempfile.TemporaryDirectory(prefix="docgraph-pdf-") as tmp:

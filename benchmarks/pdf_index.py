@@ -1,0 +1,92 @@
+"""Whole-index time of PDF corpora on each PDF path, in one run: the heuristic path (the
+baseline), the layout model in the index process (`structure.pdf_workers: 1`), and the
+layout model over worker processes (the default). Two corpora built from the shared PDFs
+(../shared/data/pdfs and pdf-layout, 44 pages): `long`, one PDF of them all 7 times
+(308 pages), and `many`, each of them 5 times with its metadata changed (45 files,
+220 pages). Every run is `docgraph index` in a process of its own, into a new folder.
+
+    python benchmarks/pdf_index.py [--work DIR] [--corpora long,many]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pymupdf
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+RUNS = {  # name -> settings as environment variables
+    "heuristic": {"DOCGRAPH_STRUCTURE__PDF_STRUCTURE": "heuristic"},
+    "layout, 1 process": {"DOCGRAPH_STRUCTURE__PDF_WORKERS": "1"},
+    "layout, workers": {},
+}
+
+
+def shared_pdfs() -> list[Path]:
+    found = sorted((DATA / "pdfs").glob("*.pdf")) + sorted((DATA / "pdf-layout").glob("*.pdf"))
+    if not found:
+        sys.exit(f"no PDFs under {DATA}: the shared data folder is needed")
+    return found
+
+
+def build(corpus: str, folder: Path) -> int:
+    """Write the corpus into `folder`; its page count."""
+    folder.mkdir(parents=True, exist_ok=True)
+    pages = 0
+    if corpus == "long":
+        one = pymupdf.open()
+        for path in shared_pdfs():
+            with pymupdf.open(path) as pdf:
+                one.insert_pdf(pdf)
+        out = pymupdf.open()
+        for _ in range(7):
+            out.insert_pdf(one)
+        out.save(folder / "long.pdf")
+        return out.page_count
+    for copy in range(5):
+        for path in shared_pdfs():
+            with pymupdf.open(path) as pdf:
+                pdf.set_metadata({**(pdf.metadata or {}), "subject": f"copy {copy}"})
+                pdf.save(folder / f"v{copy}_{path.name}")
+                pages += pdf.page_count
+    return pages
+
+
+def index(inp: Path, out: Path, env: dict[str, str]) -> float:
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [sys.executable, "-m", "pipeline.cli", "index", "--input", str(inp), "--output", str(out)]
+    started = time.perf_counter()
+    subprocess.run(cmd, cwd=ROOT, env={**os.environ, **env}, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--work", type=Path, default=None)
+    parser.add_argument("--corpora", default="long,many")
+    args = parser.parse_args()
+    work = args.work or Path(tempfile.mkdtemp(prefix="docgraph-pdf-index-"))
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(f"{cpus} CPUs; work folder {work}")
+    print("| corpus | files | pages | " + " | ".join(RUNS) + " | workers vs heuristic |")
+    print("|---|---:|---:|" + "---:|" * (len(RUNS) + 1))
+    for corpus in args.corpora.split(","):
+        inp = work / corpus / "input"
+        shutil.rmtree(inp, ignore_errors=True)
+        pages = build(corpus, inp)
+        secs = {name: index(inp, work / corpus / "out", env) for name, env in RUNS.items()}
+        ratio = secs["layout, workers"] / secs["heuristic"]
+        cells = " | ".join(f"{s:.1f} s" for s in secs.values())
+        print(f"| {corpus} | {len(list(inp.iterdir()))} | {pages} | {cells} | {ratio:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
