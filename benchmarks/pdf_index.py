@@ -64,7 +64,9 @@ def index(inp: Path, out: Path, env: dict[str, str]) -> float:
     shutil.rmtree(out, ignore_errors=True)
     cmd = [sys.executable, "-m", "pipeline.cli", "index", "--input", str(inp), "--output", str(out)]
     started = time.perf_counter()
-    subprocess.run(cmd, cwd=ROOT, env={**os.environ, **env}, check=True, stdout=subprocess.DEVNULL)
+    done = subprocess.run(cmd, cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"{' '.join(cmd)} failed:\n{done.stderr[-4000:]}")
     return time.perf_counter() - started
 
 
