@@ -195,7 +195,7 @@ def test_autorefs_identifiers_resolved_across_the_site(tmp_path):
     anchor, a heading; the linking page's own first; another site's ids stay unresolved."""
     (tmp_path / "ref").mkdir()
     (tmp_path / "ref" / "api.md").write_text(
-        "# API\n\n## Things\n\n::: pkg.mod.Thing\n\n## ::: pkg.Other\n\nText.\n\n"
+        "# API\n\n## Things\n\n::: pkg.mod.Thing\n\n## ::: pkg.Other { .api }\n\nText.\n\n"
         "## Words\n\n[](){#enum}\n\nEnums are words here.\n\n## Usage\n\nHow.\n",
         encoding="utf-8",
     )

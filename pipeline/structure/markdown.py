@@ -32,7 +32,7 @@ from typing import Any
 from pipeline.ingest.markdown import split_front_matter
 from pipeline.ingest.text import decode_text
 from pipeline.structure.markdown_inline import (
-    AUTODOC_HEADING,
+    autodoc_object,
     extract_links,
     heading_anchor,
     plain_inline,
@@ -117,7 +117,7 @@ def parse_markdown(
             sec_lines[sid] = [lo, n_lines + line_offset]
             if extra or pending:
                 anchors[sid] = [*pending, *extra]
-            if AUTODOC_HEADING.match(b.text):
+            if autodoc_object(b.text):
                 objects[sid] = [title_text]
             pending = []
             stack.append((level, sid))

@@ -95,9 +95,16 @@ def heading_anchor(raw: str) -> tuple[str, str | None, list[str]]:
         explicit = ids[-1] if ids else None
         raw = raw[: m.start()]
     anchors = HTML_ANCHOR.findall(raw) + EMPTY_ANCHOR.findall(raw)
-    if m := AUTODOC_HEADING.match(raw):  # mkdocstrings renders the object's heading there
-        return m.group(1), explicit or m.group(1), anchors
+    if thing := autodoc_object(raw):  # mkdocstrings renders the object's heading there
+        return thing, explicit or thing, anchors
     return plain_inline(raw), explicit, anchors
+
+
+def autodoc_object(raw: str) -> str | None:
+    """The object of a heading `## ::: pkg.Thing` (attribute list aside), else None."""
+    if (m := ATTR_LIST.search(raw)) and _is_attr_list(m.group(1)):
+        raw = raw[: m.start()]
+    return m.group(1) if (m := AUTODOC_HEADING.match(raw)) else None
 
 
 def heading_ids(raw: str) -> list[str]:
