@@ -187,6 +187,22 @@ def tiled_figure() -> pymupdf.Document:
 # Each test below fails on the heuristic path (mode="heuristic" as of issue 11).
 
 
+def ruled_table() -> pymupdf.Document:
+    """A 7x4 table drawn as cell rectangles between two paragraphs: the table grid model
+    reads its cells."""
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    box(page, (50, 60, 550, 150), text("Intro", 60))
+    for r in range(7):
+        for c in range(4):
+            cell = pymupdf.Rect(60 + c * 120, 180 + r * 22, 180 + c * 120, 202 + r * 22)
+            page.draw_rect(cell, color=(0, 0, 0), width=0.6)
+            label = f"r{r}c{c} {r * 17 + c}" if r else f"Head {c}"
+            page.insert_text((cell.x0 + 4, cell.y1 - 7), label, fontsize=9)
+    box(page, (50, 360, 550, 460), text("After", 60))
+    return pdf
+
+
 def test_three_columns_narrow_gutter_read_column_by_column():
     st = parse(three_columns())
     assert firsts(st) == ["C1top", "C1bottom", "C2top", "C2bottom", "C3top", "C3bottom"]
@@ -269,12 +285,13 @@ def test_figure_drawn_in_pieces_is_one_figure():
     assert [e["type"] for e in st.edges] == ["IS_CAPTIONED_BY"]
 
 
-def read_regions(data: bytes, workers: int) -> list[list[tuple[str, tuple[int, ...]]]]:
+def read_regions(data: bytes, workers: int) -> list[list[tuple]]:
+    """Each page's regions as (class, rounded box, table cells)."""
     from pipeline.structure.pdf_workers import layout_regions
 
     with pymupdf.open(stream=data, filetype="pdf") as doc:
         regions = layout_regions(doc, data, workers=workers)
-    return [[(r.cls, tuple(round(v) for v in r.bbox)) for r in rs] for rs in regions]
+    return [[(r.cls, tuple(round(v) for v in r.bbox), r.table) for r in rs] for rs in regions]
 
 
 def test_pages_dealt_to_worker_processes_match_one_process(monkeypatch):
@@ -301,26 +318,37 @@ def test_pages_dealt_to_worker_processes_match_one_process(monkeypatch):
 
 
 def test_model_sessions_set_here_read_pages_as_pymupdfs_own(monkeypatch):
-    """use_model's sessions (no spinning threads, one thread in workers, an arena for the
-    page CNN) change how the model runs, not what it finds."""
+    """use_model's sessions (no spinning threads, one thread in workers, arenas for the
+    page CNN and the table grid model, PReLU as a LeakyReLU fused into its Conv) change how
+    the model runs, not what it finds."""
+    import onnx
     import onnxruntime as ort
     from pymupdf.layout import DocumentLayoutAnalyzer
 
     from pipeline.structure import pdf_regions
 
     pdf = three_columns()
-    for more in (tiled_figure(), two_captions_one_row(), high_footnotes()):
+    for more in (tiled_figure(), two_captions_one_row(), high_footnotes(), ruled_table()):
         pdf.insert_pdf(more)
     data = pdf.tobytes()
     pdf_regions.use_model(threads=1)
     model = pymupdf._get_layout.__self__._model  # the wrapper use_model installed
-    cnn = model.feature_extractor._session.get_session_options()
-    assert cnn.enable_cpu_mem_arena and cnn.intra_op_num_threads == 1
+    cnn = model.feature_extractor._session
+    assert cnn.get_session_options().enable_cpu_mem_arena
+    assert cnn.get_session_options().intra_op_num_threads == 1
+    assert model.table_grid_extractor._grid_sess.get_session_options().enable_cpu_mem_arena
     gnn = model.session.get_session_options()
     assert not gnn.enable_cpu_mem_arena
     assert gnn.get_session_config_entry("session.intra_op.allow_spinning") == "0"
     assert isinstance(model.session, ort.InferenceSession)
+    ops = [n.op_type for n in onnx.load(cnn._model_path).graph.node]
+    fused = [
+        n.op_type for n in onnx.load_from_string(pdf_regions._fusable(cnn._model_path)).graph.node
+    ]
+    assert ops.count("PRelu") > 20 and "PRelu" not in fused
+    assert fused.count("LeakyRelu") == ops.count("PRelu")
     tuned = read_regions(data, workers=1)
+    assert any(cls == "table" and cells and cells["col_count"] == 4 for cls, _, cells in tuned[-1])
     monkeypatch.setattr(pymupdf, "_get_layout", DocumentLayoutAnalyzer.get_model().predict)
     monkeypatch.setattr(pdf_regions, "_model_threads", -1)  # keep pymupdf's own model
     assert read_regions(data, workers=1) == tuned
