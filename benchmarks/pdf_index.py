@@ -60,11 +60,12 @@ def build(corpus: str, folder: Path) -> int:
     return pages
 
 
-def index(inp: Path, out: Path, env: dict[str, str]) -> float:
+def index(inp: Path, out: Path, env: dict[str, str], code: Path = ROOT) -> float:
     shutil.rmtree(out, ignore_errors=True)
     cmd = [sys.executable, "-m", "pipeline.cli", "index", "--input", str(inp), "--output", str(out)]
+    env = {**os.environ, **env, "PYTHONPATH": str(code)}
     started = time.perf_counter()
-    done = subprocess.run(cmd, cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True)
+    done = subprocess.run(cmd, cwd=code, env=env, capture_output=True, text=True)
     if done.returncode:
         sys.exit(f"{' '.join(cmd)} failed:\n{done.stderr[-4000:]}")
     return time.perf_counter() - started
@@ -74,20 +75,39 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument("--corpora", default="long,many")
+    parser.add_argument("--before", default=None, help="git revision to time as well")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="docgraph-pdf-index-"))
+    runs = {name: (env, ROOT) for name, env in RUNS.items()}
+    before = work / "before"
+    if args.before:
+        shutil.rmtree(before, ignore_errors=True)
+        git = ["git", "-C", str(ROOT), "worktree"]
+        subprocess.run([*git, "add", "--detach", str(before), args.before], check=True)
+        runs[f"before ({args.before})"] = ({}, before)
+    try:
+        report(work, args.corpora.split(","), runs)
+    finally:
+        if args.before:
+            subprocess.run([*git, "remove", "--force", str(before)], check=True)
+
+
+def report(work: Path, corpora: list[str], runs: dict[str, tuple[dict[str, str], Path]]) -> None:
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(f"{cpus} CPUs; work folder {work}")
-    print("| corpus | files | pages | " + " | ".join(RUNS) + " | workers vs heuristic |")
-    print("|---|---:|---:|" + "---:|" * (len(RUNS) + 1))
-    for corpus in args.corpora.split(","):
+    ratios = ["heuristic"] + [name for name in runs if name.startswith("before")]
+    head = " | ".join([*runs, *(f"workers vs {name}" for name in ratios)])
+    print(f"| corpus | files | pages | {head} |")
+    print("|---|---:|---:|" + "---:|" * (len(runs) + len(ratios)))
+    for corpus in corpora:
         inp = work / corpus / "input"
         shutil.rmtree(inp, ignore_errors=True)
         pages = build(corpus, inp)
-        secs = {name: index(inp, work / corpus / "out", env) for name, env in RUNS.items()}
-        ratio = secs["layout, workers"] / secs["heuristic"]
-        cells = " | ".join(f"{s:.1f} s" for s in secs.values())
-        print(f"| {corpus} | {len(list(inp.iterdir()))} | {pages} | {cells} | {ratio:.2f}x |")
+        out = work / corpus / "out"
+        secs = {name: index(inp, out, env, code) for name, (env, code) in runs.items()}
+        cells = [f"{s:.1f} s" for s in secs.values()]
+        cells += [f"{secs['layout, workers'] / secs[name]:.2f}x" for name in ratios]
+        print(f"| {corpus} | {len(list(inp.iterdir()))} | {pages} | {' | '.join(cells)} |")
 
 
 if __name__ == "__main__":
