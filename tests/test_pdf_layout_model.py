@@ -149,6 +149,19 @@ def journal_pages() -> pymupdf.Document:
     return pdf
 
 
+def chapter_running_titles() -> pymupdf.Document:
+    """16 pages in four parts, each page headed by its part's running title (a quarter of
+    the pages each: under the share that makes a document's running title)."""
+    pdf = pymupdf.open()
+    for i in range(16):
+        page = pdf.new_page()
+        part = ("One", "Two", "Three", "Four")[i // 4]
+        title = f"Guidelines Version 2.2020 Examples - Part {part}"  # the model: a heading
+        box(page, (90, 30, 550, 80), title, 16, fontname="hebo")
+        box(page, (50, 100, 550, 400), text(f"P{i + 1}", 150))
+    return pdf
+
+
 def partial_outline() -> pymupdf.Document:
     pdf = pymupdf.open()
     for i, title in enumerate(("1 Introduction", "2 Method", "3 Results")):
@@ -254,6 +267,14 @@ def test_printed_page_numbers_not_the_issue_number():
     labels = [n["positions"][0]["page_label"] for n in st.nodes if n["node_type"] == "PARAGRAPH"]
     assert labels == ["1234", "1235", "1236"]
     assert all(n["text"] != "152" for n in st.nodes)
+
+
+def test_a_chapters_running_title_is_no_heading_or_text():
+    st = parse(chapter_running_titles())
+    texts = [n["text"] for n in st.nodes]
+    assert not [t for t in texts if "Guidelines Version" in t]
+    assert not [s["title"] for s in st.sections if "Guidelines Version" in s["title"]]
+    assert [t.split()[0] for t in texts if t] == [f"P{i}" for i in range(1, 17)]
 
 
 def test_partial_outline_keeps_the_detected_headings():

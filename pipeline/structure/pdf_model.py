@@ -246,7 +246,7 @@ def parse_layout(
     ]
     body = body_size([u for us in body_units for u in us])
     running = running_text(
-        body_units, heights, cfg.header_footer_margin, cfg.header_footer_min_repeat
+        body_units, heights, cfg.header_footer_margin, cfg.header_footer_min_repeat, margins
     )
     items: list[dict[str, Any]] = []
     for pno, regions in enumerate(pages):

@@ -13,6 +13,7 @@ from collections import Counter
 from pipeline.ingest.pdf_units import Unit
 from pipeline.structure.pdf_layout import PAGE_NO, ROMAN, normalise_margin_text
 
+RUNNING_PAGES = 3  # the same margin text at the same place on this many pages runs
 _ROMAN_VALUES = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100, "d": 500, "m": 1000}
 
 
@@ -92,21 +93,43 @@ def printed_numbers(margins: list[list[Unit]]) -> dict[int, tuple[str, Unit]]:
     return out
 
 
-def running_text(pages: list[list[Unit]], heights: list[float], margin: float, repeat: float):
-    """Ids of units at the top or bottom `margin` of their page whose text (digits aside)
-    comes back on at least `repeat` of the pages: running headers and footers the model
-    took for body text."""
+def running_text(
+    pages: list[list[Unit]],
+    heights: list[float],
+    margin: float,
+    repeat: float,
+    furniture: list[list[Unit]] | None = None,
+) -> set[int]:
+    """Ids of units of at most three lines at the top or bottom `margin` of their page that
+    are running headers and footers the model took for body text, their text (digits
+    aside) coming back
+    - on at least `repeat` of the pages (the document's running title),
+    - at the same place on RUNNING_PAGES pages or more (a chapter's running title, a
+      report's part heading on each of its pages), or
+    - in a unit the model did class as a page header or footer on some page (`furniture`,
+      each page's)."""
     n = len(pages)
     if n < 2:
         return set()
+    furniture = furniture or [[] for _ in pages]
+    model_said = {normalise_margin_text(u.text) for us in furniture for u in us}
     seen: Counter[str] = Counter()
-    band: list[tuple[str, Unit]] = []
+    placed: Counter[tuple[str, int, int]] = Counter()
+    band: list[tuple[str, tuple[str, int, int], Unit]] = []
     for units, h in zip(pages, heights, strict=True):
-        keys = set()
+        keys, spots = set(), set()
         for u in units:
-            if len(u.lines) <= 2 and (u.bbox[3] <= margin * h or u.bbox[1] >= (1 - margin) * h):
+            if len(u.lines) <= 3 and (u.bbox[3] <= margin * h or u.bbox[1] >= (1 - margin) * h):
                 key = normalise_margin_text(u.text)
-                band.append((key, u))
+                spot = (key, round(u.bbox[0]), round(u.bbox[1]))
+                band.append((key, spot, u))
                 keys.add(key)
+                spots.add(spot)
         seen.update(keys)
-    return {id(u) for key, u in band if seen[key] >= max(2, repeat * n)}
+        placed.update(spots)
+    least = max(2, repeat * n)
+    return {
+        id(u)
+        for key, spot, u in band
+        if seen[key] >= least or placed[spot] >= RUNNING_PAGES or key in model_said
+    }
