@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 from assets.run import run_index
 from pipeline import schemas
@@ -102,10 +103,15 @@ def dask_cluster(tmp_path):
         _stop(procs)
 
 
-def _rows(df: pl.DataFrame) -> list[str]:
-    """The rows of a table as sorted JSON lines, columns in name order."""
-    df = df.select(sorted(df.columns))
-    return sorted(df.write_ndjson().splitlines())
+def _sorted(df: pl.DataFrame) -> pl.DataFrame:
+    """The table's rows in an order that does not depend on its floats (embedding-derived
+    weights differ in the 7th digit between processes with other torch thread counts)."""
+    keys = (
+        ["id"]
+        if "id" in df.columns
+        else [c for c, t in df.schema.items() if t == pl.Utf8 or t.is_integer()]
+    )
+    return df.sort(keys) if keys and df.height else df
 
 
 def _lance_ids(out: Path) -> dict[str, list[str]]:
@@ -152,7 +158,7 @@ def test_the_index_job_on_dask_workers_equals_the_in_process_run(tmp_path, dask_
         a, b = store.read_table(local, name), store.read_table(dist, name)
         assert a.schema == b.schema, name
         assert a.height == b.height, name
-        assert _rows(a) == _rows(b), name
+        assert_frame_equal(_sorted(a), _sorted(b), check_column_order=False, rel_tol=1e-5)
     lance = _lance_ids(local)
     assert lance and _lance_ids(dist) == lance
 
