@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -231,3 +232,69 @@ def test_an_s3_output_equals_the_local_run_and_publishes_incrementally(
         f"{pushed2['bytes_uploaded']} B, {pushed2['files_copied']} copied server-side / "
         f"{pushed2['bytes_copied']} B, {pushed2['objects_deleted']} objects deleted"
     )
+
+
+def test_a_writer_never_publishes_over_a_version_published_since_its_pull(
+    s3_server, tmp_path, monkeypatch
+):
+    """Two machines' runs on one store, overlapping: the second to publish finds the store
+    moved on since its pull and publishes nothing (its uploads deleted); and a version
+    another writer is still uploading is never deleted by a publish that prunes."""
+    from pipeline.storage import remote
+    from pipeline.storage.object_store import RemoteError
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "docgraph-test-key")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "docgraph-test-secret")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    bucket, url = "docgraph-race", "s3://docgraph-race/idx"
+    client = boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1")
+    client.create_bucket(Bucket=bucket)
+    machine_a = remote.local_root(url, tmp_path / "a")
+    machine_b = remote.local_root(url, tmp_path / "b")
+
+    def build(mirror: Path, version: str, keep: int = 3) -> dict:
+        """A run's local publish in `mirror`: a version folder, index.json naming it."""
+        previous = (
+            json.loads((mirror / "index.json").read_text())["version"]
+            if (mirror / "index.json").exists()
+            else None
+        )
+        (mirror / "versions" / version).mkdir(parents=True)
+        (mirror / "versions" / version / "t.parquet").write_bytes(version.encode())
+        for old in sorted((mirror / "versions").iterdir())[:-keep]:
+            shutil.rmtree(old)
+        manifest = {"version": version, "previous": previous, "tables": {}}
+        (mirror / "index.json").write_text(json.dumps(manifest))
+        return manifest
+
+    def store() -> tuple[str, set[str]]:
+        keys = set()
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+            keys |= {o["Key"] for o in page.get("Contents", [])}
+        body = client.get_object(Bucket=bucket, Key="idx/index.json")["Body"].read()
+        return json.loads(body)["version"], {
+            k.split("/")[2] for k in keys if k.startswith("idx/versions/") and not k.endswith("/")
+        }
+
+    remote.pull(machine_a, caches=True)
+    remote.push(machine_a, build(machine_a, "v1"))
+    remote.pull(machine_b, caches=True)  # b's run starts on v1 ...
+    remote.pull(machine_a, caches=True)
+    remote.push(machine_a, build(machine_a, "v2"))  # ... a's run publishes v2 meanwhile
+    with pytest.raises(
+        RemoteError,
+        match="another writer published version v2 after this run "
+        "pulled version v1; this run's version v3 is not published",
+    ):
+        remote.push(machine_b, build(machine_b, "v3"))
+    assert store() == ("v2", {"v1", "v2"})  # v3's uploads gone, v2 whole and current
+
+    remote.pull(machine_b, caches=True)  # b's next run starts from v2 and publishes
+    remote.push(machine_b, build(machine_b, "v4"))
+    assert store() == ("v4", {"v1", "v2", "v4"})
+
+    remote.pull(machine_a, caches=True)  # a prunes to one version while ...
+    client.put_object(Bucket=bucket, Key="idx/versions/v5/t.parquet", Body=b"v5")  # ... b uploads
+    remote.push(machine_a, build(machine_a, "v6", keep=1))
+    assert store() == ("v6", {"v5", "v6"})

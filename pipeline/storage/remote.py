@@ -38,11 +38,17 @@ R2, …), the region from `AWS_REGION` / `AWS_DEFAULT_REGION`. Nothing here writ
 raises them: errors name the URL and the operation only.
 
 One writer: the lock (pipeline.storage.lock) is a local flock on the mirror, so it serialises runs
-on one machine only. Runs on one object-store output from several machines must be
+on one machine only. Runs on one object-store output from several machines should be
 serialised by Dagster's run queue (`tag_concurrency_limits` on `docgraph/output`,
-dagster.yaml) — there is no remote lease (pyarrow's S3 filesystem cannot send a
-conditional PUT). Two writers racing would each publish a whole version; the last
-index.json wins, never a mix.
+dagster.yaml): there is no remote lease (pyarrow's S3 filesystem cannot send a conditional
+PUT). Should two machines' runs overlap anyway, the store stays whole: a writer's pull
+records the store's index.json and versions (`PULLED`, in the mirror), and its push
+- reads index.json again right before its own PUT: another writer published since the pull
+  -> this run's version is not published (its uploaded files are deleted, RemoteError naming
+  both versions; the next run starts from the store's version), so a run never replaces a
+  version it did not build on. What is left is the moment between that read and the PUT;
+- deletes only versions the store held at its pull: never the files of a version another
+  writer is still uploading, which its index.json is about to name.
 """
 
 from __future__ import annotations
@@ -75,6 +81,9 @@ from pipeline.storage.object_store import (
 log = logging.getLogger(__name__)
 
 MANIFEST = "index.json"  # = store.MANIFEST (store imports this module)
+PULLED = (
+    ".docgraph-pulled.json"  # in a mirror: the store's index.json and versions at a writer's pull
+)
 VERSIONS_DIR = "versions"
 CACHE_DIR = "cache"
 LLM_CACHE_DIRS = ("cache/llm", "cache/llm_memo")  # = store.LLM_CACHE_DIRS
@@ -135,8 +144,13 @@ def pull(root: str | Path, caches: bool = False) -> dict[str, int]:
             for old in (root / VERSIONS_DIR).iterdir():
                 if old.is_dir() and old.name not in kept:
                     shutil.rmtree(old, ignore_errors=True)
-        if caches:
+        if caches:  # a writer's pull: what its push checks the store against
             _pull_caches(s3, url, root, stats)
+            pulled = {
+                "manifest": None if remote_manifest is None else remote_manifest.decode(),
+                "versions": sorted(subdirs(s3, object_key(url, VERSIONS_DIR))),
+            }
+            atomic_write_bytes(root / PULLED, json.dumps(pulled).encode())
     except RemoteError:
         raise
     except (OSError, ValueError, KeyError) as exc:
@@ -253,14 +267,22 @@ def push(
         ),
         0,
     )
+    pulled = _pulled(root)
     try:
         s3 = filesystem()
         _push_version(s3, url, root, manifest, carried or set(), stats)
         _push_caches(s3, url, root, manifest, stats)
         manifest_bytes = (root / MANIFEST).read_bytes()
+        _refuse_if_moved_on(s3, url, manifest["version"], pulled)
         with s3.open_output_stream(object_key(url, MANIFEST)) as out:  # last, in one PUT
             out.write(manifest_bytes)
-        _delete_pruned(s3, url, root, stats)
+        if pulled is not None:  # the store is now what this mirror holds
+            pulled = {
+                "manifest": manifest_bytes.decode(),
+                "versions": sorted({*pulled.get("versions", ()), manifest["version"]}),
+            }
+            atomic_write_bytes(root / PULLED, json.dumps(pulled).encode())
+        _delete_pruned(s3, url, root, stats, pulled)
     except RemoteError:
         raise
     except (OSError, ValueError) as exc:
@@ -321,12 +343,46 @@ def _push_caches(s3, url: str, root: Path, manifest: dict[str, Any], stats) -> N
     stats["cache_bytes_uploaded"] += sum(sizes)
 
 
-def _delete_pruned(s3, url: str, root: Path, stats) -> None:
+def _pulled(root: Path) -> dict[str, Any] | None:
+    """What the mirror's last writer pull saw of the store (None: no record)."""
+    try:
+        pulled = json.loads((root / PULLED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return pulled if isinstance(pulled, dict) else None
+
+
+def _refuse_if_moved_on(s3, url: str, version: str, pulled: dict[str, Any] | None) -> None:
+    """RemoteError, after deleting `version`'s uploaded files, when the store's index.json is
+    no longer the one this writer pulled: another writer published meanwhile."""
+    if pulled is None:
+        return
+    now = read_bytes(s3, object_key(url, MANIFEST))
+    if (None if now is None else now.decode()) == pulled.get("manifest"):
+        return
+    s3.delete_dir(object_key(url, f"{VERSIONS_DIR}/{version}"))
+
+    def name(manifest: str | bytes | None) -> str:
+        try:
+            return f"version {json.loads(manifest)['version']}" if manifest else "no index"
+        except (ValueError, KeyError, TypeError):
+            return "an unreadable index.json"
+
+    raise RemoteError(
+        f"publish to {url}: another writer published {name(now)} after this run pulled "
+        f"{name(pulled.get('manifest'))}; this run's version {version} is not published there "
+        "(run again to index on top of the store's version)"
+    )
+
+
+def _delete_pruned(s3, url: str, root: Path, stats, pulled: dict[str, Any] | None) -> None:
     """Versions the local publish pruned, LLM cache entries the local sweep deleted and
-    embedding cache files the local compaction merged (a writer pulled every cache file first)."""
+    embedding cache files the local compaction merged (a writer pulled every cache file first).
+    Only versions the store held at the pull: a newer one is another writer's upload."""
     kept = {p.name for p in (root / VERSIONS_DIR).iterdir() if p.is_dir()}
+    known = set(pulled["versions"]) if pulled and "versions" in pulled else None
     for name in subdirs(s3, object_key(url, VERSIONS_DIR)):
-        if name not in kept:
+        if name not in kept and (known is None or name in known):
             stats["objects_deleted"] += len(
                 list_files(s3, object_key(url, f"{VERSIONS_DIR}/{name}"))
             )
