@@ -340,7 +340,8 @@ def test_pages_dealt_to_worker_processes_match_one_process(monkeypatch):
 
 def test_model_sessions_set_here_read_pages_as_pymupdfs_own(monkeypatch):
     """use_model's sessions (no spinning threads, one thread in workers, arenas for the
-    page CNN and the table grid model, PReLU as a LeakyReLU fused into its Conv) change how
+    page CNN and the table grid model, no memory patterns, PReLU as a LeakyReLU fused into
+    its Conv) change how
     the model runs, not what it finds."""
     import onnx
     import onnxruntime as ort
@@ -357,6 +358,7 @@ def test_model_sessions_set_here_read_pages_as_pymupdfs_own(monkeypatch):
     cnn = model.feature_extractor._session
     assert cnn.get_session_options().enable_cpu_mem_arena
     assert cnn.get_session_options().intra_op_num_threads == 1
+    assert not cnn.get_session_options().enable_mem_pattern
     assert model.table_grid_extractor._grid_sess.get_session_options().enable_cpu_mem_arena
     gnn = model.session.get_session_options()
     assert not gnn.enable_cpu_mem_arena

@@ -45,7 +45,10 @@ def use_model(threads: int = 0) -> None:
       (pymupdf turns arenas off because its other models' inputs vary in size); without
       one, the CNN's 60 MB of outputs were allocated afresh every page (80 -> 55 ms), the
       grid model's every table (59 -> 37 ms);
-    - its activations, PReLU with one slope, are the same function as LeakyReLU with that
+    - no memory patterns (ONNX Runtime plans and keeps the buffers of each input shape it
+      meets; the graph model's shapes change every page): a worker's peak on 154 pages
+      824 -> 612 MB, no slower;
+    - the CNN's activations, PReLU with one slope, are the same function as LeakyReLU with that
       slope, which ONNX Runtime fuses into the convolution before it: 115 -> 84 ms a page
       on one thread (PReLU alone was a quarter of the CNN's time).
     The model pymupdf loaded at import is replaced, and freed. Should pymupdf's internals
@@ -67,6 +70,7 @@ def use_model(threads: int = 0) -> None:
                 opts = ort.SessionOptions()
                 opts.enable_cpu_mem_arena = _one_size(old)
                 opts.intra_op_num_threads = threads
+                opts.enable_mem_pattern = False  # a plan kept per input shape: +200 MB, no gain
                 opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 path = old._model_path
                 new = ort.InferenceSession(_fusable(path), opts, old.get_providers())
