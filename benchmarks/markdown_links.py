@@ -201,7 +201,7 @@ def run(folder: str | Path = DEFAULT, kinds: tuple[str, ...] = ("inline",)) -> l
         f"({pct(found, anchored - generated)})"
     )
     lines += _autorefs(folder, links, list(known))
-    for kind in ("inline", "reference", "wikilink", "autoref"):
+    for kind in ("inline", "reference", "wikilink", "autoref", "snippet"):
         lines.append(f"  {kind:9} links {kinds.get(kind, 0):5}  resolved {resolved.get(kind, 0):5}")
     lines.append("  unresolved / partly resolved reasons (top 10):")
     lines += [f"    {n:5}  {r}" for r, n in reasons.most_common(10)]

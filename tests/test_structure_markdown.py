@@ -229,6 +229,44 @@ def test_autorefs_identifiers_resolved_across_the_site(tmp_path):
     assert titles["ref/api.md#pkg.Other"] == "pkg.Other"
 
 
+def test_pymdown_snippets_refer_to_the_files_they_include(tmp_path):
+    """`--8<-- "file"` (either form, sections and line ranges aside) is no paragraph of
+    markers: the page's section refers to each included file, from the corpus root or beside
+    the page; a file outside the input folder stays unresolved with the reason; escaped
+    (`;--8<--`) and fenced markers are text."""
+    (tmp_path / "docs" / "snippets").mkdir(parents=True)
+    (tmp_path / "README.md").write_text("# Project\n\nWhat it does.\n", encoding="utf-8")
+    (tmp_path / "docs" / "snippets" / "abbr.md").write_text("*[HTML]: markup\n", encoding="utf-8")
+    (tmp_path / "docs" / "parts.md").write_text("# Parts\n\nOne.\n", encoding="utf-8")
+    (tmp_path / "docs" / "index.md").write_text(
+        '# Home\n\n--8<-- "README.md"\n\n## More\n\n--8<--\nparts.md:2:3\n'
+        "; skipped.md\ndocs/snippets/abbr.md\nLICENSE\n--8<--\n\n"
+        ';--8<-- "escaped.md"\n\n```\n--8<-- "fenced.md"\n```\n',
+        encoding="utf-8",
+    )
+    docs, _ = load_folder(tmp_path)
+    sections, nodes, edges, _ = build_structure(docs, tmp_path)
+    uri = dict(zip(sections["id"], sections["uri"], strict=True))
+    got = []
+    for source, target, meta in (
+        edges.filter(pl.col("type") == "REFERS_TO").select("source_id", "target_id", "metadata")
+    ).rows():
+        meta = json.loads(meta)
+        got.append((uri[source], meta["href"], uri.get(target) or meta["reason"]))
+    outside = "snippet file not in corpus (outside the input folder?)"
+    assert sorted(got) == [
+        ("docs/index.md#home", "README.md", "README.md"),
+        ("docs/index.md#more", "LICENSE", outside),
+        ("docs/index.md#more", "docs/snippets/abbr.md", "docs/snippets/abbr.md"),
+        ("docs/index.md#more", "parts.md", "docs/parts.md"),  # beside the page
+    ]
+    texts = nodes.filter(
+        pl.col("document_id") == docs.filter(pl.col("source_path") == "docs/index.md")["id"][0]
+    )["text"].to_list()
+    assert not [t for t in texts if "8<" in t and "escaped" not in t and "fenced" not in t]
+    assert [t for t in texts if "escaped.md" in t] and [t for t in texts if "fenced.md" in t]
+
+
 def test_deterministic(built):
     root, docs, sections, nodes, edges, _ = built
     again = build_structure(load_folder(root)[0], root)

@@ -17,7 +17,10 @@ the whole corpus as mkdocs-autorefs does: anchors sections declare (`{#id}`, `[]
 a `::: pkg.mod` directive), then heading ids, then the longest dotted prefix that a
 mkdocstrings directive or `## ::: pkg.mod` heading documents (its members `pkg.mod.*`); where
 several documents have it, the linking document's own, else the first path (marked
-`ambiguous`). One found nowhere is another site's (an inventory): left unresolved.
+`ambiguous`). One found nowhere is another site's (an inventory): left unresolved. A
+pymdown-extensions snippet (`--8<-- "file.md"`) names its file from the snippets' base path,
+mkdocs' working folder: from the corpus root, else from the including file's folder; a
+file outside the input folder (README.md beside docs/) stays unresolved with that reason.
 """
 
 from __future__ import annotations
@@ -154,6 +157,8 @@ def _resolve(corpus: _Corpus, src: DocStructure, link: dict[str, Any]) -> dict[s
         return _resolve_wikilink(corpus, src, link, href)
     if _SCHEME.match(href):
         return _edge(link, None, reason="external URL")
+    if kind == "snippet":
+        return _resolve_snippet(corpus, src, link, href)
     path, _, anchor = href.partition("#")
     path = unquote(path.split("?", 1)[0])
     anchor = unquote(anchor)
@@ -169,6 +174,23 @@ def _resolve(corpus: _Corpus, src: DocStructure, link: dict[str, Any]) -> dict[s
         if target is None:
             return _edge(link, None, reason="target document not in corpus", target_path=joined)
     return _with_anchor(corpus, link, target, anchor)
+
+
+def _resolve_snippet(
+    corpus: _Corpus, src: DocStructure, link: dict[str, Any], href: str
+) -> dict[str, Any]:
+    """A snippet's file from the corpus root, else beside the including file."""
+    path = unquote(href).lstrip("/")
+    for base in ("", posixpath.dirname(src.source_path)):
+        joined = posixpath.normpath(posixpath.join(base, path))
+        if not joined.startswith("../") and (target := corpus.by_path.get(joined)) is not None:
+            return _edge(link, target.root_id, target_path=target.source_path)
+    return _edge(
+        link,
+        None,
+        reason="snippet file not in corpus (outside the input folder?)",
+        target_path=path,
+    )
 
 
 def _with_anchor(

@@ -132,6 +132,9 @@ def parse_markdown(
             )
             order.append((sid, "", "HEADING", b.text, hid))
             continue
+        if b.kind == "SNIPPET":  # included files: links of the section, no node
+            doc.links += [{"source_id": current, **link, "line": lo} for link in b.links]
+            continue
         if b.ids:
             anchors.setdefault(current, []).extend(b.ids)
             if b.meta.get("directive") == "mkdocstrings":

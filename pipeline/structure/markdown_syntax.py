@@ -9,6 +9,11 @@ GFM tables) and the rules no plugin covers as mkdocs does, written here:
   lines, which cuts mkdocs admonitions holding code with blank lines in two;
 - mkdocstrings directives (`::: pkg.mod` + indented YAML options): one `directive` token,
   opaque, since what it renders comes from code, not from the page;
+- pymdown-extensions snippets (`--8<-- "file.md"`, or a `--8<--` line, file names one a
+  line, `--8<--`): one `snippet` token naming the files (`meta["paths"]`, sections and line
+  ranges after `:` left out), not a paragraph of markers. What a snippet includes is
+  another file's text: the page refers to it (resolved as a link), it is not copied, so an
+  edit of the included file re-indexes that file alone;
 - content nested past FLAT_LEVEL (a list 1,000 deep): one `flat` token holding its lines,
   instead of markdown-it's own limit, which drops such content, and instead of recursing
   further (every nesting level costs Python stack frames);
@@ -49,6 +54,7 @@ _ADMONITION = re.compile(
     r"(?:!!!|\?\?\?\+?)[ \t]*([\w-]+(?:[ \t]+[\w-]+)*)(?:[ \t]+\"(.*?)\")?[ \t]*$"
 )
 _DIRECTIVE = re.compile(r":::[ \t]+(\S+)")
+_SNIPPET = re.compile(r"-+8<-+(?:[ \t]+([\"'])(.+?)\1)?[ \t]*$")
 _MARKERS = frozenset({"===", ":::", "!!!", "???"})
 _READ_INLINE = re.compile(r"[\[<{]")
 _WIKILINK = re.compile(r"\[\[([^\[\]|#\n]*)(#[^\[\]|\n]*)?(?:\|([^\[\]\n]*))?\]\]")
@@ -110,6 +116,41 @@ def _container(state: StateBlock, start: int, end: int, silent: bool) -> bool:
     state.md.block.tokenize(state, start + 1, stop)
     state.push(f"{name}_close", "div", -1)
     state.parentType, state.lineMax, state.blkIndent = old
+    state.line = stop
+    return True
+
+
+def snippet_path(spec: str) -> str:
+    """The file of a snippet spec: `file.md:3:5` / `file.md:name` -> `file.md` (a URL whole)."""
+    spec = spec.strip()
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", spec):
+        return spec
+    return spec.split(":", 1)[0]
+
+
+def _snippet(state: StateBlock, start: int, end: int, silent: bool) -> bool:
+    """pymdown-extensions snippets (see the module docstring); `;--8<--` is escaped text."""
+    if is_code_block(state, start):
+        return False
+    pos = state.bMarks[start] + state.tShift[start]
+    if state.src[pos] != "-" or "8<" not in state.src[pos : pos + 16]:
+        return False
+    m = _SNIPPET.match(_line(state, start))
+    if m is None:
+        return False
+    if silent:
+        return True
+    stop, specs = start + 1, [m.group(2)] if m.group(2) else []
+    if not specs:  # the block form: a file a line up to the closing marker
+        while stop < end and not _SNIPPET.match(_line(state, stop)):
+            line = _line(state, stop).strip()
+            if line and not line.startswith(";"):  # ';' comments a file out
+                specs.append(line)
+            stop += 1
+        stop = min(stop + 1, end)
+    token = state.push("snippet", "", 0)
+    token.meta = {"paths": [p for p in map(snippet_path, specs) if p]}
+    token.map = [start, stop]
     state.line = stop
     return True
 
@@ -201,6 +242,7 @@ def markdown_parser() -> MarkdownIt:
     md.block.ruler.before("table", "deep_flat", _deep_flat)
     alt = {"alt": ["paragraph", "reference", "blockquote", "list"]}
     md.block.ruler.before("fence", "container", _container, alt)
+    md.block.ruler.before("fence", "snippet", _snippet, alt)
     md.core.ruler.at("inline", _inline_where_read)
     md.inline.ruler.before("link", "wikilink", _wikilink)
     md.inline.ruler.after("link", "autoref", _autoref)

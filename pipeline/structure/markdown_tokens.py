@@ -12,7 +12,8 @@ open containers reads it, however deep the document nests. Per block kind:
   whatever they hold, with the links of everything inside;
 - TABLE: the table's lines, its cells as `rows` in the metadata; CODE: fenced, indented
   and mkdocstrings `::: x` directives, opaque;
-- admonitions and content tabs add `container` / `container_title` to what they hold.
+- admonitions and content tabs add `container` / `container_title` to what they hold;
+- SNIPPET (`--8<-- "file.md"`): no node, the included files as `snippet` links.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ _QUOTE_MARKS = re.compile(r"^(?:[ \t]*>)+[ \t]?", re.M)
 
 @dataclass
 class Block:
-    kind: str  # HEADING, PARAGRAPH, CODE, TABLE, LIST_ITEM, BLOCK_QUOTATION, NOTE, ANCHOR
+    kind: str  # HEADING, PARAGRAPH, CODE, TABLE, LIST_ITEM, BLOCK_QUOTATION, NOTE, ANCHOR,
+    # SNIPPET (no node: the files a pymdown snippet includes, as links of its section)
     text: str
     start: int  # 0-based line index in the parsed text
     end: int  # inclusive
@@ -212,6 +214,9 @@ class _Reader:
                 text = t.content[:-1] if t.content.endswith("\n") else t.content
                 meta = {"language": t.info.split()[0] if t.info.split() else ""}
                 self.add("CODE", text, _span(t, self.lines), **(meta if kind == "fence" else {}))
+            elif kind == "snippet":  # the page refers to the files it includes
+                block = self.add("SNIPPET", "", _span(t, self.lines))
+                block.links = [{"href": p, "text": "", "kind": "snippet"} for p in t.meta["paths"]]
             elif kind == "directive":
                 self.add("CODE", t.content, _span(t, self.lines), directive="mkdocstrings")
                 self.out[-1].ids.append(t.info)
