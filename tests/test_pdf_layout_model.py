@@ -393,7 +393,9 @@ def test_a_page_the_model_cannot_read_keeps_its_text(monkeypatch):
     pdf = journal_pages()
     pdf.insert_pdf(three_columns())
     st = parse(pdf)
-    assert any("page 2: layout model failed (RuntimeError: model broke)" in w for w in st.warnings)
+    assert any(
+        "page 2: not read by the layout model (RuntimeError: model broke)" in w for w in st.warnings
+    )
     on_page2 = [n["text"].split(" ")[0] for n in st.nodes if n["positions"][0]["page"] == 2]
     assert "Page2" in on_page2
     assert firsts(st)[-6:] == ["C1top", "C1bottom", "C2top", "C2bottom", "C3top", "C3bottom"]
@@ -416,3 +418,24 @@ def test_a_sentence_the_model_puts_in_a_margin_once_is_kept():
             (50, 810), "Printed for the examples society by the example press.", fontsize=7
         )
     assert not any("example press" in n["text"] for n in parse(repeated).nodes)
+
+
+def test_a_page_of_too_many_vector_paths_is_read_by_position(monkeypatch):
+    """The model's text extraction segments a page around its vector paths (240 s on a page
+    of 18,560): a page over MAX_PATHS is not given to the model, its text kept by position,
+    the reason recorded; the other pages are the model's."""
+    from pipeline.structure import pdf_regions
+
+    monkeypatch.setattr(pdf_regions, "MAX_PATHS", 50)
+    pdf = journal_pages()
+    page = pdf[1]
+    for i in range(60):  # a chart: 60 separate strokes
+        page.draw_line((60 + 8 * i, 500), (64 + 8 * i, 560 - i), width=0.5)
+    model, real = [], pdf_regions._model_regions
+    monkeypatch.setattr(pdf_regions, "_model_regions", lambda d, p: model.append(p) or real(d, p))
+    st = parse(pdf)
+    assert model == [[0, 2]]
+    assert any(
+        "page 2: not read by the layout model (60 vector paths, over 50)" in w for w in st.warnings
+    )
+    assert "Page2" in [n["text"].split(" ")[0] for n in st.nodes if n["positions"][0]["page"] == 2]

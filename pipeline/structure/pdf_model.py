@@ -229,7 +229,9 @@ def parse_layout(
             regions.clear()
         if regions and regions[0].cls == FAILED:
             err = (regions[0].table or {}).get("error", "")
-            out.warnings.append(f"page {pno + 1}: layout model failed ({err}); text by position")
+            out.warnings.append(
+                f"page {pno + 1}: not read by the layout model ({err}); text by position"
+            )
             regions.clear()
         orphans.append(list(ocr[pno]) if pno in ocr else _page_text(page, pno, regions))
         if not regions:  # no model regions: the heuristic path's column-aware order

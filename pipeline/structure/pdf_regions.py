@@ -18,6 +18,7 @@ from pipeline.ingest.pdf_units import Unit
 MARGIN_CLASSES = ("page-header", "page-footer")
 FAILED = "model-failed"  # the class of the one region of a page the model could not read
 BATCH_PAGES = 16  # pages per model call; the heap is trimmed after each (see below)
+MAX_PATHS = 10_000  # pages with more vector paths are read by position (`_too_many_paths`)
 _model_threads: int | None = None  # ONNX threads of the model use_model installed
 
 
@@ -186,24 +187,39 @@ def _split_wide_gutter(regions: list[Region], width: float) -> list[Region]:
     return left + right + margins
 
 
+def _failed(reason: str) -> list[Region]:
+    return [Region(FAILED, (0.0, 0.0, 0.0, 0.0), {"error": reason[:200]})]
+
+
+def _too_many_paths(page: pymupdf.Page) -> str | None:
+    """Why the model must not read `page`, if it must not: more than MAX_PATHS vector paths.
+    The model's text extraction segments the page around its vector paths, and on a page of
+    18,560 (a drawing in pypdf's test files) that took 240 s; the documents here have at most
+    ~800 (a CAD diagram). Counting them costs ~2 ms a page."""
+    paths = len(page.get_cdrawings())
+    return f"{paths} vector paths, over {MAX_PATHS}" if paths > MAX_PATHS else None
+
+
 def regions_in_process(pdf: pymupdf.Document, pages: list[int]) -> list[list[Region]]:
     """Regions of `pages` in batches; where a batch fails, page by page, and a page the model
-    cannot read is one FAILED region (its text is then ordered by position)."""
+    cannot read (or must not: `_too_many_paths`) is one FAILED region (its text is then
+    ordered by position)."""
     out: list[list[Region]] = []
     for start in range(0, len(pages), BATCH_PAGES):
         memory.release()  # freed page buffers fragment the heap: 154 pages 913 -> 685 MB
         batch = pages[start : start + BATCH_PAGES]
+        skip = {pno: why for pno in batch if (why := _too_many_paths(pdf[pno]))}
+        read = [pno for pno in batch if pno not in skip]
+        got: dict[int, list[Region]] = {}
         try:
-            out += _model_regions(pdf, batch)
-            continue
+            got = dict(zip(read, _model_regions(pdf, read), strict=True)) if read else {}
         except Exception:  # noqa: BLE001 - find the page, keep the others
-            pass
-        for pno in batch:
-            try:
-                out += _model_regions(pdf, [pno])
-            except Exception as exc:  # noqa: BLE001 - one odd page must not cost the document
-                reason = f"{type(exc).__name__}: {exc}"[:200]
-                out.append([Region(FAILED, (0.0, 0.0, 0.0, 0.0), {"error": reason})])
+            for pno in read:
+                try:
+                    got[pno] = _model_regions(pdf, [pno])[0]
+                except Exception as exc:  # noqa: BLE001 - one odd page must not cost the document
+                    got[pno] = _failed(f"{type(exc).__name__}: {exc}")
+        out += [got[pno] if pno in got else _failed(skip[pno]) for pno in batch]
     return out
 
 
