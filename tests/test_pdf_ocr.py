@@ -309,3 +309,28 @@ def test_ocr_lines_to_units_by_position():
         ("hello there world again and the next line of it", 10.0),
         ("second column text here", 10.0),
     ]
+
+
+def test_a_large_page_is_read_at_a_bounded_size(monkeypatch: pytest.MonkeyPatch):
+    """OCR reads a page at 300 dpi (lines found at 150) up to a pixel bound: a 30-inch
+    square scan (81 MP at 300 dpi, 4 GB of OCR) is read at the dpi that fits the bound; an
+    A4 page keeps 300 / 150 dpi."""
+    shapes: list[tuple[int, ...]] = []
+
+    class Engine:  # records the image lines are looked for in; finds none
+        def text_det(self, img):
+            shapes.append(img.shape)
+            return None, 0.0
+
+    monkeypatch.setattr(pdf_ocr, "_load_engine", lambda: Engine())
+    doc = pymupdf.open()
+    doc.new_page(width=2160, height=2160)
+    doc.new_page(width=595, height=842)
+    big, a4 = doc[0], doc[1]
+    for page in (big, a4):
+        assert pdf_ocr.ocr_page(page) == []
+    rec = [pdf_ocr._render(p, pdf_ocr.OCR_DPI, pdf_ocr.OCR_MAX_PIXELS) for p in (big, a4)]
+    assert rec[0].width * rec[0].height <= pdf_ocr.OCR_MAX_PIXELS < 81_000_000
+    assert (rec[1].width, rec[1].height) == (2480, 3509)  # A4 at 300 dpi
+    assert shapes[0][0] * shapes[0][1] <= pdf_ocr.DET_MAX_PIXELS
+    assert shapes[1][:2] == (1755, 1240)  # A4 at 150 dpi

@@ -40,6 +40,11 @@ INSTALL_HINT = "pip install 'docgraph[ocr]'"
 # paper's gutter (one box across both columns; words in reading order 76% -> 91%).
 OCR_DPI = 300
 DET_DPI = 150
+# A large page (a 30-inch scan, a poster) is read at a lower dpi, so that its images hold at
+# most this many pixels: at 300 dpi a 2160 pt square page was 81 MP and its OCR took 4 GB.
+# Up to A3 keeps 300 / 150 dpi.
+OCR_MAX_PIXELS = 20_000_000
+DET_MAX_PIXELS = 5_000_000
 # Share of the page that images/drawings must cover for a text-less page to be a scan.
 MIN_COVER = 0.25
 # Recognised lines less sure than this are dropped: the engine's default 0.5 kept the bars
@@ -152,7 +157,7 @@ def ocr_page(page: pymupdf.Page, stats: dict[str, float] | None = None) -> list[
     eng = _load_engine()
     if eng is None:
         raise OcrUnavailable(_engine_error or "OCR not available")
-    pix = page.get_pixmap(dpi=OCR_DPI, alpha=False, colorspace=pymupdf.csRGB)
+    pix = _render(page, OCR_DPI, OCR_MAX_PIXELS)
     # the image and the page size: the boxes are scaled to the page's points
     cache_key = (pix.digest, round(page.rect.width, 2), round(page.rect.height, 2))
     with _lock:
@@ -172,6 +177,13 @@ def ocr_page(page: pymupdf.Page, stats: dict[str, float] | None = None) -> list[
     return lines
 
 
+def _render(page: pymupdf.Page, dpi: int, max_pixels: int) -> pymupdf.Pixmap:
+    """The page in RGB at `dpi`, or at the dpi that makes it `max_pixels`, if lower."""
+    area = max(page.rect.width * page.rect.height, 1.0) / 72.0**2  # square inches
+    dpi = min(dpi, max(int((max_pixels / area) ** 0.5), 1))
+    return page.get_pixmap(dpi=dpi, alpha=False, colorspace=pymupdf.csRGB)
+
+
 def _bgr(pix: pymupdf.Pixmap) -> Any:
     rgb = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.width, 3)
     return np.ascontiguousarray(rgb[:, :, ::-1])  # BGR, as OpenCV reads
@@ -182,7 +194,7 @@ def _recognise(eng: Any, page: pymupdf.Page, pix: pymupdf.Pixmap) -> list[OcrLin
     detect on the large image too: a quarter of its pixels finds the same lines for ~4x less
     detection time. No angle classifier: it flips lines it is unsure of, and on an upright
     test scan it turned a whole paragraph upside down (read as nothing)."""
-    det_pix = page.get_pixmap(dpi=DET_DPI, alpha=False, colorspace=pymupdf.csRGB)
+    det_pix = _render(page, DET_DPI, DET_MAX_PIXELS)
     boxes, _ = eng.text_det(_bgr(det_pix))
     if boxes is None or len(boxes) == 0:
         return []
