@@ -41,10 +41,11 @@ INSTALL_HINT = "pip install 'docgraph[ocr]'"
 OCR_DPI = 300
 DET_DPI = 150
 # A large page (a 30-inch scan, a poster) is read at a lower dpi, so that its images hold at
-# most this many pixels: at 300 dpi a 2160 pt square page was 81 MP and its OCR took 4 GB.
-# Up to A3 keeps 300 / 150 dpi.
+# most this many pixels: at 300 dpi a 2160 pt square page was 81 MP and its OCR took 4 GB;
+# the detector's memory grows with its image (a 5 MP one: +0.9 GB, 2.5 MP: +0.4 GB). A4 and
+# Letter keep 300 / 150 dpi.
 OCR_MAX_PIXELS = 20_000_000
-DET_MAX_PIXELS = 5_000_000
+DET_MAX_PIXELS = 2_500_000
 # Share of the page that images/drawings must cover for a text-less page to be a scan.
 MIN_COVER = 0.25
 # Recognised lines less sure than this are dropped: the engine's default 0.5 kept the bars
