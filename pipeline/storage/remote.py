@@ -43,10 +43,9 @@ serialised by Dagster's run queue (`tag_concurrency_limits` on `docgraph/output`
 dagster.yaml): there is no remote lease (pyarrow's S3 filesystem cannot send a conditional
 PUT). Should two machines' runs overlap anyway, the store stays whole: a writer's pull
 records the store's index.json and versions (`PULLED`, in the mirror), and its push
-- reads index.json again right before its own PUT: another writer published since the pull
-  -> this run's version is not published (its uploaded files are deleted, RemoteError naming
-  both versions; the next run starts from the store's version), so a run never replaces a
-  version it did not build on. What is left is the moment between that read and the PUT;
+- reads index.json again right before its PUT: another writer published since the pull ->
+  this run's version is not published (its uploads deleted, RemoteError naming both; the
+  next run starts from the store's version). Left: the moment between that read and the PUT;
 - deletes only versions the store held at its pull: never the files of a version another
   writer is still uploading, which its index.json is about to name.
 """
@@ -146,11 +145,7 @@ def pull(root: str | Path, caches: bool = False) -> dict[str, int]:
                     shutil.rmtree(old, ignore_errors=True)
         if caches:  # a writer's pull: what its push checks the store against
             _pull_caches(s3, url, root, stats)
-            pulled = {
-                "manifest": None if remote_manifest is None else remote_manifest.decode(),
-                "versions": sorted(subdirs(s3, object_key(url, VERSIONS_DIR))),
-            }
-            atomic_write_bytes(root / PULLED, json.dumps(pulled).encode())
+            _record(root, remote_manifest, subdirs(s3, object_key(url, VERSIONS_DIR)))
     except RemoteError:
         raise
     except (OSError, ValueError, KeyError) as exc:
@@ -277,11 +272,7 @@ def push(
         with s3.open_output_stream(object_key(url, MANIFEST)) as out:  # last, in one PUT
             out.write(manifest_bytes)
         if pulled is not None:  # the store is now what this mirror holds
-            pulled = {
-                "manifest": manifest_bytes.decode(),
-                "versions": sorted({*pulled.get("versions", ()), manifest["version"]}),
-            }
-            atomic_write_bytes(root / PULLED, json.dumps(pulled).encode())
+            pulled = _record(root, manifest_bytes, [*pulled["versions"], manifest["version"]])
         _delete_pruned(s3, url, root, stats, pulled)
     except RemoteError:
         raise
@@ -343,44 +334,48 @@ def _push_caches(s3, url: str, root: Path, manifest: dict[str, Any], stats) -> N
     stats["cache_bytes_uploaded"] += sum(sizes)
 
 
+def _record(root: Path, manifest: bytes | None, versions: list[str]) -> dict[str, Any]:
+    """Record in the mirror what the store holds (see PULLED)."""
+    pulled = {"manifest": manifest and manifest.decode(), "versions": sorted(set(versions))}
+    atomic_write_bytes(root / PULLED, json.dumps(pulled).encode())
+    return pulled
+
+
 def _pulled(root: Path) -> dict[str, Any] | None:
     """What the mirror's last writer pull saw of the store (None: no record)."""
-    try:
+    with contextlib.suppress(OSError, ValueError):
         pulled = json.loads((root / PULLED).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return pulled if isinstance(pulled, dict) else None
+        return pulled if isinstance(pulled, dict) and "versions" in pulled else None
+    return None
 
 
 def _refuse_if_moved_on(s3, url: str, version: str, pulled: dict[str, Any] | None) -> None:
-    """RemoteError, after deleting `version`'s uploaded files, when the store's index.json is
-    no longer the one this writer pulled: another writer published meanwhile."""
+    """RemoteError (`version`'s uploads deleted) if another writer published since the pull."""
     if pulled is None:
         return
     now = read_bytes(s3, object_key(url, MANIFEST))
     if (None if now is None else now.decode()) == pulled.get("manifest"):
         return
     s3.delete_dir(object_key(url, f"{VERSIONS_DIR}/{version}"))
-
-    def name(manifest: str | bytes | None) -> str:
-        try:
-            return f"version {json.loads(manifest)['version']}" if manifest else "no index"
-        except (ValueError, KeyError, TypeError):
-            return "an unreadable index.json"
-
     raise RemoteError(
-        f"publish to {url}: another writer published {name(now)} after this run pulled "
-        f"{name(pulled.get('manifest'))}; this run's version {version} is not published there "
+        f"publish to {url}: another writer published {_named(now)} after this run pulled "
+        f"{_named(pulled.get('manifest'))}; this run's version {version} is not published there "
         "(run again to index on top of the store's version)"
     )
 
 
+def _named(manifest: str | bytes | None) -> str:
+    try:
+        return f"version {json.loads(manifest)['version']}" if manifest else "no index"
+    except (ValueError, KeyError, TypeError):
+        return "an unreadable index.json"
+
+
 def _delete_pruned(s3, url: str, root: Path, stats, pulled: dict[str, Any] | None) -> None:
-    """Versions the local publish pruned, LLM cache entries the local sweep deleted and
-    embedding cache files the local compaction merged (a writer pulled every cache file first).
-    Only versions the store held at the pull: a newer one is another writer's upload."""
+    """Versions the local publish pruned (of those the store held at the pull, not another
+    writer's upload), LLM cache entries swept and embedding cache files merged locally."""
     kept = {p.name for p in (root / VERSIONS_DIR).iterdir() if p.is_dir()}
-    known = set(pulled["versions"]) if pulled and "versions" in pulled else None
+    known = set(pulled["versions"]) if pulled else None
     for name in subdirs(s3, object_key(url, VERSIONS_DIR)):
         if name not in kept and (known is None or name in known):
             stats["objects_deleted"] += len(
