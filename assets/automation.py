@@ -8,31 +8,50 @@ from dagster import (
     DefaultScheduleStatus,
     DefaultSensorStatus,
     RunRequest,
-    ScheduleDefinition,
+    ScheduleEvaluationContext,
     SensorEvaluationContext,
     SkipReason,
+    schedule,
     sensor,
 )
 
-from assets.shards import range_tags
+from assets.shards import range_tags, tail_keys
 from pipeline.ingest import (
     InputFolderError,
     check_input_folder,
     folder_fingerprint,
     own_folders,
 )
-from pipeline.ingest.stale import stale_shards
+from pipeline.ingest.stale import plan_run, stale_shards
 from resources import DocgraphConfig
 
 INDEX_JOB = "index_job"
 
-index_nightly = ScheduleDefinition(
+
+@schedule(
     name="index_nightly",
     job_name=INDEX_JOB,
     cron_schedule="0 2 * * *",
     default_status=DefaultScheduleStatus.STOPPED,
-    description="Re-index the input folder every night at 02:00.",
+    description="Every night at 02:00, bring the index up to date: a run of the shards whose "
+    "files changed and the corpus-wide tail; the tail alone when only its settings changed or "
+    "LLM failures wait for a retry; no run when the index is up to date.",
 )
+def index_nightly(context: ScheduleEvaluationContext, docgraph: DocgraphConfig):
+    # a run of the job names its shards (a run with no partition range fails at its first
+    # partitioned step), or selects the tail alone
+    settings = docgraph.settings()
+    try:
+        check_input_folder(settings.input_dir, own_folders(settings.output_dir))
+    except InputFolderError as exc:
+        return SkipReason(str(exc))
+    plan = plan_run(settings)
+    if plan.up_to_date:
+        return SkipReason(f"index up to date: {plan.reason}")
+    return RunRequest(
+        tags={**range_tags(plan.shards), "docgraph/plan": plan.reason},
+        asset_selection=None if plan.shards else tail_keys(context.repository_def.asset_graph),
+    )
 
 
 @sensor(

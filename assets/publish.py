@@ -11,6 +11,7 @@ import time
 
 from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue, asset
 
+from pipeline.ingest.stale import record_tail
 from pipeline.storage import lock, mirror, remote, store, validate
 from pipeline.storage.object_store import RemoteError
 from pipeline.vectors.embed import compact_cache, embedding_cache_dir
@@ -41,6 +42,7 @@ def published_index_asset(upstream: list):
                 + "; ".join(problems),
                 metadata={"problems": MetadataValue.md("\n".join(f"- {p}" for p in problems))},
             )
+        record_tail(run_dir(docgraph, context), settings)  # an unchanged folder is then up to date
         before = set(store.versions(settings.output_dir))
         url = mirror.url_of(settings.output_dir)  # an object store's local mirror
         carried = remote.carried_over(settings.output_dir) if url is not None else set()

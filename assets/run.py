@@ -18,7 +18,7 @@ import tempfile
 
 from dagster import DagsterInstance, JobExecutionResult, build_reconstructable_job, execute_job
 
-from assets.shards import range_tags
+from assets.shards import range_tags, tail_keys
 from pipeline.config import Settings
 from pipeline.ingest.stale import input_entries, stale_shards
 from pipeline.ingest.walk import Entry
@@ -90,8 +90,7 @@ def run_index(
         get_worker(settings.embedding).warm()
     selection = None
     if not stale:  # no document changed: the tail alone (its settings may have)
-        graph = defs.resolve_asset_graph()
-        selection = [k for k in graph.materializable_asset_keys if not graph.get(k).is_partitioned]
+        selection = tail_keys(defs.resolve_asset_graph())
     job_ref = build_reconstructable_job(
         __name__,
         index_job.__name__,

@@ -49,6 +49,13 @@ def range_tags(keys: Iterable[str]) -> dict[str, str]:
     return {RANGE_START: keys[0], RANGE_END: keys[-1]} if keys else {}
 
 
+def tail_keys(asset_graph) -> list:
+    """The corpus-wide tail: every materializable asset that is not partitioned by shard."""
+    return [
+        k for k in asset_graph.materializable_asset_keys if not asset_graph.get(k).is_partitioned
+    ]
+
+
 def specs(group: str, tables: dict[str, str], deps: list[str]) -> list[AssetSpec]:
     return [
         AssetSpec(name, description=text, group_name=group, deps=deps, kinds=set(PARQUET_KINDS))

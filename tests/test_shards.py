@@ -216,3 +216,80 @@ def test_the_index_does_not_depend_on_the_shard_count(tmp_path):
         assert one.sort(key).equals(four.sort(key)), name
     reports = [store.read_table(outs[n], "community_reports").sort("id") for n in (1, 4)]
     assert reports[0].drop("rating").equals(reports[1].drop("rating"))
+
+
+def test_the_nightly_schedule_runs_what_changed_and_nothing_when_up_to_date(indexed):
+    """Each tick's request runs as the daemon would launch it (a run with no shard range
+    failed at its first partitioned step); an unchanged index gets no run at all."""
+    from dagster import RunRequest, SkipReason, build_schedule_context, execute_job
+    from dagster import build_reconstructable_job as reconstructable
+
+    from definitions import make_definitions
+    from resources import DocgraphConfig
+
+    inp, out, config = indexed["inp"], indexed["out"], indexed["config"]
+    args = (str(config), str(inp), str(out), None)
+    defs = make_definitions(*args)
+    schedule = defs.resolve_schedule_def("index_nightly")
+    resource = DocgraphConfig(config_path=str(config), input_dir=str(inp), output_dir=str(out))
+    instance = DagsterInstance.ephemeral()
+
+    def tick():
+        context = build_schedule_context(
+            instance=instance,
+            resources={"docgraph": resource},
+            repository_def=defs.get_repository_def(),
+        )
+        return schedule(context)
+
+    def launch(request: RunRequest) -> dict:
+        job = reconstructable("assets.run", "index_job", reconstructable_args=args)
+        with execute_job(
+            job, instance, tags=request.tags, asset_selection=request.asset_selection
+        ) as result:
+            assert result.success
+            return _materialized(instance, result.run_id)
+
+    time.sleep(0.01)
+    edited = inp / "note03.txt"
+    edited.write_text(_doc(3) + "Babbage designed the Analytical Engine.\n")
+    request = tick()
+    assert isinstance(request, RunRequest) and request.asset_selection is None
+    _check_one_shard(launch(request), shards.shard_of("note03.txt", N), indexed["first"])
+
+    skipped = tick()
+    assert isinstance(skipped, SkipReason) and "up to date" in skipped.skip_message
+    version = store.read_manifest(out)["version"]
+
+    # a report setting: the tail alone, once
+    saved = config.read_text()
+    config.write_text(saved + "reports:\n  max_findings: 3\n")
+    try:
+        request = tick()
+        assert isinstance(request, RunRequest) and "settings" in request.tags["docgraph/plan"]
+        assert "dagster/asset_partition_range_start" not in request.tags
+        done = launch(request)
+        assert "documents" not in done and done["community_reports"] == {None}
+        assert store.read_manifest(out)["version"] != version
+        assert isinstance(tick(), SkipReason)
+    finally:
+        config.write_text(saved)
+
+
+def test_the_cli_leaves_an_up_to_date_index_alone(indexed, capsys):
+    from pipeline.cli.main import main
+    from pipeline.config import load_settings
+    from pipeline.ingest.stale import plan_run
+
+    inp, out, config = indexed["inp"], indexed["out"], indexed["config"]
+    argv = ["index", "--config", str(config), "--input", str(inp), "--output", str(out)]
+    settings = load_settings(str(config), {"input_dir": str(inp), "output_dir": str(out)})
+    if not plan_run(settings).up_to_date:  # an earlier test left a change: index it first
+        assert main(argv + ["--log-level", "ERROR"]) == 0
+    version = store.read_manifest(out)["version"]
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert "index up to date" in capsys.readouterr().out
+    assert store.read_manifest(out)["version"] == version  # no run, no new version
+    assert main(argv + ["--full", "--log-level", "ERROR"]) == 0  # --full runs all the same
+    assert store.read_manifest(out)["version"] != version

@@ -27,8 +27,13 @@ def cmd_index(args: argparse.Namespace) -> int:
     lock.acquire(settings.output_dir, "docgraph-index", wait_s)
     from assets.run import run_index
     from pipeline import progress
+    from pipeline.ingest.stale import plan_run
 
     try:
+        if not args.full and (plan := plan_run(settings)).up_to_date:
+            # no run and no new version: a nightly run over an unchanged folder costs a walk
+            print(f"index up to date: {plan.reason}; nothing to run (--full rebuilds it)")
+            return 0
         with progress.for_terminal():  # rich bars on a terminal, else the log's n/total lines
             result = run_index(
                 args.config,

@@ -41,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--full",
         action="store_true",
-        help="run every document shard, not only those whose files changed",
+        help="run every document shard and the tail, not only what changed (also when the index "
+        "is up to date)",
     )
     p.set_defaults(func=cmd_index)
 

@@ -1,15 +1,21 @@
-"""Which document shards a run must index: the input folder's walk, fingerprinted shard by
-shard (pipeline.ingest.shards), compared with the record of the published version. What
-`docgraph index`, the input-folder sensor and the Dask launcher all ask before a run."""
+"""What a run must do: which document shards to index (the input folder's walk,
+fingerprinted shard by shard, pipeline.ingest.shards, against the record of the published
+version) and whether the corpus-wide tail must run again. What `docgraph index`, the
+nightly schedule, the input-folder sensor and the Dask launcher all ask before a run."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 
 from pipeline.config import Settings
 from pipeline.ingest import shards
 from pipeline.ingest.walk import Entry, own_folders, walk_input
 from pipeline.storage import store
+from pipeline.storage.files import atomic_write_text
 
 
 def input_entries(settings: Settings) -> list[Entry]:
@@ -32,3 +38,85 @@ def stale_shards(settings: Settings, entries: list[Entry] | None = None) -> list
     if store.read_manifest(settings.output_dir) is None:
         return sorted(prints)
     return shards.stale_shards(store.resolve(settings.output_dir), prints)
+
+
+# what an LLM call's settings change only in how it is made, not in what it answers
+_LLM_RUNTIME = {"api_key", "timeout_s", "max_retries", "concurrency", "cache", "prices"}
+
+
+def tail_settings_digest(settings: Settings) -> str:
+    """Hash of what the corpus-wide tail's output depends on besides the shards' tables: the
+    per-document stages' digest, the graph, report, SAME_TOPIC and LLM settings and the
+    installed docgraph version (its code). Never the API key (it is not hashed at all)."""
+    try:
+        code = metadata.version("docgraph")
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        code = "unknown"
+    parts = [
+        shards.stage_settings_digest(settings),
+        settings.graph.model_dump_json(),
+        settings.reports.model_dump_json(),
+        settings.same_topic.model_dump_json(),
+        settings.llm.model_dump_json(exclude=_LLM_RUNTIME),
+        code,
+    ]
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:16]
+
+
+TAIL_FILE = "tail.json"  # in a version: the digest of the settings its tail was built with
+
+
+def record_tail(folder: str | Path, settings: Settings) -> None:
+    """Record in a run's folder (before it is published) what its tail was built with."""
+    text = json.dumps({"settings": tail_settings_digest(settings)})
+    atomic_write_text(Path(folder) / TAIL_FILE, text)
+
+
+def _recorded_tail(folder: Path) -> str | None:
+    try:
+        return json.loads((folder / TAIL_FILE).read_text(encoding="utf-8")).get("settings")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+# failures a run of the tail retries: an LLM that timed out or rate-limited may answer now
+RETRIED_FAILURES = ("summary_failures", "report_failures")
+
+
+@dataclass
+class RunPlan:
+    """The shards a run must index and whether the tail must run; `reason` says why, in
+    words for a log line or a skip message."""
+
+    shards: list[str] = field(default_factory=list)
+    tail: bool = False
+    reason: str = ""
+
+    @property
+    def up_to_date(self) -> bool:
+        return not self.shards and not self.tail
+
+
+def plan_run(settings: Settings, entries: list[Entry] | None = None) -> RunPlan:
+    """What a run must do now: the stale shards and the tail after them; with none stale,
+    the tail alone when its settings or the docgraph version changed since the current
+    version or when that version holds LLM failures to retry; otherwise nothing."""
+    manifest = store.read_manifest(settings.output_dir)
+    stale = stale_shards(settings, entries)
+    if manifest is None:
+        return RunPlan(stale, True, "no index yet")
+    if stale:
+        return RunPlan(stale, True, f"{len(stale)} of {settings.storage.shards} shards changed")
+    version = manifest["version"]
+    if _recorded_tail(store.resolve(settings.output_dir)) != tail_settings_digest(settings):
+        return RunPlan(
+            [], True, f"the corpus-wide stages' settings or code changed since {version}"
+        )
+    counts = manifest.get("tables", {})
+    retry = {name: counts.get(name, 0) for name in RETRIED_FAILURES if counts.get(name, 0)}
+    if retry and settings.llm.enabled:
+        failures = ", ".join(f"{n} {name}" for name, n in retry.items())
+        return RunPlan([], True, f"{version} holds {failures} to retry")
+    return RunPlan(
+        reason=f"{version} holds every input file as it is now, built with these settings"
+    )
