@@ -20,7 +20,7 @@ from dagster import DagsterInstance, JobExecutionResult, build_reconstructable_j
 
 from assets.shards import range_tags, tail_keys
 from pipeline.config import Settings
-from pipeline.ingest.stale import input_entries, stale_shards
+from pipeline.ingest.stale import input_entries, plan_run
 from pipeline.ingest.walk import Entry
 from resources.executors import ENV_EXECUTOR, IN_PROCESS_EXECUTORS, executor_for
 
@@ -60,8 +60,8 @@ def run_index(
     log_level: str = "DEBUG",
     full: bool = False,
 ) -> JobExecutionResult:
-    """Materialize the changed shards (every shard when `full`), then the corpus-wide tail,
-    and run every check. Uses DAGSTER_HOME's instance if set, so CLI runs show up in the UI;
+    """Materialize the changed shards (pipeline.ingest.stale.plan_run; every shard when
+    `full`), then the corpus-wide tail, and run every check. Uses DAGSTER_HOME's instance if set, so CLI runs show up in the UI;
     otherwise an ephemeral one. `log_level` filters the console log only; the run's event
     log keeps everything."""
     from definitions import make_definitions
@@ -80,7 +80,9 @@ def run_index(
     defs = make_definitions(config_path, input_dir, output_dir, executor)
     job = defs.resolve_job_def("index_job")
     stale = (
-        sorted(job.partitions_def.get_partition_keys()) if full else stale_shards(settings, entries)
+        sorted(job.partitions_def.get_partition_keys())
+        if full
+        else plan_run(settings, entries).shards
     )
     # the model loads while documents are read (steps in other processes have their own)
     in_process = executor_for(executor).name in IN_PROCESS_EXECUTORS

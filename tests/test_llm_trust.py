@@ -140,21 +140,30 @@ def test_a_failed_answer_is_not_cached_and_a_rerun_asks_again(tmp_path):
 
 
 def test_a_rerun_against_a_healthy_endpoint_retries_every_failure(tmp_path, monkeypatch):
+    """The same settings and endpoint, no file changed: the next run retries the shards
+    holding extraction failures and the tail's summary and report failures; once none is
+    left, the index is up to date (a nightly run does nothing)."""
+    from pipeline.config import load_settings
+    from pipeline.ingest.stale import plan_run
+
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     inp, out = tmp_path / "input", tmp_path / "out"
     write_sample_corpus(inp)
-    with FakeLlm(fault_rate=1.0, faults=("malformed",), seed=3) as broken:
-        config = write_llm_config(tmp_path / "a.yaml", broken.base_url, max_retries=1)
+    with FakeLlm(fault_rate=1.0, faults=("malformed",), seed=3) as srv:
+        config = write_llm_config(tmp_path / "a.yaml", srv.base_url, max_retries=1)
+        settings = load_settings(config, {"input_dir": str(inp), "output_dir": str(out)})
         assert run_index(config_path=config, input_dir=str(inp), output_dir=str(out)).success
-    failed = {name: store.read_table(out, name).height for name in FAILURE_TABLES}
-    assert sum(failed.values()) > 0, failed  # the malformed answers did fail
-    with FakeLlm() as healthy:
-        config = write_llm_config(tmp_path / "b.yaml", healthy.base_url, max_retries=1)
+        failed = {name: store.read_table(out, name).height for name in FAILURE_TABLES}
+        assert all(failed.values()), failed  # the malformed answers did fail, at every stage
+        plan = plan_run(settings)
+        assert plan.shards and "extraction failures to retry" in plan.reason
+        srv.fault_rate, asked = 0.0, srv.requests  # the endpoint recovers
         assert run_index(config_path=config, input_dir=str(inp), output_dir=str(out)).success
-        assert healthy.requests > 0  # what failed was asked again, not read from the cache
+        assert srv.requests > asked  # what failed was asked again, not read from the cache
     for name in FAILURE_TABLES:
         assert store.read_table(out, name).is_empty(), name
     assert set(store.read_table(out, "extracted_entities")["extractor"]) == {"llm"}
+    assert plan_run(settings).up_to_date
 
 
 # --------------------------------------------------------------------------- 6: truncation

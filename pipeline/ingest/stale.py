@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 from pipeline.config import Settings
 from pipeline.ingest import shards
 from pipeline.ingest.walk import Entry, own_folders, walk_input
@@ -97,16 +99,31 @@ class RunPlan:
         return not self.shards and not self.tail
 
 
+def _shards_to_retry(settings: Settings) -> list[str]:
+    """LLM mode: the shards whose extraction failed for some text units in the current
+    version (a timeout or a rate limit may answer now; a failure is never cached)."""
+    if not settings.llm.enabled:
+        return []
+    files = store.table_files(store.resolve(settings.output_dir), "extraction_failures")
+    return [f.stem for f in files if pq.read_metadata(f).num_rows]
+
+
 def plan_run(settings: Settings, entries: list[Entry] | None = None) -> RunPlan:
-    """What a run must do now: the stale shards and the tail after them; with none stale,
-    the tail alone when its settings or the docgraph version changed since the current
-    version or when that version holds LLM failures to retry; otherwise nothing."""
+    """What a run must do now: the stale shards (and in LLM mode those holding extraction
+    failures) and the tail after them; with none, the tail alone when its settings or the
+    docgraph version changed since the current version or when that version holds LLM
+    summary or report failures to retry; otherwise nothing."""
     manifest = store.read_manifest(settings.output_dir)
     stale = stale_shards(settings, entries)
     if manifest is None:
         return RunPlan(stale, True, "no index yet")
-    if stale:
-        return RunPlan(stale, True, f"{len(stale)} of {settings.storage.shards} shards changed")
+    keys = set(shards.shard_keys(settings.storage.shards))
+    retry = sorted(set(_shards_to_retry(settings)) & keys - set(stale))
+    if stale or retry:
+        reason = f"{len(stale)} of {len(keys)} shards changed"
+        if retry:
+            reason += f", {len(retry)} hold extraction failures to retry"
+        return RunPlan(sorted(stale + retry), True, reason)
     version = manifest["version"]
     if _recorded_tail(store.resolve(settings.output_dir)) != tail_settings_digest(settings):
         return RunPlan(
