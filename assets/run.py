@@ -60,10 +60,11 @@ def run_index(
     log_level: str = "DEBUG",
     full: bool = False,
 ) -> JobExecutionResult:
-    """Materialize the changed shards (pipeline.ingest.stale.plan_run; every shard when
-    `full`), then the corpus-wide tail, and run every check. Uses DAGSTER_HOME's instance if set, so CLI runs show up in the UI;
-    otherwise an ephemeral one. `log_level` filters the console log only; the run's event
-    log keeps everything."""
+    """Materialize the shards to run (pipeline.ingest.stale.plan_run; every shard when
+    `full`), then the corpus-wide tail, and run every check; with no shard to run, the tail
+    alone. Uses DAGSTER_HOME's instance if set, so CLI runs show up in the UI; otherwise an
+    ephemeral one. `log_level` filters the console log only; the run's event log keeps
+    everything."""
     from definitions import make_definitions
 
     if instance is None and os.environ.get("DAGSTER_HOME"):
@@ -91,7 +92,7 @@ def run_index(
 
         get_worker(settings.embedding).warm()
     selection = None
-    if not stale:  # no document changed: the tail alone (its settings may have)
+    if not stale:  # no shard to run: the tail alone (its settings may have changed)
         selection = tail_keys(defs.resolve_asset_graph())
     job_ref = build_reconstructable_job(
         __name__,
