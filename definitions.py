@@ -1,6 +1,7 @@
 """The one place that assembles dagster.Definitions: the code location "docgraph" that
 pyproject.toml's [tool.dg] block names, loaded by `dg dev` and `dagster dev` alike."""
 
+import gc
 from pathlib import Path
 
 from dagster import AssetSelection, Definitions, define_asset_job
@@ -51,3 +52,7 @@ def make_definitions(
 
 
 defs = make_definitions()
+# The code is loaded: a process that loads it to run (a run worker launched from the UI, a
+# step's process) leaves these objects out of the collections its steps make
+# (pipeline.memory.frozen says why; run_index freezes its caller's objects the same way).
+gc.freeze()

@@ -19,6 +19,7 @@ import tempfile
 from dagster import DagsterInstance, JobExecutionResult, build_reconstructable_job, execute_job
 
 from assets.shards import range_tags, tail_keys
+from pipeline import memory
 from pipeline.config import Settings
 from pipeline.ingest.stale import input_entries, plan_run
 from pipeline.ingest.walk import Entry
@@ -109,14 +110,17 @@ def run_index(
             DagsterInstance.local_temp(scratch.name) if scratch else DagsterInstance.ephemeral()
         )
     try:
-        with execute_job(
-            job_ref,
-            instance=instance,
-            run_config=run_config,
-            tags=range_tags(stale),
-            raise_on_error=raise_on_error,
-            asset_selection=selection,
-        ) as result:
+        with (
+            memory.frozen(),
+            execute_job(
+                job_ref,
+                instance=instance,
+                run_config=run_config,
+                tags=range_tags(stale),
+                raise_on_error=raise_on_error,
+                asset_selection=selection,
+            ) as result,
+        ):
             return result
     finally:  # a run that failed before publishing still held the output lock
         lock.release(settings.output_dir)
