@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import polars as pl
 
 from pipeline import schemas
 from pipeline.config import SameTopicSettings
 from pipeline.structure import DocStructure
-from pipeline.vectors.same_topic import cap_degree, same_topic_edges, section_texts, top_pairs
+from pipeline.vectors.same_topic import (
+    cap_degree,
+    ivf_lists,
+    same_topic_edges,
+    section_texts,
+    top_pairs,
+)
 
 TOPICS = ["volcano", "violin", "glacier", "tax"]
 
@@ -125,6 +133,31 @@ def test_blocked_top_k_matches_brute_force():
     assert np.bincount(np.concatenate([ca, cb])).max() <= 4
 
 
+def test_inverted_lists_find_the_exact_neighbours_of_clustered_rows():
+    """Above `exact_max` rows each row is compared with its list's probed lists only: every
+    pair found is a true pair with its exact cosine, and nearly all exact pairs are found."""
+    rng = np.random.default_rng(1)
+    topics = rng.normal(size=(60, 48))
+    vecs = topics[rng.integers(0, 60, size=3000)] + rng.normal(scale=0.6, size=(3000, 48))
+    vecs = vecs.astype(np.float32)
+    groups = rng.integers(0, 400, size=3000)
+    exact = top_pairs(vecs, groups, 5, 0.5, True)
+    approx = top_pairs(vecs, groups, 5, 0.5, True, exact_max=1000, probes=6)
+    want = set(zip(exact[0].tolist(), exact[1].tolist(), strict=True))
+    got = set(zip(approx[0].tolist(), approx[1].tolist(), strict=True))
+    unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+    assert np.allclose(approx[2], np.sum(unit[approx[0]] * unit[approx[1]], axis=1), atol=1e-5)
+    assert (approx[2] >= 0.5).all() and (groups[approx[0]] != groups[approx[1]]).all()
+    assert len(want) > 5000 and len(got & want) / len(want) >= 0.95
+    again = top_pairs(vecs, groups, 5, 0.5, True, exact_max=1000, probes=6)
+    assert all(np.array_equal(x, y) for x, y in zip(approx, again, strict=True))  # seeded
+    # 54 lists of ~55 rows: a row saw ~6/54 of the others
+    members, probed = ivf_lists(unit.astype(np.float32), 6)
+    assert len(members) == 54 and probed.shape == (54, 6)
+    assert (probed[:, 0] == np.arange(54)).all()
+    assert sorted(np.concatenate(members).tolist()) == list(range(3000))
+
+
 def test_unit_mode_uses_text_unit_vectors_without_a_model_call():
     docs = [DocStructure(f"d{i}", f"{i}.md", f"Doc {i}") for i in range(3)]
     sec = [d.add_section(d.root_id, "SECTION", "S") for d in docs]
@@ -143,3 +176,15 @@ def test_unit_mode_uses_text_unit_vectors_without_a_model_call():
         tuple(sorted((sec[0], sec[1])))
     ]
     assert edges["weight"][0] > 0.99
+    assert json.loads(edges["metadata"][0]) == {"method": "mean of text unit vectors"}
+    # past the exact bound: the same edge from the inverted lists, and the metadata says so
+    listed = same_topic_edges(
+        sections,
+        nodes,
+        KeywordEmbedder(),
+        SameTopicSettings(exact_max_sections=2),
+        units,
+        (["u0", "u1", "u2"], vecs),
+    )
+    assert listed.drop("metadata").equals(edges.drop("metadata"))
+    assert "inverted lists" in json.loads(listed["metadata"][0])["search"]

@@ -76,3 +76,9 @@ class SameTopicSettings(Section):
     text_tokens: int = Field(
         128, description="text: a section's vector embeds its path and its first N tokens"
     )
+    exact_max_sections: int = Field(
+        20_000,
+        description="sections compared all with all (quadratic); above, each section with the"
+        " sections of the `probes` inverted lists (k-means) nearest its own",
+    )
+    probes: int = Field(16, description="inverted lists searched per section above the exact max")
