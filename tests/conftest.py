@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pymupdf
@@ -74,3 +75,27 @@ def sample_index(tmp_path_factory):
     write_report_pdf(inp / "laboratories.pdf")
     result = run_index(input_dir=str(inp), output_dir=str(out))
     return inp, out, result, bad
+
+
+@pytest.fixture(scope="session")
+def sample_run(tmp_path_factory) -> tuple[Path, Path]:
+    """The sample corpus indexed once by the real index job, default settings: the index a
+    test starts from or compares with (copy it with `indexed_sample`, never change it)."""
+    from assets.run import run_index
+    from pipeline.cli.demo import write_sample_corpus
+
+    root = tmp_path_factory.mktemp("sample-run")
+    inp, out = root / "input", root / "output"
+    write_sample_corpus(inp)
+    assert run_index(input_dir=str(inp), output_dir=str(out), log_level="ERROR").success
+    return inp, out
+
+
+@pytest.fixture()
+def indexed_sample(sample_run, tmp_path) -> tuple[Path, Path]:
+    """(input, output) of this test: a copy of `sample_run`; the files keep their mtimes, so
+    the copy is up to date as its input stands."""
+    inp, out = tmp_path / "input", tmp_path / "output"
+    shutil.copytree(sample_run[0], inp)
+    shutil.copytree(sample_run[1], out)
+    return inp, out

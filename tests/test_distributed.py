@@ -16,9 +16,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from assets.run import run_index
 from pipeline import schemas
-from pipeline.cli.demo import write_sample_corpus
 from pipeline.storage import lock, store
 from resources import executors
 
@@ -123,14 +121,15 @@ def _lance_ids(out: Path) -> dict[str, list[str]]:
 
 
 @pytest.mark.slow
-def test_the_index_job_on_dask_workers_equals_the_in_process_run(tmp_path, dask_cluster):
+def test_the_index_job_on_dask_workers_equals_the_in_process_run(
+    tmp_path, dask_cluster, indexed_sample
+):
     from dagster import DagsterInstance
     from distributed_defs import run_on_dask
 
     address, worker_pids = dask_cluster
-    inp, local, dist = tmp_path / "input", tmp_path / "in_process", tmp_path / "dask_run"
-    write_sample_corpus(inp)
-    assert run_index(input_dir=str(inp), output_dir=str(local), log_level="ERROR").success
+    inp, local = indexed_sample  # the in-process run's
+    dist = tmp_path / "dask_run"
 
     home = tmp_path / "dagster_home"  # Dask needs an instance the workers can open
     home.mkdir()

@@ -60,12 +60,11 @@ def corpus(tmp_path) -> tuple[Path, Path]:
     return inp, out
 
 
-def test_readers_only_ever_see_a_whole_version(corpus):
+def test_readers_only_ever_see_a_whole_version(indexed_sample):
     """While a re-index (with a document removed and one added) runs in another process, every
     probe of the published index is consistent, and the next search of an open GraphIndex
     runs on the new version whole (including one that never read a table before)."""
-    inp, out = corpus
-    assert run_index(input_dir=str(inp), output_dir=str(out), log_level="ERROR").success
+    inp, out = indexed_sample
     first = store.read_manifest(out)["version"]
     warm = GraphIndex.open(out)
     assert "Quokkaville" not in warm.naive_search("Quokkaville Accord").context_text
@@ -94,9 +93,8 @@ def test_readers_only_ever_see_a_whole_version(corpus):
         assert "marie_curie.md" not in docs and "quokkaville.txt" in docs
 
 
-def test_a_killed_or_failed_reindex_publishes_nothing(corpus, monkeypatch):
-    inp, out = corpus
-    assert run_index(input_dir=str(inp), output_dir=str(out), log_level="ERROR").success
+def test_a_killed_or_failed_reindex_publishes_nothing(indexed_sample, monkeypatch):
+    inp, out = indexed_sample
     before = store.read_manifest(out)
     docs_before = store.read_table(out, "documents")
     (inp / "quokkaville.txt").write_text(SECRET_DOC, encoding="utf-8")
@@ -248,12 +246,11 @@ def test_llm_mode_a_deleted_document_leaves_no_text_in_the_caches(corpus, tmp_pa
     assert "Farnsworth-Pike" not in text and MARKER not in text
 
 
-def test_a_killed_cli_run_is_marked_failed_and_its_leftovers_removed(corpus, tmp_path):
-    inp, out = corpus
+def test_a_killed_cli_run_is_marked_failed_and_its_leftovers_removed(indexed_sample, tmp_path):
+    inp, out = indexed_sample
     home = tmp_path / "dagster_home"
     home.mkdir()
     env = {"DAGSTER_HOME": str(home)}
-    assert _index_cli(inp, out, env=env).wait(timeout=300) == 0
     (inp / "quokkaville.txt").write_text(SECRET_DOC, encoding="utf-8")
     proc = _index_cli(inp, out, env=env)
     deadline = time.monotonic() + 120
@@ -297,11 +294,10 @@ def test_output_files_follow_the_umask(corpus):
     assert {m for k, m in modes.items() if (out / k).is_dir()} == {0o755}
 
 
-def test_check_compares_the_vector_tables_with_the_tables(corpus, capsys):
+def test_check_compares_the_vector_tables_with_the_tables(indexed_sample, capsys):
     from pipeline.cli.main import main
 
-    inp, out = corpus
-    assert run_index(input_dir=str(inp), output_dir=str(out), log_level="ERROR").success
+    inp, out = indexed_sample
     assert validate.lance_problems(out) == []
     assert main(["check", "--output", str(out)]) == 0
     assert "lancedb: ok" in capsys.readouterr().out
@@ -319,10 +315,9 @@ def test_check_compares_the_vector_tables_with_the_tables(corpus, capsys):
     )
 
 
-def test_threads_share_one_index_across_a_republish(corpus):
+def test_threads_share_one_index_across_a_republish(indexed_sample):
     """8 threads query one GraphIndex while a new version is published: no errors."""
-    inp, out = corpus
-    assert run_index(input_dir=str(inp), output_dir=str(out), log_level="ERROR").success
+    inp, out = indexed_sample
     index = GraphIndex.open(out)
     errors: list[BaseException] = []
     stop = threading.Event()
