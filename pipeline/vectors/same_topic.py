@@ -86,7 +86,6 @@ def top_pairs(
         return empty, empty, np.zeros(0, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     unit = (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32)
-    every = np.arange(n)
     search = partial(
         _top_among,
         unit=unit,
@@ -96,7 +95,7 @@ def top_pairs(
         block_elements=block_elements,
     )
     if exact_max is None or n <= exact_max:
-        found = [search(every, every)]
+        found = [search(np.arange(n), None)]
     else:
         members, probed = ivf_lists(unit, probes)
         found = [
@@ -114,7 +113,7 @@ def top_pairs(
 
 def _top_among(
     queries: np.ndarray,
-    candidates: np.ndarray,
+    candidates: np.ndarray | None,
     *,
     unit: np.ndarray,
     groups: np.ndarray | None,
@@ -122,10 +121,14 @@ def _top_among(
     min_similarity: float,
     block_elements: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(query, candidate, cosine) for each query row's top-k candidates above
-    `min_similarity` (itself and, with `groups`, its own group's rows excluded), a block of
-    query rows at a time: memory ~`block_elements` floats whatever the sizes."""
-    cand = unit[candidates]
+    """(query, candidate, cosine) for each query row's top-k candidates (None: every row)
+    above `min_similarity` (itself and, with `groups`, its own group's rows excluded), a block
+    of query rows at a time: memory ~`block_elements` floats whatever the sizes."""
+    if candidates is None:
+        candidates, cand = np.arange(len(unit)), unit
+    else:
+        cand = unit[candidates]
+    cand_groups = None if groups is None else groups[candidates]
     kk = min(k, len(candidates))
     rows = max(1, block_elements // max(len(candidates), 1))
     srcs, dsts, sims = [], [], []
@@ -133,7 +136,7 @@ def _top_among(
         q = queries[start : start + rows]
         s = unit[q] @ cand.T
         if groups is not None:  # also excludes the row itself
-            s[groups[q][:, None] == groups[candidates][None, :]] = -np.inf
+            s[groups[q][:, None] == cand_groups[None, :]] = -np.inf
         else:
             s[q[:, None] == candidates[None, :]] = -np.inf
         s[s < min_similarity] = -np.inf
@@ -179,7 +182,7 @@ def ivf_lists(
     members = np.split(order, bounds)
     between = centroids @ centroids.T
     np.fill_diagonal(between, np.inf)  # itself first
-    probed = np.argsort(-between, axis=1, kind="stable")[:, : min(probes, n_lists)]
+    probed = np.argsort(-between, axis=1, kind="stable")[:, : max(1, min(probes, n_lists))]
     return members, probed
 
 
@@ -270,10 +273,10 @@ def same_topic_edges(
     )
     a, b, w = cap_degree(a, b, w, settings.max_connections)
     ids = texts["id"]
-    meta = {"method": method}
+    about = {"method": method}
     if texts.height > settings.exact_max_sections:  # the neighbours were searched approximately
-        meta["search"] = f"inverted lists, {settings.probes} probed per list"
-    meta = json.dumps(meta)
+        about["search"] = f"inverted lists, {settings.probes} probed per list"
+    meta = json.dumps(about)
     edges = pl.DataFrame(
         {
             "source_id": ids.gather(a),
