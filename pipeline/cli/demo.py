@@ -32,8 +32,10 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 
 def cmd_fake_llm(args: argparse.Namespace) -> int:
-    """Serve the fake OpenAI-compatible server until Ctrl-C (LLM mode without a key)."""
+    """Serve the fake OpenAI-compatible server until Ctrl-C or SIGTERM (LLM mode without a
+    key)."""
     import os
+    import signal
     import time
 
     from pipeline.llm.fake_server import FakeLlm, default_stall_s
@@ -51,6 +53,10 @@ def cmd_fake_llm(args: argparse.Namespace) -> int:
         require_key=key,
         quiet=False,
     )
+    # Both stop it, even where it started with SIGINT ignored: a non-interactive shell's
+    # background job (`cmd &`, as CI may run the tests) passes SIGINT on ignored.
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, signal.default_int_handler)
     with server:
         print(f"fake OpenAI-compatible server at {server.base_url}", flush=True)
         print(
