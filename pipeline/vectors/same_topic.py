@@ -175,7 +175,7 @@ def ivf_lists(
         used = counts > 0
         sums = np.add.reduceat(train[order], starts[used], axis=0)
         centroids = centroids.copy()  # an empty list keeps its centroid
-        centroids[used] = sums / np.linalg.norm(sums, axis=1, keepdims=True)
+        centroids[used] = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)
     nearest = _nearest_centroid(unit, centroids)
     order = np.argsort(nearest, kind="stable")
     bounds = np.cumsum(np.bincount(nearest, minlength=n_lists))[:-1]
