@@ -13,13 +13,14 @@ class EmbedderResource(ConfigurableResource):
     config: DocgraphConfig  # the run's `docgraph` resource (build_resources)
 
     def get(self):
-        from pipeline.vectors.embed import CachedEmbedder, embedding_cache_dir, get_embedder
+        from pipeline.vectors.embed import CachedEmbedder, embedding_cache_dir
+        from pipeline.vectors.embed_onnx import index_embedder
         from pipeline.vectors.embed_worker import get_worker
 
         settings = self.config.settings()
         cache_dir = embedding_cache_dir(settings.output_dir)
         inline = settings.embedding.process == "inline"
-        model = get_embedder(settings.embedding) if inline else get_worker(settings.embedding)
+        model = index_embedder(settings.embedding) if inline else get_worker(settings.embedding)
         return CachedEmbedder(model, cache_dir)
 
     def prefetch(self, context: AssetExecutionContext, texts: list[str], for_asset: str) -> int:

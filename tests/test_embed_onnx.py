@@ -16,7 +16,14 @@ from pipeline.vectors import cache as vector_cache
 from pipeline.vectors import embed_onnx
 from pipeline.vectors import lance as vectors
 from pipeline.vectors.embed import Embedder, get_embedder, resolve_model
-from pipeline.vectors.embed_onnx import OnnxEmbedder, export, onnx_path, query_embedder
+from pipeline.vectors.embed_onnx import (
+    OnnxEmbedder,
+    export,
+    index_embedder,
+    onnx_path,
+    query_embedder,
+)
+from pipeline.vectors.embed_worker import EmbeddingWorker
 
 TEXTS = [
     "Who did Einstein work with?",
@@ -62,6 +69,43 @@ def test_query_embedder_uses_the_export_only_when_it_is_there(
     shutil.copyfile(exported, path)
     assert isinstance(query_embedder(settings), OnnxEmbedder)
     assert embed_onnx.ensure_exported(settings) == path  # present: no second export
+
+
+def test_batches_by_tokens_keep_order_and_vectors(exported: Path):
+    """The index's batches: texts sorted by length into passes of at most 64 padded tokens
+    and 4 texts (many passes, one text alone over the budget), every vector in its row."""
+    texts = TEXTS * 2 + [f"Entity number {i} of the list" for i in range(9)]
+    onnx = OnnxEmbedder(
+        resolve_model(EmbeddingSettings().model), exported, 2, batch_tokens=64, batch_size=4
+    )
+    got = onnx.embed(texts)
+    reference = get_embedder(EmbeddingSettings()).embed(texts)
+    assert got.shape == reference.shape == (len(texts), 384)
+    assert np.all((got * reference).sum(axis=1) > 1 - 1e-5)
+
+
+def test_the_index_runs_the_export_in_its_worker_without_torch(
+    exported: Path, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(embed_onnx, "_ONNX_EMBEDDERS", {})
+    settings = EmbeddingSettings()
+    assert isinstance(index_embedder(settings), Embedder)  # nothing exported yet: torch
+    path = onnx_path(resolve_model(settings.model))
+    path.parent.mkdir(parents=True)
+    shutil.copyfile(exported, path)
+    assert isinstance(index_embedder(settings), OnnxEmbedder)
+    gpu = settings.model_copy(update={"device": "cuda"})
+    assert isinstance(index_embedder(gpu), Embedder)  # the export runs on the CPU only
+    worker = EmbeddingWorker(settings)  # its child inherits XDG_CACHE_HOME
+    try:
+        got = worker.embed(TEXTS)
+        maps = Path(f"/proc/{worker._proc.pid}/maps").read_text()
+    finally:
+        worker.close()
+    assert "onnxruntime" in maps and "libtorch" not in maps
+    reference = get_embedder(settings).embed(TEXTS)
+    assert np.all((got * reference).sum(axis=1) > 1 - 1e-5)
 
 
 def _model_folder(root: Path, pooling: str = "pooling_mode_mean_tokens") -> Path:

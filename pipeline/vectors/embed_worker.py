@@ -181,11 +181,11 @@ def _close_workers() -> None:
 
 
 def _serve(settings: EmbeddingSettings) -> None:
-    from pipeline.vectors.embed import Embedder
+    from pipeline.vectors.embed_onnx import index_embedder
 
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever prints from here on goes to stderr, not into the protocol
-    embedder = Embedder(settings)
+    embedder = index_embedder(settings)  # the ONNX export when there is one, else torch
     requests = sys.stdin.buffer
     while True:
         try:
