@@ -84,28 +84,29 @@ def test_batches_by_tokens_keep_order_and_vectors(exported: Path):
     assert np.all((got * reference).sum(axis=1) > 1 - 1e-5)
 
 
-def test_the_index_runs_the_export_in_its_worker_without_torch(
-    exported: Path, tmp_path, monkeypatch
-):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+def test_the_first_worker_exports_the_model_and_the_next_runs_without_torch(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))  # the workers inherit it
     monkeypatch.setattr(embed_onnx, "_ONNX_EMBEDDERS", {})
     settings = EmbeddingSettings()
-    assert isinstance(index_embedder(settings), Embedder)  # nothing exported yet: torch
     path = onnx_path(resolve_model(settings.model))
-    path.parent.mkdir(parents=True)
-    shutil.copyfile(exported, path)
-    assert isinstance(index_embedder(settings), OnnxEmbedder)
+    assert isinstance(index_embedder(settings), Embedder)  # nothing exported yet: torch
     gpu = settings.model_copy(update={"device": "cuda"})
-    assert isinstance(index_embedder(gpu), Embedder)  # the export runs on the CPU only
-    worker = EmbeddingWorker(settings)  # its child inherits XDG_CACHE_HOME
-    try:
-        got = worker.embed(TEXTS)
-        maps = Path(f"/proc/{worker._proc.pid}/maps").read_text()
-    finally:
-        worker.close()
-    assert "onnxruntime" in maps and "libtorch" not in maps
     reference = get_embedder(settings).embed(TEXTS)
-    assert np.all((got * reference).sum(axis=1) > 1 - 1e-5)
+    vectors, maps = [], []
+    for _ in range(2):  # the first run's worker, then the next run's
+        worker = EmbeddingWorker(settings)
+        try:
+            vectors.append(worker.embed(TEXTS))
+            maps.append(Path(f"/proc/{worker._proc.pid}/maps").read_text())
+        finally:
+            worker.close()
+        assert path.is_file()  # exported by the first
+    assert "libtorch" in maps[0]  # it imported torch to export
+    assert "onnxruntime" in maps[1] and "libtorch" not in maps[1]
+    for got in vectors:
+        assert np.all((got * reference).sum(axis=1) > 1 - 1e-5)
+    assert isinstance(index_embedder(settings), OnnxEmbedder)
+    assert isinstance(index_embedder(gpu), Embedder)  # the export runs on the CPU only
 
 
 def _model_folder(root: Path, pooling: str = "pooling_mode_mean_tokens") -> Path:

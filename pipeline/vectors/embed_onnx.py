@@ -5,10 +5,10 @@ Why: a cold `docgraph query` spent most of its time importing torch and sentence
 (~3 s + ~5 s on the loaded 2-core machine) to embed one question; onnxruntime (which pymupdf
 already brings) and `tokenizers` import in ~0.35 s. An index's worker loads in ~0.3 s
 instead of ~6 s, holds ~325 MB instead of ~760, and embeds short texts (entity titles) ~25%
-faster than torch. The model is exported to ONNX once (`ensure_exported`, at the end of
-`docgraph index`: torch is needed only then, and the first index embeds with torch) into a
-per-user cache keyed by the model's files, `$XDG_CACHE_HOME/docgraph/onnx/<key>/model.onnx`,
-so every index built with the model shares it. `query_embedder` and `index_embedder` use it
+faster than torch. The model is exported to ONNX once (`ensure_exported`: torch is needed
+only then), by the first index's embedding worker as it starts (or at the end of
+`docgraph index`), into a per-user cache keyed by the model's files,
+`$XDG_CACHE_HOME/docgraph/onnx/<key>/model.onnx`, so every index built with it shares it. `query_embedder` and `index_embedder` use it
 when present, else the sentence-transformers `Embedder` (same vectors, slower start).
 
 The vectors are sentence-transformers' own: the model folder's tokenizer.json truncated at
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 from pathlib import Path
 
@@ -173,13 +174,22 @@ def query_embedder(settings: EmbeddingSettings) -> OnnxEmbedder | Embedder:
     return _exported_or_torch(settings, threads=1)
 
 
-def index_embedder(settings: EmbeddingSettings) -> OnnxEmbedder | Embedder:
+def index_embedder(settings: EmbeddingSettings, export: bool = False) -> OnnxEmbedder | Embedder:
     """The embedder an index runs (in its worker, or inline): the ONNX export on every core
     the process may use when the model was exported and runs on the CPU, else
-    sentence-transformers. Same vectors (within 2e-7); it loads in ~0.6 s instead of ~6 s
-    (no torch import) and embeds MuSiQue's passages ~10% and entity titles ~25% faster."""
+    sentence-transformers. Same vectors (within 2e-7); it loads in ~0.3 s instead of ~6 s
+    (no torch import) and embeds entity titles ~25% faster. `export`: export the model first
+    when it is not yet (once per machine and model, ~10 s with torch's import), so that runs
+    launched only from Dagster get it too; a failed export leaves sentence-transformers."""
     if settings.device != "cpu":
         return get_embedder(settings)
+    if export:
+        try:
+            ensure_exported(settings)
+        except Exception as exc:  # a speed-up, never a reason to fail the run
+            print(
+                f"docgraph: warning: embedding model not exported to ONNX: {exc}", file=sys.stderr
+            )
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return _exported_or_torch(settings, threads=cores or 1)
 

@@ -185,7 +185,7 @@ def _serve(settings: EmbeddingSettings) -> None:
 
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever prints from here on goes to stderr, not into the protocol
-    embedder = index_embedder(settings)  # the ONNX export when there is one, else torch
+    embedder = index_embedder(settings, export=True)  # onnxruntime; torch if not exportable
     requests = sys.stdin.buffer
     while True:
         try:
