@@ -8,8 +8,9 @@ instead of ~6 s, holds ~325 MB instead of ~760, and embeds short texts (entity t
 faster than torch. The model is exported to ONNX once (`ensure_exported`: torch is needed
 only then), by the first index's embedding worker as it starts (or at the end of
 `docgraph index`), into a per-user cache keyed by the model's files,
-`$XDG_CACHE_HOME/docgraph/onnx/<key>/model.onnx`, so every index built with it shares it. `query_embedder` and `index_embedder` use it
-when present, else the sentence-transformers `Embedder` (same vectors, slower start).
+`$XDG_CACHE_HOME/docgraph/onnx/<key>/model.onnx`, so every index built with it shares it.
+`query_embedder` and `index_embedder` use it when present, else the sentence-transformers
+`Embedder` (same vectors, slower start).
 
 The vectors are sentence-transformers' own: the model folder's tokenizer.json truncated at
 its `max_seq_length`, the transformer's last hidden state, mean pooling over the attention
