@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -18,7 +19,9 @@ from pipeline.communities.report_answer import ReportAnswer
 from pipeline.config import ReportSettings
 from pipeline.graph.summarize_llm import memo_store
 from pipeline.ids import sha256_hex
-from pipeline.llm.client import LlmClient
+
+if TYPE_CHECKING:  # openai's import (~0.45 s) waits until a run calls a model
+    from pipeline.llm.client import LlmClient
 
 STAGE = "report"
 MEMO_KIND = "report-memo-v2"

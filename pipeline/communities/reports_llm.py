@@ -36,7 +36,7 @@ is raised.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -56,9 +56,11 @@ from pipeline.communities.report_memo import (
     title_index,
 )
 from pipeline.config import ReportSettings
-from pipeline.llm.client import LlmClient
 from pipeline.llm.prompts import data_block, load_prompt
 from pipeline.schemas import TABLES
+
+if TYPE_CHECKING:  # openai's import (~0.45 s) waits until a run calls a model
+    from pipeline.llm.client import LlmClient
 
 __all__ = ["build_reports_llm"]
 

@@ -27,7 +27,7 @@ description and is recorded as {id, reason}; nothing is raised but a fatal error
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 from pydantic import RootModel, field_validator
@@ -38,9 +38,11 @@ from pipeline.graph.titles import key_map
 from pipeline.ids import sha256_hex, stable_id_expr
 from pipeline.llm.batches import ask_in_halves
 from pipeline.llm.cache import DiskCache
-from pipeline.llm.client import LlmClient
 from pipeline.llm.prompts import data_block, load_prompt
 from pipeline.tokens import count_tokens, truncate_tokens
+
+if TYPE_CHECKING:  # openai's import (~0.45 s) waits until a run calls a model
+    from pipeline.llm.client import LlmClient
 
 __all__ = ["STAGE", "SummaryAnswer", "memo_store", "summarize_descriptions"]
 

@@ -29,7 +29,13 @@ from pipeline.config import LlmSettings
 from pipeline.llm.accounting import STAGE_HEADER, estimate_prompt_tokens, usage_metadata
 from pipeline.llm.cache import DiskCache, cache_entry, cache_key
 from pipeline.llm.connection import BACKOFF_BASE_S, BACKOFF_CAP_S, LlmConnection
-from pipeline.llm.errors import FATAL, RETRYABLE, LlmError, LlmTruncated, fatal_error
+from pipeline.llm.errors import (
+    LlmError,
+    LlmTruncated,
+    fatal_error,
+    fatal_types,
+    retryable_types,
+)
 from pipeline.llm.json_repair import parse_json
 from pipeline.tokens import count_tokens
 
@@ -230,9 +236,9 @@ class LlmClient(LlmConnection):
                                 pieces.append(choice.delta.content)
                                 yield choice.delta.content
                 break
-            except RETRYABLE as exc:
+            except retryable_types() as exc:
                 await self._retry_or_raise(stage, attempt, exc, bool(pieces), "stream: ")
-            except FATAL as exc:
+            except fatal_types() as exc:
                 counters.failures += 1
                 raise fatal_error(exc, model, self.settings.base_url) from None
             except openai.OpenAIError as exc:

@@ -19,13 +19,13 @@ import openai
 from pipeline.config import LlmSettings
 from pipeline.llm.accounting import StageCounters
 from pipeline.llm.errors import (
-    FATAL,
-    RETRYABLE,
     LlmError,
     connection_refused,
     describe_error,
     fatal_error,
+    fatal_types,
     retry_after,
+    retryable_types,
 )
 
 log = logging.getLogger(__name__)
@@ -111,9 +111,9 @@ class LlmConnection:
             try:
                 async with sem:
                     return await call()
-            except RETRYABLE as exc:
+            except retryable_types() as exc:
                 await self._retry_or_raise(stage, attempt, exc, final=False)
-            except FATAL as exc:
+            except fatal_types() as exc:
                 counters.failures += 1
                 raise fatal_error(exc, model, self.settings.base_url) from None
             except openai.OpenAIError as exc:

@@ -8,18 +8,32 @@ request details (no headers, so never the api key) and name only the endpoint's 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import openai
+if TYPE_CHECKING:
+    import openai
 
-FATAL = (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
-RETRYABLE = (
-    openai.APITimeoutError,
-    openai.APIConnectionError,
-    openai.RateLimitError,
-    openai.InternalServerError,
-)
+
+def fatal_types() -> tuple[type[Exception], ...]:
+    """openai's errors no retry can fix. Functions, not constants: importing openai costs
+    ~0.45 s, and every process that loads the asset graph (each step's own, above
+    `storage.multiprocess_from_documents`) imports this module, offline runs included."""
+    import openai
+
+    return (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
+
+
+def retryable_types() -> tuple[type[Exception], ...]:
+    """openai's errors worth another try (timeouts, lost connections, 429s, 5xx)."""
+    import openai
+
+    return (
+        openai.APITimeoutError,
+        openai.APIConnectionError,
+        openai.RateLimitError,
+        openai.InternalServerError,
+    )
 
 
 class LlmError(Exception):
@@ -50,6 +64,8 @@ class LlmTruncated(LlmError):
 
 def fatal_error(exc: openai.APIStatusError, model: str, base_url: str | None) -> LlmFatalError:
     """What to check, naming the setting and the endpoint's host, never the key."""
+    import openai
+
     host = endpoint_host(base_url)
     status = f"HTTP {exc.status_code}"
     if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
@@ -87,6 +103,8 @@ def connection_refused(exc: BaseException | None) -> bool:
 
 def describe_error(exc: Exception) -> str:
     """A short reason without request details (no headers, so no key)."""
+    import openai
+
     if isinstance(exc, openai.APIStatusError):
         body = exc.body if isinstance(exc.body, dict) else {}
         nested = body.get("error")
