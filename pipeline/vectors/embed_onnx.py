@@ -164,7 +164,7 @@ def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
 
 
-_ONNX_EMBEDDERS: dict[tuple[str, int], OnnxEmbedder] = {}
+_ONNX_EMBEDDERS: dict[tuple[str, int, int, int], OnnxEmbedder] = {}
 _ONNX_LOCK = threading.Lock()
 
 
@@ -196,13 +196,13 @@ def index_embedder(settings: EmbeddingSettings, export: bool = False) -> OnnxEmb
 
 
 def _exported_or_torch(settings: EmbeddingSettings, threads: int) -> OnnxEmbedder | Embedder:
-    """One OnnxEmbedder per (export, threads) per process."""
+    """One OnnxEmbedder per (export, threads, batch sizes) per process."""
     model_id = resolve_model(settings.model)
     path = onnx_path(model_id)
     if path is None or not path.is_file():
         return get_embedder(settings)
     with _ONNX_LOCK:
-        key = (str(path), threads)
+        key = (str(path), threads, settings.batch_tokens, settings.batch_size)
         if key not in _ONNX_EMBEDDERS:
             _ONNX_EMBEDDERS[key] = OnnxEmbedder(
                 model_id, path, threads, settings.batch_tokens, settings.batch_size
