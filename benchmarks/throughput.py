@@ -1,7 +1,7 @@
 """Indexing throughput: per-stage wall time and peak memory, and the whole index time
 against its floor — embedding the same text units alone with the embedder the index runs
-(the model's ONNX export once `docgraph index` has made it, else sentence-transformers),
-already loaded, and again in a new worker process that loads it first (as the index does);
+(the model's ONNX export, made first if it is not yet, as the index's worker does), already
+loaded, and again in a new worker process that loads it first (as the index does);
 for reference, also with sentence-transformers (torch).
 
     python benchmarks/throughput.py [--corpus musique christmas_carol] [--work DIR]
@@ -95,7 +95,7 @@ def bench(name: str, work: Path) -> dict:
     # Load the model first so neither measurement includes it twice; the index still
     # embeds everything itself (its cache folder is new).
     settings = load_settings().embedding
-    embedder = index_embedder(settings)
+    embedder = index_embedder(settings, export=True)
     embedder.embed(["warm up"])
 
     sampler = RssSampler()
