@@ -109,6 +109,27 @@ def test_the_first_worker_exports_the_model_and_the_next_runs_without_torch(tmp_
     assert isinstance(index_embedder(gpu), Embedder)  # the export runs on the CPU only
 
 
+def test_an_export_that_does_not_load_leaves_sentence_transformers(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(embed_onnx, "_ONNX_EMBEDDERS", {})
+    settings = EmbeddingSettings()
+    path = onnx_path(resolve_model(settings.model))
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"not an onnx model")  # a damaged file (a full disk, a bad copy)
+    assert isinstance(query_embedder(settings), Embedder)  # the query goes on, on torch
+    assert "does not load" in capsys.readouterr().err
+    assert not path.exists()  # removed: the next worker exports the model again
+    path.write_bytes(b"not an onnx model")
+    worker = EmbeddingWorker(settings)
+    try:
+        got = worker.embed(TEXTS)  # the run goes on, on torch
+    finally:
+        worker.close()
+    np.testing.assert_allclose(got, get_embedder(settings).embed(TEXTS), atol=1e-5)
+    assert not path.exists()
+    assert isinstance(index_embedder(settings, export=True), OnnxEmbedder)  # exported anew
+
+
 def _model_folder(root: Path, pooling: str = "pooling_mode_mean_tokens") -> Path:
     (root / "1_Pooling").mkdir(parents=True)
     modules = [

@@ -188,15 +188,15 @@ def index_embedder(settings: EmbeddingSettings, export: bool = False) -> OnnxEmb
         try:
             ensure_exported(settings)
         except Exception as exc:  # a speed-up, never a reason to fail the run
-            print(
-                f"docgraph: warning: embedding model not exported to ONNX: {exc}", file=sys.stderr
-            )
+            _warn(f"embedding model not exported to ONNX: {exc}")
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return _exported_or_torch(settings, threads=cores or 1)
 
 
 def _exported_or_torch(settings: EmbeddingSettings, threads: int) -> OnnxEmbedder | Embedder:
-    """One OnnxEmbedder per (export, threads, batch sizes) per process."""
+    """One OnnxEmbedder per (export, threads, batch sizes) per process; sentence-transformers
+    when there is no export or onnxruntime cannot load it (a damaged file: removed, with a
+    warning, so that the next index's worker exports the model again)."""
     model_id = resolve_model(settings.model)
     path = onnx_path(model_id)
     if path is None or not path.is_file():
@@ -204,10 +204,20 @@ def _exported_or_torch(settings: EmbeddingSettings, threads: int) -> OnnxEmbedde
     with _ONNX_LOCK:
         key = (str(path), threads, settings.batch_tokens, settings.batch_size)
         if key not in _ONNX_EMBEDDERS:
-            _ONNX_EMBEDDERS[key] = OnnxEmbedder(
-                model_id, path, threads, settings.batch_tokens, settings.batch_size
-            )
+            try:
+                _ONNX_EMBEDDERS[key] = OnnxEmbedder(
+                    model_id, path, threads, settings.batch_tokens, settings.batch_size
+                )
+            except Exception as exc:
+                path.unlink(missing_ok=True)
+                _warn(f"removed the ONNX export {path}: it does not load ({exc})")
+                return get_embedder(settings)
         return _ONNX_EMBEDDERS[key]
+
+
+def _warn(message: str) -> None:
+    """To stderr: a worker's stdout is its protocol, and a query's is its answer."""
+    print(f"docgraph: warning: {message}", file=sys.stderr)
 
 
 def ensure_exported(settings: EmbeddingSettings) -> Path | None:
