@@ -18,6 +18,7 @@ from pathlib import Path
 import polars as pl
 import pymupdf
 
+from pipeline.cpu import usable_cpus
 from pipeline.ids import sha256_hex
 from pipeline.structure.pdf_regions import Region, finish, regions_in_process
 
@@ -32,8 +33,7 @@ _read_ahead: dict[str, Pages] = {}  # by the PDF's sha256, taken by layout_regio
 def worker_count(n_pages: int, most: int = 0) -> int:
     """Processes for `n_pages`: one a usable CPU (at most `most`, if set), at least
     PAGES_PER_WORKER pages each."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    cpus = min(cpus or 1, most) if most else cpus or 1
+    cpus = min(usable_cpus(), most) if most else usable_cpus()
     return max(1, min(cpus, n_pages // PAGES_PER_WORKER))
 
 

@@ -73,8 +73,13 @@ class Embedder:
             # A local folder needs nothing from the hub; make sure nothing is even tried.
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        import torch
         from sentence_transformers import SentenceTransformer
 
+        from pipeline.cpu import usable_cpus
+
+        # torch sizes its pool by the node's cores, not a container's CPU quota
+        torch.set_num_threads(min(torch.get_num_threads(), usable_cpus()))
         no_load_bar()
         return SentenceTransformer(self._model_id, device=self.settings.device)
 

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.config import EmbeddingSettings
+from pipeline.cpu import usable_cpus
 from pipeline.ids import sha256_hex
 from pipeline.vectors.embed import (
     Embedder,
@@ -176,8 +177,8 @@ def query_embedder(settings: EmbeddingSettings) -> OnnxEmbedder | Embedder:
 
 
 def index_embedder(settings: EmbeddingSettings, export: bool = False) -> OnnxEmbedder | Embedder:
-    """The embedder an index runs (in its worker, or inline): the ONNX export on every core
-    the process may use when the model was exported and runs on the CPU, else
+    """The embedder an index runs (in its worker, or inline): the ONNX export on every CPU
+    the process may use (`pipeline.cpu`) when the model was exported and runs on the CPU, else
     sentence-transformers. Same vectors (within 2e-7); it loads in ~0.3 s instead of ~6 s
     (no torch import) and embeds entity titles ~25% faster. `export`: export the model first
     when it is not yet (once per machine and model, ~10 s with torch's import), so that runs
@@ -189,8 +190,7 @@ def index_embedder(settings: EmbeddingSettings, export: bool = False) -> OnnxEmb
             ensure_exported(settings)
         except Exception as exc:  # a speed-up, never a reason to fail the run
             _warn(f"embedding model not exported to ONNX: {exc}")
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return _exported_or_torch(settings, threads=cores or 1)
+    return _exported_or_torch(settings, threads=usable_cpus())
 
 
 def _exported_or_torch(settings: EmbeddingSettings, threads: int) -> OnnxEmbedder | Embedder:

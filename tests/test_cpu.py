@@ -1,0 +1,46 @@
+"""Thread and process pools are sized by the CPUs a process may use, a cgroup quota included."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pipeline.cpu import cgroup_quota, usable_cpus
+
+AFFINITY = len(os.sched_getaffinity(0))
+
+
+def _v2(root: Path, cpu_max: str) -> Path:
+    root.mkdir(parents=True)
+    (root / "cpu.max").write_text(cpu_max + "\n")
+    return root
+
+
+def _v1(root: Path, quota: int, period: int) -> Path:
+    (root / "cpu").mkdir(parents=True)
+    (root / "cpu" / "cpu.cfs_quota_us").write_text(f"{quota}\n")
+    (root / "cpu" / "cpu.cfs_period_us").write_text(f"{period}\n")
+    return root
+
+
+def test_a_cgroup_v2_quota_caps_the_affinity(tmp_path):
+    limited = _v2(tmp_path / "a", "150000 100000")  # docker --cpus 1.5
+    assert cgroup_quota(limited) == 1.5
+    assert usable_cpus(limited) == min(AFFINITY, 2)
+    single = _v2(tmp_path / "b", "50000 100000")  # half a CPU still gets one thread
+    assert usable_cpus(single) == 1
+    unlimited = _v2(tmp_path / "c", "max 100000")
+    assert cgroup_quota(unlimited) is None and usable_cpus(unlimited) == AFFINITY
+
+
+def test_a_cgroup_v1_quota_caps_the_affinity_and_minus_one_is_none(tmp_path):
+    assert cgroup_quota(_v1(tmp_path / "a", 100000, 100000)) == 1.0
+    assert usable_cpus(tmp_path / "a") == 1
+    assert cgroup_quota(_v1(tmp_path / "b", -1, 100000)) is None
+    assert usable_cpus(tmp_path / "b") == AFFINITY
+
+
+def test_no_cgroup_files_leave_the_affinity(tmp_path):
+    assert cgroup_quota(tmp_path) is None
+    assert usable_cpus(tmp_path) == AFFINITY
+    assert 1 <= usable_cpus() <= AFFINITY  # this machine, whatever its cgroup says
