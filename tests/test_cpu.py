@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 from pipeline.cpu import cgroup_quota, usable_cpus
 
+ROOT = Path(__file__).resolve().parents[1]
 AFFINITY = len(os.sched_getaffinity(0))
 
 
@@ -44,3 +48,28 @@ def test_no_cgroup_files_leave_the_affinity(tmp_path):
     assert cgroup_quota(tmp_path) is None
     assert usable_cpus(tmp_path) == AFFINITY
     assert 1 <= usable_cpus() <= AFFINITY  # this machine, whatever its cgroup says
+
+
+def test_a_process_pinned_to_one_cpu_sizes_its_embedder_for_one(tmp_path):
+    """Real affinity, not a fake file: a child pinned to one CPU sees one, and the index's
+    ONNX embedder (when the model is exported) runs one thread there."""
+    code = textwrap.dedent(
+        """
+        import os
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+        from pipeline.config import EmbeddingSettings
+        from pipeline.cpu import usable_cpus
+        from pipeline.vectors.embed_onnx import OnnxEmbedder, index_embedder
+        embedder = index_embedder(EmbeddingSettings())
+        threads = embedder.session.get_session_options().intra_op_num_threads
+        print(usable_cpus(), isinstance(embedder, OnnxEmbedder), threads)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    cpus, onnx, threads = done.stdout.split()
+    assert cpus == "1"
+    if onnx == "True":  # exported on this machine (setup's index does it)
+        assert threads == "1"
