@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import random
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -116,6 +118,29 @@ def test_truncating_a_long_line_reads_only_its_start():
     assert text.startswith(cut) and 990 <= count_tokens(cut) <= 1000
     assert truncate_tokens("short text", 1000) == "short text"
     assert count_tokens(text) > 200_000  # over the encoder's token limit for one call
+
+
+def test_a_cut_inside_a_character_keeps_only_whole_characters():
+    # Fraktur letters and hieroglyphs are 4 UTF-8 bytes spread over several tokens: most
+    # token counts end inside one, and the cut must not leave half of it (or U+FFFD)
+    text = "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𓀀𓀁 🙂 " * 40
+    for limit in range(1, 60):
+        cut = truncate_tokens(text, limit)
+        assert text.startswith(cut) and "\ufffd" not in cut and count_tokens(cut) <= limit
+    assert len(truncate_tokens(text, 59)) > len(truncate_tokens(text, 5)) > 0
+    broken = "caf\udce9 au lait"  # a lone surrogate: bytes decoded with surrogateescape
+    assert count_tokens(broken) == count_tokens("caf\ufffd au lait")
+    assert truncate_tokens(broken, 2) == "caf\ufffd"  # counted and cut as the replacement
+
+
+def test_counting_tokens_does_not_build_the_packages_rank_tables():
+    # the bpe_openai package builds Python tables of three encodings on import (~0.6 s)
+    code = (
+        "import sys; from pipeline.tokens import count_tokens, truncate_tokens; "
+        "assert count_tokens('Marie Curie') == 3; truncate_tokens('a b c', 1); "
+        "assert 'bpe_openai' not in sys.modules, sorted(sys.modules)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
 
 
 # ---- structure: a 1,000-deep list parses ----------------------------------------------------
