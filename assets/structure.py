@@ -19,8 +19,6 @@ from pipeline.failures import failures_frame
 from pipeline.storage import store
 from pipeline.structure import build_structure
 from pipeline.structure.links import resolve_link_table
-from pipeline.structure.pdf import pdf_mode
-from pipeline.structure.pdf_workers import ReadAhead
 from resources import DocgraphConfig
 from resources.output import run_dir
 
@@ -42,6 +40,9 @@ def structure_asset(n_shards: int):
         backfill_policy=SHARD_POLICY,
     )
     def document_structure(context: AssetExecutionContext, docgraph: DocgraphConfig):
+        from pipeline.structure.pdf import pdf_mode  # pymupdf: only this step reads PDFs
+        from pipeline.structure.pdf_workers import ReadAhead
+
         settings = docgraph.settings()
         folder = run_dir(docgraph, context)
         stats: dict[str, float] = {}

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 from dagster import AssetKey
 
 from definitions import defs
@@ -113,3 +117,24 @@ def test_nightly_schedule_and_folder_sensor(tmp_path):
     (inp / "b.md").unlink()
     deleted, _ = tick(cursor2)
     assert isinstance(deleted, RunRequest) and deleted.run_key == first.run_key
+
+
+def test_loading_the_code_location_leaves_heavy_libraries_for_the_steps_that_use_them():
+    # every step process of a multiprocess or Dask run loads the definitions: pymupdf
+    # (~0.45 s) loads with the first PDF, torch and sentence-transformers with a worker
+    code = (
+        "import sys, definitions; heavy = {'pymupdf', 'torch', 'sentence_transformers', "
+        "'bpe_openai', 'lancedb'} & set(sys.modules); assert not heavy, heavy"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
+
+
+def test_a_pdf_is_read_through_the_deferred_registration(tmp_path):
+    import pymupdf
+
+    from pipeline.ingest import LOADERS
+
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "Marie Curie discovered polonium.")
+    loaded = LOADERS[".pdf"](tmp_path / "a.pdf", doc.tobytes())
+    assert "polonium" in loaded.text and loaded.n_pages == 1

@@ -2,10 +2,10 @@
 publications manifest); the documents and rejected_documents tables out, shard by shard
 (`shards.py`), and the publications table. `walk.py` lists the folder, `loader.py` reads each
 file with its format's loader (`formats.py`; importing the format modules here registers
-them), `publications.py` maps the manifest onto files, and `pdf_ocr.py` reads scanned PDF
-pages when the OCR extra is installed."""
+them, the PDF one deferred: pipeline.lazy), `publications.py` maps the manifest onto files,
+and `pdf_ocr.py` reads scanned PDF pages when the OCR extra is installed."""
 
-from pipeline.ingest import markdown, notes, pdf, text  # noqa: F401  (registers loaders)
+from pipeline.ingest import markdown, notes, text  # noqa: F401  (registers loaders)
 from pipeline.ingest.formats import LOADERS, LoadedDoc, LoadError, load_bytes, register
 from pipeline.ingest.loader import load_folder
 from pipeline.ingest.walk import (
@@ -15,6 +15,10 @@ from pipeline.ingest.walk import (
     own_folders,
     walk_input,
 )
+from pipeline.lazy import deferred
+
+# pdf.py registers itself too, when it is imported: pymupdf loads with the first PDF read
+LOADERS.setdefault(".pdf", deferred("pipeline.ingest.pdf", "load_pdf"))
 
 __all__ = [
     "InputFolderError",

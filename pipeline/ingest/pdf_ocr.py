@@ -23,10 +23,12 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import pymupdf
+
+if TYPE_CHECKING:  # imported where a page is read: shards.py imports this module for every run
+    import pymupdf
 
 OcrMode = Literal["auto", "off"]
 ENGINE_MODULE = "rapidocr_onnxruntime"  # of the package rapidocr-onnxruntime
@@ -96,6 +98,8 @@ def ocr_setting(mode: OcrMode) -> Iterator[None]:
 def image_only(page: pymupdf.Page) -> bool:
     """No text layer, and images or drawings cover at least MIN_COVER of the page (a scan, or
     text converted to outlines); a blank page is not one."""
+    import pymupdf
+
     if page.get_text("text").strip():
         return False
     area = abs(page.rect)
@@ -180,6 +184,8 @@ def ocr_page(page: pymupdf.Page, stats: dict[str, float] | None = None) -> list[
 
 def _render(page: pymupdf.Page, dpi: int, max_pixels: int) -> pymupdf.Pixmap:
     """The page in RGB at `dpi`, or at the dpi that makes it `max_pixels`, if lower."""
+    import pymupdf
+
     area = max(page.rect.width * page.rect.height, 1.0) / 72.0**2  # square inches
     dpi = min(dpi, max(int((max_pixels / area) ** 0.5), 1))
     return page.get_pixmap(dpi=dpi, alpha=False, colorspace=pymupdf.csRGB)

@@ -14,10 +14,14 @@ from pipeline import schemas
 from pipeline.config import StructureSettings
 from pipeline.failures import failure_row
 from pipeline.ids import sha256_hex
-from pipeline.structure import markdown, notes, pdf  # noqa: F401  (register their parsers)
+from pipeline.lazy import deferred
+from pipeline.structure import markdown, notes  # noqa: F401  (register their parsers)
 from pipeline.structure.model import DocStructure
 from pipeline.structure.parsers import PARSERS
 from pipeline.structure.text import parse_text
+
+# pdf.py registers itself too, when it is imported: pymupdf loads with the first PDF parsed
+PARSERS.setdefault("application/pdf", deferred("pipeline.structure.pdf", "parse_pdf"))
 
 
 def _plain(doc: dict[str, Any], _: bytes | None, __: Any = None) -> DocStructure:
