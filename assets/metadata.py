@@ -3,7 +3,9 @@ column schema the catalog shows (`dagster/row_count`, `dagster/column_schema`), 
 preview, graph summaries, elapsed time.
 
 Schemas are read from what is written (the conformed frame, the Parquet footers, the Lance
-table), never listed here: the tables' columns change with pipeline.schemas.
+table), never listed here: the tables' columns change with pipeline.schemas. A sharded
+table's schema is its definition's (`declared_schema`, from pipeline.schemas): Dagster
+stores a range's materialization once per shard.
 """
 
 from __future__ import annotations
@@ -38,6 +40,12 @@ LANCE_KINDS = frozenset({"lancedb"})
 def column_schema(schema: pa.Schema) -> TableSchema:
     """Dagster's schema of an Arrow schema: every column with its Arrow type."""
     return TableSchema(columns=[TableColumn(f.name, str(f.type)) for f in schema])
+
+
+def declared_schema(name: str) -> dict[str, Any]:
+    """Definition metadata: the column schema of Parquet table `name` as pipeline.schemas
+    declares it (what every file of the table is conformed to)."""
+    return {COLUMN_SCHEMA: MetadataValue.table_schema(column_schema(schemas.TABLES[name]))}
 
 
 def _cell(value: Any, width: int) -> str | int | float | bool | None:

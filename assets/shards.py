@@ -26,7 +26,7 @@ from dagster import (
     StaticPartitionsDefinition,
 )
 
-from assets.metadata import PARQUET_KINDS, parquet_metadata
+from assets.metadata import COLUMN_SCHEMA, PARQUET_KINDS, declared_schema, parquet_metadata
 from pipeline import memory
 from pipeline.ingest.shards import shard_keys
 from pipeline.storage import store
@@ -57,8 +57,18 @@ def tail_keys(asset_graph) -> list:
 
 
 def specs(group: str, tables: dict[str, str], deps: list[str]) -> list[AssetSpec]:
+    """Sharded tables' specs. Their column schema (pipeline.schemas, what every shard file is
+    conformed to) is the definition's: a range's materialization is copied into an event
+    per shard, so per-run metadata stays small (run_shards)."""
     return [
-        AssetSpec(name, description=text, group_name=group, deps=deps, kinds=set(PARQUET_KINDS))
+        AssetSpec(
+            name,
+            description=text,
+            group_name=group,
+            deps=deps,
+            kinds=set(PARQUET_KINDS),
+            metadata=declared_schema(name),
+        )
         for name, text in tables.items()
     ]
 
@@ -72,8 +82,9 @@ def run_shards(
 ) -> list[MaterializeResult]:
     """Run `work(shard)` for every shard of the run's range and write the frames it returns
     as those shards' files of each table; one materialization per table, with the rows the
-    range holds now, per-shard timing, and the whole table's row count, schema and preview
-    (assets.metadata, from its files)."""
+    range holds now, per-shard timing, and the whole table's row count and preview
+    (assets.metadata, from its files). Dagster stores it once per shard of the range (16
+    copies in a full run), so the column schema is left to the definition (`specs`)."""
     started = time.perf_counter()
     tables = list(tables)
     keys = context.partition_keys
@@ -101,7 +112,7 @@ def run_shards(
                 "elapsed_s": elapsed,
                 "s_per_shard": round(elapsed / max(1, len(keys)), 3),
                 **output_root_entry(folder.parent.resolve()),
-                **parquet_metadata(folder, name),
+                **{k: v for k, v in parquet_metadata(folder, name).items() if k != COLUMN_SCHEMA},
                 **meta,
             },
         )
