@@ -129,12 +129,27 @@ def test_loading_the_code_location_leaves_heavy_libraries_for_the_steps_that_use
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
 
 
-def test_a_pdf_is_read_through_the_deferred_registration(tmp_path):
+def test_a_pdf_is_read_and_parsed_through_the_deferred_registrations(tmp_path):
+    # in a fresh interpreter, so the calls go through the deferred functions, not the real
+    # ones a PDF test earlier in this process registered
     import pymupdf
 
-    from pipeline.ingest import LOADERS
-
     doc = pymupdf.open()
-    doc.new_page().insert_text((72, 72), "Marie Curie discovered polonium.")
-    loaded = LOADERS[".pdf"](tmp_path / "a.pdf", doc.tobytes())
-    assert "polonium" in loaded.text and loaded.n_pages == 1
+    text = "Marie Curie discovered polonium in 1898.\nShe worked in Paris with Pierre Curie."
+    doc.new_page().insert_text((72, 200), text)
+    (tmp_path / "a.pdf").write_bytes(doc.tobytes())
+    code = (
+        "import sys; from pathlib import Path; p = Path(sys.argv[1]); data = p.read_bytes()\n"
+        "from pipeline.ingest import LOADERS; from pipeline.structure import PARSERS\n"
+        "assert 'pymupdf' not in sys.modules\n"
+        "loaded = LOADERS['.pdf'](p, data)\n"
+        "assert 'polonium' in loaded.text and loaded.n_pages == 1, loaded\n"
+        "row = {'id': 'd', 'source_path': 'a.pdf', 'title': 'a', 'text': loaded.text}\n"
+        "st = PARSERS['application/pdf'](row, data, None)\n"
+        "assert any('polonium' in (n.get('text') or '') for n in st.nodes), st.nodes\n"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "a.pdf")],
+        check=True,
+        cwd=Path(__file__).parents[1],
+    )
