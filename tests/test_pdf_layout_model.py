@@ -420,6 +420,22 @@ def test_a_sentence_the_model_puts_in_a_margin_once_is_kept():
     assert not any("example press" in n["text"] for n in parse(repeated).nodes)
 
 
+def test_the_only_line_of_a_page_is_content_not_a_margin():
+    """The model calls a lone line on a page a page header or footer: a one-line document
+    ("Hi.") or a divider page ("Part Two") lost its text. On a page with no other text it is
+    kept, unless it is a page number or repeated on other pages."""
+    pdf = pymupdf.open()
+    pdf.new_page().insert_text((72, 72), "Hi.", fontsize=11)
+    assert [n["text"] for n in parse(pdf).nodes] == ["Hi."]
+
+    pdf = journal_pages()
+    pdf.new_page(1).insert_text((72, 72), "Part Two", fontsize=11)  # a divider page
+    pdf.new_page(3).insert_text((300, 780), "1237", fontsize=9)  # a page holding its number
+    st = parse(pdf)
+    assert firsts(st) == ["Page1", "Part", "Page2", "Page3"]
+    assert [n["node_type"] for n in st.nodes if n["text"] == "1237"] == ["PAGE_NUMBER"]
+
+
 def test_a_page_of_too_many_vector_paths_is_read_by_position(monkeypatch):
     """The model's text extraction segments a page around its vector paths (240 s on a page
     of 18,560): a page over MAX_PATHS is not given to the model, its text kept by position,

@@ -11,7 +11,6 @@ dropped. Page headers/footers are dropped, their page numbers kept as page label
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import Any
 
@@ -22,14 +21,16 @@ from pipeline.ingest.pdf_units import Line, Unit, split_block, xy_cut
 from pipeline.structure.model import DocStructure
 from pipeline.structure.pdf_classify import classify_page, title_and_headings
 from pipeline.structure.pdf_layout import (
+    PAGE_NO,
     TEXT_FLAGS,
     attach_markers,
     body_size,
     make_line,
     merge_same_row,
+    normalise_margin_text,
 )
 from pipeline.structure.pdf_ocr import heading_classes
-from pipeline.structure.pdf_pages import printed_numbers, running_text
+from pipeline.structure.pdf_pages import printed_numbers, roman_value, running_text
 from pipeline.structure.pdf_regions import FAILED, MARGIN_CLASSES, Region
 from pipeline.structure.pdf_rtl import fix_rtl_ligatures
 from pipeline.structure.pdf_sections import SENT_END
@@ -186,26 +187,31 @@ def _table_text(region: Region) -> tuple[str, dict[str, Any]]:
 MARGIN_CONTENT_WORDS = 5
 
 
-def _keep_margin_content(pages: list[list[Region]]) -> None:
-    """In place: margin regions holding a sentence seen on one page only (a one-page
-    document's footnote, a closing remark) become text: dropping them lost content. Page
-    numbers, running titles, journal lines ("Vol. 85, No. 152": no sentence) and lines
-    repeated across pages stay margins."""
-
-    def key(unit: Unit) -> str:
-        return re.sub(r"\d+", "#", " ".join(unit.text.lower().split()))
-
-    seen: Counter[str] = Counter()
-    for regions in pages:
-        seen.update({key(r.unit) for r in regions if r.unit and r.cls in MARGIN_CLASSES})
-    for regions in pages:
-        for r in regions:
-            unit = r.unit
-            if r.cls not in MARGIN_CLASSES or unit is None or seen[key(unit)] > 1:
+def _keep_margin_content(pages: list[list[Region]], orphans: list[list[Unit]]) -> None:
+    """In place: margin regions no other page repeats (digits aside) become text where
+    dropping them lost content: a sentence (a one-page document's footnote, a closing
+    remark), or any line but a page number on a page with no other text (a one-line
+    document, a part's title page: the model calls a lone line a header). Page numbers,
+    running titles, journal lines ("Vol. 85, No. 152": no sentence) and lines repeated
+    across pages stay margins."""
+    margins = [[r for r in rs if r.unit and r.cls in MARGIN_CLASSES] for rs in pages]
+    seen = Counter(
+        key for rs in margins for key in {normalise_margin_text(r.unit.text) for r in rs}
+    )
+    for regions, mine, left_out in zip(pages, margins, orphans, strict=True):
+        bare = not left_out and all(r.cls in MARGIN_CLASSES for r in regions)
+        for r in mine:
+            text = r.unit.text.strip()
+            if seen[normalise_margin_text(text)] > 1:
                 continue
-            text = unit.text.strip()
-            if len(text.split()) >= MARGIN_CONTENT_WORDS and SENT_END.search(text):
+            sentence = len(text.split()) >= MARGIN_CONTENT_WORDS and SENT_END.search(text)
+            if sentence or bare and text and not _page_number(text):
                 r.cls = "text"
+
+
+def _page_number(text: str) -> bool:
+    m = PAGE_NO.match(text)
+    return m is not None and (m.group(1).isdigit() or roman_value(m.group(1).lower()) is not None)
 
 
 def parse_layout(
@@ -239,7 +245,7 @@ def parse_layout(
         heights.append(page.rect.height or 792.0)
         if not any(r.unit for r in regions) and not orphans[-1]:
             out.warnings.append(f"page {pno + 1}: no text")
-    _keep_margin_content(pages)
+    _keep_margin_content(pages, orphans)
     margins = [[r.unit for r in rs if r.unit and r.cls in MARGIN_CLASSES] for rs in pages]
     numbers = printed_numbers(margins)
     body_units = [
