@@ -1,10 +1,9 @@
 """Token counting with the o200k_base encoding, embedded in the bpe-openai wheel (no download).
 
-Counting, encoding and truncating call the wheel's Rust tokenizer directly (`_tokenizer`):
-importing the `bpe_openai` package first builds Python rank tables of all three of its
-encodings (~0.6 s a process, the most of a cold query's token counting), which only its
-Python decoder needs; `token_starts` (char offsets, the simple chunker's rare over-long
-sentence) still uses that decoder.
+Everything here calls the wheel's Rust tokenizer directly (`_tokenizer`): importing the
+`bpe_openai` package first builds Python rank tables of all three of its encodings (~0.9 s
+of CPU in every process that counts a token or cuts an over-long sentence), which only its
+Python decoder needs.
 
 The encoder refuses one call over 1,000,000 characters or 200,000 tokens, so every function
 here encodes a long text in bounded pieces (`pieces`): cut after a line end, else before a
@@ -18,6 +17,8 @@ from __future__ import annotations
 import re
 import sys
 from functools import lru_cache
+
+import numpy as np
 
 # At most 4 UTF-8 bytes a char, and a token is at least one byte: <= 131,072 tokens a piece.
 MAX_PIECE_CHARS = 32_768
@@ -44,11 +45,39 @@ def _tokenizer():
     return sys.modules[name].tokenizer_for_encoding("o200k_base")
 
 
-@lru_cache(maxsize=1)
-def _encoding():
-    import bpe_openai
+# Byte length of each token id seen (a token is a byte string; most decode alone).
+_token_bytes: dict[int, int] = {}
 
-    return bpe_openai.get_encoding("o200k_base")
+
+@lru_cache(maxsize=1)
+def _rank_lengths() -> dict[int, int]:
+    """Byte length of every o200k token, from the wheel's rank file: only for a token that
+    is part of a character (emoji, rare scripts), which does not decode alone."""
+    import base64
+    import gzip
+    import importlib.util
+    from pathlib import Path
+
+    package = importlib.util.find_spec("bpe_openai")
+    path = Path(next(iter(package.submodule_search_locations))) / "data" / "o200k_base.tiktoken.gz"
+    out: dict[int, int] = {}
+    with gzip.open(path, "rt", encoding="utf-8") as lines:
+        for line in lines:
+            if line.strip():
+                token, rank = line.split()
+                out[int(rank)] = len(base64.b64decode(token))
+    return out
+
+
+def _byte_length(tok, token: int) -> int:
+    n = _token_bytes.get(token)
+    if n is None:
+        try:
+            n = len(tok.decode([token]).encode("utf-8"))
+        except ValueError:  # bytes of a character split over tokens
+            n = _rank_lengths()[token]
+        _token_bytes[token] = n
+    return n
 
 
 def _valid(text: str) -> str:
@@ -112,12 +141,20 @@ def count_tokens_batch(texts: list[str]) -> list[int]:
 
 
 def token_starts(text: str) -> list[int]:
-    """Char offset in `text` where each of its tokens starts (encoded piece by piece)."""
-    enc = _encoding()
+    """Char offset in `text` where each of its tokens starts (encoded piece by piece); a
+    token that starts inside a character (its UTF-8 bytes spread over tokens) gets that
+    character's offset, as tiktoken's `decode_with_offsets` gives."""
+    tok = _tokenizer()
     out: list[int] = []
     for a, b in pieces(text) if text else ():
-        _, offsets = enc.decode_with_offsets(enc.encode_ordinary(text[a:b]))
-        out += [a + o for o in offsets]
+        piece = text[a:b]
+        toks = _encode(tok, piece)
+        # a lone surrogate is 3 bytes either way: here and as the U+FFFD the encoder read
+        data = np.frombuffer(piece.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+        # char index of each byte: character starts (non-continuation bytes) up to it, - 1
+        char_of = np.cumsum((data & 0xC0) != 0x80) - 1
+        lengths = np.array([_byte_length(tok, t) for t in toks], dtype=np.int64)
+        out += (a + char_of[np.cumsum(lengths) - lengths]).tolist()
     return out
 
 

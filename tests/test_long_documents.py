@@ -23,7 +23,14 @@ from pipeline.chunking.documents import chunk_structured
 from pipeline.config import Settings
 from pipeline.ingest import load_folder
 from pipeline.structure import build_structure
-from pipeline.tokens import MAX_PIECE_CHARS, count_tokens, count_tokens_batch, truncate_tokens
+from pipeline.tokens import (
+    MAX_PIECE_CHARS,
+    count_tokens,
+    count_tokens_batch,
+    pieces,
+    token_starts,
+    truncate_tokens,
+)
 
 NORMAL = (
     "# Curie in Paris\n\nMarie Curie worked in Paris with Pierre Curie. They discovered "
@@ -133,11 +140,32 @@ def test_a_cut_inside_a_character_keeps_only_whole_characters():
     assert truncate_tokens(broken, 2) == "caf\ufffd"  # counted and cut as the replacement
 
 
+def test_token_offsets_are_the_packages_on_every_script():
+    """token_starts reads the Rust tokenizer's tokens; the offsets are those of the package's
+    own decoder (a token inside a character at that character), on text whose characters
+    are spread over tokens, a lone surrogate and a text over one encoder call."""
+    import bpe_openai
+
+    enc = bpe_openai.get_encoding("o200k_base")
+    texts = [
+        "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𓀀𓀁 🙂 👩‍👩‍👧 family, 你好吗，我很好。 مرحبا Ωmega",
+        "caf\udce9 au lait",
+        ("Ünïcödé wörds " * 4000) + "end",
+    ]
+    for text in texts:
+        expected = []
+        for a, b in pieces(text):
+            _, offsets = enc.decode_with_offsets(enc.encode_ordinary(text[a:b]))
+            expected += [a + o for o in offsets]
+        assert token_starts(text) == expected
+
+
 def test_counting_tokens_does_not_build_the_packages_rank_tables():
-    # the bpe_openai package builds Python tables of three encodings on import (~0.6 s)
+    # the bpe_openai package builds Python tables of three encodings on import (~0.9 s)
     code = (
-        "import sys; from pipeline.tokens import count_tokens, truncate_tokens; "
+        "import sys; from pipeline.tokens import count_tokens, token_starts, truncate_tokens; "
         "assert count_tokens('Marie Curie') == 3; truncate_tokens('a b c', 1); "
+        "assert token_starts('Marie Curie') == [0, 5, 9]; "
         "assert 'bpe_openai' not in sys.modules, sorted(sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
