@@ -422,18 +422,28 @@ def test_a_sentence_the_model_puts_in_a_margin_once_is_kept():
 
 def test_the_only_line_of_a_page_is_content_not_a_margin():
     """The model calls a lone line on a page a page header or footer: a one-line document
-    ("Hi.") or a divider page ("Part Two") lost its text. On a page with no other text it is
-    kept, unless it is a page number or repeated on other pages."""
+    ("Hi."), a title page or a divider page lost its text. On a page with no other text it
+    is kept, set large it heads, unless it is a page number or repeated on other pages."""
     pdf = pymupdf.open()
     pdf.new_page().insert_text((72, 72), "Hi.", fontsize=11)
     assert [n["text"] for n in parse(pdf).nodes] == ["Hi."]
 
     pdf = journal_pages()
-    pdf.new_page(1).insert_text((72, 72), "Part Two", fontsize=11)  # a divider page
+    pdf.new_page(1).insert_text((72, 72), "Part Two", fontsize=10)  # a divider page
     pdf.new_page(3).insert_text((300, 780), "1237", fontsize=9)  # a page holding its number
     st = parse(pdf)
     assert firsts(st) == ["Page1", "Part", "Page2", "Page3"]
     assert [n["node_type"] for n in st.nodes if n["text"] == "1237"] == ["PAGE_NUMBER"]
+
+    cover = pdf.new_page(0)  # a title page: one line in display type
+    box(cover, (72, 250, 540, 300), "A Study of Harbour Trusts", 24, fontname="hebo", align=1)
+    pdf.new_page(4).insert_text((72, 400), "Part Three", fontsize=18)  # a divider set large
+    st = parse(pdf)
+    assert [n["text"] for n in st.nodes if n["node_type"] == "TITLE"] == [
+        "A Study of Harbour Trusts"
+    ]
+    assert [s["title"] for s in st.sections][1:] == ["Part Three"]
+    assert firsts(st) == ["Page1", "Part", "Page2", "Page3"]
 
 
 def test_a_page_of_too_many_vector_paths_is_read_by_position(monkeypatch):

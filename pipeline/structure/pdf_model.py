@@ -187,26 +187,31 @@ def _table_text(region: Region) -> tuple[str, dict[str, Any]]:
 MARGIN_CONTENT_WORDS = 5
 
 
-def _keep_margin_content(pages: list[list[Region]], orphans: list[list[Unit]]) -> None:
+def _keep_margin_content(pages: list[list[Region]], orphans: list[list[Unit]]) -> set[int]:
     """In place: margin regions no other page repeats (digits aside) become text where
     dropping them lost content: a sentence (a one-page document's footnote, a closing
     remark), or any line but a page number on a page with no other text (a one-line
-    document, a part's title page: the model calls a lone line a header). Page numbers,
-    running titles, journal lines ("Vol. 85, No. 152": no sentence) and lines repeated
-    across pages stay margins."""
+    document, a title or divider page: the model calls a lone line a header or footer).
+    Page numbers, running titles, journal lines ("Vol. 85, No. 152": no sentence) and lines
+    repeated across pages stay margins. Returns the ids of the lone lines' units, which
+    the caller classes by size (a large one heads)."""
     margins = [[r for r in rs if r.unit and r.cls in MARGIN_CLASSES] for rs in pages]
     seen = Counter(
         key for rs in margins for key in {normalise_margin_text(r.unit.text) for r in rs}
     )
+    lone: set[int] = set()
     for regions, mine, left_out in zip(pages, margins, orphans, strict=True):
         bare = not left_out and all(r.cls in MARGIN_CLASSES for r in regions)
         for r in mine:
             text = r.unit.text.strip()
             if seen[normalise_margin_text(text)] > 1:
                 continue
-            sentence = len(text.split()) >= MARGIN_CONTENT_WORDS and SENT_END.search(text)
-            if sentence or bare and text and not _page_number(text):
+            if len(text.split()) >= MARGIN_CONTENT_WORDS and SENT_END.search(text):
                 r.cls = "text"
+            elif bare and text and not _page_number(text):
+                r.cls = "text"
+                lone.add(id(r.unit))
+    return lone
 
 
 def _page_number(text: str) -> bool:
@@ -245,7 +250,7 @@ def parse_layout(
         heights.append(page.rect.height or 792.0)
         if not any(r.unit for r in regions) and not orphans[-1]:
             out.warnings.append(f"page {pno + 1}: no text")
-    _keep_margin_content(pages, orphans)
+    lone = _keep_margin_content(pages, orphans)
     margins = [[r.unit for r in rs if r.unit and r.cls in MARGIN_CLASSES] for rs in pages]
     numbers = printed_numbers(margins)
     body_units = [
@@ -260,6 +265,7 @@ def parse_layout(
     for pno, regions in enumerate(pages):
         flow: list[Unit] = []
         cls_of: dict[int, str] = heading_classes(ocr[pno], body) if pno in ocr else {}
+        cls_of |= heading_classes([r.unit for r in regions if id(r.unit) in lone], body)
         tables: dict[int, tuple[str, dict[str, Any]]] = {}
         for r in regions:
             if r.cls in MARGIN_CLASSES or r.unit is not None and id(r.unit) in running:
@@ -277,7 +283,7 @@ def parse_layout(
                 continue
             else:
                 unit = r.unit
-            cls_of[id(unit)] = r.cls
+            cls_of.setdefault(id(unit), r.cls)
             flow.append(unit)
         units = _place_orphans(flow, [o for o in orphans[pno] if id(o) not in running])
         items += classify_page(units, cls_of, tables, body, cfg.heading_max_words)
