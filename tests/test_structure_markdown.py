@@ -375,3 +375,48 @@ def test_table_captions_is_captioned_by():
     assert set(by_target) == {"Table 1: Sco", "**Table 2.**", "Таблица 4 — "}
     for e in edges:
         assert by_target[text[e["target_id"]][:12]]["captioned_id"] == cap_of[e["target_id"]]
+
+
+def test_colon_fenced_containers_of_other_site_generators():
+    """Docusaurus, VitePress, Pandoc/MyST and remark-directive containers hold content,
+    their fences are no text; a `::: x` line no colon fence closes stays a mkdocstrings
+    directive, even beside them."""
+    text = "\n".join(
+        [
+            ":::tip My tip",
+            "Tip text.",
+            ":::",
+            "",
+            ":::danger[Take care]",
+            "",
+            "Danger text.",
+            "",
+            ":::",
+            "::: details Click to see",
+            "Details text.",
+            ":::",
+            "",
+            "::: pkg.module",
+            "    options:",
+            "      show_source: false",
+            "",
+            "::::{note}",
+            ':::info{title="x"}',
+            "Nested text.",
+            ":::",
+            "::::",
+            "Closing paragraph.",
+        ]
+    )
+    got = [
+        (b.kind, b.text, b.meta.get("container"), b.meta.get("container_title"))
+        for b in parse_blocks(text.split("\n"))
+    ]
+    assert got == [
+        ("PARAGRAPH", "Tip text.", "admonition:tip", "My tip"),
+        ("PARAGRAPH", "Danger text.", "admonition:danger", "Take care"),
+        ("PARAGRAPH", "Details text.", "admonition:details", "Click to see"),
+        ("CODE", "::: pkg.module\noptions:\n  show_source: false", None, None),
+        ("PARAGRAPH", "Nested text.", "admonition:info", ""),
+        ("PARAGRAPH", "Closing paragraph.", None, None),
+    ]

@@ -9,6 +9,12 @@ GFM tables) and the rules no plugin covers as mkdocs does, written here:
   lines, which cuts mkdocs admonitions holding code with blank lines in two;
 - mkdocstrings directives (`::: pkg.mod` + indented YAML options): one `directive` token,
   opaque, since what it renders comes from code, not from the page;
+- colon-fenced containers, closed by a line of colons: Docusaurus admonitions (`:::tip`,
+  `:::note[Title]`, `:::info Title`), VitePress and markdown-it-container (`::: warning`,
+  `::: details Click`), Pandoc fenced divs and MyST (`::: {.note}`, `:::{note}`),
+  remark-directive (`:::name{attrs}`), nested by longer fences: mdit-py-plugins'
+  container plugin (`container_fenced_open`, `fenced_tag` / `fenced_title` give the kind
+  and title). A `::: x` line with no closing fence after it is a mkdocstrings directive;
 - pymdown-extensions snippets (`--8<-- "file.md"`, or a `--8<--` line, file names one a
   line, `--8<--`): one `snippet` token naming the files (`meta["paths"]`, sections and line
   ranges after `:` left out), not a paragraph of markers. What a snippet includes is
@@ -38,6 +44,7 @@ from markdown_it.rules_block import StateBlock
 from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline
 from mdit_py_plugins.attrs import attrs_plugin
+from mdit_py_plugins.container import container_plugin
 from mdit_py_plugins.deflist import deflist_plugin
 from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
@@ -54,6 +61,10 @@ _ADMONITION = re.compile(
     r"(?:!!!|\?\?\?\+?)[ \t]*([\w-]+(?:[ \t]+[\w-]+)*)(?:[ \t]+\"(.*?)\")?[ \t]*$"
 )
 _DIRECTIVE = re.compile(r":::[ \t]+(\S+)")
+_CLOSING_FENCE = re.compile(r":{3,}[ \t]*$")
+# A fenced container's opening: `tip Title`, `note[Title]`, `{.note}`, `{note} Title`,
+# `info{title="x"}`: the kind, then a title in brackets or after it.
+_FENCED = re.compile(r"\{?\.?([\w-]+)\}?(?:\[(.*?)\])?(?:\{[^}]*\})?(.*)$")
 _SNIPPET = re.compile(r"-+8<-+(?:[ \t]+([\"'])(.+?)\1)?[ \t]*$")
 _MARKERS = frozenset({"===", ":::", "!!!", "???"})
 _READ_INLINE = re.compile(r"[\[<{]")
@@ -87,6 +98,8 @@ def _container(state: StateBlock, start: int, end: int, silent: bool) -> bool:
     admonition = _ADMONITION.match(text) if text[0] in "!?" else None
     tab = _TAB.match(text) if text[0] == "=" else None
     directive = _DIRECTIVE.match(text) if text[0] == ":" else None
+    if directive is not None and _closed(state, start):
+        directive = None  # a fenced container (the container plugin's)
     if admonition is None and tab is None and directive is None:
         return False
     if silent:
@@ -118,6 +131,32 @@ def _container(state: StateBlock, start: int, end: int, silent: bool) -> bool:
     state.parentType, state.lineMax, state.blkIndent = old
     state.line = stop
     return True
+
+
+def _closed(state: StateBlock, start: int) -> bool:
+    """Whether a line of colons alone closes the fence opened at line `start`: the
+    document's colon fences paired off in order, once a parse (`state.env`)."""
+    closed = state.env.get("colon_fences_closed")
+    if closed is None:
+        closed, open_at = set(), []
+        for k, line in enumerate(state.src.split("\n")):
+            line = line.strip()
+            if not line.startswith(":::"):
+                continue
+            if not _CLOSING_FENCE.match(line):
+                open_at.append(k)
+            elif open_at:
+                closed.add(open_at.pop())
+        state.env["colon_fences_closed"] = closed
+    return start in closed
+
+
+def fenced_tag(info: str) -> tuple[str, str]:
+    """(kind, title) of a colon-fenced container's opening line after its colons."""
+    m = _FENCED.match(info.strip())
+    if m is None:
+        return "div", info.strip()
+    return m.group(1).lower(), (m.group(2) or m.group(3) or "").strip()
 
 
 def snippet_path(spec: str) -> str:
@@ -243,6 +282,8 @@ def markdown_parser() -> MarkdownIt:
     alt = {"alt": ["paragraph", "reference", "blockquote", "list"]}
     md.block.ruler.before("fence", "container", _container, alt)
     md.block.ruler.before("fence", "snippet", _snippet, alt)
+    # after `container`, which leaves it the `::: x` lines a colon fence closes
+    container_plugin(md, "fenced", validate=lambda params, *_: bool(params.strip()))
     md.core.ruler.at("inline", _inline_where_read)
     md.inline.ruler.before("link", "wikilink", _wikilink)
     md.inline.ruler.after("link", "autoref", _autoref)

@@ -12,7 +12,8 @@ open containers reads it, however deep the document nests. Per block kind:
   whatever they hold, with the links of everything inside;
 - TABLE: the table's lines, its cells as `rows` in the metadata; CODE: fenced, indented
   and mkdocstrings `::: x` directives, opaque;
-- admonitions and content tabs add `container` / `container_title` to what they hold;
+- admonitions, content tabs and colon-fenced containers (`:::tip`) add `container` /
+  `container_title` to what they hold;
 - SNIPPET (`--8<-- "file.md"`): no node, the included files as `snippet` links.
 """
 
@@ -30,7 +31,7 @@ from pipeline.structure.markdown_inline import (
     inline_links,
     strip_line_attrs,
 )
-from pipeline.structure.markdown_syntax import markdown_parser
+from pipeline.structure.markdown_syntax import fenced_tag, markdown_parser
 
 _QUOTE = re.compile(r"^[ \t]*> ?", re.M)
 _LIST_MARK = re.compile(r"^(?:[ \t]*>)*[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
@@ -233,6 +234,9 @@ class _Reader:
             elif kind in ("admonition_open", "tab_open"):
                 name = f"admonition:{t.meta['tag']}" if kind == "admonition_open" else "tab"
                 self.stack.append(("container", {"name": name, "title": t.info}))
+            elif kind == "container_fenced_open":
+                tag, title = fenced_tag(t.info)
+                self.stack.append(("container", {"name": f"admonition:{tag}", "title": title}))
             elif kind == "list_item_open":
                 self.stack.append(("item", {"parts": 0}))
             elif kind == "dd_open":  # its term is the enclosing dl's latest
@@ -276,6 +280,7 @@ _CLOSERS = frozenset(
         "dl_close",
         "admonition_close",
         "tab_close",
+        "container_fenced_close",
     }
 )
 
