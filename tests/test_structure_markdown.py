@@ -420,3 +420,72 @@ def test_colon_fenced_containers_of_other_site_generators():
         ("PARAGRAPH", "Nested text.", "admonition:info", ""),
         ("PARAGRAPH", "Closing paragraph.", None, None),
     ]
+
+
+MDX = """---
+title: Tutorial Intro
+---
+import Tabs from '@theme/Tabs';
+import TabItem from '@theme/TabItem';
+export const toc = [
+  {value: 'Install', id: 'install'},
+];
+
+# Tutorial Intro {/* the page's own title */}
+
+Read the [setup guide](./guides/setup) first.
+
+<Tabs groupId="os">
+<TabItem value="linux" label="Linux">
+
+Install with the package manager.
+
+</TabItem>
+</Tabs>
+
+```jsx
+import Tabs from '@theme/Tabs';
+```
+
+## Install
+
+:::note[Requirements]
+Node.js 18 or above.
+:::
+"""
+
+
+def test_mdx_pages_read_as_markdown_without_their_javascript(tmp_path):
+    """A Docusaurus site's .mdx pages: ESM imports/exports and MDX comments are no text
+    (code fences keep theirs), JSX tags alone make no node, line numbers stay the file's,
+    and links resolve to and from .mdx pages with or without their suffix."""
+    (tmp_path / "docs" / "guides").mkdir(parents=True)
+    (tmp_path / "docs" / "intro.mdx").write_text(MDX, encoding="utf-8")
+    (tmp_path / "docs" / "guides" / "setup.md").write_text(
+        "# Setup\n\nSee [the intro](../intro.mdx#install) and [again](/docs/intro).\n",
+        encoding="utf-8",
+    )
+    docs, rejected = load_folder(tmp_path)
+    assert rejected.height == 0 and docs.height == 2
+    sections, nodes, edges, warnings = build_structure(docs, tmp_path)
+    assert warnings == {}
+    intro = nodes.filter(pl.col("document_id") == _by_path(docs)["docs/intro.mdx"])
+    got = [
+        (r["node_type"], r["text"], json.loads(r["metadata"])["line_start"])
+        for r in intro.sort("seq_major", "seq_minor").iter_rows(named=True)
+    ]
+    assert got == [
+        ("HEADING", "Tutorial Intro", 10),
+        ("PARAGRAPH", "Read the [setup guide](./guides/setup) first.", 12),
+        ("PARAGRAPH", "Install with the package manager.", 17),
+        ("CODE", "import Tabs from '@theme/Tabs';", 22),
+        ("HEADING", "Install", 26),
+        ("PARAGRAPH", "Node.js 18 or above.", 29),
+    ]
+    refers = edges.filter(pl.col("type") == "REFERS_TO")
+    uri = dict(zip(sections["id"], sections["uri"], strict=True))
+    assert sorted(uri.get(t) for t in refers["target_id"]) == [
+        "docs/guides/setup.md",
+        "docs/intro.mdx",
+        "docs/intro.mdx#install",
+    ]

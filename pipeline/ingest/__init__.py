@@ -1,5 +1,5 @@
-"""The ingest layer: the input folder in (.txt / .md / .pdf / notes .json(l) files and the
-publications manifest); the documents and rejected_documents tables out, shard by shard
+"""The ingest layer: the input folder in (.txt / .md / .mdx / .pdf / notes .json(l) files
+and the publications manifest); the documents and rejected_documents tables out, shard by shard
 (`shards.py`), and the publications table. `walk.py` lists the folder, `loader.py` reads each
 file with its format's loader (`formats.py`; importing the format modules here registers
 them, the PDF one deferred: pipeline.lazy), `publications.py` maps the manifest onto files,

@@ -3,6 +3,11 @@
 The Markdown itself is kept: its headings are the strongest chunk boundaries. A page of
 front matter alone (an mkdocs redirect page) is a document with no text, so links to it
 resolve; one with empty front matter too is an empty file.
+
+MDX (Docusaurus, Nextra, Mintlify pages) is Markdown with JavaScript: its ESM blocks
+(`import` / `export` lines up to a blank line) and `{/* comments */}` are code of the site,
+not text of the page, and become blank lines (line numbers stay the file's); JSX elements
+are read as the HTML they look like.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)"
 _ATX = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
+_ESM = re.compile(r"^(?:import|export)\b")
+_MDX_COMMENT = re.compile(r"\{/\*.*?\*/\}", re.DOTALL)
 
 
 def split_front_matter(text: str) -> tuple[dict[str, Any], str, list[str]]:
@@ -54,9 +61,42 @@ def first_heading(text: str) -> str | None:
     return None
 
 
-@register(".md", ".markdown")
+def mdx_markdown(text: str) -> str:
+    """`text` with MDX's ESM blocks and comments outside code fences blanked, line for
+    line."""
+    out: list[str] = []
+    prose: list[str] = []  # lines outside fences since the last fence line
+
+    def flush() -> None:
+        if not prose:
+            return
+        blanked = _MDX_COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), "\n".join(prose))
+        esm = False
+        for line in blanked.split("\n"):
+            esm = bool(line.strip()) and (esm or _ESM.match(line) is not None)
+            out.append("" if esm else line)
+        prose.clear()
+
+    fence = False
+    for line in text.split("\n"):
+        if _FENCE.match(line):
+            flush()
+            fence = not fence
+            out.append(line)
+        elif fence:
+            out.append(line)
+        else:
+            prose.append(line)
+    flush()
+    return "\n".join(out)
+
+
+@register(".md", ".markdown", ".mdx")
 def load_markdown(path: Path, data: bytes) -> LoadedDoc:
-    meta, body, warnings = split_front_matter(decode_text(data))
+    text = decode_text(data)
+    meta, body, warnings = split_front_matter(text)
+    if path.suffix.lower() == ".mdx":
+        body = mdx_markdown(body)
     fm_title = meta.get("title")
     title = str(fm_title).strip() if fm_title else (first_heading(body) or path.stem)
     if not body.strip() and not meta:

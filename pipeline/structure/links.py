@@ -9,7 +9,7 @@ not found still points to the document root, with `anchor_resolved: false`.
 
 Resolution, in order: a note uri (exact); an external scheme (http:, mailto:, ...); a
 path relative to the linking file (`../`, `./`, `/` = corpus root, URL-encoded characters,
-missing `.md`, directory -> index.md / README.md, `.html` -> `.md`); wikilinks by path,
+missing `.md` / `.mdx`, directory -> index / README page, `.html` -> `.md`); wikilinks by path,
 file stem or title (notes: note title). Anchors match section slugs, then other anchors a
 section declares (`anchors` in its metadata), then the slugified anchor text. An
 mkdocs-autorefs identifier (`[text][pkg.Thing]`, `[heading-slug][]`) is looked up across
@@ -36,7 +36,14 @@ import polars as pl
 from pipeline.structure.model import DocStructure, slugify
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-_DOC_SUFFIXES = (".md", ".markdown")
+_DOC_SUFFIXES = (".md", ".markdown", ".mdx")
+
+
+def _pages(base: str, *names: str) -> list[str]:
+    """Page files a link to `base` may mean: `base.md` (or .mdx), or with `names`, those
+    pages inside the folder `base`."""
+    stems = [posixpath.join(base, n) for n in names] if names else [base]
+    return [stem + suffix for stem in stems for suffix in (".md", ".mdx")]
 
 
 def _norm_name(name: str) -> str:
@@ -87,12 +94,11 @@ class _Corpus:
         candidates = [path]
         stem, ext = posixpath.splitext(path)
         if path.endswith("/") or not path:
-            base = path.rstrip("/")
-            candidates = [posixpath.join(base, "index.md"), posixpath.join(base, "README.md")]
+            candidates = _pages(path.rstrip("/"), "index", "README")
         elif ext.lower() in (".html", ".htm"):
-            candidates += [stem + ".md", posixpath.join(posixpath.dirname(stem), "index.md")]
+            candidates += _pages(stem) + _pages(posixpath.dirname(stem), "index")
         elif ext.lower() not in _DOC_SUFFIXES:
-            candidates += [path + ".md", path + "/index.md", path + "/README.md"]
+            candidates += _pages(path) + _pages(path, "index", "README")
         for c in candidates:
             c = posixpath.normpath(c) if c else c
             if c in self.by_path:

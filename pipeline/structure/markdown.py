@@ -201,10 +201,11 @@ def parse_markdown_document(
     meta, body, _ = split_front_matter(text)  # in case the loader kept it (invalid YAML)
     offset = text[: len(text) - len(body)].count("\n")
     if raw is not None:
-        try:
+        try:  # the loader's body (MDX's code blanked) has the lines of the file's
             full = decode_text(raw)
-            if full.endswith(body):
-                offset = full[: len(full) - len(body)].count("\n")
+            file_body = split_front_matter(full)[1]
+            if file_body.count("\n") == body.count("\n"):
+                offset = full[: len(full) - len(file_body)].count("\n")
         except Exception:  # noqa: BLE001 - line numbers then count from the text
             pass
     if not meta:

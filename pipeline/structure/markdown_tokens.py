@@ -258,18 +258,22 @@ class _Reader:
         return self.out
 
     def html(self, t: Token) -> None:
-        """Raw HTML: comments are skipped, `<a id=...></a>`-only blocks are anchors (of the
-        heading after them, like `{#id}` lines), other HTML is a paragraph of its source."""
+        """Raw HTML (and MDX's JSX): comments are skipped, tags alone (`</details>`,
+        `<Tabs>`) hold no text, `<a id=...></a>`-only blocks are anchors (of the heading
+        after them, like `{#id}` lines), other HTML is a paragraph of its source."""
         text = t.content.strip()
         if text.startswith("<!--"):
             return
         ids = HTML_ANCHOR.findall(text)
         rest = HTML_ANCHOR.sub("", text).strip()
+        if not _TAG.sub("", rest).strip():
+            rest = ""
         block = self.add("ANCHOR" if not rest else "PARAGRAPH", rest, _span(t, self.lines))
         block.ids = ids
 
 
 _CONTENT = frozenset({"inline", "fence", "code_block"})
+_TAG = re.compile(r"<[^<>]*>")
 _CONTAINERS = frozenset({"bullet_list_open", "ordered_list_open"})
 _CLOSERS = frozenset(
     {
