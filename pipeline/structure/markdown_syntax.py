@@ -13,8 +13,8 @@ GFM tables) and the rules no plugin covers as mkdocs does, written here:
   `:::note[Title]`, `:::info Title`), VitePress and markdown-it-container (`::: warning`,
   `::: details Click`), Pandoc fenced divs and MyST (`::: {.note}`, `:::{note}`),
   remark-directive (`:::name{attrs}`), nested by longer fences: mdit-py-plugins'
-  container plugin (`container_fenced_open`, `fenced_tag` / `fenced_title` give the kind
-  and title). A `::: x` line with no closing fence after it is a mkdocstrings directive;
+  container plugin (`container_fenced_open`; `fenced_tag` reads its kind and title). A
+  `::: x` line with no closing fence after it is a mkdocstrings directive;
 - pymdown-extensions snippets (`--8<-- "file.md"`, or a `--8<--` line, file names one a
   line, `--8<--`): one `snippet` token naming the files (`meta["paths"]`, sections and line
   ranges after `:` left out), not a paragraph of markers. What a snippet includes is

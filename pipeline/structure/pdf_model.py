@@ -215,6 +215,7 @@ def _keep_margin_content(pages: list[list[Region]], orphans: list[list[Unit]]) -
 
 
 def _page_number(text: str) -> bool:
+    """A margin line that is only a page number ("12", "Page 3", "iv")."""
     m = PAGE_NO.match(text)
     return m is not None and (m.group(1).isdigit() or roman_value(m.group(1).lower()) is not None)
 
