@@ -13,8 +13,9 @@ from dagster import AssetExecutionContext, AssetIn, AssetOut, Output, asset, mul
 from assets.metadata import PARQUET_KINDS, community_sizes, frame_metadata, llm_delta
 from pipeline.communities.leiden import INPUT_COLUMNS as COMMUNITY_INPUTS
 from pipeline.communities.leiden import hierarchical_leiden, next_state, plan_communities
+from pipeline.communities.report_reuse import read_sidecar, write_sidecar
 from pipeline.communities.reports import INPUT_COLUMNS as REPORT_INPUTS
-from pipeline.communities.reports import build_reports
+from pipeline.communities.reports import report_table
 from pipeline.communities.reports_llm import build_reports_llm
 from pipeline.compat.columns import stamp_period
 from pipeline.failures import stage_failures_frame
@@ -110,6 +111,7 @@ def _write_state(path: Path, state: dict) -> None:
     group_name="communities",
 )
 def community_reports(
+    context: AssetExecutionContext,
     docgraph: DocgraphConfig,
     llm: LlmResource,
     communities: pl.DataFrame,
@@ -119,8 +121,20 @@ def community_reports(
 ):
     started = time.perf_counter()
     settings = docgraph.settings()
-    df = build_reports(communities, entities, relationships, text_units, settings.reports)
-    failures, llm_meta = [], {}
+    # the last run's extractive reports whose inputs did not change are kept (the run's
+    # folder starts as the last version; pipeline.communities.report_reuse)
+    folder = run_dir(docgraph, context)
+    built = report_table(
+        communities,
+        entities,
+        relationships,
+        text_units,
+        settings.reports,
+        store.read_table(folder, "community_reports"),
+        read_sidecar(folder),
+    )
+    df = built.reports
+    failures, llm_meta = [], {"reports_kept_unchanged": built.kept}
     if llm_mode(settings):  # bottom-up LLM reports; a failed one keeps its extractive report
         client = llm.get()
         before = client.metadata()
@@ -132,6 +146,10 @@ def community_reports(
         llm_meta["reports_sent_to_llm"] = counts["sent"]
         llm_meta["reports_kept_from_memo"] = counts["reused"]
         llm_meta["reports_failed_kept_previous"] = counts["failed_kept"]
+    # before the table is written: the sidecar names the rows it describes by their hash,
+    # so a table never written leaves nothing to keep; LLM reports are never kept as
+    # extractive ones (no digests: the sidecar goes)
+    write_sidecar(folder, df, None if llm_mode(settings) else built.digests)
     yield Output(
         df,
         output_name="community_reports",

@@ -465,6 +465,15 @@ def test_asset_keeps_the_state_sidecar_and_reports_the_mode(sample_index, tmp_pa
     meta = _communities_metadata(rerun)
     assert meta["incremental"] == "carried_over" and meta["cumulative_change"] == 0.0
     assert store.read_table(again, "communities").equals(store.read_table(out, "communities"))
+    # and every report is kept from the last run (pipeline.communities.report_reuse), as is
+    reports = store.read_table(out, "community_reports")
+    assert store.read_table(again, "community_reports").equals(reports)
+    [event] = [
+        e
+        for e in rerun.get_asset_materialization_events()
+        if e.asset_key.path[-1] == "community_reports"
+    ]
+    assert event.materialization.metadata["reports_kept_unchanged"].value == reports.height
     assert (store.resolve(again) / "communities_state.json").read_bytes() == (
         state_path.read_bytes()
     )

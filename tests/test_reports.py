@@ -383,3 +383,49 @@ def test_scale_thousands_of_communities() -> None:
     assert len(reports) == n_groups
     assert elapsed < 10, elapsed  # ~0.5 s on 2 idle cores
     assert reports["summary"].str.contains("met").all()
+
+
+def test_reports_of_unchanged_communities_are_kept_from_the_last_run(graph, tmp_path) -> None:
+    """A report is a function of its community's rows in the gathered frames: a re-run keeps
+    the last run's report of every community whose digest is unchanged, and the result is
+    the table a full build writes. The sidecar must describe the very rows of the last
+    table (an LLM run's reports, a table never written) and come from this polars."""
+    from pipeline.communities.report_reuse import DIGESTS, read_sidecar, write_sidecar
+    from pipeline.communities.reports import report_table
+
+    entities, relationships, text_units = graph
+    communities = hierarchical_leiden(entities, relationships, GraphSettings(max_cluster_size=3))
+    settings = ReportSettings()
+    first = report_table(communities, entities, relationships, text_units, settings)
+    assert first.kept == 0
+    write_sidecar(tmp_path, first.reports, first.digests)
+    args = (communities, entities, relationships, text_units, settings)
+
+    again = report_table(*args, first.reports, read_sidecar(tmp_path))
+    assert again.kept == first.reports.height and again.reports.equals(first.reports)
+
+    # one entity's description changes: its communities (every level) are rebuilt
+    ix = entities["title"].to_list().index("Fezziwig")
+    changed = entities.with_columns(
+        pl.when(pl.int_range(pl.len()) == ix)
+        .then(pl.lit("Fezziwig kept a warehouse full of polonium."))
+        .otherwise(pl.col("description"))
+        .alias("description")
+    )
+    args = (communities, changed, relationships, text_units, settings)
+    edit = report_table(*args, first.reports, read_sidecar(tmp_path))
+    holding = communities.filter(pl.col("entity_ids").list.contains(_eid("Fezziwig"))).height
+    assert 0 < holding < communities.height
+    assert edit.kept == communities.height - holding
+    assert edit.reports.equals(build_reports(*args))
+    assert "polonium" in " ".join(edit.reports["full_content"].to_list())
+
+    # rows the sidecar does not describe (an LLM run rewrote them) are never kept
+    llm = first.reports.with_columns(pl.lit("An LLM report.").alias("summary"))
+    assert report_table(*args, llm, read_sidecar(tmp_path)).kept == 0
+    write_sidecar(tmp_path, llm, None)  # what an LLM run leaves: no sidecar
+    assert not (tmp_path / DIGESTS).exists() and read_sidecar(tmp_path) is None
+    # digests of another polars version mean nothing here
+    write_sidecar(tmp_path, first.reports, first.digests)
+    other = read_sidecar(tmp_path).with_columns(pl.lit("0.0.1").alias("polars"))
+    assert report_table(*args, first.reports, other).kept == 0

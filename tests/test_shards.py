@@ -124,6 +124,7 @@ def test_editing_adding_and_deleting_one_file_rematerialize_its_shard_and_the_ta
     edited.write_text(_doc(5) + "Faraday lectured at the Royal Institution.\n")
     _check_one_shard(run(), shards.shard_of("sub/note05.txt", N), first)
     assert "Royal Institution" in " ".join(store.read_table(out, "text_units")["text"])
+    _check_reports(indexed)
 
     # add
     (inp / "added.txt").write_text(_doc(99) + "Somerville translated Laplace.\n")
@@ -152,6 +153,20 @@ def test_editing_adding_and_deleting_one_file_rematerialize_its_shard_and_the_ta
     assert not set(units) & set(lance_ids) and lance_ids
     node_ids, _ = read_vectors(out, "content_nodes")
     assert not set(nodes) & set(node_ids)
+    _check_reports(indexed)
+
+
+def _check_reports(indexed) -> None:
+    """The reports of an incremental run (those of unchanged communities kept from the last
+    run) are the ones a full build writes from the run's own tables."""
+    from pipeline.communities.reports import build_reports
+    from pipeline.config import load_settings
+
+    out = indexed["out"]
+    tables = [store.read_table(out, n) for n in ("communities", "entities")]
+    tables += [store.read_table(out, n) for n in ("relationships", "text_units")]
+    full = build_reports(*tables, load_settings(str(indexed["config"])).reports)
+    assert store.read_table(out, "community_reports").equals(full)
 
 
 def test_an_unchanged_folder_runs_the_tail_only(indexed):

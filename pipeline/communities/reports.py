@@ -22,17 +22,18 @@ of child reports is for LLM mode.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 import polars as pl
 import pyarrow as pa
 
 from pipeline import progress
 from pipeline.communities.report_frames import gather
+from pipeline.communities.report_reuse import input_digests, kept_reports
 from pipeline.communities.report_text import findings_of, join_titles, report_markdown, summary_of
 from pipeline.config import ReportSettings
 from pipeline.ids import stable_id
-from pipeline.schemas import TABLES, empty
+from pipeline.schemas import TABLES, conform, empty
 from pipeline.tokens import truncate_tokens
 
 # The columns of each input table the extractive and the LLM reports read (communities: all):
@@ -62,14 +63,39 @@ def build_reports(
     settings: ReportSettings,
 ) -> pl.DataFrame:
     """community_reports frame with exactly schemas.COMMUNITY_REPORTS columns; one per community."""
+    return report_table(communities, entities, relationships, text_units, settings).reports
+
+
+class ReportTable(NamedTuple):
+    reports: pl.DataFrame
+    digests: pl.DataFrame | None  # community, digest: what the sidecar records
+    kept: int  # reports kept from the last run
+
+
+def report_table(
+    communities: pl.DataFrame,
+    entities: pl.DataFrame,
+    relationships: pl.DataFrame,
+    text_units: pl.DataFrame,
+    settings: ReportSettings,
+    previous: pl.DataFrame | None = None,
+    sidecar: pl.DataFrame | None = None,
+) -> ReportTable:
+    """`build_reports` with the reports' input digests, keeping the last run's report of
+    every community whose inputs did not change (`previous`, the last table, and `sidecar`,
+    its digests: pipeline.communities.report_reuse)."""
     if communities.is_empty():
-        return empty("community_reports")
+        return ReportTable(empty("community_reports"), None, 0)
     head, top_members, top_rels, cand = gather(
         communities, entities, relationships, text_units, settings
     )
+    digests = input_digests([head, top_members, top_rels, cand], settings)
+    kept = kept_reports(previous, sidecar, digests)
+    if kept is not None:
+        head = head.join(kept.select("community"), on="community", how="anti")
     # reports are assembled as Python strings ASSEMBLE_BATCH communities at a time, each
     # batch converted to Arrow at once: all of them as Python objects took +1 GB at 40k
-    tables = []
+    tables = [] if kept is None else [conform(kept, "community_reports")]
     n = head.height
     starts = range(0, n, ASSEMBLE_BATCH)
     for at in progress.iterate("reports", starts, n, lambda at: min(ASSEMBLE_BATCH, n - at)):
@@ -77,7 +103,11 @@ def build_reports(
         ids = part.select("community")
         frames = [f.join(ids, on="community", how="semi") for f in (top_members, top_rels, cand)]
         tables.append(_report_table(part, *frames, settings))
-    return pl.from_arrow(pa.concat_tables(tables))  # type: ignore[return-value]
+    reports = pl.from_arrow(pa.concat_tables(tables))
+    # in the order a full build writes (the communities' order), kept rows or not
+    order = digests.select("community").with_row_index("_at")
+    reports = reports.join(order, on="community").sort("_at").drop("_at")
+    return ReportTable(reports, digests, 0 if kept is None else kept.height)  # type: ignore[arg-type]
 
 
 ASSEMBLE_BATCH = 2_000
