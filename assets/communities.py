@@ -124,14 +124,10 @@ def community_reports(
     # the last run's extractive reports whose inputs did not change are kept (the run's
     # folder starts as the last version; pipeline.communities.report_reuse)
     folder = run_dir(docgraph, context)
+    sidecar = read_sidecar(folder)
+    previous = store.read_table(folder, "community_reports") if sidecar is not None else None
     built = report_table(
-        communities,
-        entities,
-        relationships,
-        text_units,
-        settings.reports,
-        store.read_table(folder, "community_reports"),
-        read_sidecar(folder),
+        communities, entities, relationships, text_units, settings.reports, previous, sidecar
     )
     df = built.reports
     failures, llm_meta = [], {"reports_kept_unchanged": built.kept}
