@@ -420,6 +420,46 @@ def test_reports_of_unchanged_communities_are_kept_from_the_last_run(graph, tmp_
     assert edit.reports.equals(build_reports(*args))
     assert "polonium" in " ".join(edit.reports["full_content"].to_list())
 
+    # a new community elsewhere moves every rating percentile: texts are kept, every
+    # rating is today's (the communities carried over, as an incremental run does)
+    new = [("Alpha Ledger", "ORG", "Alpha Ledger audits Beta Bank."), ("Beta Bank", "ORG", "")]
+    grown = pl.concat(
+        [
+            entities,
+            pl.DataFrame(
+                {
+                    "id": [_eid(t) for t, _, _ in new],
+                    "human_readable_id": [300, 301],
+                    "title": [t for t, _, _ in new],
+                    "type": [k for _, k, _ in new],
+                    "description": [d for _, _, d in new],
+                    "aliases": [[], []],
+                    "text_unit_ids": [[], []],
+                    "frequency": [0, 0],
+                    "degree": [1, 1],
+                },
+                schema=entities.schema,
+            ),
+        ]
+    )
+    rel = {"id": ["rel99"], "human_readable_id": [299], "source": ["Alpha Ledger"]}
+    rel |= {"target": ["Beta Bank"], "source_id": [_eid("Alpha Ledger")]}
+    rel |= {"target_id": [_eid("Beta Bank")], "type": ["RELATED"]}
+    rel |= {"description": ["Alpha Ledger audits Beta Bank."], "weight": [9.0]}
+    more = pl.concat([relationships, pl.DataFrame(rel, schema=relationships.schema)])
+    carried = hierarchical_leiden(
+        grown, more, GraphSettings(max_cluster_size=3), previous=communities
+    )
+    assert carried.height > communities.height
+    args = (carried, grown, more, text_units, settings)
+    added = report_table(*args, first.reports, read_sidecar(tmp_path))
+    assert added.kept == communities.height and added.reports.equals(build_reports(*args))
+    old = first.reports.select("community", "rating_explanation")
+    moved = added.reports.join(old, on="community").filter(
+        pl.col("rating_explanation") != pl.col("rating_explanation_right")
+    )
+    assert moved.height > 0  # percentiles moved, and the kept reports show today's
+
     # rows the sidecar does not describe (an LLM run rewrote them) are never kept
     llm = first.reports.with_columns(pl.lit("An LLM report.").alias("summary"))
     assert report_table(*args, llm, read_sidecar(tmp_path)).kept == 0

@@ -29,10 +29,10 @@ import pyarrow as pa
 
 from pipeline import progress
 from pipeline.communities.report_frames import gather
-from pipeline.communities.report_reuse import input_digests, kept_reports
+from pipeline.communities.report_reuse import CONTENT_COLUMNS, input_digests, kept_reports
 from pipeline.communities.report_text import findings_of, join_titles, report_markdown, summary_of
 from pipeline.config import ReportSettings
-from pipeline.ids import stable_id
+from pipeline.ids import stable_id_expr
 from pipeline.schemas import TABLES, conform, empty
 from pipeline.tokens import truncate_tokens
 
@@ -68,8 +68,12 @@ def build_reports(
 
 class ReportTable(NamedTuple):
     reports: pl.DataFrame
-    digests: pl.DataFrame | None  # community, digest: what the sidecar records
+    digests: pl.DataFrame | None  # id, digest: what the sidecar records
     kept: int  # reports kept from the last run
+
+
+# The head's columns only the rating and its explanation show.
+RATING_COLUMNS = ["rating", "raw", "weight_top_pct", "n_rels", "total_weight", "n_units"]
 
 
 def report_table(
@@ -81,46 +85,52 @@ def report_table(
     previous: pl.DataFrame | None = None,
     sidecar: pl.DataFrame | None = None,
 ) -> ReportTable:
-    """`build_reports` with the reports' input digests, keeping the last run's report of
-    every community whose inputs did not change (`previous`, the last table, and `sidecar`,
-    its digests: pipeline.communities.report_reuse)."""
+    """`build_reports` with the digests of the reports' inputs, keeping the last run's text
+    of every report whose inputs did not change (`previous`, the last table, and `sidecar`,
+    its digests: pipeline.communities.report_reuse); ratings and numbers are today's."""
     if communities.is_empty():
         return ReportTable(empty("community_reports"), None, 0)
     head, top_members, top_rels, cand = gather(
         communities, entities, relationships, text_units, settings
     )
-    digests = input_digests([head, top_members, top_rels, cand], settings)
+    head = head.with_columns(stable_id_expr(pl.lit("report"), "id").alias("report_id"))
+    digests = input_digests(
+        head.select("community", pl.col("report_id").alias("id"), "size", "period"),
+        [top_members, top_rels, cand],
+        settings,
+    )
     kept = kept_reports(previous, sidecar, digests)
-    if kept is not None:
-        head = head.join(kept.select("community"), on="community", how="anti")
+    todo = head if kept is None else head.join(kept, left_on="report_id", right_on="id", how="anti")
     # reports are assembled as Python strings ASSEMBLE_BATCH communities at a time, each
     # batch converted to Arrow at once: all of them as Python objects took +1 GB at 40k
-    tables = [] if kept is None else [conform(kept, "community_reports")]
-    n = head.height
+    texts = [] if kept is None else [kept]
+    n = todo.height
     starts = range(0, n, ASSEMBLE_BATCH)
     for at in progress.iterate("reports", starts, n, lambda at: min(ASSEMBLE_BATCH, n - at)):
-        part = head.slice(at, ASSEMBLE_BATCH)
+        part = todo.slice(at, ASSEMBLE_BATCH)
         ids = part.select("community")
         frames = [f.join(ids, on="community", how="semi") for f in (top_members, top_rels, cand)]
-        tables.append(_report_table(part, *frames, settings))
-    reports = pl.from_arrow(pa.concat_tables(tables))
-    # in the order a full build writes (the communities' order), kept rows or not
-    order = digests.select("community").with_row_index("_at")
-    reports = reports.join(order, on="community").sort("_at").drop("_at")
-    return ReportTable(reports, digests, 0 if kept is None else kept.height)  # type: ignore[arg-type]
+        texts.append(_report_texts(part, *frames, settings))
+    # in the order a full build writes (the communities'), kept rows or not
+    rated = head.select(
+        pl.col("report_id").alias("id"), "community", "level", "parent", "children", *RATING_COLUMNS
+    ).join(pl.concat(texts), on="id", maintain_order="left")
+    batches = range(0, rated.height, ASSEMBLE_BATCH)
+    reports = pl.concat([_rated(rated.slice(at, ASSEMBLE_BATCH)) for at in batches])
+    return ReportTable(reports, digests, 0 if kept is None else kept.height)
 
 
 ASSEMBLE_BATCH = 2_000
 
 
-def _report_table(
+def _report_texts(
     head: pl.DataFrame,
     top_members: pl.DataFrame,
     top_rels: pl.DataFrame,
     cand: pl.DataFrame,
     settings: ReportSettings,
-) -> pa.Table:
-    """The reports of the communities in `head`, as Arrow in the table's schema."""
+) -> pl.DataFrame:
+    """The content columns (report_reuse.CONTENT_COLUMNS) of the communities in `head`."""
     members_of = _by_community(top_members)
     rels_of = _by_community(top_rels)
     sentences_of = _by_community(cand)
@@ -132,51 +142,69 @@ def _report_table(
         row["sentences"] = sentences_of.get(comm, [])
         title = join_titles([m["title"] for m in members[:3]]) or f"Community {row['community']}"
         summary = summary_of(row)
-        rating = float(row["rating"])
-        explanation = (
-            f"{rating:.1f}: {row['size']} entities, {row['n_rels']} relations "
-            f"(total weight {row['total_weight']:g}) over {row['n_units']} text units; "
-            f"top {row['weight_top_pct']}% by weight"
-        )
         findings = findings_of(row, settings.max_findings)
         content = report_markdown(title, summary, findings)
         if len(content) > settings.max_report_tokens:  # a token spans >= 1 character
             content = truncate_tokens(content, settings.max_report_tokens)
-        doc = {
-            "title": title,
-            "summary": summary,
-            "rating": rating,
-            "rating_explanation": explanation,
-            "findings": findings,
-        }
         rows.append(
             {
-                "id": stable_id("report", row["id"]),
-                "human_readable_id": row["community"],
-                "community": row["community"],
-                "level": row["level"],
-                "parent": row["parent"],
-                "children": row["children"],
+                "id": row["report_id"],
                 "title": title,
                 "summary": summary,
-                "rating": rating,
-                "rank": rating,  # GraphRAG's name
-                "rating_explanation": explanation,
                 "findings": findings,
                 "full_content": content,
-                "full_content_json": json.dumps(doc, sort_keys=True, ensure_ascii=False),
                 "size": row["size"],
                 "period": row["period"],
             }
         )
     schema = TABLES["community_reports"]
-    table = pl.DataFrame(
-        rows,
-        schema_overrides={
-            "findings": pl.List(pl.Struct({"summary": pl.Utf8, "explanation": pl.Utf8}))
-        },
-    ).to_arrow()
-    return table.select(schema.names).cast(schema)
+    return pl.from_arrow(  # type: ignore[return-value]
+        pl.DataFrame(rows, schema_overrides={"findings": _FINDINGS})
+        .to_arrow()
+        .select(CONTENT_COLUMNS)
+        .cast(pa.schema([schema.field(c) for c in CONTENT_COLUMNS]))
+    )
+
+
+_FINDINGS = pl.List(pl.Struct({"summary": pl.Utf8, "explanation": pl.Utf8}))
+
+
+def _rated(frame: pl.DataFrame) -> pl.DataFrame:
+    """Reports in the table's schema: their texts with today's rating, its explanation and
+    the JSON of the whole."""
+    explanations = [
+        f"{rating:.1f}: {size} entities, {n_rels} relations (total weight {weight:g}) over "
+        f"{n_units} text units; top {top}% by weight"
+        for rating, size, n_rels, weight, n_units, top in frame.select(
+            "rating", "size", "n_rels", "total_weight", "n_units", "weight_top_pct"
+        ).iter_rows()
+    ]
+    docs = [
+        json.dumps(
+            {
+                "title": title,
+                "summary": summary,
+                "rating": float(rating),
+                "rating_explanation": explanation,
+                "findings": findings,
+            },
+            sort_keys=True,
+            ensure_ascii=False,
+        )
+        for (title, summary, rating, findings), explanation in zip(
+            frame.select("title", "summary", "rating", "findings").iter_rows(),
+            explanations,
+            strict=True,
+        )
+    ]
+    out = frame.with_columns(
+        pl.col("community").alias("human_readable_id"),
+        pl.col("rating").cast(pl.Float64),
+        pl.col("rating").cast(pl.Float64).alias("rank"),  # GraphRAG's name
+        pl.Series("rating_explanation", explanations, dtype=pl.Utf8),
+        pl.Series("full_content_json", docs, dtype=pl.Utf8),
+    )
+    return pl.from_arrow(conform(out, "community_reports"))  # type: ignore[return-value]
 
 
 def _by_community(frame: pl.DataFrame) -> dict[int, list[dict[str, Any]]]:
