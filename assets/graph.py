@@ -17,6 +17,7 @@ from pipeline.failures import stage_failures_frame
 from pipeline.graph.mentions import read_mentions
 from pipeline.graph.merge import merge_graph
 from pipeline.graph.summarize_llm import summarize_descriptions
+from pipeline.ids import carry_short_ids
 from pipeline.storage import store
 from pipeline.vectors.lance import entity_model_texts
 from resources import DocgraphConfig, EmbedderResource, LlmResource
@@ -66,6 +67,10 @@ def graph(
     ents, rels, units = merge_graph(
         extracted_entities, extracted_relationships, chunks, settings.graph
     )
+    # entities and relationships keep their short ids across runs (what reports cite)
+    short = ["id", "human_readable_id"]
+    ents = carry_short_ids(ents, store.read_table(folder, "entities", short))
+    rels = carry_short_ids(rels, store.read_table(folder, "relationships", short))
     # chunks are numbered within their shard; a text unit's short id (cited in query
     # contexts as [n]) is numbered over the corpus, in path then chunk order
     units = units.with_columns(human_readable_id=pl.int_range(pl.len(), dtype=pl.Int64))

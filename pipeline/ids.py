@@ -28,3 +28,27 @@ def stable_id_expr(*cols: str | pl.Expr) -> pl.Expr:
         lambda s: pl.Series([hashlib.sha256(v.encode("utf-8")).hexdigest()[:32] for v in s]),
         return_dtype=pl.Utf8,
     )
+
+
+def carry_short_ids(frame: pl.DataFrame, previous: pl.DataFrame | None) -> pl.DataFrame:
+    """`frame` with the human_readable_id each row had in `previous` (the last run's id,
+    human_readable_id), and new rows numbered after the largest, in row order. Short ids
+    are what reports and query contexts cite ("[Data: Entities (12)]"): numbered afresh on
+    every run, one added entity renumbered every other and changed every report's text."""
+    if previous is None or previous.is_empty():
+        return frame
+    old = previous.select("id", pl.col("human_readable_id").alias("_old"))
+    start = int(previous["human_readable_id"].max()) + 1
+    new = pl.col("_old").is_null()
+    return (
+        frame.join(old, on="id", how="left", maintain_order="left")
+        .with_columns(
+            pl.when(new)
+            .then(new.cum_sum() - 1 + start)
+            .otherwise(pl.col("_old"))
+            .cast(pl.Int64)
+            .alias("human_readable_id")
+        )
+        .drop("_old")
+        .select(frame.columns)
+    )

@@ -117,6 +117,8 @@ def test_the_first_run_materializes_every_shard(indexed):
 def test_editing_adding_and_deleting_one_file_rematerialize_its_shard_and_the_tail(indexed):
     inp, out, run, first = indexed["inp"], indexed["out"], indexed["run"], indexed["first"]
     before = store.read_table(out, "documents")
+    short = ["id", "human_readable_id"]
+    ids_before = {n: store.read_table(out, n, short) for n in ("entities", "relationships")}
 
     # edit
     time.sleep(0.01)
@@ -125,6 +127,12 @@ def test_editing_adding_and_deleting_one_file_rematerialize_its_shard_and_the_ta
     _check_one_shard(run(), shards.shard_of("sub/note05.txt", N), first)
     assert "Royal Institution" in " ".join(store.read_table(out, "text_units")["text"])
     _check_reports(indexed)
+    for name, old in ids_before.items():  # short ids (what reports cite) stay; new ones follow
+        now = store.read_table(out, name, short)
+        kept = now.join(old, on="id", suffix="_old")
+        assert kept.height and (kept["human_readable_id"] == kept["human_readable_id_old"]).all()
+        added = now.join(old, on="id", how="anti")["human_readable_id"]
+        assert added.len() and added.min() > old["human_readable_id"].max(), name
 
     # add
     (inp / "added.txt").write_text(_doc(99) + "Somerville translated Laplace.\n")

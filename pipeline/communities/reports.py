@@ -39,7 +39,7 @@ from pipeline.tokens import truncate_tokens
 # The columns of each input table the extractive and the LLM reports read (communities: all):
 # the asset loads only these (resources.parquet_io); tests/test_stage_inputs.py checks it.
 INPUT_COLUMNS = {
-    "entities": ["id", "title", "type", "description", "aliases", "degree"],
+    "entities": ["id", "human_readable_id", "title", "type", "description", "aliases", "degree"],
     "relationships": [
         "id",
         "human_readable_id",
