@@ -16,7 +16,8 @@ Gathering (membership, internal edges, rankings: `report_frames`; sentence menti
 candidates: `report_mentions`) is vectorised in polars; only the final per-community assembly
 of strings (`report_text`, rows here) is a Python loop, linear in the number of communities.
 Parent communities are summarised from their members exactly like leaves; a bottom-up summary
-of child reports is for LLM mode.
+of child reports is for LLM mode. On a re-run the text of a report whose inputs did not change
+is kept (`report_reuse`), and only the others are assembled.
 """
 
 from __future__ import annotations
