@@ -122,7 +122,7 @@ def test_a_killed_or_failed_reindex_publishes_nothing(indexed_sample, monkeypatc
     def boom(*args, **kwargs):
         raise RuntimeError("reports exploded")
 
-    monkeypatch.setattr(semantic, "build_reports", boom)
+    monkeypatch.setattr(semantic, "report_table", boom)
     result = run_index(input_dir=str(inp), output_dir=str(out), raise_on_error=False)
     assert not result.success
     assert store.read_manifest(out) == before
