@@ -489,3 +489,38 @@ def test_mdx_pages_read_as_markdown_without_their_javascript(tmp_path):
         "docs/intro.mdx",
         "docs/intro.mdx#install",
     ]
+
+
+def test_pymdown_blocks_are_containers_without_their_options():
+    """pymdown-extensions blocks (FastAPI's docs): `/// tip | Title` ... `///`, nested by
+    longer fences; the YAML options under the header are no text; `///` inside a line is."""
+    text = "\n".join(
+        [
+            "/// tip | Pro tip",
+            "",
+            "Use the reload flag while developing.",
+            "",
+            "///",
+            "/// details | Click me",
+            "    type: warning",
+            "",
+            "Hidden text.",
+            "///",
+            "//// note",
+            "/// warning",
+            "Nested text.",
+            "///",
+            "////",
+            "A path like ///usr/bin stays text.",
+        ]
+    )
+    got = [
+        (b.kind, b.text, b.meta.get("container"), b.meta.get("container_title"))
+        for b in parse_blocks(text.split("\n"))
+    ]
+    assert got == [
+        ("PARAGRAPH", "Use the reload flag while developing.", "admonition:tip", "Pro tip"),
+        ("PARAGRAPH", "Hidden text.", "admonition:details", "Click me"),
+        ("PARAGRAPH", "Nested text.", "admonition:warning", ""),
+        ("PARAGRAPH", "A path like ///usr/bin stays text.", None, None),
+    ]

@@ -15,6 +15,9 @@ GFM tables) and the rules no plugin covers as mkdocs does, written here:
   remark-directive (`:::name{attrs}`), nested by longer fences: mdit-py-plugins'
   container plugin (`container_fenced_open`; `fenced_tag` reads its kind and title). A
   `::: x` line with no closing fence after it is a mkdocstrings directive;
+- pymdown-extensions blocks (`/// tip | Title` ... `///`, as FastAPI's docs write admonitions
+  and details): the same plugin with `/` fences (`container_blocks_open`); their indented
+  YAML options after the header are no text;
 - pymdown-extensions snippets (`--8<-- "file.md"`, or a `--8<--` line, file names one a
   line, `--8<--`): one `snippet` token naming the files (`meta["paths"]`, sections and line
   ranges after `:` left out), not a paragraph of markers. What a snippet includes is
@@ -65,6 +68,7 @@ _CLOSING_FENCE = re.compile(r":{3,}[ \t]*$")
 # A fenced container's opening: `tip Title`, `note[Title]`, `{.note}`, `{note} Title`,
 # `info{title="x"}`: the kind, then a title in brackets or after it.
 _FENCED = re.compile(r"\{?\.?([\w-]+)\}?(?:\[(.*?)\])?(?:\{[^}]*\})?(.*)$")
+_BLOCK = re.compile(r"[ \t]*[\w-]+[ \t]*(?:\|.*)?$")  # `/// name | Title`
 _SNIPPET = re.compile(r"-+8<-+(?:[ \t]+([\"'])(.+?)\1)?[ \t]*$")
 _MARKERS = frozenset({"===", ":::", "!!!", "???"})
 _READ_INLINE = re.compile(r"[\[<{]")
@@ -156,7 +160,7 @@ def fenced_tag(info: str) -> tuple[str, str]:
     m = _FENCED.match(info.strip())
     if m is None:
         return "div", info.strip()
-    return m.group(1).lower(), (m.group(2) or m.group(3) or "").strip()
+    return m.group(1).lower(), (m.group(2) or m.group(3) or "").strip().lstrip("|").strip()
 
 
 def snippet_path(spec: str) -> str:
@@ -284,6 +288,7 @@ def markdown_parser() -> MarkdownIt:
     md.block.ruler.before("fence", "snippet", _snippet, alt)
     # after `container`, which leaves it the `::: x` lines a colon fence closes
     container_plugin(md, "fenced", validate=lambda params, *_: bool(params.strip()))
+    container_plugin(md, "blocks", marker="/", validate=lambda p, *_: bool(_BLOCK.match(p)))
     md.core.ruler.at("inline", _inline_where_read)
     md.inline.ruler.before("link", "wikilink", _wikilink)
     md.inline.ruler.after("link", "autoref", _autoref)

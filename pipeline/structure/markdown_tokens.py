@@ -12,8 +12,8 @@ open containers reads it, however deep the document nests. Per block kind:
   whatever they hold, with the links of everything inside;
 - TABLE: the table's lines, its cells as `rows` in the metadata; CODE: fenced, indented
   and mkdocstrings `::: x` directives, opaque;
-- admonitions, content tabs and colon-fenced containers (`:::tip`) add `container` /
-  `container_title` to what they hold;
+- admonitions, content tabs, colon-fenced containers (`:::tip`) and pymdown blocks
+  (`/// tip`) add `container` / `container_title` to what they hold;
 - SNIPPET (`--8<-- "file.md"`): no node, the included files as `snippet` links.
 """
 
@@ -234,9 +234,13 @@ class _Reader:
             elif kind in ("admonition_open", "tab_open"):
                 name = f"admonition:{t.meta['tag']}" if kind == "admonition_open" else "tab"
                 self.stack.append(("container", {"name": name, "title": t.info}))
-            elif kind == "container_fenced_open":
+            elif kind in ("container_fenced_open", "container_blocks_open"):
                 tag, title = fenced_tag(t.info)
                 self.stack.append(("container", {"name": f"admonition:{tag}", "title": title}))
+                nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+                under = nxt is not None and (nxt.map or [0])[0] == (t.map or [0])[0] + 1
+                if kind == "container_blocks_open" and under and nxt.type == "code_block":
+                    i += 1  # the block's YAML options, right under its header
             elif kind == "list_item_open":
                 self.stack.append(("item", {"parts": 0}))
             elif kind == "dd_open":  # its term is the enclosing dl's latest
@@ -285,6 +289,7 @@ _CLOSERS = frozenset(
         "admonition_close",
         "tab_close",
         "container_fenced_close",
+        "container_blocks_close",
     }
 )
 
