@@ -377,42 +377,44 @@ def test_table_captions_is_captioned_by():
         assert by_target[text[e["target_id"]][:12]]["captioned_id"] == cap_of[e["target_id"]]
 
 
+def _contained(lines: list[str]) -> list[tuple]:
+    """(kind, text, container, container title) of each block of `lines`."""
+    return [
+        (b.kind, b.text, b.meta.get("container"), b.meta.get("container_title"))
+        for b in parse_blocks(lines)
+    ]
+
+
 def test_colon_fenced_containers_of_other_site_generators():
     """Docusaurus, VitePress, Pandoc/MyST and remark-directive containers hold content,
     their fences are no text; a `::: x` line no colon fence closes stays a mkdocstrings
     directive, even beside them."""
-    text = "\n".join(
-        [
-            ":::tip My tip",
-            "Tip text.",
-            ":::",
-            "",
-            ":::danger[Take care]",
-            "",
-            "Danger text.",
-            "",
-            ":::",
-            "::: details Click to see",
-            "Details text.",
-            ":::",
-            "",
-            "::: pkg.module",
-            "    options:",
-            "      show_source: false",
-            "",
-            "::::{note}",
-            ':::info{title="x"}',
-            "Nested text.",
-            ":::",
-            "::::",
-            "Closing paragraph.",
-        ]
-    )
-    got = [
-        (b.kind, b.text, b.meta.get("container"), b.meta.get("container_title"))
-        for b in parse_blocks(text.split("\n"))
+    lines = [
+        ":::tip My tip",
+        "Tip text.",
+        ":::",
+        "",
+        ":::danger[Take care]",
+        "",
+        "Danger text.",
+        "",
+        ":::",
+        "::: details Click to see",
+        "Details text.",
+        ":::",
+        "",
+        "::: pkg.module",
+        "    options:",
+        "      show_source: false",
+        "",
+        "::::{note}",
+        ':::info{title="x"}',
+        "Nested text.",
+        ":::",
+        "::::",
+        "Closing paragraph.",
     ]
-    assert got == [
+    assert _contained(lines) == [
         ("PARAGRAPH", "Tip text.", "admonition:tip", "My tip"),
         ("PARAGRAPH", "Danger text.", "admonition:danger", "Take care"),
         ("PARAGRAPH", "Details text.", "admonition:details", "Click to see"),
@@ -494,31 +496,25 @@ def test_mdx_pages_read_as_markdown_without_their_javascript(tmp_path):
 def test_pymdown_blocks_are_containers_without_their_options():
     """pymdown-extensions blocks (FastAPI's docs): `/// tip | Title` ... `///`, nested by
     longer fences; the YAML options under the header are no text; `///` inside a line is."""
-    text = "\n".join(
-        [
-            "/// tip | Pro tip",
-            "",
-            "Use the reload flag while developing.",
-            "",
-            "///",
-            "/// details | Click me",
-            "    type: warning",
-            "",
-            "Hidden text.",
-            "///",
-            "//// note",
-            "/// warning",
-            "Nested text.",
-            "///",
-            "////",
-            "A path like ///usr/bin stays text.",
-        ]
-    )
-    got = [
-        (b.kind, b.text, b.meta.get("container"), b.meta.get("container_title"))
-        for b in parse_blocks(text.split("\n"))
+    lines = [
+        "/// tip | Pro tip",
+        "",
+        "Use the reload flag while developing.",
+        "",
+        "///",
+        "/// details | Click me",
+        "    type: warning",
+        "",
+        "Hidden text.",
+        "///",
+        "//// note",
+        "/// warning",
+        "Nested text.",
+        "///",
+        "////",
+        "A path like ///usr/bin stays text.",
     ]
-    assert got == [
+    assert _contained(lines) == [
         ("PARAGRAPH", "Use the reload flag while developing.", "admonition:tip", "Pro tip"),
         ("PARAGRAPH", "Hidden text.", "admonition:details", "Click me"),
         ("PARAGRAPH", "Nested text.", "admonition:warning", ""),
