@@ -78,6 +78,8 @@ def kept_reports(
     the rows the sidecar describes; None when there are none."""
     if previous is None or sidecar is None or previous.is_empty() or sidecar.is_empty():
         return None
+    if not {"id", "digest", "row_hash", "polars"} <= set(sidecar.columns):
+        return None  # not a sidecar this code wrote
     if sidecar["polars"][0] != pl.__version__:
         return None
     kept = (
