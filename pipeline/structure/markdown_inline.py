@@ -13,6 +13,7 @@ from typing import Any
 from markdown_it.common.utils import normalizeReference
 from markdown_it.token import Token
 
+from pipeline.structure.markdown_myst import role_link, role_parts
 from pipeline.structure.markdown_syntax import markdown_parser
 from pipeline.structure.model import slugify
 
@@ -72,6 +73,8 @@ def plain_text(children: Sequence[Token]) -> str:
             parts.append(" ")
         elif t.type == "wikilink":
             parts.append(t.meta["text"])
+        elif t.type == "myst_role":
+            parts.append(role_parts(t.content)[0])
     return _SPACE.sub(" ", "".join(parts)).strip()
 
 
@@ -80,7 +83,8 @@ def plain_inline(text: str) -> str:
     if (m := ATTR_LIST.search(text)) and _is_attr_list(m.group(1)):
         text = text[: m.start()]
     text = EMPTY_ANCHOR.sub("", text)
-    return plain_text(markdown_parser().parseInline(text, {})[0].children or [])
+    parser = markdown_parser(myst="}`" in text)  # a MyST role renders as its text
+    return plain_text(parser.parseInline(text, {})[0].children or [])
 
 
 def heading_anchor(raw: str) -> tuple[str, str | None, list[str]]:
@@ -118,7 +122,8 @@ def heading_ids(raw: str) -> list[str]:
 def inline_links(children: Sequence[Token]) -> tuple[list[dict[str, str]], list[str], list[str]]:
     """(links, footnote labels referenced, anchor ids set by inline attributes) of one
     inline token's children. Links: {href, text, kind} with kind inline, reference,
-    wikilink or autoref; images and `[](){#id}` anchors are no links."""
+    wikilink or autoref (MyST's `{doc}` role inline, `{ref}` autoref); images and
+    `[](){#id}` anchors are no links."""
     links: list[dict[str, str]] = []
     notes: list[str] = []
     ids: list[str] = []
@@ -145,6 +150,8 @@ def inline_links(children: Sequence[Token]) -> tuple[list[dict[str, str]], list[
             open_link = None
         elif kind == "wikilink":
             links.append({**t.meta, "kind": "wikilink"})
+        elif kind == "myst_role" and (link := role_link(t.meta.get("name", ""), t.content)):
+            links.append(link)
         elif kind == "footnote_ref":
             notes.append(t.meta["label"])
         elif kind in ("image", "code_inline") and t.attrs.get("id"):

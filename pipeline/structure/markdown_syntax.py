@@ -28,6 +28,8 @@ GFM tables) and the rules no plugin covers as mkdocs does, written here:
   further (every nesting level costs Python stack frames);
 - wikilinks (`[[Page#anchor|text]]`) and mkdocs-autorefs links (`[text][pkg.Thing]` with a
   label the page does not define): `wikilink` and `autoref_open` / `autoref_close` tokens;
+- MyST (Jupyter Book, Sphinx): directives, roles, targets and comments, in
+  `markdown_myst`;
 - inline parsing only where something is read from it: headings (their rendered text is
   the slug), `parseInline` calls and text with `[`, `<` or `{` (links, footnote markers,
   anchors); other inline
@@ -52,6 +54,8 @@ from mdit_py_plugins.deflist import deflist_plugin
 from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 from mdit_py_plugins.utils import is_code_block
+
+from pipeline.structure.markdown_myst import myst_plugin
 
 # Token nesting level from which content is taken flat (lists add 2 levels each, so about
 # 32 nested lists are parsed as blocks); MAX_NESTING (markdown-it's maxNesting) stays above
@@ -273,8 +277,9 @@ def _inline_where_read(state: StateCore) -> None:
 
 
 @cache
-def markdown_parser() -> MarkdownIt:
-    """The shared parser: CommonMark + GFM tables + the mkdocs extensions above."""
+def markdown_parser(myst: bool = False) -> MarkdownIt:
+    """The shared parser: CommonMark + GFM tables + the mkdocs extensions above; with `myst`,
+    the one for documents that use MyST (`markdown_myst`)."""
     md = MarkdownIt("commonmark", {"maxNesting": MAX_NESTING, "store_labels": True})
     md.enable("table")
     md.normalizeLink = lambda url: url  # type: ignore[method-assign]
@@ -286,6 +291,8 @@ def markdown_parser() -> MarkdownIt:
     alt = {"alt": ["paragraph", "reference", "blockquote", "list"]}
     md.block.ruler.before("fence", "container", _container, alt)
     md.block.ruler.before("fence", "snippet", _snippet, alt)
+    if myst:  # before the container plugin: it takes `:::{note}` with options
+        md.use(myst_plugin)
     # after `container`, which leaves it the `::: x` lines a colon fence closes
     container_plugin(md, "fenced", validate=lambda params, *_: bool(params.strip()))
     container_plugin(md, "blocks", marker="/", validate=lambda p, *_: bool(_BLOCK.match(p)))

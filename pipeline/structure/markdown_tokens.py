@@ -12,9 +12,12 @@ open containers reads it, however deep the document nests. Per block kind:
   whatever they hold, with the links of everything inside;
 - TABLE: the table's lines, its cells as `rows` in the metadata; CODE: fenced, indented
   and mkdocstrings `::: x` directives, opaque;
-- admonitions, content tabs, colon-fenced containers (`:::tip`) and pymdown blocks
-  (`/// tip`) add `container` / `container_title` to what they hold;
-- SNIPPET (`--8<-- "file.md"`): no node, the included files as `snippet` links.
+- admonitions, content tabs, colon-fenced containers (`:::tip`), pymdown blocks
+  (`/// tip`) and MyST directives (```` ```{note} ````) add `container` / `container_title`
+  to what they hold; a MyST code directive is CODE with `directive` in its metadata;
+- SNIPPET (`--8<-- "file.md"`, MyST's `{include}`): no node, the included files as
+  `snippet` links; a MyST `{toctree}`: its pages as `toctree` links;
+- ANCHOR: ids alone (`{#id}` lines, MyST's `(label)=` and a directive's `:name:`).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from pipeline.structure.markdown_inline import (
     inline_links,
     strip_line_attrs,
 )
+from pipeline.structure.markdown_myst import uses_myst
 from pipeline.structure.markdown_syntax import fenced_tag, markdown_parser
 
 _QUOTE = re.compile(r"^[ \t]*> ?", re.M)
@@ -138,7 +142,8 @@ class _Reader:
                 block.ids += heading_ids(self.tokens[k + 1].content)
             elif t.type == "flat":  # nested past FLAT_LEVEL: its text was not parsed yet
                 flat = _QUOTE_MARKS.sub("", t.content)
-                self.gather(block, markdown_parser().parseInline(flat, self.env)[0].children)
+                parser = markdown_parser(self.env["myst"])
+                self.gather(block, parser.parseInline(flat, self.env)[0].children)
         return end
 
     @staticmethod
@@ -181,7 +186,7 @@ class _Reader:
                 parts.append(("LIST_ITEM" if in_item else "PARAGRAPH", [body], lo + k, depth - 1))
             else:
                 parts[-1][1].append(body)
-        parser = markdown_parser()
+        parser = markdown_parser(self.env["myst"])
         for kind, body, start, level in parts:
             text = "\n".join(body)
             children = parser.parseInline(text, self.env)[0].children or []
@@ -214,13 +219,18 @@ class _Reader:
             if kind in ("fence", "code_block"):
                 text = t.content[:-1] if t.content.endswith("\n") else t.content
                 meta = {"language": t.info.split()[0] if t.info.split() else ""}
+                if t.meta.get("directive"):  # a MyST code directive (`{code-block}`, `{math}`)
+                    meta["directive"] = t.meta["directive"]
                 self.add("CODE", text, _span(t, self.lines), **(meta if kind == "fence" else {}))
             elif kind == "snippet":  # the page refers to the files it includes
                 block = self.add("SNIPPET", "", _span(t, self.lines))
-                block.links = [{"href": p, "text": "", "kind": "snippet"} for p in t.meta["paths"]]
+                link_kind = t.meta.get("kind", "snippet")  # or a MyST toctree's pages
+                block.links = [{"href": p, "text": "", "kind": link_kind} for p in t.meta["paths"]]
             elif kind == "directive":
                 self.add("CODE", t.content, _span(t, self.lines), directive="mkdocstrings")
                 self.out[-1].ids.append(t.info)
+            elif kind == "myst_target":  # `(label)=`, a directive's `:name:`
+                self.add("ANCHOR", "", _span(t, self.lines)).ids = [t.content.strip()]
             elif kind == "html_block":
                 self.html(t)
             elif kind == "flat":
@@ -241,6 +251,8 @@ class _Reader:
                 under = nxt is not None and (nxt.map or [0])[0] == (t.map or [0])[0] + 1
                 if kind == "container_blocks_open" and under and nxt.type == "code_block":
                     i += 1  # the block's YAML options, right under its header
+            elif kind == "myst_open":
+                self.stack.append(("container", {"name": t.meta["tag"], "title": t.meta["title"]}))
             elif kind == "list_item_open":
                 self.stack.append(("item", {"parts": 0}))
             elif kind == "dd_open":  # its term is the enclosing dl's latest
@@ -290,14 +302,15 @@ _CLOSERS = frozenset(
         "tab_close",
         "container_fenced_close",
         "container_blocks_close",
+        "myst_close",
     }
 )
 
 
 def parse_tokens(text: str) -> tuple[list[Block], dict[str, Any]]:
     """(blocks, markdown-it env) of one Markdown text; lines are 0-based in `text`."""
-    env: dict[str, Any] = {}
-    tokens = markdown_parser().parse(text, env)
+    env: dict[str, Any] = {"myst": uses_myst(text)}
+    tokens = markdown_parser(env["myst"]).parse(text, env)
     return _Reader(tokens, text.split("\n"), env).read(), env
 
 

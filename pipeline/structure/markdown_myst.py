@@ -1,0 +1,223 @@
+"""MyST Markdown (Jupyter Book, Sphinx with myst-parser) on markdown-it-py: directives,
+roles, targets and comments, so a MyST site reads as its pages render rather than as code.
+
+- directives: a fence whose info is `{name} argument` (backticks, tildes, or MyST's colon
+  fence `:::{name}`), its options first in the body (`:key: value` lines, or a `---` YAML
+  block). By name: code-like ones (`code-block`, `code-cell`, `math`, `eval-rst`,
+  `mermaid`, ...) are a `fence` token (the language from the argument); `toctree` a
+  `snippet` token of kind `toctree` naming its entries (the site's page tree: links of the
+  section); `include` / `literalinclude` a snippet of their file; every other one (`note`,
+  `warning`, `admonition`, `dropdown`, `figure`, `tab-item`, `card`, ...) a container whose
+  body is Markdown (`myst_open` / `myst_close`, meta `tag` and `title`), as myst-parser and
+  sphinx-design render them. Its `name` / `label` option is an anchor (a `myst_target`
+  token), what `{ref}` and `{numref}` point to;
+- roles (`{doc}`path``, `{ref}`text <label>``): mdit-py-plugins' `myst_role` tokens, read
+  as links by `markdown_inline.inline_links` (`role_link`);
+- targets `(label)=` (the anchor of the heading after them), `+++` block breaks and `%`
+  comment lines: mdit-py-plugins' MyST block rules.
+
+These rules make a parser of their own (`markdown_syntax.markdown_parser(myst=True)`), for
+the documents that use MyST (`uses_myst`: a directive fence, a role or a target in them):
+elsewhere a line may start with a percent sign, and other pages pay nothing for the rules.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+from markdown_it import MarkdownIt
+from markdown_it.rules_block import StateBlock
+from mdit_py_plugins.myst_blocks import myst_block_plugin
+from mdit_py_plugins.myst_role import myst_role_plugin
+from mdit_py_plugins.utils import is_code_block
+
+_OPEN = re.compile(r"(`{3,}|~{3,}|:{3,})[ \t]*\{([A-Za-z][\w:.+-]*)\}[ \t]*(.*?)[ \t]*$")
+_OPTION = re.compile(r":([\w-]+):(?:[ \t]+(.*?))?[ \t]*$")
+_ROLE_TARGET = re.compile(r"(.*?)\s*<([^<>]+)>\s*$", re.S)
+# What shows a document uses MyST: a directive fence, a role or a `(label)=` target.
+_FENCE = re.compile(r"^[ \t]*(?:`{3,}|~{3,}|:{3,})[ \t]*\{[A-Za-z][\w:.+-]*\}", re.M)
+_FENCE_ANYWHERE = re.compile(r"(?:```|~~~|:::)[ \t]*\{[A-Za-z]")  # no `^`: a fast first look
+_ROLE = re.compile(r"\{[A-Za-z][\w:+-]*\}`")
+_TARGET = re.compile(r"^\([^\s()]+\)=[ \t]*$", re.M)
+
+# Directives whose body is not Markdown: a CODE node, language = argument or this value.
+CODE = {
+    "code-block": "",
+    "code": "",
+    "sourcecode": "",
+    "code-cell": "",
+    "math": "math",
+    "eval-rst": "rst",
+    "raw": "",
+    "mermaid": "mermaid",
+    "graphviz": "dot",
+    "plantuml": "plantuml",
+    "csv-table": "csv",
+    "jupyter-execute": "python",
+    "ipython": "python",
+}
+ADMONITIONS = frozenset(
+    [
+        "admonition",
+        "attention",
+        "caution",
+        "danger",
+        "error",
+        "hint",
+        "important",
+        "note",
+        "seealso",
+        "tip",
+        "todo",
+        "warning",
+        "versionadded",
+        "versionchanged",
+        "deprecated",
+        "dropdown",
+    ]
+)
+INCLUDES = frozenset({"include", "literalinclude"})
+# The argument of these is a file, not a title.
+_PATH_ARGUMENT = frozenset({"figure", "image", "bibliography"})
+ROLE_LINKS = {"doc": "inline", "download": "inline", "ref": "autoref", "numref": "autoref"}
+
+
+def uses_myst(text: str) -> bool:
+    if "}`" in text and _ROLE.search(text):
+        return True
+    if ")=" in text and _TARGET.search(text):
+        return True
+    return _FENCE_ANYWHERE.search(text) is not None and _FENCE.search(text) is not None
+
+
+def _line(state: StateBlock, line: int) -> str:
+    return state.src[state.bMarks[line] + state.tShift[line] : state.eMarks[line]]
+
+
+def _closing(state: StateBlock, start: int, end: int, fence: str) -> tuple[int, int]:
+    """(end of the body, line after the directive): the first line of at least the fence's
+    characters alone, else where the enclosing container ends (CommonMark's fence rule)."""
+    line = start + 1
+    while line < end:
+        if not state.isEmpty(line) and state.sCount[line] < state.blkIndent:
+            break
+        text = _line(state, line).rstrip()
+        if (
+            state.sCount[line] - state.blkIndent < 4
+            and len(text) >= len(fence)
+            and text == fence[0] * len(text)
+        ):
+            return line, line + 1
+        line += 1
+    return line, line
+
+
+def _options(state: StateBlock, first: int, stop: int) -> tuple[dict[str, Any], int]:
+    """(options, first line of the content) of a directive body starting at line `first`."""
+    options: dict[str, Any] = {}
+    line = first
+    if line < stop and _line(state, line).rstrip() == "---":
+        close = next((k for k in range(line + 1, stop) if _line(state, k).rstrip() == "---"), None)
+        if close is not None:
+            block = "\n".join(_line(state, k) for k in range(line + 1, close))
+            try:
+                loaded = yaml.safe_load(block)
+            except yaml.YAMLError:
+                loaded = None
+            return (loaded if isinstance(loaded, dict) else {}), close + 1
+    while line < stop and (m := _OPTION.match(_line(state, line))):
+        options[m.group(1)] = m.group(2) or ""
+        line += 1
+    while options and line < stop and state.isEmpty(line):  # the blank line after them
+        line += 1
+    return options, line
+
+
+def _directive(state: StateBlock, start: int, end: int, silent: bool) -> bool:
+    if is_code_block(state, start):
+        return False
+    pos = state.bMarks[start] + state.tShift[start]
+    if state.src[pos] not in "`~:":
+        return False
+    m = _OPEN.match(_line(state, start))
+    if m is None or (m.group(1)[0] == "`" and "`" in m.group(3)):
+        return False
+    if silent:
+        return True
+    fence, name, argument = m.group(1), m.group(2).lower(), m.group(3)
+    body_end, after = _closing(state, start, end, fence)
+    options, content = _options(state, start + 1, body_end)
+    for key in ("name", "label"):
+        if label := str(options.get(key) or "").strip():
+            anchor = state.push("myst_target", "", 0)
+            anchor.content, anchor.map = label, [start, start + 1]
+    if name in CODE or name == "toctree" or name in INCLUDES:
+        _leaf(state, start, after, name, argument, content, body_end)
+    else:
+        kind = name
+        if name == "admonition":  # `:class: tip` gives a generic admonition its look
+            kind = (str(options.get("class") or "").split() or [name])[0]
+        tag = f"admonition:{kind}" if name in ADMONITIONS else f"directive:{name}"
+        title = "" if name in _PATH_ARGUMENT else argument
+        old = state.parentType, state.lineMax
+        state.parentType, state.lineMax = "myst", body_end
+        token = state.push("myst_open", "div", 1)
+        token.meta, token.map = {"tag": tag, "title": title}, [start, after]
+        state.md.block.tokenize(state, content, body_end)
+        state.push("myst_close", "div", -1)
+        state.parentType, state.lineMax = old
+    state.line = after
+    return True
+
+
+def _leaf(
+    state: StateBlock, start: int, after: int, name: str, arg: str, content: int, body_end: int
+) -> None:
+    """A directive that holds no Markdown: code, a page tree or an included file."""
+    if name in CODE:
+        token = state.push("fence", "code", 0)
+        token.info = (arg.split() or [CODE[name] or ""])[0] if not CODE[name] else CODE[name]
+        token.content = state.getLines(content, body_end, state.sCount[start], True)
+        token.meta = {"directive": name}
+    else:
+        if name == "toctree":
+            lines = (_line(state, k).strip() for k in range(content, body_end))
+            paths = [_entry(x) for x in lines if x and x != "self" and not re.search(r"[*?]", x)]
+        else:
+            paths = [arg.strip()]
+        token = state.push("snippet", "", 0)
+        kind = "toctree" if name == "toctree" else "snippet"
+        token.meta = {"paths": [p for p in paths if p], "kind": kind}
+    token.map = [start, after]
+
+
+def _entry(line: str) -> str:
+    """A toctree entry's document: `Title <path>` or `path`."""
+    m = _ROLE_TARGET.match(line)
+    return m.group(2).strip() if m else line
+
+
+def role_parts(content: str) -> tuple[str, str]:
+    """(text, target) of a role's content: `text <target>` or `target` (its own text)."""
+    m = _ROLE_TARGET.match(content)
+    if m and m.group(1):
+        return m.group(1), m.group(2).strip()
+    return content.strip(), content.strip()
+
+
+def role_link(name: str, content: str) -> dict[str, str] | None:
+    """The link a role is ({doc}, {download}, {ref}, {numref}), else None."""
+    kind = ROLE_LINKS.get(name)
+    if kind is None:
+        return None
+    text, target = role_parts(content)
+    return {"href": target, "text": text, "kind": kind}
+
+
+def myst_plugin(md: MarkdownIt) -> None:
+    """Directives before fences, and mdit-py-plugins' MyST block and role rules."""
+    alt = {"alt": ["paragraph", "reference", "blockquote", "list"]}
+    md.block.ruler.before("fence", "myst_directive", _directive, alt)
+    md.use(myst_block_plugin).use(myst_role_plugin)

@@ -1,0 +1,155 @@
+"""MyST Markdown (Jupyter Book, Sphinx with myst-parser): directives are containers or code
+as they render, their options no text; roles, targets and toctrees are links of the site."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+
+from pipeline.ingest import load_folder
+from pipeline.structure import build_structure
+from pipeline.structure.markdown import parse_blocks
+
+PAGE = """(intro)=
+# Harbour tools
+
+% editors' note, never rendered
+Start with {doc}`guide/install`.
+
+```{note}
+The model assumes a semi-diurnal tide.
+```
+
+```{warning} Deprecated since 2.0
+:class: dropdown
+
+Legacy mode goes away.
+```
+
+````{admonition} Nested
+:class: tip
+
+- an item
+
+```{code-cell} ipython3
+print("hi")
+```
+````
+
+```{code-block} python
+:caption: Quick start
+:linenos:
+
+import harbour
+```
+
+:::{seealso}
+:class: dropdown
+The raw data.
+:::
+
+```{figure} images/tides.png
+:name: fig-tides
+
+Tidal range at Lisbon.
+```
+
++++
+
+```{math}
+:label: eq-tide
+h(t) = A cos(w t)
+```
+"""
+
+
+def _blocks(text: str) -> list[tuple]:
+    return [
+        (b.kind, b.text, b.meta.get("container"), b.meta.get("container_title"), b.ids)
+        for b in parse_blocks(text.split("\n"))
+    ]
+
+
+def test_myst_directives_are_containers_or_code_without_their_options():
+    got = _blocks(PAGE)
+    assert got == [
+        ("ANCHOR", "", None, None, ["intro"]),
+        ("HEADING", "Harbour tools", None, None, []),
+        ("PARAGRAPH", "Start with {doc}`guide/install`.", None, None, []),
+        ("PARAGRAPH", "The model assumes a semi-diurnal tide.", "admonition:note", "", []),
+        ("PARAGRAPH", "Legacy mode goes away.", "admonition:warning", "Deprecated since 2.0", []),
+        ("LIST_ITEM", "an item", "admonition:tip", "Nested", []),
+        ("CODE", 'print("hi")', "admonition:tip", "Nested", []),
+        ("CODE", "import harbour", None, None, []),
+        ("PARAGRAPH", "The raw data.", "admonition:seealso", "", []),
+        ("ANCHOR", "", None, None, ["fig-tides"]),
+        ("PARAGRAPH", "Tidal range at Lisbon.", "directive:figure", "", []),
+        ("ANCHOR", "", None, None, ["eq-tide"]),
+        ("CODE", "h(t) = A cos(w t)", None, None, []),
+    ]
+    code = {b.text: b.meta for b in parse_blocks(PAGE.split("\n")) if b.kind == "CODE"}
+    assert code['print("hi")'] == {
+        "container": "admonition:tip",
+        "container_title": "Nested",
+        "directive": "code-cell",
+        "language": "ipython3",
+    }
+    assert code["import harbour"] == {"directive": "code-block", "language": "python"}
+    assert code["h(t) = A cos(w t)"] == {"directive": "math", "language": "math"}
+
+
+def test_percent_lines_are_comments_only_in_myst_pages():
+    plain = "# Fees\n\n% of revenue paid as fees:\n\n```python\nx = 1\n```\n"
+    assert [b[1] for b in _blocks(plain)] == ["Fees", "% of revenue paid as fees:", "x = 1"]
+    myst = plain.replace("```python", "```{code-block} python")
+    assert [b[1] for b in _blocks(myst)] == ["Fees", "x = 1"]
+
+
+def test_myst_roles_targets_and_toctrees_link_the_site(tmp_path):
+    (tmp_path / "guide").mkdir()
+    (tmp_path / "intro.md").write_text(
+        PAGE + "\n```{toctree}\n:maxdepth: 2\n\n"
+        "guide/install\nAPI <guide/api>\nself\nguide/*\n```\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "guide" / "install.md").write_text(
+        "# Installing\n\n(tide-model)=\n## The tide model\n\nSee {ref}`intro` and "
+        "{ref}`the figure <fig-tides>`, {numref}`eq-tide`, {doc}`the API <api>`, "
+        "{doc}`/intro` and {download}`data <../data/tides.csv>`.\n\n"
+        "```{include} ../snippets/common.md\n```\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "guide" / "api.md").write_text(
+        "# API\n\nBack to {ref}`the tide model <tide-model>` and {ref}`nowhere`.\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "snippets").mkdir()
+    (tmp_path / "snippets" / "common.md").write_text("Shared text.\n", encoding="utf-8")
+    docs, _ = load_folder(tmp_path)
+    sections, nodes, edges, _ = build_structure(docs, tmp_path)
+    uri = dict(zip(sections["id"], sections["uri"], strict=True))
+    got = set()
+    for target, text, meta in (
+        edges.filter(pl.col("type") == "REFERS_TO")
+        .select("target_id", "marker_text", "metadata")
+        .rows()
+    ):
+        meta = json.loads(meta)
+        got.add((meta["kind"], text, uri.get(target) or meta["reason"]))
+    assert got == {
+        ("inline", "guide/install", "guide/install.md"),
+        ("toctree", "", "guide/install.md"),
+        ("toctree", "", "guide/api.md"),
+        ("autoref", "intro", "intro.md#harbour-tools"),
+        ("autoref", "the figure", "intro.md#harbour-tools"),
+        ("autoref", "eq-tide", "intro.md#harbour-tools"),
+        ("inline", "the API", "guide/api.md"),
+        ("inline", "/intro", "intro.md"),
+        ("inline", "data", "target document not in corpus"),
+        ("snippet", "", "snippets/common.md"),
+        ("autoref", "the tide model", "guide/install.md#the-tide-model"),
+        ("autoref", "nowhere", "autorefs identifier not in corpus (another site's?)"),
+    }
+    # targets, comments, breaks and options are no text of any node
+    assert not [t for t in nodes["text"] if t.startswith(("(", "%", "+++", ":"))]
