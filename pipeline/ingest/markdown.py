@@ -1,4 +1,5 @@
-"""Markdown loader: YAML front matter into metadata, title from the first heading.
+"""Markdown loader: YAML (or Hugo's TOML) front matter into metadata, title from the
+first heading.
 
 The Markdown itself is kept: its headings are the strongest chunk boundaries. A page of
 front matter alone (an mkdocs redirect page) is a document with no text, so links to it
@@ -13,6 +14,7 @@ are read as the HTML they look like.
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from pipeline.ingest.formats import LoadedDoc, LoadError, register
 from pipeline.ingest.text import decode_text
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
+_TOML_FRONT_MATTER = re.compile(r"\A\+\+\+[ \t]*\n(.*?\n)?\+\+\+[ \t]*(?:\n|\Z)", re.DOTALL)
 _ATX = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
@@ -30,7 +33,13 @@ _MDX_COMMENT = re.compile(r"\{/\*.*?\*/\}", re.DOTALL)
 
 
 def split_front_matter(text: str) -> tuple[dict[str, Any], str, list[str]]:
-    """(metadata, text without front matter, warnings)."""
+    """(metadata, text without front matter, warnings): YAML between `---` lines, or TOML
+    between `+++` lines (Hugo)."""
+    if (m := _TOML_FRONT_MATTER.match(text)) is not None:
+        try:
+            return tomllib.loads(m.group(1) or ""), text[m.end() :], []
+        except tomllib.TOMLDecodeError as e:
+            return {}, text, [f"invalid TOML front matter: {type(e).__name__}"]
     m = _FRONT_MATTER.match(text)
     if not m:
         return {}, text, []

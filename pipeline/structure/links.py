@@ -7,20 +7,22 @@ the heading's section for `#anchor` — or None when it cannot be resolved, with
 in the metadata ("external URL", "target document not in corpus", ...). An anchor that is
 not found still points to the document root, with `anchor_resolved: false`.
 
-Resolution, in order: a note uri (exact); an external scheme (http:, mailto:, ...); a
-path relative to the linking file (`../`, `./`, `/` = corpus root, URL-encoded characters,
-missing `.md` / `.mdx`, directory -> index / README page, `.html` -> `.md`); wikilinks by path,
-file stem or title (notes: note title). Anchors match section slugs, then other anchors a
-section declares (`anchors` in its metadata), then the slugified anchor text. An
-mkdocs-autorefs identifier (`[text][pkg.Thing]`, `[heading-slug][]`) is looked up across
-the whole corpus as mkdocs-autorefs does: anchors sections declare (`{#id}`, `[](){#id}`,
-a `::: pkg.mod` directive), then heading ids, then the longest dotted prefix that a
-mkdocstrings directive or `## ::: pkg.mod` heading documents (its members `pkg.mod.*`); where
-several documents have it, the linking document's own, else the first path (marked
-`ambiguous`). One found nowhere is another site's (an inventory): left unresolved. A
-pymdown-extensions snippet (`--8<-- "file.md"`) names its file from the snippets' base path,
-mkdocs' working folder: from the corpus root, else from the including file's folder; a
-file outside the input folder (README.md beside docs/) stays unresolved with that reason.
+Resolution, in order: a note uri (exact); an external scheme (http:, mailto:, ...); a path
+relative to the linking file (`../`, `./`, `/` = corpus root, URL-encoded characters,
+missing `.md` / `.mdx`, directory -> index / README page, `.html` -> `.md`), and one that is
+not there and starts with neither `./` nor `../` from the corpus root (as Hugo's `ref`
+does); wikilinks by path, file stem or title (notes: note title). Anchors match section
+slugs, then other anchors a section declares (`anchors` in its metadata), then the slugified
+anchor text. An mkdocs-autorefs identifier (`[text][pkg.Thing]`, `[heading-slug][]`, MyST's
+`{ref}` label) is looked up across the whole corpus as mkdocs-autorefs does: anchors
+sections declare (`{#id}`, `[](){#id}`, a `::: pkg.mod` directive), then heading ids, then
+the longest dotted prefix that a mkdocstrings directive or `## ::: pkg.mod` heading
+documents (its members `pkg.mod.*`); where several documents have it, the linking document's
+own, else the first path (marked `ambiguous`). One found nowhere is another site's (an
+inventory): left unresolved. A pymdown-extensions snippet (`--8<-- "file.md"`) names its
+file from the snippets' base path, mkdocs' working folder: from the corpus root, else from
+the including file's folder; a file outside the input folder (README.md beside docs/) stays
+unresolved with that reason.
 """
 
 from __future__ import annotations
@@ -177,6 +179,8 @@ def _resolve(corpus: _Corpus, src: DocStructure, link: dict[str, Any]) -> dict[s
             return _edge(link, None, reason="target outside corpus")
         joined = joined + "/" if path.endswith("/") and joined != "." else joined
         target = corpus.find_path("" if joined == "." else joined)
+        if target is None and base and not path.startswith("."):  # Hugo's ref: the root's
+            target = corpus.find_path(posixpath.normpath(path))
         if target is None:
             return _edge(link, None, reason="target document not in corpus", target_path=joined)
     return _with_anchor(corpus, link, target, anchor)

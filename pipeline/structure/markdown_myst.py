@@ -8,7 +8,7 @@ roles, targets and comments, so a MyST site reads as its pages render rather tha
   `snippet` token of kind `toctree` naming its entries (the site's page tree: links of the
   section); `include` / `literalinclude` a snippet of their file; every other one (`note`,
   `warning`, `admonition`, `dropdown`, `figure`, `tab-item`, `card`, ...) a container whose
-  body is Markdown (`myst_open` / `myst_close`, meta `tag` and `title`), as myst-parser and
+  body is Markdown (`site_container_open` / `_close`, meta `tag` and `title`), as myst-parser and
   sphinx-design render them. Its `name` / `label` option is an anchor (a `myst_target`
   token), what `{ref}` and `{numref}` point to;
 - roles (`{doc}`path``, `{ref}`text <label>``): mdit-py-plugins' `myst_role` tokens, read
@@ -161,15 +161,23 @@ def _directive(state: StateBlock, start: int, end: int, silent: bool) -> bool:
             kind = (str(options.get("class") or "").split() or [name])[0]
         tag = f"admonition:{kind}" if name in ADMONITIONS else f"directive:{name}"
         title = "" if name in _PATH_ARGUMENT else argument
-        old = state.parentType, state.lineMax
-        state.parentType, state.lineMax = "myst", body_end
-        token = state.push("myst_open", "div", 1)
-        token.meta, token.map = {"tag": tag, "title": title}, [start, after]
-        state.md.block.tokenize(state, content, body_end)
-        state.push("myst_close", "div", -1)
-        state.parentType, state.lineMax = old
+        push_container(state, tag, title, (start, after), content, body_end)
     state.line = after
     return True
+
+
+def push_container(
+    state: StateBlock, tag: str, title: str, span: tuple[int, int], first: int, stop: int
+) -> None:
+    """A container of a site generator's syntax (a MyST directive, a Hugo shortcode, a
+    Liquid tag) spanning `span`, its lines `first`..`stop` (exclusive) parsed as Markdown."""
+    old = state.parentType, state.lineMax
+    state.parentType, state.lineMax = "site_container", stop
+    token = state.push("site_container_open", "div", 1)
+    token.meta, token.map = {"tag": tag, "title": title}, list(span)
+    state.md.block.tokenize(state, first, stop)
+    state.push("site_container_close", "div", -1)
+    state.parentType, state.lineMax = old
 
 
 def _leaf(

@@ -29,7 +29,7 @@ GFM tables) and the rules no plugin covers as mkdocs does, written here:
 - wikilinks (`[[Page#anchor|text]]`) and mkdocs-autorefs links (`[text][pkg.Thing]` with a
   label the page does not define): `wikilink` and `autoref_open` / `autoref_close` tokens;
 - MyST (Jupyter Book, Sphinx): directives, roles, targets and comments, in
-  `markdown_myst`;
+  `markdown_myst`; Hugo shortcodes and Liquid tags (GitBook, Jekyll) in `markdown_templates`;
 - inline parsing only where something is read from it: headings (their rendered text is
   the slug), `parseInline` calls and text with `[`, `<` or `{` (links, footnote markers,
   anchors); other inline
@@ -56,6 +56,7 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from mdit_py_plugins.utils import is_code_block
 
 from pipeline.structure.markdown_myst import myst_plugin
+from pipeline.structure.markdown_templates import template_plugin
 
 # Token nesting level from which content is taken flat (lists add 2 levels each, so about
 # 32 nested lists are parsed as blocks); MAX_NESTING (markdown-it's maxNesting) stays above
@@ -293,6 +294,7 @@ def markdown_parser(myst: bool = False) -> MarkdownIt:
     md.block.ruler.before("fence", "snippet", _snippet, alt)
     if myst:  # before the container plugin: it takes `:::{note}` with options
         md.use(myst_plugin)
+    md.use(template_plugin)
     # after `container`, which leaves it the `::: x` lines a colon fence closes
     container_plugin(md, "fenced", validate=lambda params, *_: bool(params.strip()))
     container_plugin(md, "blocks", marker="/", validate=lambda p, *_: bool(_BLOCK.match(p)))

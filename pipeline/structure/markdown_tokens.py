@@ -14,7 +14,8 @@ open containers reads it, however deep the document nests. Per block kind:
   and mkdocstrings `::: x` directives, opaque;
 - admonitions, content tabs, colon-fenced containers (`:::tip`), pymdown blocks
   (`/// tip`) and MyST directives (```` ```{note} ````) add `container` / `container_title`
-  to what they hold; a MyST code directive is CODE with `directive` in its metadata;
+  to what they hold, as do Hugo shortcodes and Liquid tags (`{{< hint >}}`, `{% hint %}`);
+  a MyST code directive is CODE with `directive` in its metadata;
 - SNIPPET (`--8<-- "file.md"`, MyST's `{include}`): no node, the included files as
   `snippet` links; a MyST `{toctree}`: its pages as `toctree` links;
 - ANCHOR: ids alone (`{#id}` lines, MyST's `(label)=` and a directive's `:name:`).
@@ -36,6 +37,7 @@ from pipeline.structure.markdown_inline import (
 )
 from pipeline.structure.markdown_myst import uses_myst
 from pipeline.structure.markdown_syntax import fenced_tag, markdown_parser
+from pipeline.structure.markdown_templates import link_tags
 
 _QUOTE = re.compile(r"^[ \t]*> ?", re.M)
 _LIST_MARK = re.compile(r"^(?:[ \t]*>)*[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
@@ -251,7 +253,7 @@ class _Reader:
                 under = nxt is not None and (nxt.map or [0])[0] == (t.map or [0])[0] + 1
                 if kind == "container_blocks_open" and under and nxt.type == "code_block":
                     i += 1  # the block's YAML options, right under its header
-            elif kind == "myst_open":
+            elif kind == "site_container_open":
                 self.stack.append(("container", {"name": t.meta["tag"], "title": t.meta["title"]}))
             elif kind == "list_item_open":
                 self.stack.append(("item", {"parts": 0}))
@@ -302,13 +304,14 @@ _CLOSERS = frozenset(
         "tab_close",
         "container_fenced_close",
         "container_blocks_close",
-        "myst_close",
+        "site_container_close",
     }
 )
 
 
 def parse_tokens(text: str) -> tuple[list[Block], dict[str, Any]]:
     """(blocks, markdown-it env) of one Markdown text; lines are 0-based in `text`."""
+    text = link_tags(text)  # `[x]({{< ref "page.md" >}})`: a link once the site renders it
     env: dict[str, Any] = {"myst": uses_myst(text)}
     tokens = markdown_parser(env["myst"]).parse(text, env)
     return _Reader(tokens, text.split("\n"), env).read(), env

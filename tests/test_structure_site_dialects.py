@@ -1,5 +1,7 @@
-"""MyST Markdown (Jupyter Book, Sphinx with myst-parser): directives are containers or code
-as they render, their options no text; roles, targets and toctrees are links of the site."""
+"""Markdown of site generators other than mkdocs. MyST (Jupyter Book, Sphinx with
+myst-parser): directives are containers or code as they render, their options no text;
+roles, targets and toctrees are links of the site. Hugo shortcodes and Liquid tags (GitBook,
+Jekyll): containers, code or nothing, and links whose destination is a tag resolve."""
 
 from __future__ import annotations
 
@@ -153,3 +155,144 @@ def test_myst_roles_targets_and_toctrees_link_the_site(tmp_path):
     }
     # targets, comments, breaks and options are no text of any node
     assert not [t for t in nodes["text"] if t.startswith(("(", "%", "+++", ":"))]
+
+
+HUGO_PAGE = """+++
+title = "Tides"
+weight = 10
++++
+
+# Tides
+
+See [the ports]({{< ref "docs/ports.md" >}}) and [Lisbon]({{< relref "ports#lisbon" >}}).
+
+{{< hint info >}}
+**Note:** tides follow the moon.
+{{< /hint >}}
+
+{{% notice warning "Mind the gap" %}}
+Spring tides flood the quay.
+{{% /notice %}}
+
+{{< tabs "install" >}}
+{{< tab "Linux" >}}
+Use apt.
+{{< /tab >}}
+{{< /tabs >}}
+
+{{< figure src="tides.png" caption="Tidal range at Lisbon" >}}
+{{< youtube abc123 >}}
+"""
+
+GITBOOK_PAGE = """# Ports
+
+## Lisbon
+
+{% hint style="warning" %}
+Lisbon has a strong current.
+{% endhint %}
+
+{% tabs %}
+{% tab title="Python" %}
+```python
+import ports
+```
+{% endtab %}
+{% endtabs %}
+
+{% content-ref url="tides.md" %}
+[tides.md](tides.md)
+{% endcontent-ref %}
+
+{% highlight ruby %}
+puts "hi"
+{% endhighlight %}
+
+{% comment %}
+A hidden draft.
+{% endcomment %}
+
+{% if site.beta %}
+Beta ports.
+{% else %}
+No beta ports.
+{% endif %}
+Read [the tides]({% link docs/tides.md %}).
+{% embed url="https://example.com/video" %}
+"""
+
+
+def test_hugo_shortcodes_and_liquid_tags_read_as_they_render(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "tides.md").write_text(HUGO_PAGE, encoding="utf-8")
+    (tmp_path / "docs" / "ports.md").write_text(GITBOOK_PAGE, encoding="utf-8")
+    docs, _ = load_folder(tmp_path)
+    tides = docs.filter(pl.col("source_path") == "docs/tides.md").row(0, named=True)
+    assert tides["title"] == "Tides" and json.loads(tides["metadata"])["weight"] == 10
+    sections, nodes, edges, _ = build_structure(docs, tmp_path)
+    got = [
+        (path, kind, text, meta.get("container"), meta.get("container_title"))
+        for path, kind, text, meta in zip(
+            nodes["document_id"].replace_strict(
+                dict(zip(docs["id"], docs["source_path"], strict=True))
+            ),
+            nodes["node_type"],
+            nodes["text"],
+            map(json.loads, nodes["metadata"]),
+            strict=True,
+        )
+        if kind != "HEADING"
+    ]
+    assert sorted(got) == sorted(
+        [
+            (
+                "docs/tides.md",
+                "PARAGRAPH",
+                "See [the ports](docs/ports.md) and [Lisbon](ports#lisbon).",
+                None,
+                None,
+            ),
+            (
+                "docs/tides.md",
+                "PARAGRAPH",
+                "**Note:** tides follow the moon.",
+                "admonition:info",
+                "",
+            ),
+            (
+                "docs/tides.md",
+                "PARAGRAPH",
+                "Spring tides flood the quay.",
+                "admonition:warning",
+                "Mind the gap",
+            ),
+            ("docs/tides.md", "PARAGRAPH", "Use apt.", "directive:tab", "Linux"),
+            ("docs/tides.md", "PARAGRAPH", "Tidal range at Lisbon", "directive:figure", ""),
+            (
+                "docs/ports.md",
+                "PARAGRAPH",
+                "Lisbon has a strong current.",
+                "admonition:warning",
+                "",
+            ),
+            ("docs/ports.md", "CODE", "import ports", "directive:tab", "Python"),
+            ("docs/ports.md", "PARAGRAPH", "[tides.md](tides.md)", "directive:content-ref", ""),
+            ("docs/ports.md", "CODE", 'puts "hi"', None, None),
+            ("docs/ports.md", "PARAGRAPH", "Beta ports.", None, None),
+            ("docs/ports.md", "PARAGRAPH", "No beta ports.", None, None),
+            ("docs/ports.md", "PARAGRAPH", "Read [the tides](/docs/tides.md).", None, None),
+        ]
+    )
+    uri = dict(zip(sections["id"], sections["uri"], strict=True))
+    links = {
+        (text, uri.get(target))
+        for target, text in edges.filter(pl.col("type") == "REFERS_TO")
+        .select("target_id", "marker_text")
+        .rows()
+    }
+    assert links == {
+        ("the ports", "docs/ports.md"),  # Hugo's ref: from the content root
+        ("Lisbon", "docs/ports.md#lisbon"),  # ... or beside the page
+        ("tides.md", "docs/tides.md"),
+        ("the tides", "docs/tides.md"),
+    }

@@ -1,0 +1,184 @@
+"""Template tags of static site generators in Markdown pages, read as what they render:
+Hugo shortcodes (`{{< hint info >}}` ... `{{< /hint >}}`, `{{% notice tip %}}` ...
+`{{% /notice %}}`) and Liquid tags (GitBook's `{% hint style="info" %}` ... `{% endhint %}`,
+`{% tabs %}` / `{% tab title="Linux" %}`, Jekyll's `{% highlight python %}`).
+
+A line holding one tag alone is no text. A tag its closing tag pairs (the document's tags
+paired by name once a parse, nesting kept) holds Markdown: a container
+(`site_container_open`), admonition-like ones (`hint`, `notice`, `alert`, `callout`, ...)
+as `admonition:<kind>` (kind from `style=`, `type=`, `color=` or the first bare argument),
+the others as `directive:<name>`, titled by `title=` or the first quoted argument; Liquid's
+`if` / `for` / `raw` hold their lines without a container, `comment` hides them, and
+`highlight` is code. A tag alone may still carry text or a file: a figure's caption (a
+paragraph), an include's file (a snippet link).
+
+Link destinations that are tags (`[text]({{< ref "page.md" >}})`, `{% link page.md %}`,
+`{% post_url 2020-01-01-name %}`) are not CommonMark links (they hold spaces): `link_tags`
+rewrites them to the path they name before parsing, on the same lines.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markdown_it.rules_block import StateBlock
+from mdit_py_plugins.utils import is_code_block
+
+from pipeline.structure.markdown_myst import push_container
+
+_HUGO = re.compile(r"\{\{([<%])[ \t]*(/)?[ \t]*([\w./-]+)(.*?)[ \t]*(/)?[ \t]*[>%]\}\}")
+_LIQUID = re.compile(r"\{%-?[ \t]*([\w-]+)(.*?)[ \t]*-?%\}")
+_ARG = re.compile(r"""([\w-]+)=(?:"([^"]*)"|'([^']*)'|(\S+))|"([^"]*)"|'([^']*)'|(\S+)""")
+_LINK_TAG = re.compile(
+    r"\]\([ \t]*(?:\{\{[^{}]*\}\})?(?:"
+    r"\{\{[<%][ \t]*(?:rel)?ref[ \t]+\"?([^\"\s]+?)\"?[ \t]*[>%]\}\}"
+    r"|\{%-?[ \t]*link[ \t]+(\S+?)[ \t]*-?%\}"
+    r"|\{%-?[ \t]*post_url[ \t]+(\S+?)[ \t]*-?%\})"
+)
+ADMONITIONS = frozenset(
+    {"hint", "notice", "alert", "callout", "admonition", "note", "tip", "warning", "info"}
+)
+TRANSPARENT = frozenset({"raw", "if", "unless", "for", "case", "capture"})
+INCLUDES = frozenset({"include", "include_relative", "readfile", "include-markdown"})
+_CAPTION_KEYS = ("caption", "title", "alt")
+
+
+def parse_tag(line: str) -> tuple[str, bool, str] | None:
+    """(name, closing, arguments) of a line that is one template tag alone, else None."""
+    line = line.strip()
+    if (m := _HUGO.fullmatch(line)) is not None:
+        if m.group(1) == "<" and not line.endswith(">}}") or m.group(3).startswith("/*"):
+            return None
+        return m.group(3).lower(), bool(m.group(2)), m.group(4)
+    if (m := _LIQUID.fullmatch(line)) is not None:
+        name = m.group(1).lower()
+        closing = name.startswith("end") and len(name) > 3
+        return (name[3:] if closing else name), closing, m.group(2)
+    return None
+
+
+def arguments(text: str) -> tuple[dict[str, str], list[str]]:
+    """(named, positional) arguments of a tag: `key="v"` / `key=v`, `"quoted"`, `bare`."""
+    named: dict[str, str] = {}
+    positional: list[str] = []
+    for m in _ARG.finditer(text):
+        if m.group(1):
+            named[m.group(1).lower()] = next(g for g in m.groups()[1:4] if g is not None)
+        else:
+            positional.append(next(g for g in m.groups()[4:] if g is not None))
+    return named, positional
+
+
+def _pairs(state: StateBlock) -> dict[int, int]:
+    """Opening tag line -> its closing tag's line, for the whole document, once a parse."""
+    pairs = state.env.get("template_pairs")
+    if pairs is None:
+        pairs, open_at = {}, {}
+        for k, line in enumerate(state.src.split("\n")):
+            if "{" not in line or (tag := parse_tag(line)) is None:
+                continue
+            name, closing, _ = tag
+            if closing and open_at.get(name):
+                pairs[open_at[name].pop()] = k
+            elif not closing:
+                open_at.setdefault(name, []).append(k)
+        state.env["template_pairs"] = pairs
+    return pairs
+
+
+def _line(state: StateBlock, line: int) -> str:
+    return state.src[state.bMarks[line] + state.tShift[line] : state.eMarks[line]]
+
+
+def _template(state: StateBlock, start: int, end: int, silent: bool) -> bool:
+    pos = state.bMarks[start] + state.tShift[start]
+    if state.src[pos] != "{" or is_code_block(state, start):
+        return False
+    tag = parse_tag(_line(state, start))
+    if tag is None:
+        return False
+    if silent:
+        return True
+    name, closing, args = tag
+    close = None if closing else _pairs(state).get(start)
+    if close is not None and close >= end:  # closed outside this container: a tag alone
+        close = None
+    named, positional = arguments(args)
+    if close is None:
+        _alone(state, start, name, named, positional)
+        state.line = start + 1
+        return True
+    span = (start, close + 1)
+    if name == "highlight":
+        token = state.push("fence", "code", 0)
+        token.info = positional[0] if positional else ""
+        token.content = state.getLines(start + 1, close, state.sCount[start], True)
+        token.map = list(span)
+    elif name in TRANSPARENT:
+        old = state.lineMax
+        state.lineMax = close
+        state.md.block.tokenize(state, start + 1, close)
+        state.lineMax = old
+    elif name != "comment":
+        kind = named.get("style") or named.get("type") or named.get("color")
+        bare = [p for p in positional if not _quoted(args, p)]
+        if name in ADMONITIONS:
+            tag_name = f"admonition:{(kind or (bare[0] if bare else name)).lower()}"
+        else:
+            tag_name = f"directive:{name}"
+        quoted = [p for p in positional if _quoted(args, p)]
+        title = named.get("title") or (quoted[0] if quoted else "")
+        push_container(state, tag_name, title, span, start + 1, close)
+    state.line = close + 1
+    return True
+
+
+def _quoted(args: str, value: str) -> bool:
+    return f'"{value}"' in args or f"'{value}'" in args
+
+
+def _alone(
+    state: StateBlock, start: int, name: str, named: dict[str, str], positional: list[str]
+) -> None:
+    """A tag no closing tag pairs: an include's file, else a figure-like tag's caption."""
+    if name in INCLUDES:
+        path = named.get("file") or (positional[0] if positional else "")
+        if path:
+            token = state.push("snippet", "", 0)
+            token.meta, token.map = {"paths": [path], "kind": "snippet"}, [start, start + 1]
+        return
+    text = next((named[k] for k in _CAPTION_KEYS if named.get(k)), "")
+    if text:
+        push_text(state, f"directive:{name}", text, start)
+
+
+def push_text(state: StateBlock, tag: str, text: str, line: int) -> None:
+    """A paragraph `text` of line `line`, in a container `tag`."""
+    span = [line, line + 1]
+    state.push("site_container_open", "div", 1).meta = {"tag": tag, "title": ""}
+    state.push("paragraph_open", "p", 1).map = span
+    inline = state.push("inline", "", 0)
+    inline.content, inline.map, inline.children = text, span, []
+    state.push("paragraph_close", "p", -1)
+    state.push("site_container_close", "div", -1)
+
+
+def link_tags(text: str) -> str:
+    """`](tag)` link destinations that are template tags, as the paths they name."""
+    if "](" not in text or "{" not in text:
+        return text
+
+    def path(m: re.Match[str]) -> str:
+        ref, link, post = m.group(1), m.group(2), m.group(3)
+        if ref:
+            return f"]({ref}"
+        return f"](/{link}" if link else f"](/_posts/{post}"
+
+    return _LINK_TAG.sub(path, text)
+
+
+def template_plugin(md: MarkdownIt) -> None:
+    alt: dict[str, Any] = {"alt": ["paragraph", "reference", "blockquote", "list"]}
+    md.block.ruler.before("fence", "template_tag", _template, alt)
