@@ -101,6 +101,26 @@ def test_myst_directives_are_containers_or_code_without_their_options():
     assert code["h(t) = A cos(w t)"] == {"directive": "math", "language": "math"}
 
 
+def test_myst_list_and_csv_tables_are_table_nodes():
+    page = (
+        '```{csv-table} Tide table\n:header: "Port", "High water"\n:widths: 10, 20\n\n'
+        'Lisbon, "06:12, 18:40"\n[Porto](porto.md), 07:01\n```\n\n'
+        "```{list-table}\n:header-rows: 1\n\n* - Port\n  - Notes\n* - Faro\n"
+        "  - Shallow\n\n    bar at low tide\n```\n"
+    )
+    csv_table, list_table = parse_blocks(page.split("\n"))
+    assert csv_table.kind == list_table.kind == "TABLE"
+    assert csv_table.meta["rows"] == [
+        ["Port", "High water"],
+        ["Lisbon", "06:12, 18:40"],
+        ["[Porto](porto.md)", "07:01"],
+    ]
+    assert csv_table.text.split("\n")[:2] == ["Tide table", "| Port | High water |"]
+    assert csv_table.links == [{"href": "porto.md", "text": "Porto", "kind": "inline"}]
+    assert list_table.meta["rows"] == [["Port", "Notes"], ["Faro", "Shallow bar at low tide"]]
+    assert list_table.text == "| Port | Notes |\n| Faro | Shallow bar at low tide |"
+
+
 def test_percent_lines_are_comments_only_in_myst_pages():
     plain = "# Fees\n\n% of revenue paid as fees:\n\n```python\nx = 1\n```\n"
     assert [b[1] for b in _blocks(plain)] == ["Fees", "% of revenue paid as fees:", "x = 1"]

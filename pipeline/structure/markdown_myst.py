@@ -4,7 +4,8 @@ roles, targets and comments, so a MyST site reads as its pages render rather tha
 - directives: a fence whose info is `{name} argument` (backticks, tildes, or MyST's colon
   fence `:::{name}`), its options first in the body (`:key: value` lines, or a `---` YAML
   block). By name: code-like ones (`code-block`, `code-cell`, `math`, `eval-rst`,
-  `mermaid`, ...) are a `fence` token (the language from the argument); `toctree` a
+  `mermaid`, ...) are a `fence` token (the language from the argument); `list-table` and
+  `csv-table` the tokens of a table; `toctree` a
   `snippet` token of kind `toctree` naming its entries (the site's page tree: links of the
   section); `include` / `literalinclude` a snippet of their file; every other one (`note`,
   `warning`, `admonition`, `dropdown`, `figure`, `tab-item`, `card`, ...) a container whose
@@ -23,6 +24,7 @@ elsewhere a line may start with a percent sign, and other pages pay nothing for 
 
 from __future__ import annotations
 
+import csv
 import re
 from typing import Any
 
@@ -54,7 +56,6 @@ CODE = {
     "mermaid": "mermaid",
     "graphviz": "dot",
     "plantuml": "plantuml",
-    "csv-table": "csv",
     "jupyter-execute": "python",
     "ipython": "python",
 }
@@ -79,6 +80,7 @@ ADMONITIONS = frozenset(
     ]
 )
 INCLUDES = frozenset({"include", "literalinclude"})
+TABLES = frozenset({"list-table", "csv-table"})
 # The argument of these is a file, not a title.
 _PATH_ARGUMENT = frozenset({"figure", "image", "bibliography"})
 ROLE_LINKS = {"doc": "inline", "download": "inline", "ref": "autoref", "numref": "autoref"}
@@ -153,7 +155,9 @@ def _directive(state: StateBlock, start: int, end: int, silent: bool) -> bool:
         if label := str(options.get(key) or "").strip():
             anchor = state.push("myst_target", "", 0)
             anchor.content, anchor.map = label, [start, start + 1]
-    if name in CODE or name == "toctree" or name in INCLUDES:
+    if name in TABLES:
+        _table(state, (start, after), name, argument, options, content, body_end)
+    elif name in CODE or name == "toctree" or name in INCLUDES:
         _leaf(state, start, after, name, argument, content, body_end)
     else:
         kind = name
@@ -199,6 +203,57 @@ def _leaf(
         kind = "toctree" if name == "toctree" else "snippet"
         token.meta = {"paths": [p for p in paths if p], "kind": kind}
     token.map = [start, after]
+
+
+def _table(
+    state: StateBlock,
+    span: tuple[int, int],
+    name: str,
+    title: str,
+    options: dict[str, Any],
+    content: int,
+    body_end: int,
+) -> None:
+    """A `list-table` (rows of a bullet list of cells) or a `csv-table` (its body, and a
+    `:header:` option, as CSV), as the tokens of a GFM table: one TABLE node, its cells
+    read (and their links found) as any table's; its title leads the node's text."""
+    rows: list[list[tuple[str, int]]] = []  # cells: (inline Markdown, line)
+    if name == "csv-table":
+        header = str(options.get("header") or "")
+        lines = [(header, span[0])] if header else []
+        lines += [(_line(state, k), k) for k in range(content, body_end)]
+        for line, k in lines:
+            for cells in csv.reader([line], skipinitialspace=True):
+                if cells:
+                    rows.append([(c.strip(), k) for c in cells])
+    else:
+        mark, old = len(state.tokens), state.lineMax
+        state.lineMax = body_end
+        state.md.block.tokenize(state, content, body_end)
+        state.lineMax = old
+        depth = 0
+        for t in state.tokens[mark:]:
+            if t.type.endswith(("_list_open", "_list_close")):
+                depth += t.nesting
+            elif t.type == "list_item_open" and depth == 1:
+                rows.append([])
+            elif t.type == "list_item_open" and depth == 2 and rows:
+                rows[-1].append(("", (t.map or [content])[0]))
+            elif t.type == "inline" and depth >= 2 and rows and rows[-1]:
+                text, line = rows[-1][-1]
+                rows[-1][-1] = ((text + " " + t.content).strip(), line)
+        del state.tokens[mark:]
+    table = state.push("table_open", "table", 1)
+    table.map, table.meta = list(span), {"title": title, "synthetic": True}
+    for row in rows:
+        state.push("tr_open", "tr", 1)
+        for text, line in row:
+            state.push("td_open", "td", 1)
+            inline = state.push("inline", "", 0)
+            inline.content, inline.map, inline.children = text, [line, line + 1], []
+            state.push("td_close", "td", -1)
+        state.push("tr_close", "tr", -1)
+    state.push("table_close", "table", -1)
 
 
 def _entry(line: str) -> str:

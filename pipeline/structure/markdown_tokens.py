@@ -168,6 +168,10 @@ class _Reader:
                 rows[-1].append(t.content)
                 self.gather(block, t.children)
         block.meta["rows"] = rows
+        if self.tokens[i].meta.get("synthetic"):  # a MyST list-table: no table lines to show
+            title = self.tokens[i].meta.get("title", "")
+            lines = ["| " + " | ".join(r) + " |" for r in rows]
+            block.text = "\n".join([title, *lines] if title else lines)
         return end
 
     def flat(self, token: Token) -> None:
