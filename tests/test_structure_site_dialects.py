@@ -316,3 +316,18 @@ def test_hugo_shortcodes_and_liquid_tags_read_as_they_render(tmp_path):
         ("tides.md", "docs/tides.md"),
         ("the tides", "docs/tides.md"),
     }
+
+
+def test_page_title_skips_headings_in_code_fenced_by_longer_or_other_fences(tmp_path):
+    """A ```` fence holds ``` lines and a ``` fence ~~~ lines (CommonMark): a heading in
+    either is code, not the page's title (front matter titles aside)."""
+    (tmp_path / "a.md").write_text(
+        "````md\n```python\n# not a title\n```\n# nor this\n````\n\n# Tide tables\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "b.md").write_text("```\n~~~\n# code\n```\nHarbour\n=======\n", encoding="utf-8")
+    docs, _ = load_folder(tmp_path)
+    assert dict(zip(docs["source_path"], docs["title"], strict=True)) == {
+        "a.md": "Tide tables",
+        "b.md": "Harbour",
+    }

@@ -27,7 +27,7 @@ _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)"
 _TOML_FRONT_MATTER = re.compile(r"\A\+\+\+[ \t]*\n(.*?\n)?\+\+\+[ \t]*(?:\n|\Z)", re.DOTALL)
 _ATX = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+_FENCE = re.compile(r"^ {0,3}(`{3,}(?!.*`)|~{3,})")
 _ESM = re.compile(r"^(?:import|export)\b")
 _MDX_COMMENT = re.compile(r"\{/\*.*?\*/\}", re.DOTALL)
 
@@ -52,15 +52,28 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str, list[str]]:
     return {str(k): v for k, v in meta.items()}, text[m.end() :], []
 
 
+def in_fences(lines: list[str]) -> list[bool]:
+    """Whether each line belongs to a fenced code block (its fences included): a fence
+    closes with at least as many of its own characters (CommonMark), so a ```` block may
+    hold ``` lines and a ``` block ~~~ lines."""
+    out, fence = [], ""
+    for line in lines:
+        m = _FENCE.match(line)
+        if not fence and m:
+            fence = m.group(1)[0] * len(m.group(1))
+            out.append(True)
+            continue
+        out.append(bool(fence))
+        if fence and m and line.strip() == line.strip()[0] * len(line.strip()):
+            fence = "" if line.strip().startswith(fence) else fence
+    return out
+
+
 def first_heading(text: str) -> str | None:
     """Text of the first ATX or Setext heading outside fenced code."""
     lines = text.split("\n")
-    in_fence = False
-    for i, line in enumerate(lines):
-        if _FENCE.match(line):
-            in_fence = not in_fence
-            continue
-        if in_fence:
+    for i, (line, code) in enumerate(zip(lines, in_fences(lines), strict=True)):
+        if code:
             continue
         if m := _ATX.match(line):
             return m.group(1).strip()
@@ -86,13 +99,10 @@ def mdx_markdown(text: str) -> str:
             out.append("" if esm else line)
         prose.clear()
 
-    fence = False
-    for line in text.split("\n"):
-        if _FENCE.match(line):
+    lines = text.split("\n")
+    for line, code in zip(lines, in_fences(lines), strict=True):
+        if code:
             flush()
-            fence = not fence
-            out.append(line)
-        elif fence:
             out.append(line)
         else:
             prose.append(line)
