@@ -78,7 +78,7 @@ def test_myst_directives_are_containers_or_code_without_their_options():
     assert got == [
         ("ANCHOR", "", None, None, ["intro"]),
         ("HEADING", "Harbour tools", None, None, []),
-        ("PARAGRAPH", "Start with {doc}`guide/install`.", None, None, []),
+        ("PARAGRAPH", "Start with guide/install.", None, None, []),  # a role reads as its text
         ("PARAGRAPH", "The model assumes a semi-diurnal tide.", "admonition:note", "", []),
         ("PARAGRAPH", "Legacy mode goes away.", "admonition:warning", "Deprecated since 2.0", []),
         ("LIST_ITEM", "an item", "admonition:tip", "Nested", []),
@@ -299,6 +299,7 @@ def test_hugo_shortcodes_and_liquid_tags_read_as_they_render(tmp_path):
             ("docs/ports.md", "PARAGRAPH", "[tides.md](tides.md)", "directive:content-ref", ""),
             ("docs/ports.md", "CODE", 'puts "hi"', None, None),
             ("docs/ports.md", "PARAGRAPH", "Beta ports.", None, None),
+            ("docs/ports.md", "PARAGRAPH", "<https://example.com/video>", "directive:embed", ""),
             ("docs/ports.md", "PARAGRAPH", "No beta ports.", None, None),
             ("docs/ports.md", "PARAGRAPH", "Read [the tides](/docs/tides.md).", None, None),
         ]
@@ -315,6 +316,7 @@ def test_hugo_shortcodes_and_liquid_tags_read_as_they_render(tmp_path):
         ("Lisbon", "docs/ports.md#lisbon"),  # ... or beside the page
         ("tides.md", "docs/tides.md"),
         ("the tides", "docs/tides.md"),
+        ("https://example.com/video", None),  # GitBook's embed: an external link
     }
 
 
@@ -331,3 +333,88 @@ def test_page_title_skips_headings_in_code_fenced_by_longer_or_other_fences(tmp_
         "a.md": "Tide tables",
         "b.md": "Harbour",
     }
+
+
+def test_tags_inside_lines_and_code_tags_alerts_and_one_line_blocks():
+    """Real pages' cases: a paired shortcode on one line keeps its text; tags inside a line
+    are markup (what they wrap stays); code-bodied shortcodes are code; a `{% link %}` in a
+    code fence stays as written; GitHub alerts and Obsidian callouts are containers."""
+    page = (
+        "{{< note >}} Read the [template docs](t.md) first. {{</ note >}}\n\n"
+        'Install Hugo {{% badge color="fuchsia" %}}0.126.0{{% /badge %}} or higher, '
+        'since Jekyll {% include docs_version_badge.html version="4.0" %}.\n\n'
+        '{{< tab header="hugo.yaml" lang="yaml" >}}\noutputs:\n  section:\n'
+        "    - HTML\n{{< /tab >}}\n\n"
+        "{{< mermaid >}}\ngraph TD\n    A[View] --> B\n{{< /mermaid >}}\n\n"
+        "```liquid\n[Link]({% link /assets/doc.pdf %})\n```\n\n"
+        "> [!NOTE]\n> **Markdown content**\n\n> [!faq]- Why tides?\n> The moon.\n\n"
+        "> A real quote.\n"
+    )
+    got = [
+        (b.kind, b.text, b.meta.get("container"), b.meta.get("container_title"))
+        for b in parse_blocks(page.split("\n"))
+    ]
+    assert got == [
+        ("PARAGRAPH", "Read the [template docs](t.md) first.", None, None),
+        ("PARAGRAPH", "Install Hugo 0.126.0 or higher, since Jekyll .", None, None),
+        ("CODE", "outputs:\n  section:\n    - HTML", None, None),
+        ("CODE", "graph TD\n    A[View] --> B", None, None),
+        ("CODE", "[Link]({% link /assets/doc.pdf %})", None, None),
+        ("PARAGRAPH", "**Markdown content**", "admonition:note", ""),
+        ("PARAGRAPH", "The moon.", "admonition:faq", "Why tides?"),
+        ("BLOCK_QUOTATION", "A real quote.", None, None),
+    ]
+    languages = [b.meta.get("language") for b in parse_blocks(page.split("\n"))]
+    assert languages[2:5] == ["yaml", "mermaid", "liquid"]
+
+
+def test_myst_labels_as_link_targets_hugo_bundles_and_language_pages(tmp_path):
+    """MyST resolves `[text](label)`, `[](#label)` and `[](scheme:label)` to a `(label)=`
+    target anywhere in the project; Hugo's `relref` finds a branch bundle's `_index.md` and
+    a page in a language (`page.en.md`); an old `{admonition,tip}` is a tip; roles read as
+    their text in a definition's term too."""
+    (tmp_path / "guide").mkdir()
+    (tmp_path / "guide" / "organising.md").write_text(
+        "# Organising\n\n(organising-content)=\n## Sections\n\n(source-buttons:repo)=\n"
+        "## Repository\n\nText {ref}`x <organising-content>`.\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "typography.md").write_text(
+        "# Typography\n\nSee [the section](#organising-content), [repo](source-buttons:repo)"
+        ", [again](organising-content) and [a site](https://example.com).\n\n"
+        ":::{admonition,tip} Get involved\nJoin us.\n:::\n\n"
+        "{ref}`Vote for features <organising-content>`\n: by adding a thumbs up.\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "content" / "intro" / "widgets").mkdir(parents=True)
+    (tmp_path / "content" / "intro" / "widgets" / "_index.en.md").write_text(
+        "# Widgets\n", encoding="utf-8"
+    )
+    (tmp_path / "content" / "intro" / "dashboard.en.md").write_text(
+        '# Dashboard\n\nSee [widgets]({{% relref "widgets" %}}) and '
+        '[home]({{< ref "/content/intro/dashboard" >}}).\n',
+        encoding="utf-8",
+    )
+    docs, _ = load_folder(tmp_path)
+    sections, nodes, edges, _ = build_structure(docs, tmp_path)
+    uri = dict(zip(sections["id"], sections["uri"], strict=True))
+    links = {
+        (text, uri.get(target) or json.loads(meta).get("reason"))
+        for target, text, meta in edges.filter(pl.col("type") == "REFERS_TO")
+        .select("target_id", "marker_text", "metadata")
+        .rows()
+    }
+    assert links == {
+        ("x", "guide/organising.md#sections"),
+        ("the section", "guide/organising.md#sections"),
+        ("repo", "guide/organising.md#repository"),
+        ("again", "guide/organising.md#sections"),
+        ("a site", "external URL"),
+        ("Vote for features", "guide/organising.md#sections"),
+        ("widgets", "content/intro/widgets/_index.en.md"),
+        ("home", "content/intro/dashboard.en.md"),
+    }
+    meta = {t: json.loads(m) for t, m in zip(nodes["text"], nodes["metadata"], strict=True)}
+    assert meta["Join us."]["container"] == "admonition:tip"
+    assert meta["Join us."]["container_title"] == "Get involved"
+    assert "Vote for features: by adding a thumbs up." in meta

@@ -39,6 +39,8 @@ from pipeline.structure.model import DocStructure, slugify
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _DOC_SUFFIXES = (".md", ".markdown", ".mdx")
+_LANGUAGE = re.compile(r"(.+)\.[a-z]{2}(?:-[A-Za-z]{2,4})?(\.md|\.mdx|\.markdown)$")
+_INDEX_PAGES = ("index", "_index", "README")  # a folder's page (Hugo's branch: `_index`)
 
 
 def _pages(base: str, *names: str) -> list[str]:
@@ -88,6 +90,9 @@ class _Corpus:
             for table, found in ((self.declared, aliases), (self.slugs, anchors)):
                 for a, sid in found.items():
                     table.setdefault(a, []).append((d, sid))
+        for path, d in list(self.by_path.items()):  # Hugo's `page.en.md`: also `page.md`
+            if m := _LANGUAGE.match(path):
+                self.by_path.setdefault(m.group(1) + m.group(2), d)
             stem = posixpath.splitext(d.source_path)[0]
             for key in {stem, posixpath.basename(stem), d.title}:
                 self.page.setdefault(_norm_name(key), []).append(d)
@@ -96,11 +101,11 @@ class _Corpus:
         candidates = [path]
         stem, ext = posixpath.splitext(path)
         if path.endswith("/") or not path:
-            candidates = _pages(path.rstrip("/"), "index", "README")
+            candidates = _pages(path.rstrip("/"), *_INDEX_PAGES)
         elif ext.lower() in (".html", ".htm"):
             candidates += _pages(stem) + _pages(posixpath.dirname(stem), "index")
         elif ext.lower() not in _DOC_SUFFIXES:
-            candidates += _pages(path) + _pages(path, "index", "README")
+            candidates += _pages(path) + _pages(path, *_INDEX_PAGES)
         for c in candidates:
             c = posixpath.normpath(c) if c else c
             if c in self.by_path:
@@ -164,7 +169,7 @@ def _resolve(corpus: _Corpus, src: DocStructure, link: dict[str, Any]) -> dict[s
     if kind == "wikilink":
         return _resolve_wikilink(corpus, src, link, href)
     if _SCHEME.match(href):
-        return _edge(link, None, reason="external URL")
+        return _label(corpus, src, link, href) or _edge(link, None, reason="external URL")
     if kind == "snippet":
         return _resolve_snippet(corpus, src, link, href)
     path, _, anchor = href.partition("#")
@@ -172,6 +177,8 @@ def _resolve(corpus: _Corpus, src: DocStructure, link: dict[str, Any]) -> dict[s
     anchor = unquote(anchor)
     if not path:
         target = src
+        if corpus.anchor(src, anchor) is None and (edge := _label(corpus, src, link, anchor)):
+            return edge
     else:
         base = "" if path.startswith("/") else posixpath.dirname(src.source_path)
         joined = posixpath.normpath(posixpath.join(base, path.lstrip("/")))
@@ -182,8 +189,23 @@ def _resolve(corpus: _Corpus, src: DocStructure, link: dict[str, Any]) -> dict[s
         if target is None and base and not path.startswith("."):  # Hugo's ref: the root's
             target = corpus.find_path(posixpath.normpath(path))
         if target is None:
-            return _edge(link, None, reason="target document not in corpus", target_path=joined)
+            edge = _label(corpus, src, link, path) if "/" not in path else None
+            return edge or _edge(
+                link, None, reason="target document not in corpus", target_path=joined
+            )
     return _with_anchor(corpus, link, target, anchor)
+
+
+def _label(
+    corpus: _Corpus, src: DocStructure, link: dict[str, Any], label: str
+) -> dict[str, Any] | None:
+    """A link to a label a page declares (MyST: `[text](label)`, `[](#label)` and
+    `[](scheme:label)` point to a `(label)=` target anywhere in the project), or None."""
+    hits = sorted(corpus.declared.get(label, []), key=lambda hit: hit[0] is not src)
+    if not hits:
+        return None
+    (target, sid), extra = hits[0], {"ambiguous": True} if len(hits) > 1 else {}
+    return _edge(link, sid, target_path=target.source_path, anchor=label, label=True, **extra)
 
 
 def _resolve_snippet(

@@ -35,13 +35,17 @@ from mdit_py_plugins.myst_blocks import myst_block_plugin
 from mdit_py_plugins.myst_role import myst_role_plugin
 from mdit_py_plugins.utils import is_code_block
 
-_OPEN = re.compile(r"(`{3,}|~{3,}|:{3,})[ \t]*\{([A-Za-z][\w:.+-]*)\}[ \t]*(.*?)[ \t]*$")
+# `{name}` or the old `{admonition,tip}` (the name, then a class)
+_OPEN = re.compile(
+    r"(`{3,}|~{3,}|:{3,})[ \t]*\{([A-Za-z][\w:.+-]*)(?:,([\w-]+))?\}[ \t]*(.*?)[ \t]*$"
+)
 _OPTION = re.compile(r":([\w-]+):(?:[ \t]+(.*?))?[ \t]*$")
 _ROLE_TARGET = re.compile(r"(.*?)\s*<([^<>]+)>\s*$", re.S)
 # What shows a document uses MyST: a directive fence, a role or a `(label)=` target.
 _FENCE = re.compile(r"^[ \t]*(?:`{3,}|~{3,}|:{3,})[ \t]*\{[A-Za-z][\w:.+-]*\}", re.M)
 _FENCE_ANYWHERE = re.compile(r"(?:```|~~~|:::)[ \t]*\{[A-Za-z]")  # no `^`: a fast first look
 _ROLE = re.compile(r"\{[A-Za-z][\w:+-]*\}`")
+_ROLE_USE = re.compile(r"(?<!`)\{[A-Za-z][\w:+-]*\}`([^`]+)`")
 _TARGET = re.compile(r"^\([^\s()]+\)=[ \t]*$", re.M)
 
 # Directives whose body is not Markdown: a CODE node, language = argument or this value.
@@ -144,13 +148,15 @@ def _directive(state: StateBlock, start: int, end: int, silent: bool) -> bool:
     if state.src[pos] not in "`~:":
         return False
     m = _OPEN.match(_line(state, start))
-    if m is None or (m.group(1)[0] == "`" and "`" in m.group(3)):
+    if m is None or (m.group(1)[0] == "`" and "`" in m.group(4)):
         return False
     if silent:
         return True
-    fence, name, argument = m.group(1), m.group(2).lower(), m.group(3)
+    fence, name, argument = m.group(1), m.group(2).lower(), m.group(4)
     body_end, after = _closing(state, start, end, fence)
     options, content = _options(state, start + 1, body_end)
+    if m.group(3):
+        options.setdefault("class", m.group(3))
     for key in ("name", "label"):
         if label := str(options.get(key) or "").strip():
             anchor = state.push("myst_target", "", 0)
@@ -268,6 +274,14 @@ def role_parts(content: str) -> tuple[str, str]:
     if m and m.group(1):
         return m.group(1), m.group(2).strip()
     return content.strip(), content.strip()
+
+
+def render_roles(text: str) -> str:
+    """`text` with each role as the text it renders (`H{sub}`2`O` -> H2O, `{ref}`the
+    model <tide-model>`` -> the model): the role's name is markup, not text."""
+    if "}`" not in text:
+        return text
+    return _ROLE_USE.sub(lambda m: role_parts(m.group(1))[0], text)
 
 
 def role_link(name: str, content: str) -> dict[str, str] | None:

@@ -7,14 +7,18 @@ A line holding one tag alone is no text. A tag its closing tag pairs (the docume
 paired by name once a parse, nesting kept) holds Markdown: a container
 (`site_container_open`), admonition-like ones (`hint`, `notice`, `alert`, `callout`, ...)
 as `admonition:<kind>` (kind from `style=`, `type=`, `color=` or the first bare argument),
-the others as `directive:<name>`, titled by `title=` or the first quoted argument; Liquid's
-`if` / `for` / `raw` hold their lines without a container, `comment` hides them, and
-`highlight` is code. A tag alone may still carry text or a file: a figure's caption (a
-paragraph), an include's file (a snippet link).
+the others as `directive:<name>`, titled by `title=`, `header=` or the first quoted
+argument; Liquid's `if` / `for` / `raw` hold their lines without a container, `comment`
+hides them, and `highlight`, `mermaid`, `code`, `output`, ... (or any tag with a `lang=`)
+are code. A tag alone may still carry text or a file: a figure's caption (a paragraph), an
+include's file (a snippet link), an embed's URL (a link).
 
+Tags inside a line of text are markup, not text: `strip_inline_tags` drops them from a
+paragraph's text (what they wrap stays: `{{% badge %}}0.126{{% /badge %}}` reads 0.126).
 Link destinations that are tags (`[text]({{< ref "page.md" >}})`, `{% link page.md %}`,
-`{% post_url 2020-01-01-name %}`) are not CommonMark links (they hold spaces): `link_tags`
-rewrites them to the path they name before parsing, on the same lines.
+`{% post_url 2020-01-01-name %}`, `{{ '/x/' | relative_url }}`) are no CommonMark links
+(they hold spaces): `link_tags` rewrites them, outside code, to the paths they name before
+parsing, on the same lines.
 """
 
 from __future__ import annotations
@@ -26,21 +30,34 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_block import StateBlock
 from mdit_py_plugins.utils import is_code_block
 
+from pipeline.ingest.markdown import in_fences
 from pipeline.structure.markdown_myst import push_container
 
-_HUGO = re.compile(r"\{\{([<%])[ \t]*(/)?[ \t]*([\w./-]+)(.*?)[ \t]*(/)?[ \t]*[>%]\}\}")
-_LIQUID = re.compile(r"\{%-?[ \t]*([\w-]+)(.*?)[ \t]*-?%\}")
+# A tag's arguments never run past the end of the tag (`{{< a >}} text {{< /a >}}` is two)
+_HUGO = re.compile(
+    r"\{\{([<%])[ \t]*(/)?[ \t]*([\w./-]+)((?:(?![>%]\}\}).)*?)[ \t]*(/)?[ \t]*[>%]\}\}"
+)
+_LIQUID = re.compile(r"\{%-?[ \t]*([\w-]+)((?:(?!-?%\}).)*?)[ \t]*-?%\}")
+# Tags inside a line of text (`{{% badge %}}0.126{{% /badge %}}`, `{% include x.html %}`):
+# markup of the site, not text; what they wrap stays.
+INLINE_TAG = re.compile(r"\{\{[<%](?:(?![>%]\}\}).)*[>%]\}\}|\{%-?(?:(?!%\}).)*%\}")
 _ARG = re.compile(r"""([\w-]+)=(?:"([^"]*)"|'([^']*)'|(\S+))|"([^"]*)"|'([^']*)'|(\S+)""")
 _LINK_TAG = re.compile(
-    r"\]\([ \t]*(?:\{\{[^{}]*\}\})?(?:"
-    r"\{\{[<%][ \t]*(?:rel)?ref[ \t]+\"?([^\"\s]+?)\"?[ \t]*[>%]\}\}"
-    r"|\{%-?[ \t]*link[ \t]+(\S+?)[ \t]*-?%\}"
-    r"|\{%-?[ \t]*post_url[ \t]+(\S+?)[ \t]*-?%\})"
+    r"\]\([ \t]*(?:\{\{[^{}<%]*\}\})?(?:"
+    r"\{\{[<%][ \t]*(?:rel)?ref[ \t]+[\"']?([^\"'\s]+?)[\"']?[ \t]*[>%]\}\}"
+    r"|\{%-?[ \t]*link[ \t]+/?(\S+?)[ \t]*-?%\}"
+    r"|\{%-?[ \t]*post_url[ \t]+(\S+?)[ \t]*-?%\}"
+    r"|\{\{[ \t]*[\"']([^\"']+)[\"'][ \t]*\|[ \t]*(?:relative|absolute)_url[ \t]*\}\})"
 )
 ADMONITIONS = frozenset(
     {"hint", "notice", "alert", "callout", "admonition", "note", "tip", "warning", "info"}
 )
 TRANSPARENT = frozenset({"raw", "if", "unless", "for", "case", "capture"})
+# Tags whose body is code or a diagram, not Markdown (and any tag with a `lang=`).
+CODE_TAGS = frozenset(
+    {"highlight", "code", "output", "mermaid", "plantuml", "katex", "math", "code-toggle"}
+    | {"multiconfig", "kroki", "chart"}
+)
 INCLUDES = frozenset({"include", "include_relative", "readfile", "include-markdown"})
 _CAPTION_KEYS = ("caption", "title", "alt")
 
@@ -111,9 +128,11 @@ def _template(state: StateBlock, start: int, end: int, silent: bool) -> bool:
         state.line = start + 1
         return True
     span = (start, close + 1)
-    if name == "highlight":
+    language = named.get("lang") or named.get("language")
+    if name in CODE_TAGS or language:
+        bare = positional[0] if positional and name == "highlight" else ""
         token = state.push("fence", "code", 0)
-        token.info = positional[0] if positional else ""
+        token.info = language or bare or ("" if name in ("code", "output") else name)
         token.content = state.getLines(start + 1, close, state.sCount[start], True)
         token.map = list(span)
     elif name in TRANSPARENT:
@@ -129,7 +148,7 @@ def _template(state: StateBlock, start: int, end: int, silent: bool) -> bool:
         else:
             tag_name = f"directive:{name}"
         quoted = [p for p in positional if _quoted(args, p)]
-        title = named.get("title") or (quoted[0] if quoted else "")
+        title = named.get("title") or named.get("header") or (quoted[0] if quoted else "")
         push_container(state, tag_name, title, span, start + 1, close)
     state.line = close + 1
     return True
@@ -150,6 +169,8 @@ def _alone(
             token.meta, token.map = {"paths": [path], "kind": "snippet"}, [start, start + 1]
         return
     text = next((named[k] for k in _CAPTION_KEYS if named.get(k)), "")
+    if name == "embed" and (url := named.get("url") or "").startswith(("http://", "https://")):
+        text = f"<{url}>"  # GitBook's embed: a link to what it shows
     if text:
         push_text(state, f"directive:{name}", text, start)
 
@@ -166,17 +187,30 @@ def push_text(state: StateBlock, tag: str, text: str, line: int) -> None:
 
 
 def link_tags(text: str) -> str:
-    """`](tag)` link destinations that are template tags, as the paths they name."""
-    if "](" not in text or "{" not in text:
+    """`](tag)` link destinations that are template tags, as the paths they name, outside
+    code fences (on the same lines)."""
+    if "](" not in text or "{" not in text or _LINK_TAG.search(text) is None:
         return text
 
     def path(m: re.Match[str]) -> str:
-        ref, link, post = m.group(1), m.group(2), m.group(3)
-        if ref:
-            return f"]({ref}"
+        ref, link, post, url = m.group(1), m.group(2), m.group(3), m.group(4)
+        if ref or url:
+            return f"]({ref or url}"
         return f"](/{link}" if link else f"](/_posts/{post}"
 
-    return _LINK_TAG.sub(path, text)
+    lines = text.split("\n")
+    code = in_fences(lines)
+    return "\n".join(
+        line if code[k] or "](" not in line else _LINK_TAG.sub(path, line)
+        for k, line in enumerate(lines)
+    )
+
+
+def strip_inline_tags(text: str) -> str:
+    """A line of text without the template tags in it (what they wrap stays)."""
+    if "{{" not in text and "{%" not in text:
+        return text
+    return INLINE_TAG.sub("", text).strip()
 
 
 def template_plugin(md: MarkdownIt) -> None:

@@ -9,7 +9,8 @@ open containers reads it, however deep the document nests. Per block kind:
   paragraphs of one item numbered by `minor`) or a definition (`term` in its metadata, the
   term leading its first paragraph's text, so a definition never loses what it defines);
 - BLOCK_QUOTATION and NOTE (a footnote definition, `marker` = its label): one node each,
-  whatever they hold, with the links of everything inside;
+  whatever they hold, with the links of everything inside; a GitHub alert or Obsidian
+  callout (`> [!NOTE]`, `> [!tip]- Title`) is no quote but a container of its blocks;
 - TABLE: the table's lines, its cells as `rows` in the metadata; CODE: fenced, indented
   and mkdocstrings `::: x` directives, opaque;
 - admonitions, content tabs, colon-fenced containers (`:::tip`), pymdown blocks
@@ -35,9 +36,9 @@ from pipeline.structure.markdown_inline import (
     inline_links,
     strip_line_attrs,
 )
-from pipeline.structure.markdown_myst import uses_myst
+from pipeline.structure.markdown_myst import render_roles, uses_myst
 from pipeline.structure.markdown_syntax import fenced_tag, markdown_parser
-from pipeline.structure.markdown_templates import link_tags
+from pipeline.structure.markdown_templates import link_tags, strip_inline_tags
 
 _QUOTE = re.compile(r"^[ \t]*> ?", re.M)
 _LIST_MARK = re.compile(r"^(?:[ \t]*>)*[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
@@ -96,6 +97,12 @@ class _Reader:
         self.out.append(block)
         return block
 
+    def rendered(self, text: str) -> str:
+        """Inline text without a site generator's markup: template tags out
+        (`{{% badge %}}1.0{{% /badge %}}` reads 1.0), MyST roles as their text."""
+        text = strip_inline_tags(text)
+        return render_roles(text) if self.env.get("myst") else text
+
     def text_block(
         self, text: str, span: tuple[int, int], children: list[Token], anchors: list[str]
     ) -> None:
@@ -103,6 +110,7 @@ class _Reader:
         part; anchors-only text ([](){#id}, {#id}) is an ANCHOR block. `anchors`: ids it
         has besides those in its text (a heading's slug)."""
         links, notes, ids = inline_links(children)
+        text = self.rendered(text)
         text, line_ids = strip_line_attrs("\n".join(x.strip() for x in text.split("\n")))
         ids += line_ids + anchors
         if "<" in text and not HTML_ANCHOR.sub("", text).strip():
@@ -121,6 +129,7 @@ class _Reader:
                 if data["parts"] == 0:  # the definition's first part starts at its term
                     text = f"{data['term']}: {text}"
                     span = (min(span[0], data["term_line"]), span[1])
+                    links = data["term_links"] + links
             block = self.add("LIST_ITEM", text, span, **meta)
             block.minor = data["parts"]
             data["parts"] += 1
@@ -241,6 +250,13 @@ class _Reader:
                 self.html(t)
             elif kind == "flat":
                 self.flat(t)
+            elif kind == "blockquote_open" and (alert := _alert(tokens, i)) is not None:
+                name = f"admonition:{alert[0]}"  # `> [!NOTE]`: a note, not a quote
+                self.stack.append(("container", {"name": name, "title": alert[1], "alert": True}))
+                if not tokens[i + 2].content.strip():
+                    i += 3  # the marker was all of its first paragraph
+            elif kind == "blockquote_close" and self.stack and self.stack[-1][1].get("alert"):
+                self.stack.pop()
             elif kind == "blockquote_open":
                 i = self.captured(i, "BLOCK_QUOTATION")
             elif kind == "footnote_reference_open":
@@ -263,13 +279,16 @@ class _Reader:
                 self.stack.append(("item", {"parts": 0}))
             elif kind == "dd_open":  # its term is the enclosing dl's latest
                 dl = self.stack[-1][1] if self.stack else {}
-                term = {"term": dl.get("term", ""), "term_line": dl.get("term_line", 0)}
+                term = {k: dl.get(k, v) for k, v in (("term", ""), ("term_line", 0))}
+                term["term_links"] = dl.get("term_links", [])
                 self.stack.append(("dd", {"parts": 0, **term}))
             elif kind == "dl_open":
                 self.stack.append(("dl", {"term": "", "term_line": 0}))
             elif kind == "dt_open":
+                term = self.rendered(tokens[i + 1].content.strip())
+                term_links = inline_links(tokens[i + 1].children or [])[0]
                 self.stack[-1][1].update(
-                    term=tokens[i + 1].content.strip(), term_line=(t.map or [0])[0]
+                    term=term, term_line=(t.map or [0])[0], term_links=term_links
                 )
                 i += 2
             elif t.nesting == 1 and kind in _CONTAINERS:
@@ -294,6 +313,21 @@ class _Reader:
         block.ids = ids
 
 
+def _alert(tokens: list[Token], i: int) -> tuple[str, str] | None:
+    """(kind, title) of a GitHub alert or Obsidian callout opened at tokens[i] (`> [!NOTE]`,
+    `> [!tip]- Title` first in a quote), its marker line taken out of the first
+    paragraph's text; None for any other quote."""
+    if i + 2 >= len(tokens) or tokens[i + 1].type != "paragraph_open":
+        return None
+    inline = tokens[i + 2]
+    m = _ALERT.match(inline.content)
+    if m is None:
+        return None
+    inline.content = inline.content[m.end() :]
+    return m.group(1).lower(), m.group(2).strip()
+
+
+_ALERT = re.compile(r"\[!([\w-]+)\][+-]?[ \t]*([^\n]*)(?:\n|$)")
 _CONTENT = frozenset({"inline", "fence", "code_block"})
 _TAG = re.compile(r"<[^<>]*>")
 _CONTAINERS = frozenset({"bullet_list_open", "ordered_list_open"})
