@@ -66,6 +66,21 @@ h(t) = A cos(w t)
 """
 
 
+def _links(sections: pl.DataFrame, edges: pl.DataFrame, kind: bool = False) -> set[tuple]:
+    """{([kind,] marker text, target section uri or the reason it is unresolved)}."""
+    uri = dict(zip(sections["id"], sections["uri"], strict=True))
+    out = set()
+    for target, text, meta in (
+        edges.filter(pl.col("type") == "REFERS_TO")
+        .select("target_id", "marker_text", "metadata")
+        .rows()
+    ):
+        meta = json.loads(meta)
+        found = (text, uri.get(target) or meta["reason"])
+        out.add((meta["kind"], *found) if kind else found)
+    return out
+
+
 def _blocks(text: str) -> list[tuple]:
     return [
         (b.kind, b.text, b.meta.get("container"), b.meta.get("container_title"), b.ids)
@@ -150,16 +165,7 @@ def test_myst_roles_targets_and_toctrees_link_the_site(tmp_path):
     (tmp_path / "snippets" / "common.md").write_text("Shared text.\n", encoding="utf-8")
     docs, _ = load_folder(tmp_path)
     sections, nodes, edges, _ = build_structure(docs, tmp_path)
-    uri = dict(zip(sections["id"], sections["uri"], strict=True))
-    got = set()
-    for target, text, meta in (
-        edges.filter(pl.col("type") == "REFERS_TO")
-        .select("target_id", "marker_text", "metadata")
-        .rows()
-    ):
-        meta = json.loads(meta)
-        got.add((meta["kind"], text, uri.get(target) or meta["reason"]))
-    assert got == {
+    assert _links(sections, edges, kind=True) == {
         ("inline", "guide/install", "guide/install.md"),
         ("toctree", "", "guide/install.md"),
         ("toctree", "", "guide/api.md"),
@@ -304,19 +310,12 @@ def test_hugo_shortcodes_and_liquid_tags_read_as_they_render(tmp_path):
             ("docs/ports.md", "PARAGRAPH", "Read [the tides](/docs/tides.md).", None, None),
         ]
     )
-    uri = dict(zip(sections["id"], sections["uri"], strict=True))
-    links = {
-        (text, uri.get(target))
-        for target, text in edges.filter(pl.col("type") == "REFERS_TO")
-        .select("target_id", "marker_text")
-        .rows()
-    }
-    assert links == {
+    assert _links(sections, edges) == {
         ("the ports", "docs/ports.md"),  # Hugo's ref: from the content root
         ("Lisbon", "docs/ports.md#lisbon"),  # ... or beside the page
         ("tides.md", "docs/tides.md"),
         ("the tides", "docs/tides.md"),
-        ("https://example.com/video", None),  # GitBook's embed: an external link
+        ("https://example.com/video", "external URL"),  # GitBook's embed: a link
     }
 
 
@@ -397,14 +396,7 @@ def test_myst_labels_as_link_targets_hugo_bundles_and_language_pages(tmp_path):
     )
     docs, _ = load_folder(tmp_path)
     sections, nodes, edges, _ = build_structure(docs, tmp_path)
-    uri = dict(zip(sections["id"], sections["uri"], strict=True))
-    links = {
-        (text, uri.get(target) or json.loads(meta).get("reason"))
-        for target, text, meta in edges.filter(pl.col("type") == "REFERS_TO")
-        .select("target_id", "marker_text", "metadata")
-        .rows()
-    }
-    assert links == {
+    assert _links(sections, edges) == {
         ("x", "guide/organising.md#sections"),
         ("the section", "guide/organising.md#sections"),
         ("repo", "guide/organising.md#repository"),
