@@ -98,7 +98,8 @@ def uses_myst(text: str) -> bool:
     return _FENCE_ANYWHERE.search(text) is not None and _FENCE.search(text) is not None
 
 
-def _line(state: StateBlock, line: int) -> str:
+def line_text(state: StateBlock, line: int) -> str:
+    """A line's content from where its container says it starts."""
     return state.src[state.bMarks[line] + state.tShift[line] : state.eMarks[line]]
 
 
@@ -109,7 +110,7 @@ def _closing(state: StateBlock, start: int, end: int, fence: str) -> tuple[int, 
     while line < end:
         if not state.isEmpty(line) and state.sCount[line] < state.blkIndent:
             break
-        text = _line(state, line).rstrip()
+        text = line_text(state, line).rstrip()
         if (
             state.sCount[line] - state.blkIndent < 4
             and len(text) >= len(fence)
@@ -124,16 +125,17 @@ def _options(state: StateBlock, first: int, stop: int) -> tuple[dict[str, Any], 
     """(options, first line of the content) of a directive body starting at line `first`."""
     options: dict[str, Any] = {}
     line = first
-    if line < stop and _line(state, line).rstrip() == "---":
-        close = next((k for k in range(line + 1, stop) if _line(state, k).rstrip() == "---"), None)
+    if line < stop and line_text(state, line).rstrip() == "---":
+        ends = (k for k in range(line + 1, stop) if line_text(state, k).rstrip() == "---")
+        close = next(ends, None)
         if close is not None:
-            block = "\n".join(_line(state, k) for k in range(line + 1, close))
+            block = "\n".join(line_text(state, k) for k in range(line + 1, close))
             try:
                 loaded = yaml.safe_load(block)
             except yaml.YAMLError:
                 loaded = None
             return (loaded if isinstance(loaded, dict) else {}), close + 1
-    while line < stop and (m := _OPTION.match(_line(state, line))):
+    while line < stop and (m := _OPTION.match(line_text(state, line))):
         options[m.group(1)] = m.group(2) or ""
         line += 1
     while options and line < stop and state.isEmpty(line):  # the blank line after them
@@ -147,7 +149,7 @@ def _directive(state: StateBlock, start: int, end: int, silent: bool) -> bool:
     pos = state.bMarks[start] + state.tShift[start]
     if state.src[pos] not in "`~:":
         return False
-    m = _OPEN.match(_line(state, start))
+    m = _OPEN.match(line_text(state, start))
     if m is None or (m.group(1)[0] == "`" and "`" in m.group(4)):
         return False
     if silent:
@@ -196,12 +198,12 @@ def _leaf(
     """A directive that holds no Markdown: code, a page tree or an included file."""
     if name in CODE:
         token = state.push("fence", "code", 0)
-        token.info = (arg.split() or [CODE[name] or ""])[0] if not CODE[name] else CODE[name]
+        token.info = CODE[name] or (arg.split() or [""])[0]
         token.content = state.getLines(content, body_end, state.sCount[start], True)
         token.meta = {"directive": name}
     else:
         if name == "toctree":
-            lines = (_line(state, k).strip() for k in range(content, body_end))
+            lines = (line_text(state, k).strip() for k in range(content, body_end))
             paths = [_entry(x) for x in lines if x and x != "self" and not re.search(r"[*?]", x)]
         else:
             paths = [arg.strip()]
@@ -227,7 +229,7 @@ def _table(
     if name == "csv-table":
         header = str(options.get("header") or "")
         lines = [(header, span[0])] if header else []
-        lines += [(_line(state, k), k) for k in range(content, body_end)]
+        lines += [(line_text(state, k), k) for k in range(content, body_end)]
         for line, k in lines:
             for cells in csv.reader([line], skipinitialspace=True):
                 if cells:

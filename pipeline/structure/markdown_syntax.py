@@ -55,7 +55,7 @@ from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 from mdit_py_plugins.utils import is_code_block
 
-from pipeline.structure.markdown_myst import myst_plugin
+from pipeline.structure.markdown_myst import line_text, myst_plugin
 from pipeline.structure.markdown_templates import template_plugin
 
 # Token nesting level from which content is taken flat (lists add 2 levels each, so about
@@ -80,11 +80,6 @@ _READ_INLINE = re.compile(r"[\[<{]")
 _WIKILINK = re.compile(r"\[\[([^\[\]|#\n]*)(#[^\[\]|\n]*)?(?:\|([^\[\]\n]*))?\]\]")
 
 
-def _line(state: StateBlock, line: int) -> str:
-    """A line's content from where its container says it starts."""
-    return state.src[state.bMarks[line] + state.tShift[line] : state.eMarks[line]]
-
-
 def _indented_end(state: StateBlock, start: int, end: int, indent: int) -> int:
     """End (exclusive) of the run of lines after `start` that are blank or indented by at
     least `indent` columns, trailing blank lines left out."""
@@ -103,7 +98,7 @@ def _container(state: StateBlock, start: int, end: int, silent: bool) -> bool:
     pos = state.bMarks[start] + state.tShift[start]
     if state.src[pos : pos + 3] not in _MARKERS or is_code_block(state, start):
         return False
-    text = _line(state, start)
+    text = line_text(state, start)
     admonition = _ADMONITION.match(text) if text[0] in "!?" else None
     tab = _TAB.match(text) if text[0] == "=" else None
     directive = _DIRECTIVE.match(text) if text[0] == ":" else None
@@ -183,15 +178,15 @@ def _snippet(state: StateBlock, start: int, end: int, silent: bool) -> bool:
     pos = state.bMarks[start] + state.tShift[start]
     if state.src[pos] != "-" or "8<" not in state.src[pos : pos + 16]:
         return False
-    m = _SNIPPET.match(_line(state, start))
+    m = _SNIPPET.match(line_text(state, start))
     if m is None:
         return False
     if silent:
         return True
     stop, specs = start + 1, [m.group(2)] if m.group(2) else []
     if not specs:  # the block form: a file a line up to the closing marker
-        while stop < end and not _SNIPPET.match(_line(state, stop)):
-            line = _line(state, stop).strip()
+        while stop < end and not _SNIPPET.match(line_text(state, stop)):
+            line = line_text(state, stop).strip()
             if line and not line.startswith(";"):  # ';' comments a file out
                 specs.append(line)
             stop += 1
@@ -217,7 +212,7 @@ def _deep_flat(state: StateBlock, start: int, end: int, silent: bool) -> bool:
             last = line + 1
         line += 1
     token = state.push("flat", "", 0)
-    token.content = "\n".join(_line(state, k) for k in range(start, last))
+    token.content = "\n".join(line_text(state, k) for k in range(start, last))
     token.map = [start, last]
     state.line = last
     return True

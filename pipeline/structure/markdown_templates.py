@@ -31,7 +31,7 @@ from markdown_it.rules_block import StateBlock
 from mdit_py_plugins.utils import is_code_block
 
 from pipeline.ingest.markdown import in_fences
-from pipeline.structure.markdown_myst import push_container
+from pipeline.structure.markdown_myst import line_text, push_container
 
 # A tag's arguments never run past the end of the tag (`{{< a >}} text {{< /a >}}` is two)
 _HUGO = re.compile(
@@ -105,15 +105,11 @@ def _pairs(state: StateBlock) -> dict[int, int]:
     return pairs
 
 
-def _line(state: StateBlock, line: int) -> str:
-    return state.src[state.bMarks[line] + state.tShift[line] : state.eMarks[line]]
-
-
 def _template(state: StateBlock, start: int, end: int, silent: bool) -> bool:
     pos = state.bMarks[start] + state.tShift[start]
     if state.src[pos] != "{" or is_code_block(state, start):
         return False
-    tag = parse_tag(_line(state, start))
+    tag = parse_tag(line_text(state, start))
     if tag is None:
         return False
     if silent:
