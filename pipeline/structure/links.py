@@ -10,19 +10,21 @@ not found still points to the document root, with `anchor_resolved: false`.
 Resolution, in order: a note uri (exact); an external scheme (http:, mailto:, ...); a path
 relative to the linking file (`../`, `./`, `/` = corpus root, URL-encoded characters,
 missing `.md` / `.mdx`, directory -> index / README page, `.html` -> `.md`), and one that is
-not there and starts with neither `./` nor `../` from the corpus root (as Hugo's `ref`
-does); wikilinks by path, file stem or title (notes: note title). Anchors match section
-slugs, then other anchors a section declares (`anchors` in its metadata), then the slugified
-anchor text. An mkdocs-autorefs identifier (`[text][pkg.Thing]`, `[heading-slug][]`, MyST's
-`{ref}` label) is looked up across the whole corpus as mkdocs-autorefs does: anchors
-sections declare (`{#id}`, `[](){#id}`, a `::: pkg.mod` directive), then heading ids, then
-the longest dotted prefix that a mkdocstrings directive or `## ::: pkg.mod` heading
-documents (its members `pkg.mod.*`); where several documents have it, the linking document's
-own, else the first path (marked `ambiguous`). One found nowhere is another site's (an
-inventory): left unresolved. A pymdown-extensions snippet (`--8<-- "file.md"`) names its
-file from the snippets' base path, mkdocs' working folder: from the corpus root, else from
-the including file's folder; a file outside the input folder (README.md beside docs/) stays
-unresolved with that reason.
+not there and starts with neither `./` nor `../` from the corpus root (as Hugo's `ref` does;
+`from_root` in its metadata); wikilinks by path, file stem or title (notes: note title).
+Anchors match section slugs, then other anchors a section declares (`anchors` in its
+metadata), then the slugified anchor text. An mkdocs-autorefs identifier
+(`[text][pkg.Thing]`, `[heading-slug][]`, MyST's `{ref}` label) is looked up across the
+whole corpus as mkdocs-autorefs does: anchors sections declare (`{#id}`, `[](){#id}`, a `:::
+pkg.mod` directive), then heading ids, then the longest dotted prefix that a mkdocstrings
+directive or `## ::: pkg.mod` heading documents (its members `pkg.mod.*`); where several
+documents have it, the linking document's own, else the first path (marked `ambiguous`). One
+found nowhere is another site's (an inventory): left unresolved. A link that finds nothing
+else (`[text](label)`, `[](#label)`, `[](scheme:label)`) goes to an anchor a page declares,
+as MyST resolves its `(label)=` targets (`label` in its metadata). A pymdown-extensions
+snippet (`--8<-- "file.md"`) names its file from the snippets' base path, mkdocs' working
+folder: from the corpus root, else from the including file's folder; a file outside the
+input folder (README.md beside docs/) stays unresolved with that reason.
 """
 
 from __future__ import annotations
@@ -174,6 +176,7 @@ def _resolve(corpus: _Corpus, src: DocStructure, link: dict[str, Any]) -> dict[s
         return _resolve_snippet(corpus, src, link, href)
     path, _, anchor = href.partition("#")
     path = unquote(path.split("?", 1)[0])
+    extra: dict[str, Any] = {}
     anchor = unquote(anchor)
     if not path:
         target = src
@@ -188,12 +191,13 @@ def _resolve(corpus: _Corpus, src: DocStructure, link: dict[str, Any]) -> dict[s
         target = corpus.find_path("" if joined == "." else joined)
         if target is None and base and not path.startswith("."):  # Hugo's ref: the root's
             target = corpus.find_path(posixpath.normpath(path))
+            extra = {"from_root": True}
         if target is None:
             edge = _label(corpus, src, link, path) if "/" not in path else None
             return edge or _edge(
                 link, None, reason="target document not in corpus", target_path=joined
             )
-    return _with_anchor(corpus, link, target, anchor)
+    return _with_anchor(corpus, link, target, anchor, **extra)
 
 
 def _label(
@@ -226,21 +230,22 @@ def _resolve_snippet(
 
 
 def _with_anchor(
-    corpus: _Corpus, link: dict[str, Any], target: DocStructure, anchor: str
+    corpus: _Corpus, link: dict[str, Any], target: DocStructure, anchor: str, **extra: Any
 ) -> dict[str, Any]:
+    found = {"target_path": target.source_path, **extra}
     if not anchor:
-        return _edge(link, target.root_id, target_path=target.source_path)
+        return _edge(link, target.root_id, **found)
     sid = corpus.anchor(target, anchor)
     if sid is None:
         return _edge(
             link,
             target.root_id,
-            target_path=target.source_path,
             anchor=anchor,
             anchor_resolved=False,
             reason=f"anchor not found in {target.source_path}",
+            **found,
         )
-    return _edge(link, sid, target_path=target.source_path, anchor=anchor, anchor_resolved=True)
+    return _edge(link, sid, anchor=anchor, anchor_resolved=True, **found)
 
 
 def _resolve_wikilink(
