@@ -410,3 +410,37 @@ def test_myst_labels_as_link_targets_hugo_bundles_and_language_pages(tmp_path):
     assert meta["Join us."]["container"] == "admonition:tip"
     assert meta["Join us."]["container_title"] == "Get involved"
     assert "Vote for features: by adding a thumbs up." in meta
+
+
+def test_quarto_and_r_markdown_pages_code_cells_and_callouts(tmp_path):
+    """`.qmd` / `.Rmd` pages are Markdown: a ```{python} or ```{r} fence is a code cell
+    (its `#|` options are code), a `::: {.callout-note}` div a container; a link to a
+    `.qmd` page resolves, with its suffix or its `.html` one."""
+    (tmp_path / "analysis.qmd").write_text(
+        "---\ntitle: Tide analysis\n---\n\nSee [the data](data.qmd) and [model](model.html)."
+        "\n\n```{python}\n#| echo: false\nimport pandas as pd\n```\n\n"
+        "::: {.callout-note}\nTides follow the moon.\n:::\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "data.Rmd").write_text("# Data\n\n```{r}\nlibrary(tides)\n```\n", encoding="utf-8")
+    (tmp_path / "model.qmd").write_text("# Model\n", encoding="utf-8")
+    docs, _ = load_folder(tmp_path)
+    assert sorted(docs["title"]) == ["Data", "Model", "Tide analysis"]
+    sections, nodes, edges, _ = build_structure(docs, tmp_path)
+    got = {
+        (kind, text, meta.get("language"), meta.get("container"))
+        for kind, text, meta in zip(
+            nodes["node_type"], nodes["text"], map(json.loads, nodes["metadata"]), strict=True
+        )
+        if kind != "HEADING"
+    }
+    assert got == {
+        ("PARAGRAPH", "See [the data](data.qmd) and [model](model.html).", None, None),
+        ("CODE", "#| echo: false\nimport pandas as pd", "python", None),
+        ("PARAGRAPH", "Tides follow the moon.", None, "admonition:callout-note"),
+        ("CODE", "library(tides)", "r", None),
+    }
+    assert _links(sections, edges) == {
+        ("the data", "target document not in corpus"),  # data.Rmd is no data.qmd
+        ("model", "model.qmd"),
+    }

@@ -1,9 +1,10 @@
-"""The ingest layer: the input folder in (.txt / .md / .mdx / .pdf / notes .json(l) files
-and the publications manifest); the documents and rejected_documents tables out, shard by shard
-(`shards.py`), and the publications table. `walk.py` lists the folder, `loader.py` reads each
-file with its format's loader (`formats.py`; importing the format modules here registers
-them, the PDF one deferred: pipeline.lazy), `publications.py` maps the manifest onto files,
-and `pdf_ocr.py` reads scanned PDF pages when the OCR extra is installed."""
+"""The ingest layer: the input folder in (.txt / Markdown (.md .mdx .qmd .Rmd) / .pdf / notes
+.json(l) files and the publications manifest); the documents and rejected_documents tables
+out, shard by shard (`shards.py`), and the publications table. `walk.py` lists the folder,
+`loader.py` reads each file with its format's loader (`formats.py`; importing the format
+modules here registers them, the PDF one deferred: pipeline.lazy), `publications.py` maps
+the manifest onto files, and `pdf_ocr.py` reads scanned PDF pages when the OCR extra is
+installed."""
 
 from pipeline.ingest import markdown, notes, text  # noqa: F401  (registers loaders)
 from pipeline.ingest.formats import LOADERS, LoadedDoc, LoadError, load_bytes, register

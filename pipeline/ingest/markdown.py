@@ -110,7 +110,7 @@ def mdx_markdown(text: str) -> str:
     return "\n".join(out)
 
 
-@register(".md", ".markdown", ".mdx")
+@register(".md", ".markdown", ".mdx", ".qmd", ".rmd")
 def load_markdown(path: Path, data: bytes) -> LoadedDoc:
     text = decode_text(data)
     meta, body, warnings = split_front_matter(text)

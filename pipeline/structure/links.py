@@ -40,7 +40,7 @@ import polars as pl
 from pipeline.structure.model import DocStructure, slugify
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-_DOC_SUFFIXES = (".md", ".markdown", ".mdx")
+_DOC_SUFFIXES = (".md", ".markdown", ".mdx", ".qmd")
 _LANGUAGE = re.compile(r"(.+)\.[a-z]{2}(?:-[A-Za-z]{2,4})?(\.md|\.mdx|\.markdown)$")
 _INDEX_PAGES = ("index", "_index", "README")  # a folder's page (Hugo's branch: `_index`)
 
@@ -49,7 +49,7 @@ def _pages(base: str, *names: str) -> list[str]:
     """Page files a link to `base` may mean: `base.md` (or .mdx), or with `names`, those
     pages inside the folder `base`."""
     stems = [posixpath.join(base, n) for n in names] if names else [base]
-    return [stem + suffix for stem in stems for suffix in (".md", ".mdx")]
+    return [stem + suffix for stem in stems for suffix in (".md", ".mdx", ".qmd")]
 
 
 def _norm_name(name: str) -> str:

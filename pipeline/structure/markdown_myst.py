@@ -63,25 +63,14 @@ CODE = {
     "jupyter-execute": "python",
     "ipython": "python",
 }
+# A fence `{python}` / `{r}` is a code cell of Quarto or R Markdown, not a directive.
+LANGUAGES = frozenset(
+    "python r julia bash sh sql js javascript ojs c cpp rust go java dot stan ruby "  # noqa: SIM905
+    "powershell yaml json toml html css scala octave matlab".split()
+)
 ADMONITIONS = frozenset(
-    [
-        "admonition",
-        "attention",
-        "caution",
-        "danger",
-        "error",
-        "hint",
-        "important",
-        "note",
-        "seealso",
-        "tip",
-        "todo",
-        "warning",
-        "versionadded",
-        "versionchanged",
-        "deprecated",
-        "dropdown",
-    ]
+    "admonition attention caution danger error hint important note seealso tip todo "  # noqa: SIM905
+    "warning versionadded versionchanged deprecated dropdown".split()
 )
 INCLUDES = frozenset({"include", "literalinclude"})
 TABLES = frozenset({"list-table", "csv-table"})
@@ -165,7 +154,7 @@ def _directive(state: StateBlock, start: int, end: int, silent: bool) -> bool:
             anchor.content, anchor.map = label, [start, start + 1]
     if name in TABLES:
         _table(state, (start, after), name, argument, options, content, body_end)
-    elif name in CODE or name == "toctree" or name in INCLUDES:
+    elif name in CODE or name in LANGUAGES or name == "toctree" or name in INCLUDES:
         _leaf(state, start, after, name, argument, content, body_end)
     else:
         kind = name
@@ -196,9 +185,9 @@ def _leaf(
     state: StateBlock, start: int, after: int, name: str, arg: str, content: int, body_end: int
 ) -> None:
     """A directive that holds no Markdown: code, a page tree or an included file."""
-    if name in CODE:
+    if name in CODE or name in LANGUAGES:
         token = state.push("fence", "code", 0)
-        token.info = CODE[name] or (arg.split() or [""])[0]
+        token.info = name if name in LANGUAGES else CODE[name] or (arg.split() or [""])[0]
         token.content = state.getLines(content, body_end, state.sCount[start], True)
         token.meta = {"directive": name}
     else:
