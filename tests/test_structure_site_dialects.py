@@ -444,3 +444,73 @@ def test_quarto_and_r_markdown_pages_code_cells_and_callouts(tmp_path):
         ("the data", "target document not in corpus"),  # data.Rmd is no data.qmd
         ("model", "model.qmd"),
     }
+
+
+def test_jsx_components_html_and_fence_details_of_real_sites():
+    """MDX components (Mintlify, Nextra, Starlight) hold Markdown, indented or not, and are
+    containers; `<style>` is no text; HTML tags in a line are markup; a fence's title and
+    flags; VitePress' `<<<` imports and toc markers; attribute lists after links, in
+    definition terms and mkdocs-material icons are no text."""
+    page = (
+        '<Callout type="info">\n  Useful information.\n</Callout>\n\n'
+        '<Steps>\n  <Step title="First Step">\n    Do this first.\n  </Step>\n</Steps>\n\n'
+        '<Accordion title="An accordion">\n  Any content:\n  ```java HelloWorld.java\n'
+        "  class HelloWorld {}\n  ```\n</Accordion>\n\n"
+        "<style>\n  :root { --x: 1 }\n</style>\n\n"
+        '<Note>A note.</Note> Data <abbr title="x">"parsing"</abbr>, see `<div>`.\n\n'
+        '```js title="docusaurus.config.js"\nx\n```\n\n```sh [npm]\nnpm i\n```\n\n'
+        "```ts:line-numbers=2 {1}\nz\n```\n\n"
+        "<<< @/snippets/snippet.js{2}\n\n[[toc]]\n\n[TOC]\n\n"
+        "`note`{ #type:note }\n\n:   An admonition.\n\n"
+        "See [Paths](paths.md#values){.internal-link target=_blank} now.\n\n"
+        '=== ":octicons-mark-github-16: Octicons"\n\n    In a tab :material-plus-circle:.\n'
+    )
+    blocks = parse_blocks(page.split("\n"))
+    got = [(b.kind, b.text, b.meta.get("container"), b.meta.get("container_title")) for b in blocks]
+    assert got == [
+        ("PARAGRAPH", "Useful information.", "admonition:info", ""),
+        ("PARAGRAPH", "Do this first.", "directive:step", "First Step"),
+        ("PARAGRAPH", "Any content:", "directive:accordion", "An accordion"),
+        ("CODE", "class HelloWorld {}", "directive:accordion", "An accordion"),
+        ("PARAGRAPH", 'A note. Data "parsing", see `<div>`.', None, None),
+        ("CODE", "x", None, None),
+        ("CODE", "npm i", None, None),
+        ("CODE", "z", None, None),
+        ("SNIPPET", "", None, None),
+        ("LIST_ITEM", "`note`: An admonition.", None, None),
+        ("PARAGRAPH", "See [Paths](paths.md#values) now.", None, None),
+        ("PARAGRAPH", "In a tab .", "tab", "Octicons"),
+    ]
+    code = [(b.meta.get("language"), b.meta.get("title")) for b in blocks if b.kind == "CODE"]
+    assert code == [
+        ("java", "HelloWorld.java"),
+        ("js", "docusaurus.config.js"),
+        ("sh", "npm"),
+        ("ts", None),
+    ]
+    assert blocks[8].links == [{"href": "snippets/snippet.js", "text": "", "kind": "snippet"}]
+    assert blocks[9].ids == ["type:note"]  # what `[x](#type:note)` points to
+
+
+def test_site_root_links_with_a_trailing_slash_and_below_the_input_folder(tmp_path):
+    """Starlight and Docusaurus write page links as `/guides/i18n/`: the page `i18n.mdx` (or
+    the folder's index page); a site whose content folder lies below the input folder
+    still resolves its `/`-links by the end of the path, when only one page ends so."""
+    docs_root = tmp_path / "docs" / "src" / "content" / "docs"
+    (docs_root / "guides").mkdir(parents=True)
+    (docs_root / "guides" / "i18n.mdx").write_text(
+        "# i18n\n\n## Fallback content\n\nText.\n", encoding="utf-8"
+    )
+    (docs_root / "guides" / "pages.mdx").write_text(
+        "# Pages\n\nSee [i18n](/guides/i18n/), [fallback](/guides/i18n/#fallback-content), "
+        "and [nowhere](/guides/none/).\n",
+        encoding="utf-8",
+    )
+    docs, _ = load_folder(tmp_path)
+    sections, _, edges, _ = build_structure(docs, tmp_path)
+    page = "docs/src/content/docs/guides/i18n.mdx"
+    assert _links(sections, edges) == {
+        ("i18n", page),
+        ("fallback", page + "#fallback-content"),
+        ("nowhere", "target document not in corpus"),
+    }

@@ -95,23 +95,35 @@ class _Corpus:
         for path, d in list(self.by_path.items()):  # Hugo's `page.en.md`: also `page.md`
             if m := _LANGUAGE.match(path):
                 self.by_path.setdefault(m.group(1) + m.group(2), d)
+        # a page by the end of its path (`guides/i18n.mdx` of `docs/src/content/docs/...`):
+        # a site's `/`-links start at its content folder, which may lie below the input's
+        self.tails: dict[str, DocStructure | None] = {}
+        for path, d in self.by_path.items():
+            parts = path.split("/")
+            for k in range(1, len(parts)):
+                tail = "/".join(parts[k:])
+                self.tails[tail] = d if self.tails.get(tail, d) is d else None
             stem = posixpath.splitext(d.source_path)[0]
             for key in {stem, posixpath.basename(stem), d.title}:
                 self.page.setdefault(_norm_name(key), []).append(d)
 
-    def find_path(self, path: str) -> DocStructure | None:
+    def find_path(
+        self, path: str, table: dict[str, DocStructure | None] | None = None
+    ) -> DocStructure | None:
+        """The page a relative path means in `table` (by_path, or `tails`)."""
+        table = self.by_path if table is None else table
         candidates = [path]
         stem, ext = posixpath.splitext(path)
-        if path.endswith("/") or not path:
-            candidates = _pages(path.rstrip("/"), *_INDEX_PAGES)
+        if path.endswith("/") or not path:  # a folder's index page, or the page (`/guide/`)
+            candidates = _pages(path.rstrip("/"), *_INDEX_PAGES) + _pages(path.rstrip("/"))
         elif ext.lower() in (".html", ".htm"):
             candidates += _pages(stem) + _pages(posixpath.dirname(stem), "index")
         elif ext.lower() not in _DOC_SUFFIXES:
             candidates += _pages(path) + _pages(path, *_INDEX_PAGES)
         for c in candidates:
             c = posixpath.normpath(c) if c else c
-            if c in self.by_path:
-                return self.by_path[c]
+            if table.get(c) is not None:
+                return table[c]
         return None
 
     def anchor(self, doc: DocStructure, anchor: str) -> str | None:
@@ -192,6 +204,9 @@ def _resolve(corpus: _Corpus, src: DocStructure, link: dict[str, Any]) -> dict[s
         if target is None and base and not path.startswith("."):  # Hugo's ref: the root's
             target = corpus.find_path(posixpath.normpath(path))
             extra = {"from_root": True}
+        elif target is None and not base:  # `/guides/x/` of a site in a folder of the input
+            target = corpus.find_path("" if joined == "." else joined, corpus.tails)
+            extra = {"content_folder": True}
         if target is None:
             edge = _label(corpus, src, link, path) if "/" not in path else None
             return edge or _edge(

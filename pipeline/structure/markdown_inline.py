@@ -19,6 +19,9 @@ from pipeline.structure.model import slugify
 
 # An attribute list closing a line: `{#id}`, `{: #id .cls }`, `{ id="x" key=v }`.
 ATTR_LIST = re.compile(r"[ \t]*\{:?[ \t]*([^{}\n]*)\}[ \t]*$")
+_AFTER_ATTR = re.compile(r"(?<=[)\]`:])\{:?[ \t]*([^{}\n]*)\}")
+# mkdocs-material's icons (pymdownx.emoji): decoration, no text
+ICON = re.compile(r"(?<![\w:]):(?:material|octicons|fontawesome|simple|twemoji)-[\w-]+:(?![\w:])")
 _LINE_ATTR = re.compile(r"[ \t]*\{:?[ \t]*([^{}\n]*)\}[ \t]*$", re.M)
 _ATTR = re.compile(r"""([#.])([\w:.-]+)|([\w:-]+)=(?:"([^"]*)"|'([^']*)'|(\S+))""")
 # `[](){#id}`: an autorefs anchor, an empty link carrying an id
@@ -46,8 +49,10 @@ def _is_attr_list(inner: str) -> bool:
 
 
 def strip_line_attrs(text: str) -> tuple[str, list[str]]:
-    """(text without `[](){#id}` anchors and id-setting attribute lists at line ends, their
-    ids): attr_list puts those ids on the block, mkdocs-autorefs on an anchor there."""
+    """(text without `[](){#id}` anchors, attribute lists at line ends and right after a
+    link, code span or icon (`[x](y){.internal-link}`, `:icon:{ .big }`), and mkdocs-material
+    icon shortcodes (`:octicons-tag-24:`), the ids the attribute lists set): attr_list puts
+    those ids on the block or element, mkdocs-autorefs on an anchor there."""
     ids = EMPTY_ANCHOR.findall(text)
     if ids:
         text = EMPTY_ANCHOR.sub("", text)
@@ -59,7 +64,9 @@ def strip_line_attrs(text: str) -> tuple[str, list[str]]:
             ids.extend(attr_ids(m.group(1)))
             return ""
 
-        text = _LINE_ATTR.sub(attr, text)
+        text = _LINE_ATTR.sub(attr, _AFTER_ATTR.sub(attr, text))
+    if ":" in text:
+        text = ICON.sub("", text)
     return text.strip(), ids
 
 
@@ -82,7 +89,7 @@ def plain_inline(text: str) -> str:
     """Heading text as rendered (markup, tags, attribute lists dropped): what toc slugifies."""
     if (m := ATTR_LIST.search(text)) and _is_attr_list(m.group(1)):
         text = text[: m.start()]
-    text = EMPTY_ANCHOR.sub("", text)
+    text = ICON.sub("", EMPTY_ANCHOR.sub("", text))
     parser = markdown_parser(myst="}`" in text)  # a MyST role renders as its text
     return plain_text(parser.parseInline(text, {})[0].children or [])
 

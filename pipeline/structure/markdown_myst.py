@@ -168,17 +168,28 @@ def _directive(state: StateBlock, start: int, end: int, silent: bool) -> bool:
 
 
 def push_container(
-    state: StateBlock, tag: str, title: str, span: tuple[int, int], first: int, stop: int
+    state: StateBlock,
+    tag: str,
+    title: str,
+    span: tuple[int, int],
+    first: int,
+    stop: int,
+    dedent: bool = False,
 ) -> None:
     """A container of a site generator's syntax (a MyST directive, a Hugo shortcode, a
-    Liquid tag) spanning `span`, its lines `first`..`stop` (exclusive) parsed as Markdown."""
-    old = state.parentType, state.lineMax
+    Liquid tag, a JSX component) spanning `span`, its lines `first`..`stop` (exclusive)
+    parsed as Markdown; with `dedent`, as indented as its least indented line (MDX indents
+    a component's content, which is no code block)."""
+    old = state.parentType, state.lineMax, state.blkIndent
     state.parentType, state.lineMax = "site_container", stop
+    if dedent:
+        indents = [state.sCount[k] for k in range(first, stop) if not state.isEmpty(k)]
+        state.blkIndent = max(state.blkIndent, min(indents, default=0))
     token = state.push("site_container_open", "div", 1)
     token.meta, token.map = {"tag": tag, "title": title}, list(span)
     state.md.block.tokenize(state, first, stop)
     state.push("site_container_close", "div", -1)
-    state.parentType, state.lineMax = old
+    state.parentType, state.lineMax, state.blkIndent = old
 
 
 def _leaf(

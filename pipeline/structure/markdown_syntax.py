@@ -73,6 +73,7 @@ _CLOSING_FENCE = re.compile(r":{3,}[ \t]*$")
 # A fenced container's opening: `tip Title`, `note[Title]`, `{.note}`, `{note} Title`,
 # `info{title="x"}`: the kind, then a title in brackets or after it.
 _FENCED = re.compile(r"\{?\.?([\w-]+)\}?(?:\[(.*?)\])?(?:\{[^}]*\})?(.*)$")
+_TRAILING_ATTRS = re.compile(r"[ \t]*\{[^{}]*\}$")
 _BLOCK = re.compile(r"[ \t]*[\w-]+[ \t]*(?:\|.*)?$")  # `/// name | Title`
 _SNIPPET = re.compile(r"-+8<-+(?:[ \t]+([\"'])(.+?)\1)?[ \t]*$")
 _MARKERS = frozenset({"===", ":::", "!!!", "???"})
@@ -160,7 +161,8 @@ def fenced_tag(info: str) -> tuple[str, str]:
     m = _FENCED.match(info.strip())
     if m is None:
         return "div", info.strip()
-    return m.group(1).lower(), (m.group(2) or m.group(3) or "").strip().lstrip("|").strip()
+    title = (m.group(2) or m.group(3) or "").strip().lstrip("|").strip()
+    return m.group(1).lower(), _TRAILING_ATTRS.sub("", title)  # `details Title {open}`
 
 
 def snippet_path(spec: str) -> str:

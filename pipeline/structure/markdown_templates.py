@@ -38,9 +38,16 @@ _HUGO = re.compile(
     r"\{\{([<%])[ \t]*(/)?[ \t]*([\w./-]+)((?:(?![>%]\}\}).)*?)[ \t]*(/)?[ \t]*[>%]\}\}"
 )
 _LIQUID = re.compile(r"\{%-?[ \t]*([\w-]+)((?:(?!-?%\}).)*?)[ \t]*-?%\}")
+# A JSX component (MDX: `<Callout type="info">`, `</Steps>`, `<Badge text="new" />`) or one
+# of the HTML elements sites wrap Markdown in, alone on its line.
+_JSX = re.compile(
+    r"<(/)?([A-Z][\w.]*|details|div|section|aside|figure)((?:[ \t]+[^<>]*?)?)[ \t]*(/)?>"
+)
 # Tags inside a line of text (`{{% badge %}}0.126{{% /badge %}}`, `{% include x.html %}`):
 # markup of the site, not text; what they wrap stays.
 INLINE_TAG = re.compile(r"\{\{[<%](?:(?![>%]\}\}).)*[>%]\}\}|\{%-?(?:(?!%\}).)*%\}")
+_HTML_TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:[ \t\n]+[^<>]*)?/?>")
+_CODE_SPAN = re.compile(r"(`+[^`]*`+)")
 _ARG = re.compile(r"""([\w-]+)=(?:"([^"]*)"|'([^']*)'|(\S+))|"([^"]*)"|'([^']*)'|(\S+)""")
 _LINK_TAG = re.compile(
     r"\]\([ \t]*(?:\{\{[^{}<%]*\}\})?(?:"
@@ -51,6 +58,7 @@ _LINK_TAG = re.compile(
 )
 ADMONITIONS = frozenset(
     {"hint", "notice", "alert", "callout", "admonition", "note", "tip", "warning", "info"}
+    | {"aside", "caution", "danger", "check", "important"}
 )
 TRANSPARENT = frozenset({"raw", "if", "unless", "for", "case", "capture"})
 # Tags whose body is code or a diagram, not Markdown (and any tag with a `lang=`).
@@ -60,6 +68,9 @@ CODE_TAGS = frozenset(
 )
 INCLUDES = frozenset({"include", "include_relative", "readfile", "include-markdown"})
 _CAPTION_KEYS = ("caption", "title", "alt")
+_INCLUDE_LINE = re.compile(r"<<<[ \t]+(\S+)(?:[ \t].*)?|\{!>?[ \t]*(\S+?)[ \t]*!\}")
+_TOC_MARKERS = frozenset({"[[toc]]", "[toc]", "[[_toc_]]"})
+_TITLE_KEYS = ("title", "header", "label", "summary")
 
 
 def parse_tag(line: str) -> tuple[str, bool, str] | None:
@@ -73,6 +84,8 @@ def parse_tag(line: str) -> tuple[str, bool, str] | None:
         name = m.group(1).lower()
         closing = name.startswith("end") and len(name) > 3
         return (name[3:] if closing else name), closing, m.group(2)
+    if (m := _JSX.fullmatch(line)) is not None:  # self-closing: never paired, a tag alone
+        return m.group(2).lower() + ("/" if m.group(4) else ""), bool(m.group(1)), m.group(3)
     return None
 
 
@@ -94,7 +107,7 @@ def _pairs(state: StateBlock) -> dict[int, int]:
     if pairs is None:
         pairs, open_at = {}, {}
         for k, line in enumerate(state.src.split("\n")):
-            if "{" not in line or (tag := parse_tag(line)) is None:
+            if ("{" not in line and "<" not in line) or (tag := parse_tag(line)) is None:
                 continue
             name, closing, _ = tag
             if closing and open_at.get(name):
@@ -107,7 +120,7 @@ def _pairs(state: StateBlock) -> dict[int, int]:
 
 def _template(state: StateBlock, start: int, end: int, silent: bool) -> bool:
     pos = state.bMarks[start] + state.tShift[start]
-    if state.src[pos] != "{" or is_code_block(state, start):
+    if state.src[pos] not in "{<" or is_code_block(state, start):
         return False
     tag = parse_tag(line_text(state, start))
     if tag is None:
@@ -144,8 +157,9 @@ def _template(state: StateBlock, start: int, end: int, silent: bool) -> bool:
         else:
             tag_name = f"directive:{name}"
         quoted = [p for p in positional if _quoted(args, p)]
-        title = named.get("title") or named.get("header") or (quoted[0] if quoted else "")
-        push_container(state, tag_name, title, span, start + 1, close)
+        title = next((named[k] for k in _TITLE_KEYS if named.get(k)), quoted[0] if quoted else "")
+        jsx = state.src[pos] == "<"
+        push_container(state, tag_name, title, span, start + 1, close, dedent=jsx)
     state.line = close + 1
     return True
 
@@ -158,6 +172,7 @@ def _alone(
     state: StateBlock, start: int, name: str, named: dict[str, str], positional: list[str]
 ) -> None:
     """A tag no closing tag pairs: an include's file, else a figure-like tag's caption."""
+    name = name.rstrip("/")
     if name in INCLUDES:
         path = named.get("file") or (positional[0] if positional else "")
         if path:
@@ -203,12 +218,44 @@ def link_tags(text: str) -> str:
 
 
 def strip_inline_tags(text: str) -> str:
-    """A line of text without the template tags in it (what they wrap stays)."""
-    if "{{" not in text and "{%" not in text:
+    """Text without the template tags and HTML / JSX tags in it (what they wrap stays;
+    code spans are left as written)."""
+    if "{{" not in text and "{%" not in text and "<" not in text:
         return text
-    return INLINE_TAG.sub("", text).strip()
+    parts = _CODE_SPAN.split(text)
+    for k in range(0, len(parts), 2):  # the even parts are outside code spans
+        parts[k] = _HTML_TAG.sub("", INLINE_TAG.sub("", parts[k]))
+    return "".join(parts).strip()
+
+
+def _include_line(state: StateBlock, start: int, end: int, silent: bool) -> bool:
+    """A line that includes a file (VitePress `<<< @/snippets/x.js{2}`, mdx_include's
+    `{!> ../docs_src/x.py !}`: a snippet link) or places a table of contents (`[[toc]]`,
+    `[TOC]`: nothing)."""
+    pos = state.bMarks[start] + state.tShift[start]
+    if state.src[pos] not in "<{[" or is_code_block(state, start):
+        return False
+    line = line_text(state, start).strip()
+    m = _INCLUDE_LINE.fullmatch(line)
+    if m is None and line.lower() not in _TOC_MARKERS:
+        return False
+    if silent:
+        return True
+    if m is not None:
+        token = state.push("snippet", "", 0)
+        token.meta, token.map = {"paths": included(line), "kind": "snippet"}, [start, start + 1]
+    state.line = start + 1
+    return True
+
+
+def included(line: str) -> list[str]:
+    """The file an include line names (`<<< @/x.js{2}` -> x.js), none for other lines."""
+    m = _INCLUDE_LINE.fullmatch(line.strip())
+    path = re.sub(r"^@/|[{#\[].*$", "", (m.group(1) or m.group(2) or "") if m else "")
+    return [path] if path else []
 
 
 def template_plugin(md: MarkdownIt) -> None:
     alt: dict[str, Any] = {"alt": ["paragraph", "reference", "blockquote", "list"]}
     md.block.ruler.before("fence", "template_tag", _template, alt)
+    md.block.ruler.before("fence", "include_line", _include_line, alt)

@@ -32,13 +32,14 @@ from markdown_it.token import Token
 
 from pipeline.structure.markdown_inline import (
     HTML_ANCHOR,
+    ICON,
     heading_ids,
     inline_links,
     strip_line_attrs,
 )
 from pipeline.structure.markdown_myst import render_roles, uses_myst
 from pipeline.structure.markdown_syntax import fenced_tag, markdown_parser
-from pipeline.structure.markdown_templates import link_tags, strip_inline_tags
+from pipeline.structure.markdown_templates import included, link_tags, strip_inline_tags
 
 _QUOTE = re.compile(r"^[ \t]*> ?", re.M)
 _LIST_MARK = re.compile(r"^(?:[ \t]*>)*[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
@@ -89,7 +90,8 @@ class _Reader:
     def container(self) -> dict[str, Any]:
         for kind, data in reversed(self.stack):
             if kind == "container":
-                return {"container": data["name"], "container_title": data["title"]}
+                title = ICON.sub("", data["title"]).strip()  # `=== ":octicons-x: Tab"`
+                return {"container": data["name"], "container_title": title}
         return {}
 
     def add(self, kind: str, text: str, span: tuple[int, int], **meta: Any) -> Block:
@@ -130,6 +132,7 @@ class _Reader:
                     text = f"{data['term']}: {text}"
                     span = (min(span[0], data["term_line"]), span[1])
                     links = data["term_links"] + links
+                    ids = data["term_ids"] + ids
             block = self.add("LIST_ITEM", text, span, **meta)
             block.minor = data["parts"]
             data["parts"] += 1
@@ -233,10 +236,14 @@ class _Reader:
                 continue
             if kind in ("fence", "code_block"):
                 text = t.content[:-1] if t.content.endswith("\n") else t.content
-                meta = {"language": t.info.split()[0] if t.info.split() else ""}
+                meta = code_info(t.info)
                 if t.meta.get("directive"):  # a MyST code directive (`{code-block}`, `{math}`)
                     meta["directive"] = t.meta["directive"]
-                self.add("CODE", text, _span(t, self.lines), **(meta if kind == "fence" else {}))
+                code = self.add(
+                    "CODE", text, _span(t, self.lines), **(meta if kind == "fence" else {})
+                )
+                # a fence of one include line (`{!> ../src/x.py !}`): the file it shows
+                code.links = [{"href": p, "text": "", "kind": "snippet"} for p in included(text)]
             elif kind == "snippet":  # the page refers to the files it includes
                 block = self.add("SNIPPET", "", _span(t, self.lines))
                 link_kind = t.meta.get("kind", "snippet")  # or a MyST toctree's pages
@@ -281,14 +288,15 @@ class _Reader:
                 dl = self.stack[-1][1] if self.stack else {}
                 term = {k: dl.get(k, v) for k, v in (("term", ""), ("term_line", 0))}
                 term["term_links"] = dl.get("term_links", [])
+                term["term_ids"] = dl.get("term_ids", [])
                 self.stack.append(("dd", {"parts": 0, **term}))
             elif kind == "dl_open":
                 self.stack.append(("dl", {"term": "", "term_line": 0}))
             elif kind == "dt_open":
-                term = self.rendered(tokens[i + 1].content.strip())
+                term, term_ids = strip_line_attrs(self.rendered(tokens[i + 1].content.strip()))
                 term_links = inline_links(tokens[i + 1].children or [])[0]
                 self.stack[-1][1].update(
-                    term=term, term_line=(t.map or [0])[0], term_links=term_links
+                    term=term, term_line=(t.map or [0])[0], term_links=term_links, term_ids=term_ids
                 )
                 i += 2
             elif t.nesting == 1 and kind in _CONTAINERS:
@@ -299,18 +307,34 @@ class _Reader:
         return self.out
 
     def html(self, t: Token) -> None:
-        """Raw HTML (and MDX's JSX): comments are skipped, tags alone (`</details>`,
-        `<Tabs>`) hold no text, `<a id=...></a>`-only blocks are anchors (of the heading
-        after them, like `{#id}` lines), other HTML is a paragraph of its source."""
+        """Raw HTML (and MDX's JSX): comments, `<style>` and `<script>` are skipped, tags
+        alone (`</details>`, `<Tabs>`) hold no text, `<a id=...></a>`-only blocks are
+        anchors (of the heading after them, like `{#id}` lines), other HTML is a paragraph
+        of its text (its tags left out)."""
         text = t.content.strip()
-        if text.startswith("<!--"):
+        if text.startswith("<!--") or _NOT_TEXT.match(text):
             return
         ids = HTML_ANCHOR.findall(text)
-        rest = HTML_ANCHOR.sub("", text).strip()
-        if not _TAG.sub("", rest).strip():
-            rest = ""
+        rest = "\n".join(x.strip() for x in _TAG.sub("", HTML_ANCHOR.sub("", text)).split("\n"))
+        rest = rest.strip()
         block = self.add("ANCHOR" if not rest else "PARAGRAPH", rest, _span(t, self.lines))
         block.ids = ids
+
+
+def code_info(info: str) -> dict[str, str]:
+    """A fence's language (lower-cased, its flags left out: `js{4}`, `ts:line-numbers`) and
+    title (`title="app.js"`, VitePress' `[npm]`, Mintlify's file name after the language)."""
+    words = info.split()
+    if not words:
+        return {"language": ""}
+    meta = {"language": re.split(r"[{:\[]", words[0], maxsplit=1)[0].lower()}
+    if m := _CODE_TITLE.search(info):
+        meta["title"] = next(g for g in m.groups() if g is not None)
+    elif m := _CODE_LABEL.search(info):
+        meta["title"] = m.group(1)
+    elif len(words) > 1 and "=" not in words[1] and words[1][0] not in "{[(":
+        meta["title"] = words[1]
+    return meta
 
 
 def _alert(tokens: list[Token], i: int) -> tuple[str, str] | None:
@@ -330,6 +354,9 @@ def _alert(tokens: list[Token], i: int) -> tuple[str, str] | None:
 _ALERT = re.compile(r"\[!([\w-]+)\][+-]?[ \t]*([^\n]*)(?:\n|$)")
 _CONTENT = frozenset({"inline", "fence", "code_block"})
 _TAG = re.compile(r"<[^<>]*>")
+_CODE_TITLE = re.compile(r"""title=(?:"([^"]*)"|'([^']*)'|(\S+))""")
+_CODE_LABEL = re.compile(r"\[([^\]]+)\]")
+_NOT_TEXT = re.compile(r"<(?:style|script)\b", re.I)
 _CONTAINERS = frozenset({"bullet_list_open", "ordered_list_open"})
 _CLOSERS = frozenset(
     {
