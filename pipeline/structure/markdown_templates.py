@@ -250,7 +250,10 @@ def _include_line(state: StateBlock, start: int, end: int, silent: bool) -> bool
 
 def included(line: str) -> list[str]:
     """The file an include line names (`<<< @/x.js{2}` -> x.js), none for other lines."""
-    m = _INCLUDE_LINE.fullmatch(line.strip())
+    line = line.strip()
+    if not line.startswith(("<<<", "{!")):
+        return []
+    m = _INCLUDE_LINE.fullmatch(line)
     path = re.sub(r"^@/|[{#\[].*$", "", (m.group(1) or m.group(2) or "") if m else "")
     return [path] if path else []
 
