@@ -514,3 +514,21 @@ def test_site_root_links_with_a_trailing_slash_and_below_the_input_folder(tmp_pa
         ("fallback", page + "#fallback-content"),
         ("nowhere", "target document not in corpus"),
     }
+
+
+def test_deeply_nested_tags_and_directives_are_read_without_recursing_past_the_stack():
+    """3,000 nested `{% if %}`, `<div>`, `{{< hint >}}` or MyST fences: the text inside is
+    kept and the parse neither overflows Python's stack nor takes long."""
+    pages = {
+        "liquid": "\n".join(f"{{% if a{i} %}}" for i in range(3000))
+        + "\ninner text\n"
+        + "{% endif %}\n" * 3000,
+        "jsx": "<div>\n" * 3000 + "inner text\n" + "</div>\n" * 3000,
+        "hugo": "{{< hint info >}}\n" * 3000 + "inner text\n" + "{{< /hint >}}\n" * 3000,
+        "myst": "\n".join(":" * (303 - i) + "{note}" for i in range(300))
+        + "\ninner text\n"
+        + "\n".join(":" * (4 + i) for i in range(300)),
+    }
+    for name, page in pages.items():
+        texts = [b.text for b in parse_blocks(page.split("\n"))]
+        assert any("inner text" in t for t in texts), name

@@ -128,6 +128,9 @@ def _template(state: StateBlock, start: int, end: int, silent: bool) -> bool:
     if silent:
         return True
     name, closing, args = tag
+    if name in TRANSPARENT:  # its lines are the page's own: the tag lines alone go
+        state.line = start + 1
+        return True
     close = None if closing else _pairs(state).get(start)
     if close is not None and close >= end:  # closed outside this container: a tag alone
         close = None
@@ -144,11 +147,6 @@ def _template(state: StateBlock, start: int, end: int, silent: bool) -> bool:
         token.info = language or bare or ("" if name in ("code", "output") else name)
         token.content = state.getLines(start + 1, close, state.sCount[start], True)
         token.map = list(span)
-    elif name in TRANSPARENT:
-        old = state.lineMax
-        state.lineMax = close
-        state.md.block.tokenize(state, start + 1, close)
-        state.lineMax = old
     elif name != "comment":
         kind = named.get("style") or named.get("type") or named.get("color")
         bare = [p for p in positional if not _quoted(args, p)]
