@@ -415,8 +415,11 @@ def test_colon_fenced_containers_of_other_site_generators():
         "Closing paragraph.",
     ]
     assert _contained(lines) == [
+        ("PARAGRAPH", "My tip", "admonition:tip", "My tip"),  # a title is text too
         ("PARAGRAPH", "Tip text.", "admonition:tip", "My tip"),
+        ("PARAGRAPH", "Take care", "admonition:danger", "Take care"),
         ("PARAGRAPH", "Danger text.", "admonition:danger", "Take care"),
+        ("PARAGRAPH", "Click to see", "admonition:details", "Click to see"),
         ("PARAGRAPH", "Details text.", "admonition:details", "Click to see"),
         ("CODE", "::: pkg.module\noptions:\n  show_source: false", None, None),
         ("PARAGRAPH", "Nested text.", "admonition:info", ""),
@@ -479,9 +482,11 @@ def test_mdx_pages_read_as_markdown_without_their_javascript(tmp_path):
     assert got == [
         ("HEADING", "Tutorial Intro", 10),
         ("PARAGRAPH", "Read the [setup guide](./guides/setup) first.", 12),
+        ("PARAGRAPH", "Linux", 15),  # the tab's label
         ("PARAGRAPH", "Install with the package manager.", 17),
         ("CODE", "import Tabs from '@theme/Tabs';", 22),
         ("HEADING", "Install", 26),
+        ("PARAGRAPH", "Requirements", 28),
         ("PARAGRAPH", "Node.js 18 or above.", 29),
     ]
     refers = edges.filter(pl.col("type") == "REFERS_TO")
@@ -515,7 +520,9 @@ def test_pymdown_blocks_are_containers_without_their_options():
         "A path like ///usr/bin stays text.",
     ]
     assert _contained(lines) == [
+        ("PARAGRAPH", "Pro tip", "admonition:tip", "Pro tip"),
         ("PARAGRAPH", "Use the reload flag while developing.", "admonition:tip", "Pro tip"),
+        ("PARAGRAPH", "Click me", "admonition:details", "Click me"),
         ("PARAGRAPH", "Hidden text.", "admonition:details", "Click me"),
         ("PARAGRAPH", "Nested text.", "admonition:warning", ""),
         ("PARAGRAPH", "A path like ///usr/bin stays text.", None, None),

@@ -95,7 +95,9 @@ def test_myst_directives_are_containers_or_code_without_their_options():
         ("HEADING", "Harbour tools", None, None, []),
         ("PARAGRAPH", "Start with guide/install.", None, None, []),  # a role reads as its text
         ("PARAGRAPH", "The model assumes a semi-diurnal tide.", "admonition:note", "", []),
+        ("PARAGRAPH", "Deprecated since 2.0", "admonition:warning", "Deprecated since 2.0", []),
         ("PARAGRAPH", "Legacy mode goes away.", "admonition:warning", "Deprecated since 2.0", []),
+        ("PARAGRAPH", "Nested", "admonition:tip", "Nested", []),
         ("LIST_ITEM", "an item", "admonition:tip", "Nested", []),
         ("CODE", 'print("hi")', "admonition:tip", "Nested", []),
         ("CODE", "import harbour", None, None, []),
@@ -104,6 +106,12 @@ def test_myst_directives_are_containers_or_code_without_their_options():
         ("PARAGRAPH", "Tidal range at Lisbon.", "directive:figure", "", []),
         ("ANCHOR", "", None, None, ["eq-tide"]),
         ("CODE", "h(t) = A cos(w t)", None, None, []),
+    ]
+    # a container's title is text of the page, marked as the title it is
+    titles = [b for b in parse_blocks(PAGE.split("\n")) if b.meta.get("role")]
+    assert [(b.text, b.meta["role"]) for b in titles] == [
+        ("Deprecated since 2.0", "container_title"),
+        ("Nested", "container_title"),
     ]
     code = {b.text: b.meta for b in parse_blocks(PAGE.split("\n")) if b.kind == "CODE"}
     assert code['print("hi")'] == {
@@ -285,6 +293,7 @@ def test_hugo_shortcodes_and_liquid_tags_read_as_they_render(tmp_path):
                 "admonition:info",
                 "",
             ),
+            ("docs/tides.md", "PARAGRAPH", "Mind the gap", "admonition:warning", "Mind the gap"),
             (
                 "docs/tides.md",
                 "PARAGRAPH",
@@ -292,6 +301,7 @@ def test_hugo_shortcodes_and_liquid_tags_read_as_they_render(tmp_path):
                 "admonition:warning",
                 "Mind the gap",
             ),
+            ("docs/tides.md", "PARAGRAPH", "Linux", "directive:tab", "Linux"),
             ("docs/tides.md", "PARAGRAPH", "Use apt.", "directive:tab", "Linux"),
             ("docs/tides.md", "PARAGRAPH", "Tidal range at Lisbon", "directive:figure", ""),
             (
@@ -301,6 +311,7 @@ def test_hugo_shortcodes_and_liquid_tags_read_as_they_render(tmp_path):
                 "admonition:warning",
                 "",
             ),
+            ("docs/ports.md", "PARAGRAPH", "Python", "directive:tab", "Python"),
             ("docs/ports.md", "CODE", "import ports", "directive:tab", "Python"),
             ("docs/ports.md", "PARAGRAPH", "[tides.md](tides.md)", "directive:content-ref", ""),
             ("docs/ports.md", "CODE", 'puts "hi"', None, None),
@@ -360,6 +371,7 @@ def test_tags_inside_lines_and_code_tags_alerts_and_one_line_blocks():
         ("CODE", "graph TD\n    A[View] --> B", None, None),
         ("CODE", "[Link]({% link /assets/doc.pdf %})", None, None),
         ("PARAGRAPH", "**Markdown content**", "admonition:note", ""),
+        ("PARAGRAPH", "Why tides?", "admonition:faq", "Why tides?"),
         ("PARAGRAPH", "The moon.", "admonition:faq", "Why tides?"),
         ("BLOCK_QUOTATION", "A real quote.", None, None),
     ]
@@ -469,7 +481,9 @@ def test_jsx_components_html_and_fence_details_of_real_sites():
     got = [(b.kind, b.text, b.meta.get("container"), b.meta.get("container_title")) for b in blocks]
     assert got == [
         ("PARAGRAPH", "Useful information.", "admonition:info", ""),
+        ("PARAGRAPH", "First Step", "directive:step", "First Step"),
         ("PARAGRAPH", "Do this first.", "directive:step", "First Step"),
+        ("PARAGRAPH", "An accordion", "directive:accordion", "An accordion"),
         ("PARAGRAPH", "Any content:", "directive:accordion", "An accordion"),
         ("CODE", "class HelloWorld {}", "directive:accordion", "An accordion"),
         ("PARAGRAPH", 'A note. Data "parsing", see `<div>`.', None, None),
@@ -479,6 +493,7 @@ def test_jsx_components_html_and_fence_details_of_real_sites():
         ("SNIPPET", "", None, None),
         ("LIST_ITEM", "`note`: An admonition.", None, None),
         ("PARAGRAPH", "See [Paths](paths.md#values) now.", None, None),
+        ("PARAGRAPH", "Octicons", "tab", "Octicons"),
         ("PARAGRAPH", "In a tab .", "tab", "Octicons"),
     ]
     code = [(b.meta.get("language"), b.meta.get("title")) for b in blocks if b.kind == "CODE"]
@@ -488,8 +503,10 @@ def test_jsx_components_html_and_fence_details_of_real_sites():
         ("sh", "npm"),
         ("ts", None),
     ]
-    assert blocks[8].links == [{"href": "snippets/snippet.js", "text": "", "kind": "snippet"}]
-    assert blocks[9].ids == ["type:note"]  # what `[x](#type:note)` points to
+    snippet = next(b for b in blocks if b.kind == "SNIPPET")
+    assert snippet.links == [{"href": "snippets/snippet.js", "text": "", "kind": "snippet"}]
+    term = next(b for b in blocks if b.kind == "LIST_ITEM")
+    assert term.ids == ["type:note"]  # what `[x](#type:note)` points to
 
 
 def test_site_root_links_with_a_trailing_slash_and_below_the_input_folder(tmp_path):

@@ -71,6 +71,8 @@ _CAPTION_KEYS = ("caption", "title", "alt")
 _INCLUDE_LINE = re.compile(r"<<<[ \t]+(\S+)(?:[ \t].*)?|\{!>?[ \t]*(\S+?)[ \t]*!\}")
 _TOC_MARKERS = frozenset({"[[toc]]", "[toc]", "[[_toc_]]"})
 _TITLE_KEYS = ("title", "header", "label", "summary")
+# Containers of tabs, steps or columns: a quoted argument of theirs is an id, no title.
+_GROUPS = frozenset({"tabs", "tab-set", "columns", "steps", "cards", "code-group"})
 
 
 def parse_tag(line: str) -> tuple[str, bool, str] | None:
@@ -154,7 +156,7 @@ def _template(state: StateBlock, start: int, end: int, silent: bool) -> bool:
             tag_name = f"admonition:{(kind or (bare[0] if bare else name)).lower()}"
         else:
             tag_name = f"directive:{name}"
-        quoted = [p for p in positional if _quoted(args, p)]
+        quoted = [p for p in positional if _quoted(args, p) and name not in _GROUPS]
         title = next((named[k] for k in _TITLE_KEYS if named.get(k)), quoted[0] if quoted else "")
         jsx = state.src[pos] == "<"
         push_container(state, tag_name, title, span, start + 1, close, dedent=jsx)

@@ -94,6 +94,15 @@ class _Reader:
                 return {"container": data["name"], "container_title": title}
         return {}
 
+    def open_container(self, name: str, title: str, token: Token, **extra: Any) -> None:
+        """Enters a container. Its title (an admonition's, a tab's label, a step's) is text
+        of the page too: the container's first PARAGRAPH (`role: container_title`), so
+        chunks and search see it."""
+        self.stack.append(("container", {"name": name, "title": title, **extra}))
+        if title := ICON.sub("", title).strip():
+            line = (token.map or [0])[0]
+            self.add("PARAGRAPH", title, (line, line), role="container_title")
+
     def add(self, kind: str, text: str, span: tuple[int, int], **meta: Any) -> Block:
         block = Block(kind, text, span[0], span[1], {**self.container(), **meta})
         self.out.append(block)
@@ -259,7 +268,7 @@ class _Reader:
                 self.flat(t)
             elif kind == "blockquote_open" and (alert := _alert(tokens, i)) is not None:
                 name = f"admonition:{alert[0]}"  # `> [!NOTE]`: a note, not a quote
-                self.stack.append(("container", {"name": name, "title": alert[1], "alert": True}))
+                self.open_container(name, alert[1], t, alert=True)
                 if not tokens[i + 2].content.strip():
                     i += 3  # the marker was all of its first paragraph
             elif kind == "blockquote_close" and self.stack and self.stack[-1][1].get("alert"):
@@ -272,16 +281,16 @@ class _Reader:
                 i = self.table(i)
             elif kind in ("admonition_open", "tab_open"):
                 name = f"admonition:{t.meta['tag']}" if kind == "admonition_open" else "tab"
-                self.stack.append(("container", {"name": name, "title": t.info}))
+                self.open_container(name, t.info, t)
             elif kind in ("container_fenced_open", "container_blocks_open"):
                 tag, title = fenced_tag(t.info)
-                self.stack.append(("container", {"name": f"admonition:{tag}", "title": title}))
+                self.open_container(f"admonition:{tag}", title, t)
                 nxt = tokens[i + 1] if i + 1 < len(tokens) else None
                 under = nxt is not None and (nxt.map or [0])[0] == (t.map or [0])[0] + 1
                 if kind == "container_blocks_open" and under and nxt.type == "code_block":
                     i += 1  # the block's YAML options, right under its header
             elif kind == "site_container_open":
-                self.stack.append(("container", {"name": t.meta["tag"], "title": t.meta["title"]}))
+                self.open_container(t.meta["tag"], t.meta["title"], t)
             elif kind == "list_item_open":
                 self.stack.append(("item", {"parts": 0}))
             elif kind == "dd_open":  # its term is the enclosing dl's latest
