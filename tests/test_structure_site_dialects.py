@@ -549,3 +549,36 @@ def test_deeply_nested_tags_and_directives_are_read_without_recursing_past_the_s
     for name, page in pages.items():
         texts = [b.text for b in parse_blocks(page.split("\n"))]
         assert any("inner text" in t for t in texts), name
+
+
+def test_note_app_markup_and_readme_html_links():
+    """Obsidian and Logseq pages, GitHub READMEs: `%%comments%%`, `==highlight==` marks,
+    `key:: value` properties and `((block refs))` are no text; a quote inside a callout
+    loses all its `>` marks; `<a href>` links, in a line or in an HTML block, are links."""
+    page = (
+        'Use <a href="https://example.com/spec" target="_blank">OpenAPI</a> and '
+        '<a href="docs.md">the **docs**</a>.\n\n'
+        '<p align="center"><b>Docs</b>: <a href="py.md">Python</a> - '
+        '<a href="guide.md">User <b>Guide</b></a></p>\n\n'
+        "> [!note] Title\n> > Nested   quote\n> > more\n\n"
+        "%% a hidden comment %%\n\n"
+        "Some ==highlighted== text, a == b stays, `==code==` too.\n\n"
+        "type:: [[Feature]]\nalias:: term/x\n"
+        "The description ((60ab6f5b-4bdc-4a5e-9e4f-1f3a7a2b9c0d)) here.\n"
+    )
+    blocks = [b for b in parse_blocks(page.split("\n")) if b.kind != "ANCHOR"]
+    assert [(b.kind, b.text) for b in blocks] == [
+        ("PARAGRAPH", "Use OpenAPI and the **docs**."),
+        ("PARAGRAPH", "Docs: Python - User Guide"),
+        ("PARAGRAPH", "Title"),
+        ("BLOCK_QUOTATION", "Nested   quote\nmore"),
+        ("PARAGRAPH", "Some highlighted text, a == b stays, `==code==` too."),
+        ("PARAGRAPH", "The description  here."),
+    ]
+    assert [(x["href"], x["text"]) for b in blocks[:2] for x in b.links] == [
+        ("https://example.com/spec", "OpenAPI"),
+        ("docs.md", "the docs"),
+        ("py.md", "Python"),
+        ("guide.md", "User Guide"),
+    ]
+    assert blocks[-1].links == [{"href": "Feature", "text": "Feature", "kind": "wikilink"}]

@@ -26,6 +26,8 @@ _LINE_ATTR = re.compile(r"[ \t]*\{:?[ \t]*([^{}\n]*)\}[ \t]*$", re.M)
 _ATTR = re.compile(r"""([#.])([\w:.-]+)|([\w:-]+)=(?:"([^"]*)"|'([^']*)'|(\S+))""")
 # `[](){#id}`: an autorefs anchor, an empty link carrying an id
 EMPTY_ANCHOR = re.compile(r"\[\]\(\)\{:?[ \t]*#([\w:.-]+)[^}]*\}")
+HTML_LINK_OPEN = re.compile(r"<a\s[^>]*?\bhref=[\"']([^\"']*)[\"'][^>]*>", re.I)
+HTML_LINK_CLOSE = re.compile(r"</a\s*>", re.I)
 HTML_ANCHOR = re.compile(r"<a\s+[^>]*?(?:name|id)=[\"']([^\"']+)[\"'][^>]*>(?:\s*</a>)?", re.I)
 AUTODOC_HEADING = re.compile(r"^[ \t]*:::[ \t]+([^\s{}]+)[ \t]*$")  # `## ::: pkg.Thing`
 _SPACE = re.compile(r"\s+")
@@ -129,18 +131,25 @@ def heading_ids(raw: str) -> list[str]:
 def inline_links(children: Sequence[Token]) -> tuple[list[dict[str, str]], list[str], list[str]]:
     """(links, footnote labels referenced, anchor ids set by inline attributes) of one
     inline token's children. Links: {href, text, kind} with kind inline, reference,
-    wikilink or autoref (MyST's `{doc}` role inline, `{ref}` autoref); images and
-    `[](){#id}` anchors are no links."""
+    wikilink or autoref (MyST's `{doc}` role inline, `{ref}` autoref, an HTML `<a href>`
+    inline); images and `[](){#id}` anchors are no links."""
     links: list[dict[str, str]] = []
     notes: list[str] = []
     ids: list[str] = []
     open_link: dict[str, str] | None = None
     text: list[Token] = []
     for t in children:
-        if open_link is not None and t.type not in ("link_close", "autoref_close"):
+        html_a = t.type == "html_inline" and t.content[:2].lower() in ("<a", "</")
+        closing = t.type in ("link_close", "autoref_close") or (
+            html_a and HTML_LINK_CLOSE.match(t.content) is not None
+        )
+        if open_link is not None and not closing:
             text.append(t)
             continue
-        kind = t.type
+        kind = "link_close" if closing else t.type
+        if html_a and (m := HTML_LINK_OPEN.match(t.content)):  # `<a href="x">` in a line
+            open_link, text = {"href": m.group(1), "kind": "inline"}, []
+            continue
         if kind == "link_open" or kind == "autoref_open":
             if t.attrs.get("id"):
                 ids.append(str(t.attrs["id"]))

@@ -13,7 +13,7 @@ hides them, and `highlight`, `mermaid`, `code`, `output`, ... (or any tag with a
 are code. A tag alone may still carry text or a file: a figure's caption (a paragraph), an
 include's file (a snippet link), an embed's URL (a link).
 
-Tags inside a line of text are markup, not text: `strip_inline_tags` drops them from a
+Tags inside a line of text are markup, not text: `strip_markup` drops them from a
 paragraph's text (what they wrap stays: `{{% badge %}}0.126{{% /badge %}}` reads 0.126).
 Link destinations that are tags (`[text]({{< ref "page.md" >}})`, `{% link page.md %}`,
 `{% post_url 2020-01-01-name %}`, `{{ '/x/' | relative_url }}`) are no CommonMark links
@@ -46,6 +46,11 @@ _JSX = re.compile(
 # Tags inside a line of text (`{{% badge %}}0.126{{% /badge %}}`, `{% include x.html %}`):
 # markup of the site, not text; what they wrap stays.
 INLINE_TAG = re.compile(r"\{\{[<%](?:(?![>%]\}\}).)*[>%]\}\}|\{%-?(?:(?!%\}).)*%\}")
+_MARKUP = re.compile(r"\{\{|\{%|<|%%|==|::|\(\(")  # any of the markup below, maybe
+_NOTE_COMMENT = re.compile(r"%%.*?%%", re.S)
+_HIGHLIGHT = re.compile(r"(?<![=\w])==(?=\S)(.+?)(?<=\S)==(?![=\w])")
+_PROPERTY = re.compile(r"^[ \t]*[\w-]+::(?:[ \t].*)?$\n?", re.M)
+_BLOCK_REF = re.compile(r"\(\([0-9a-f]{8}-[0-9a-f-]{27}\)\)")
 _HTML_TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:[ \t\n]+[^<>]*)?/?>")
 _CODE_SPAN = re.compile(r"(`+[^`]*`+)")
 _ARG = re.compile(r"""([\w-]+)=(?:"([^"]*)"|'([^']*)'|(\S+))|"([^"]*)"|'([^']*)'|(\S+)""")
@@ -217,14 +222,18 @@ def link_tags(text: str) -> str:
     )
 
 
-def strip_inline_tags(text: str) -> str:
-    """Text without the template tags and HTML / JSX tags in it (what they wrap stays;
-    code spans are left as written)."""
-    if "{{" not in text and "{%" not in text and "<" not in text:
+def strip_markup(text: str) -> str:
+    """Text without the markup of sites and note apps in it, code spans left as written:
+    template tags and HTML / JSX tags (what they wrap stays), Obsidian `%%comments%%` and
+    `==highlights==` (the text stays), Logseq / Dataview `key:: value` property lines and
+    `((block-ref))` ids."""
+    if not _MARKUP.search(text):
         return text
     parts = _CODE_SPAN.split(text)
     for k in range(0, len(parts), 2):  # the even parts are outside code spans
-        parts[k] = _HTML_TAG.sub("", INLINE_TAG.sub("", parts[k]))
+        part = _HTML_TAG.sub("", INLINE_TAG.sub("", parts[k]))
+        part = _HIGHLIGHT.sub(r"\1", _NOTE_COMMENT.sub("", part))
+        parts[k] = _BLOCK_REF.sub("", _PROPERTY.sub("", part))
     return "".join(parts).strip()
 
 

@@ -32,6 +32,7 @@ from markdown_it.token import Token
 
 from pipeline.structure.markdown_inline import (
     HTML_ANCHOR,
+    HTML_LINK_OPEN,
     ICON,
     heading_ids,
     inline_links,
@@ -39,9 +40,8 @@ from pipeline.structure.markdown_inline import (
 )
 from pipeline.structure.markdown_myst import render_roles, uses_myst
 from pipeline.structure.markdown_syntax import fenced_tag, markdown_parser
-from pipeline.structure.markdown_templates import included, link_tags, strip_inline_tags
+from pipeline.structure.markdown_templates import included, link_tags, strip_markup
 
-_QUOTE = re.compile(r"^[ \t]*> ?", re.M)
 _LIST_MARK = re.compile(r"^(?:[ \t]*>)*[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
 _QUOTE_MARKS = re.compile(r"^(?:[ \t]*>)+[ \t]?", re.M)
 
@@ -109,9 +109,9 @@ class _Reader:
         return block
 
     def rendered(self, text: str) -> str:
-        """Inline text without a site generator's markup: template tags out
-        (`{{% badge %}}1.0{{% /badge %}}` reads 1.0), MyST roles as their text."""
-        text = strip_inline_tags(text)
+        """Inline text without a site generator's or note app's markup (`strip_markup`:
+        `{{% badge %}}1.0{{% /badge %}}` reads 1.0), MyST roles as their text."""
+        text = strip_markup(text)
         return render_roles(text) if self.env.get("myst") else text
 
     def text_block(
@@ -155,7 +155,7 @@ class _Reader:
             parts = [t.content.strip() for t in self.tokens[i:end] if t.type in _CONTENT]
             text = "\n\n".join(p for p in parts if p)
         else:
-            text = _QUOTE.sub("", "\n".join(self.lines[lo : hi + 1]), count=0).strip()
+            text = _QUOTE_MARKS.sub("", "\n".join(self.lines[lo : hi + 1])).strip()
         block = self.add(kind, text, (lo, hi), **meta)
         for k in range(i, end):
             t = self.tokens[k]
@@ -319,7 +319,7 @@ class _Reader:
         """Raw HTML (and MDX's JSX): comments, `<style>` and `<script>` are skipped, tags
         alone (`</details>`, `<Tabs>`) hold no text, `<a id=...></a>`-only blocks are
         anchors (of the heading after them, like `{#id}` lines), other HTML is a paragraph
-        of its text (its tags left out)."""
+        of its text (its tags left out), with the links of its `<a href>` tags."""
         text = t.content.strip()
         if text.startswith("<!--") or _NOT_TEXT.match(text):
             return
@@ -328,6 +328,9 @@ class _Reader:
         rest = rest.strip()
         block = self.add("ANCHOR" if not rest else "PARAGRAPH", rest, _span(t, self.lines))
         block.ids = ids
+        for m in _HTML_LINK.finditer(text):  # `<a href="x">text</a>`: a link of the block
+            label = " ".join(_TAG.sub("", m.group(2)).split())
+            block.links.append({"href": m.group(1), "text": label, "kind": "inline"})
 
 
 def code_info(info: str) -> dict[str, str]:
@@ -363,6 +366,7 @@ def _alert(tokens: list[Token], i: int) -> tuple[str, str] | None:
 _ALERT = re.compile(r"\[!([\w-]+)\][+-]?[ \t]*([^\n]*)(?:\n|$)")
 _CONTENT = frozenset({"inline", "fence", "code_block"})
 _TAG = re.compile(r"<[^<>]*>")
+_HTML_LINK = re.compile(HTML_LINK_OPEN.pattern + r"(.*?)</a\s*>", re.I | re.S)
 _CODE_TITLE = re.compile(r"""title=(?:"([^"]*)"|'([^']*)'|(\S+))""")
 _CODE_LABEL = re.compile(r"\[([^\]]+)\]")
 _NOT_TEXT = re.compile(r"<(?:style|script)\b", re.I)
