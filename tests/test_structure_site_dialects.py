@@ -582,3 +582,15 @@ def test_note_app_markup_and_readme_html_links():
         ("guide.md", "User Guide"),
     ]
     assert blocks[-1].links == [{"href": "Feature", "text": "Feature", "kind": "wikilink"}]
+
+
+def test_a_paragraph_of_properties_alone_keeps_its_links_as_the_sections(tmp_path):
+    """Logseq's `type:: [[Feature]]` block is no text, but its link stays (the section's)."""
+    (tmp_path / "Feature.md").write_text("# Feature\n\nA feature.\n", encoding="utf-8")
+    (tmp_path / "Page.md").write_text(
+        "# Page\n\ntype:: [[Feature]]\ncollapsed:: true\n\nText.\n", encoding="utf-8"
+    )
+    docs, _ = load_folder(tmp_path)
+    sections, nodes, edges, _ = build_structure(docs, tmp_path)
+    assert "type:: [[Feature]]" not in "\n".join(nodes["text"])
+    assert _links(sections, edges) == {("Feature", "Feature.md")}

@@ -132,8 +132,9 @@ def parse_markdown(
             )
             order.append((sid, "", "HEADING", b.text, hid))
             continue
-        if b.kind == "SNIPPET":  # included files: links of the section, no node
+        if b.kind == "SNIPPET":  # included files, markup's links: links of the section
             doc.links += [{"source_id": current, **link, "line": lo} for link in b.links]
+            anchors.setdefault(current, []).extend(b.ids)
             continue
         if b.ids:
             anchors.setdefault(current, []).extend(b.ids)

@@ -49,7 +49,7 @@ _QUOTE_MARKS = re.compile(r"^(?:[ \t]*>)+[ \t]?", re.M)
 @dataclass
 class Block:
     kind: str  # HEADING, PARAGRAPH, CODE, TABLE, LIST_ITEM, BLOCK_QUOTATION, NOTE, ANCHOR,
-    # SNIPPET (no node: the files a pymdown snippet includes, as links of its section)
+    # SNIPPET (no node: links of its section, e.g. the files a pymdown snippet includes)
     text: str
     start: int  # 0-based line index in the parsed text
     end: int  # inclusive
@@ -127,8 +127,8 @@ class _Reader:
         if "<" in text and not HTML_ANCHOR.sub("", text).strip():
             text = ""  # `<a id="x"></a>` alone: an anchor, like a `{#x}` line
         item = next(((k, d) for k, d in reversed(self.stack) if k in ("item", "dd")), None)
-        if not text:
-            block = self.add("ANCHOR", "", span)
+        if not text:  # anchors alone, or markup alone (`type:: [[Feature]]`): its links
+            block = self.add("SNIPPET" if links else "ANCHOR", "", span)  # are the section's
         elif item is None:
             block = self.add("PARAGRAPH", text, span)
         else:
