@@ -15,8 +15,9 @@ open containers reads it, however deep the document nests. Per block kind:
   and mkdocstrings `::: x` directives, opaque;
 - admonitions, content tabs, colon-fenced containers (`:::tip`), pymdown blocks
   (`/// tip`) and MyST directives (```` ```{note} ````) add `container` / `container_title`
-  to what they hold, as do Hugo shortcodes and Liquid tags (`{{< hint >}}`, `{% hint %}`);
-  a MyST code directive is CODE with `directive` in its metadata;
+  to what they hold, as do Hugo shortcodes, Liquid tags and JSX components (`{{< hint >}}`,
+  `{% hint %}`, `<Callout>`); a container's title is its first PARAGRAPH (`role:
+  container_title`); a MyST code directive is CODE with `directive` in its metadata;
 - SNIPPET (`--8<-- "file.md"`, MyST's `{include}`): no node, the included files as
   `snippet` links; a MyST `{toctree}`: its pages as `toctree` links;
 - ANCHOR: ids alone (`{#id}` lines, MyST's `(label)=` and a directive's `:name:`).
