@@ -594,3 +594,24 @@ def test_a_paragraph_of_properties_alone_keeps_its_links_as_the_sections(tmp_pat
     sections, nodes, edges, _ = build_structure(docs, tmp_path)
     assert "type:: [[Feature]]" not in "\n".join(nodes["text"])
     assert _links(sections, edges) == {("Feature", "Feature.md")}
+
+
+def test_wikilinks_find_a_page_by_its_front_matter_aliases(tmp_path):
+    """Obsidian resolves `[[Embedding files|embeds]]` to the page whose front matter lists
+    that alias (`aliases:` a list, or one name)."""
+    (tmp_path / "Linking").mkdir()
+    (tmp_path / "Linking" / "Embed files.md").write_text(
+        "---\naliases:\n  - Embedding files\n---\n# Embed files\n\nText.\n", encoding="utf-8"
+    )
+    (tmp_path / "Tags.md").write_text("---\nalias: Tagging\n---\n# Tags\n", encoding="utf-8")
+    (tmp_path / "Callouts.md").write_text(
+        "# Callouts\n\nSee [[Embedding files|embeds]], [[Tagging]] and [[Nothing]].\n",
+        encoding="utf-8",
+    )
+    docs, _ = load_folder(tmp_path)
+    sections, _, edges, _ = build_structure(docs, tmp_path)
+    assert _links(sections, edges) == {
+        ("embeds", "Linking/Embed files.md"),
+        ("Tagging", "Tags.md"),
+        ("Nothing", "no document or note with that name"),
+    }

@@ -19,7 +19,8 @@ whole corpus as mkdocs-autorefs does: anchors sections declare (`{#id}`, `[](){#
 pkg.mod` directive), then heading ids, then the longest dotted prefix that a mkdocstrings
 directive or `## ::: pkg.mod` heading documents (its members `pkg.mod.*`); where several
 documents have it, the linking document's own, else the first path (marked `ambiguous`). One
-found nowhere is another site's (an inventory): left unresolved. A link that finds nothing
+found nowhere is another site's (an inventory): left unresolved. A wikilink also finds a
+page by an alias its front matter declares (Obsidian's `aliases`). A link that finds nothing
 else (`[text](label)`, `[](#label)`, `[](scheme:label)`) goes to an anchor a page declares,
 as MyST resolves its `(label)=` targets (`label` in its metadata). A pymdown-extensions
 snippet (`--8<-- "file.md"`) names its file from the snippets' base path, mkdocs' working
@@ -50,6 +51,16 @@ def _pages(base: str, *names: str) -> list[str]:
     pages inside the folder `base`."""
     stems = [posixpath.join(base, n) for n in names] if names else [base]
     return [stem + suffix for stem in stems for suffix in (".md", ".mdx", ".qmd")]
+
+
+def _page_aliases(doc: DocStructure) -> list[str]:
+    """The other names a page answers wikilinks to: Obsidian's `aliases` (or `alias`) in
+    its front matter, a list or one name."""
+    meta = json.loads(doc.sections[0]["metadata"] or "{}") if doc.sections else {}
+    front = meta.get("front_matter") or {}
+    names = front.get("aliases", front.get("alias")) if isinstance(front, dict) else None
+    names = [names] if isinstance(names, str) else names
+    return [str(n) for n in names if n] if isinstance(names, list) else []
 
 
 def _norm_name(name: str) -> str:
@@ -92,6 +103,9 @@ class _Corpus:
             for table, found in ((self.declared, aliases), (self.slugs, anchors)):
                 for a, sid in found.items():
                     table.setdefault(a, []).append((d, sid))
+            stem = posixpath.splitext(d.source_path)[0]
+            for key in {stem, posixpath.basename(stem), d.title, *_page_aliases(d)}:
+                self.page.setdefault(_norm_name(key), []).append(d)
         for path, d in list(self.by_path.items()):  # Hugo's `page.en.md`: also `page.md`
             if m := _LANGUAGE.match(path):
                 self.by_path.setdefault(m.group(1) + m.group(2), d)
@@ -103,9 +117,6 @@ class _Corpus:
             for k in range(1, len(parts)):
                 tail = "/".join(parts[k:])
                 self.tails[tail] = d if self.tails.get(tail, d) is d else None
-            stem = posixpath.splitext(d.source_path)[0]
-            for key in {stem, posixpath.basename(stem), d.title}:
-                self.page.setdefault(_norm_name(key), []).append(d)
 
     def find_path(
         self, path: str, table: dict[str, DocStructure | None] | None = None
