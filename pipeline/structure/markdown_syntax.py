@@ -73,6 +73,8 @@ _CLOSING_FENCE = re.compile(r":{3,}[ \t]*$")
 # A fenced container's opening: `tip Title`, `note[Title]`, `{.note}`, `{note} Title`,
 # `info{title="x"}`: the kind, then a title in brackets or after it.
 _FENCED = re.compile(r"\{?\.?([\w-]+)\}?(?:\[(.*?)\])?(?:\{[^}]*\})?(.*)$")
+_CODE_TITLE = re.compile(r"""title=(?:"([^"]*)"|'([^']*)'|(\S+))""")
+_CODE_LABEL = re.compile(r"\[([^\]]+)\]")
 _TRAILING_ATTRS = re.compile(r"[ \t]*\{[^{}]*\}$")
 _BLOCK = re.compile(r"[ \t]*[\w-]+[ \t]*(?:\|.*)?$")  # `/// name | Title`
 _SNIPPET = re.compile(r"-+8<-+(?:[ \t]+([\"'])(.+?)\1)?[ \t]*$")
@@ -163,6 +165,22 @@ def fenced_tag(info: str) -> tuple[str, str]:
         return "div", info.strip()
     title = (m.group(2) or m.group(3) or "").strip().lstrip("|").strip()
     return m.group(1).lower(), _TRAILING_ATTRS.sub("", title)  # `details Title {open}`
+
+
+def code_info(info: str) -> dict[str, str]:
+    """A fence's language (lower-cased, its flags left out: `js{4}`, `ts:line-numbers`) and
+    title (`title="app.js"`, VitePress' `[npm]`, Mintlify's file name after the language)."""
+    words = info.split()
+    if not words:
+        return {"language": ""}
+    meta = {"language": re.split(r"[{:\[]", words[0], maxsplit=1)[0].lower()}
+    if m := _CODE_TITLE.search(info):
+        meta["title"] = next(g for g in m.groups() if g is not None)
+    elif m := _CODE_LABEL.search(info):
+        meta["title"] = m.group(1)
+    elif len(words) > 1 and "=" not in words[1] and words[1][0] not in "{[(":
+        meta["title"] = words[1]
+    return meta
 
 
 def snippet_path(spec: str) -> str:

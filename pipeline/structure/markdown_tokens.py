@@ -40,7 +40,7 @@ from pipeline.structure.markdown_inline import (
     strip_line_attrs,
 )
 from pipeline.structure.markdown_myst import render_roles, uses_myst
-from pipeline.structure.markdown_syntax import fenced_tag, markdown_parser
+from pipeline.structure.markdown_syntax import code_info, fenced_tag, markdown_parser
 from pipeline.structure.markdown_templates import included, link_tags, strip_markup
 
 _LIST_MARK = re.compile(r"^(?:[ \t]*>)*[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
@@ -334,22 +334,6 @@ class _Reader:
             block.links.append({"href": m.group(1), "text": label, "kind": "inline"})
 
 
-def code_info(info: str) -> dict[str, str]:
-    """A fence's language (lower-cased, its flags left out: `js{4}`, `ts:line-numbers`) and
-    title (`title="app.js"`, VitePress' `[npm]`, Mintlify's file name after the language)."""
-    words = info.split()
-    if not words:
-        return {"language": ""}
-    meta = {"language": re.split(r"[{:\[]", words[0], maxsplit=1)[0].lower()}
-    if m := _CODE_TITLE.search(info):
-        meta["title"] = next(g for g in m.groups() if g is not None)
-    elif m := _CODE_LABEL.search(info):
-        meta["title"] = m.group(1)
-    elif len(words) > 1 and "=" not in words[1] and words[1][0] not in "{[(":
-        meta["title"] = words[1]
-    return meta
-
-
 def _alert(tokens: list[Token], i: int) -> tuple[str, str] | None:
     """(kind, title) of a GitHub alert or Obsidian callout opened at tokens[i] (`> [!NOTE]`,
     `> [!tip]- Title` first in a quote), its marker line taken out of the first
@@ -368,8 +352,6 @@ _ALERT = re.compile(r"\[!([\w-]+)\][+-]?[ \t]*([^\n]*)(?:\n|$)")
 _CONTENT = frozenset({"inline", "fence", "code_block"})
 _TAG = re.compile(r"<[^<>]*>")
 _HTML_LINK = re.compile(HTML_LINK_OPEN.pattern + r"(.*?)</a\s*>", re.I | re.S)
-_CODE_TITLE = re.compile(r"""title=(?:"([^"]*)"|'([^']*)'|(\S+))""")
-_CODE_LABEL = re.compile(r"\[([^\]]+)\]")
 _NOT_TEXT = re.compile(r"<(?:style|script)\b", re.I)
 _CONTAINERS = frozenset({"bullet_list_open", "ordered_list_open"})
 _CLOSERS = frozenset(
