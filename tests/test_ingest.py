@@ -227,3 +227,15 @@ def test_zero_page_pdf_is_rejected(tmp_path):
     docs, rejected = load_folder(tmp_path)
     assert rejected.select("source_path", "reason").rows() == [("zero.pdf", "PDF has no pages")]
     assert docs["source_path"].to_list() == ["ok.txt"]
+
+
+def test_invalid_toml_front_matter_is_a_recorded_warning_and_loses_no_text(tmp_path):
+    """Hugo's `+++` front matter that is no TOML: the page loads whole, the reason recorded."""
+    (tmp_path / "a.md").write_text("+++\ntitle = \n+++\n# Real title\n\nBody.\n", encoding="utf-8")
+    (tmp_path / "b.md").write_text('+++\ntitle = "Tides"\n+++\n# Heading\n', encoding="utf-8")
+    docs, rejected = load_folder(tmp_path)
+    rows = {r["source_path"]: r for r in docs.iter_rows(named=True)}
+    assert rejected.height == 0
+    assert rows["a.md"]["warnings"] == ["invalid TOML front matter: TOMLDecodeError"]
+    assert rows["a.md"]["text"].startswith("+++\ntitle = \n+++\n# Real title")
+    assert rows["b.md"]["title"] == "Tides" and rows["b.md"]["warnings"] == []

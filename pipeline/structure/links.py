@@ -189,8 +189,7 @@ def _resolve(corpus: _Corpus, src: DocStructure, link: dict[str, Any]) -> dict[s
         hits = corpus.autoref(href, src)
         if not hits:
             return _edge(link, None, reason="autorefs identifier not in corpus (another site's?)")
-        (target, sid), extra = hits[0], {"ambiguous": True} if len(hits) > 1 else {}
-        return _edge(link, sid, target_path=target.source_path, anchor=href, **extra)
+        return _first_hit(link, hits, href)
     if kind == "wikilink":
         return _resolve_wikilink(corpus, src, link, href)
     if _SCHEME.match(href):
@@ -232,10 +231,15 @@ def _label(
     """A link to a label a page declares (MyST: `[text](label)`, `[](#label)` and
     `[](scheme:label)` point to a `(label)=` target anywhere in the project), or None."""
     hits = sorted(corpus.declared.get(label, []), key=lambda hit: hit[0] is not src)
-    if not hits:
-        return None
+    return _first_hit(link, hits, label, label=True) if hits else None
+
+
+def _first_hit(
+    link: dict[str, Any], hits: list[tuple[DocStructure, str]], anchor: str, **meta: Any
+) -> dict[str, Any]:
+    """The edge to the first of the sections an identifier names (`ambiguous` when more)."""
     (target, sid), extra = hits[0], {"ambiguous": True} if len(hits) > 1 else {}
-    return _edge(link, sid, target_path=target.source_path, anchor=label, label=True, **extra)
+    return _edge(link, sid, target_path=target.source_path, anchor=anchor, **meta, **extra)
 
 
 def _resolve_snippet(

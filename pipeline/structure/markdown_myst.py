@@ -195,22 +195,18 @@ def push_container(
 def _leaf(
     state: StateBlock, start: int, after: int, name: str, arg: str, content: int, body_end: int
 ) -> None:
-    """A directive that holds no Markdown: code, a page tree or an included file."""
-    if name in CODE or name in LANGUAGES:
+    """A directive that holds no Markdown: a page tree, an included file or code."""
+    if name == "toctree":
+        lines = (line_text(state, k).strip() for k in range(content, body_end))
+        paths = [_entry(x) for x in lines if x and x != "self" and not re.search(r"[*?]", x)]
+        push_snippet(state, paths, (start, after), "toctree")
+    elif name in INCLUDES:
+        push_snippet(state, [arg.strip()], (start, after))
+    else:
         token = state.push("fence", "code", 0)
         token.info = name if name in LANGUAGES else CODE[name] or (arg.split() or [""])[0]
         token.content = state.getLines(content, body_end, state.sCount[start], True)
-        token.meta = {"directive": name}
-    else:
-        if name == "toctree":
-            lines = (line_text(state, k).strip() for k in range(content, body_end))
-            paths = [_entry(x) for x in lines if x and x != "self" and not re.search(r"[*?]", x)]
-        else:
-            paths = [arg.strip()]
-        token = state.push("snippet", "", 0)
-        kind = "toctree" if name == "toctree" else "snippet"
-        token.meta = {"paths": [p for p in paths if p], "kind": kind}
-    token.map = [start, after]
+        token.meta, token.map = {"directive": name}, [start, after]
 
 
 def _table(
@@ -262,6 +258,15 @@ def _table(
             state.push("td_close", "td", -1)
         state.push("tr_close", "tr", -1)
     state.push("table_close", "table", -1)
+
+
+def push_snippet(
+    state: StateBlock, paths: list[str], span: tuple[int, int], kind: str = "snippet"
+) -> None:
+    """A `snippet` token: the files a line includes (or a toctree's pages, `kind`), which
+    become links of the section, no node."""
+    token = state.push("snippet", "", 0)
+    token.meta, token.map = {"paths": [p for p in paths if p], "kind": kind}, list(span)
 
 
 def _entry(line: str) -> str:

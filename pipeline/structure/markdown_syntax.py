@@ -55,7 +55,7 @@ from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 from mdit_py_plugins.utils import is_code_block
 
-from pipeline.structure.markdown_myst import line_text, myst_plugin
+from pipeline.structure.markdown_myst import line_text, myst_plugin, push_snippet
 from pipeline.structure.markdown_templates import template_plugin
 
 # Token nesting level from which content is taken flat (lists add 2 levels each, so about
@@ -211,9 +211,7 @@ def _snippet(state: StateBlock, start: int, end: int, silent: bool) -> bool:
                 specs.append(line)
             stop += 1
         stop = min(stop + 1, end)
-    token = state.push("snippet", "", 0)
-    token.meta = {"paths": [p for p in map(snippet_path, specs) if p]}
-    token.map = [start, stop]
+    push_snippet(state, list(map(snippet_path, specs)), (start, stop))
     state.line = stop
     return True
 

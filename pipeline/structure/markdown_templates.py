@@ -31,7 +31,7 @@ from markdown_it.rules_block import StateBlock
 from mdit_py_plugins.utils import is_code_block
 
 from pipeline.ingest.markdown import in_fences
-from pipeline.structure.markdown_myst import line_text, push_container
+from pipeline.structure.markdown_myst import line_text, push_container, push_snippet
 
 # A tag's arguments never run past the end of the tag (`{{< a >}} text {{< /a >}}` is two)
 _HUGO = re.compile(
@@ -181,8 +181,7 @@ def _alone(
     if name in INCLUDES:
         path = named.get("file") or (positional[0] if positional else "")
         if path:
-            token = state.push("snippet", "", 0)
-            token.meta, token.map = {"paths": [path], "kind": "snippet"}, [start, start + 1]
+            push_snippet(state, [path], (start, start + 1))
         return
     text = next((named[k] for k in _CAPTION_KEYS if named.get(k)), "")
     if name == "embed" and (url := named.get("url") or "").startswith(("http://", "https://")):
@@ -251,8 +250,7 @@ def _include_line(state: StateBlock, start: int, end: int, silent: bool) -> bool
     if silent:
         return True
     if m is not None:
-        token = state.push("snippet", "", 0)
-        token.meta, token.map = {"paths": included(line), "kind": "snippet"}, [start, start + 1]
+        push_snippet(state, included(line), (start, start + 1))
     state.line = start + 1
     return True
 
