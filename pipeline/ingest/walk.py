@@ -98,29 +98,48 @@ def _has_visible_entry(root: Path, skip: frozenset[Path]) -> bool:
 
 
 def walk_input(input_dir: str | Path, exclude: Iterable[str | Path] = ()) -> list[Entry]:
-    """Every name under the input folder as an Entry, sorted by relative path."""
+    """Every name under the input folder as an Entry, sorted by relative path.
+
+    One `os.scandir` per folder: a plain file's type comes with its folder's listing and its
+    real path is its folder's plus its name, so only symlinks cost system calls of their own
+    (the walk runs several times a run and on every sensor poll: 10,000 files took 0.67 s
+    with a realpath and stats per file)."""
     root = Path(input_dir)
     real_root = Path(os.path.realpath(root))
     skip = _skipped(real_root, exclude)
     entries: list[Entry] = []
-
-    def unreadable(err: OSError) -> None:
-        rel = Path(os.path.relpath(err.filename, root)).as_posix()
-        entries.append(Entry(rel, reason=f"folder not readable ({err.strerror})"))
-
-    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable):
-        here = Path(dirpath)
-        kept = []
-        for name in dirnames:
-            entry = _folder_entry(root, here / name, skip)
-            if entry is None:
-                kept.append(name)
-            elif entry.reason:
-                entries.append(entry)
-        dirnames[:] = kept
-        if here == root:
-            filenames = [n for n in filenames if n not in MANIFEST_NAMES]
-        entries.extend(_file_entry(root, real_root, here / name, skip) for name in filenames)
+    folders = [("", real_root)]  # (relative posix path, real path) of folders to list
+    while folders:
+        rel_dir, real_dir = folders.pop()
+        prefix = f"{rel_dir}/" if rel_dir else ""
+        try:
+            with os.scandir(root / rel_dir if rel_dir else root) as listing:
+                items = list(listing)
+        except OSError as err:
+            entries.append(Entry(rel_dir or ".", reason=f"folder not readable ({err.strerror})"))
+            continue
+        for item in items:
+            rel = prefix + item.name
+            try:
+                is_link, is_dir = item.is_symlink(), item.is_dir(follow_symlinks=False)
+            except OSError:
+                is_link = is_dir = False
+            if is_dir or (is_link and os.path.isdir(item.path)):
+                entry = _folder_entry(root, root / rel, skip)
+                if entry is None:
+                    folders.append((rel, real_dir / item.name))
+                elif entry.reason:
+                    entries.append(entry)
+            elif not rel_dir and item.name in MANIFEST_NAMES:
+                continue  # the publications manifest describes documents, it is none
+            elif is_link:
+                entries.append(_file_entry(root, real_root, root / rel, skip))
+            elif item.name.startswith("."):
+                entries.append(Entry(rel, reason=HIDDEN_FILE, hidden=True))
+            elif item.is_file(follow_symlinks=False):
+                entries.append(Entry(rel, path=real_dir / item.name))
+            else:
+                entries.append(Entry(rel, reason=SPECIAL))
     return sorted(entries, key=lambda e: e.rel)
 
 
