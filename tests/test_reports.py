@@ -385,11 +385,14 @@ def test_scale_thousands_of_communities() -> None:
     assert reports["summary"].str.contains("met").all()
 
 
-def test_reports_of_unchanged_communities_are_kept_from_the_last_run(graph, tmp_path) -> None:
-    """A report is a function of its community's rows in the gathered frames: a re-run keeps
-    the last run's report of every community whose digest is unchanged, and the result is
-    the table a full build writes. The sidecar must describe the very rows of the last
+def test_reports_of_unchanged_communities_are_kept_from_the_last_run(
+    graph, tmp_path, monkeypatch
+) -> None:
+    """A report is a function of its community's rows in the inputs: a re-run keeps the last
+    run's report of every community whose digest is unchanged, gathers only the others, and
+    the result is the table a full build writes. The sidecar must describe the very rows of the last
     table (an LLM run's reports, a table never written) and come from this polars."""
+    from pipeline.communities import reports as reports_module
     from pipeline.communities.report_reuse import DIGESTS, read_sidecar, write_sidecar
     from pipeline.communities.reports import report_table
 
@@ -413,9 +416,14 @@ def test_reports_of_unchanged_communities_are_kept_from_the_last_run(graph, tmp_
         .alias("description")
     )
     args = (communities, changed, relationships, text_units, settings)
+    gathered: list[int] = []  # the digests come from the inputs: only these are gathered
+    real_gather = reports_module.gather
+    monkeypatch.setattr(
+        reports_module, "gather", lambda c, *a: gathered.append(c.height) or real_gather(c, *a)
+    )
     edit = report_table(*args, first.reports, read_sidecar(tmp_path))
     holding = communities.filter(pl.col("entity_ids").list.contains(_eid("Fezziwig"))).height
-    assert 0 < holding < communities.height
+    assert 0 < holding < communities.height and gathered == [holding]
     assert edit.kept == communities.height - holding
     assert edit.reports.equals(build_reports(*args))
     assert "polonium" in " ".join(edit.reports["full_content"].to_list())

@@ -24,68 +24,26 @@ def gather(
     relationships: pl.DataFrame,
     text_units: pl.DataFrame,
     settings: ReportSettings,
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """Everything the text assembly needs: one row per community (stats, rating), and flat
-    frames of its top members, strongest relationships and candidate sentences, best first."""
-    ents = entities.select(
-        pl.col("id").alias("entity_id"),
-        hrid(entities).alias("e_hrid"),
-        pl.col("title").cast(pl.Utf8).fill_null(""),
-        pl.col("type").cast(pl.Utf8).fill_null(""),
-        pl.col("description").cast(pl.Utf8).fill_null(""),
-        (pl.col("degree") if "degree" in entities.columns else pl.lit(0))
-        .cast(pl.Int64)
-        .fill_null(0)
-        .alias("g_degree"),
-        (pl.col("aliases") if "aliases" in entities.columns else pl.lit([], pl.List(pl.Utf8)))
-        .cast(pl.List(pl.Utf8))
-        .fill_null([])
-        .alias("aliases"),
-    )
+    everyone: pl.DataFrame | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """What the text assembly needs of `communities`: flat frames of each one's top members,
+    strongest relationships and candidate sentences, best first. `everyone`: all of the run's
+    communities when `communities` are some of them (the rest kept from the last run); their
+    relationships name the neighbours whose mentions a member's description is searched for,
+    so that a community's rows are those a build of all of them gives."""
+    ents = _entity_frame(entities)
     # The per-community frames (a row per member, per internal edge and direction) carry
     # integers only: a title is sorted by its rank (`trank`, the same order), and the strings
     # (titles, descriptions) join the few rows a report shows. With strings, every level's
     # copy of every relationship held its description (+1.5 GB at 40k documents).
-    ents = ents.with_columns(pl.col("title").rank("dense").alias("trank"))
     members = (
         communities.select("community", pl.col("entity_ids").alias("entity_id"))
         .explode("entity_id")
         .drop_nulls("entity_id")
         .join(ents.select("entity_id", "e_hrid", "g_degree", "trank"), on="entity_id")
     )
-    rels = relationships.select(
-        pl.col("id").alias("rel_id"),
-        hrid(relationships).alias("r_hrid"),
-        "source_id",
-        "target_id",
-        (pl.col("type") if "type" in relationships.columns else pl.lit(""))
-        .cast(pl.Utf8)
-        .fill_null("")
-        .alias("r_type"),
-        pl.col("description").cast(pl.Utf8).fill_null("").alias("r_desc"),
-        pl.col("weight").cast(pl.Float64).fill_null(1.0).alias("weight"),
-    )
-    ends_of = ents.select("entity_id", "e_hrid", "trank")
-    edges = (
-        communities.select("community", pl.col("relationship_ids").alias("rel_id"))
-        .explode("rel_id")
-        .drop_nulls("rel_id")
-        .join(
-            rels.select(
-                "rel_id", "r_hrid", "source_id", "target_id", "weight", pl.col("r_desc") != ""
-            ).rename({"r_desc": "has_desc"}),
-            on="rel_id",
-            how="inner",
-        )
-        .join(
-            ends_of.rename({"entity_id": "source_id", "e_hrid": "s_hrid", "trank": "s_trank"}),
-            on="source_id",
-        )
-        .join(
-            ends_of.rename({"entity_id": "target_id", "e_hrid": "t_hrid", "trank": "t_trank"}),
-            on="target_id",
-        )
-    )
+    rels = _relationship_frame(relationships)
+    edges = _edges(communities, rels, ents)
     # both directions: every edge seen from each endpoint, to rank members and their neighbours
     cols = ["community", "r_hrid", "has_desc", "weight"]
     ends = pl.concat(
@@ -125,7 +83,10 @@ def gather(
         .with_columns(pl.int_range(pl.len()).over("community").alias("rank"))
     )
 
-    mentions, pool, codes = sentence_mentions(members, edges, rels, text_units, ents, communities)
+    neighbour_rels = None if everyone is None else _edges(everyone, rels, ents).select("rel_id")
+    mentions, pool, codes = sentence_mentions(
+        members, edges, rels, text_units, ents, communities, neighbour_rels
+    )
     # each community's candidate sentences, for a batch of communities at a time (a
     # community's pairs of member x mention are all in one batch: exact, and the group-by
     # over them peaked at +1.2 GB at 40k documents when done at once)
@@ -209,10 +170,19 @@ def gather(
         )
         .select("community", "r_hrid", "r_type", "r_desc", "s_title", "t_title", "s_hrid", "t_hrid")
     )
+    return top_members, top_rels, cand
+
+
+def community_head(
+    communities: pl.DataFrame, entities: pl.DataFrame, relationships: pl.DataFrame
+) -> pl.DataFrame:
+    """One row per community: its numbers, stats and rating (over all of `communities`: the
+    rating is relative to the largest)."""
+    edges = _edges(communities, _relationship_frame(relationships), _entity_frame(entities))
     stats = edges.group_by("community").agg(
         pl.len().alias("n_rels"), pl.col("weight").sum().alias("total_weight")
     )
-    head = (
+    return (
         communities.select(
             "id",
             "community",
@@ -228,7 +198,65 @@ def gather(
         .pipe(_ratings)
         .sort("community")
     )
-    return head, top_members, top_rels, cand
+
+
+def _entity_frame(entities: pl.DataFrame) -> pl.DataFrame:
+    """The entity columns reports use, typed, with `trank` (the dense rank of the title)."""
+    return entities.select(
+        pl.col("id").alias("entity_id"),
+        hrid(entities).alias("e_hrid"),
+        pl.col("title").cast(pl.Utf8).fill_null(""),
+        pl.col("type").cast(pl.Utf8).fill_null(""),
+        pl.col("description").cast(pl.Utf8).fill_null(""),
+        (pl.col("degree") if "degree" in entities.columns else pl.lit(0))
+        .cast(pl.Int64)
+        .fill_null(0)
+        .alias("g_degree"),
+        (pl.col("aliases") if "aliases" in entities.columns else pl.lit([], pl.List(pl.Utf8)))
+        .cast(pl.List(pl.Utf8))
+        .fill_null([])
+        .alias("aliases"),
+    ).with_columns(pl.col("title").rank("dense").alias("trank"))
+
+
+def _relationship_frame(relationships: pl.DataFrame) -> pl.DataFrame:
+    return relationships.select(
+        pl.col("id").alias("rel_id"),
+        hrid(relationships).alias("r_hrid"),
+        "source_id",
+        "target_id",
+        (pl.col("type") if "type" in relationships.columns else pl.lit(""))
+        .cast(pl.Utf8)
+        .fill_null("")
+        .alias("r_type"),
+        pl.col("description").cast(pl.Utf8).fill_null("").alias("r_desc"),
+        pl.col("weight").cast(pl.Float64).fill_null(1.0).alias("weight"),
+    )
+
+
+def _edges(communities: pl.DataFrame, rels: pl.DataFrame, ents: pl.DataFrame) -> pl.DataFrame:
+    """A row per community and relationship of it whose two ends are entities, as integers."""
+    ends_of = ents.select("entity_id", "e_hrid", "trank")
+    return (
+        communities.select("community", pl.col("relationship_ids").alias("rel_id"))
+        .explode("rel_id")
+        .drop_nulls("rel_id")
+        .join(
+            rels.select(
+                "rel_id", "r_hrid", "source_id", "target_id", "weight", pl.col("r_desc") != ""
+            ).rename({"r_desc": "has_desc"}),
+            on="rel_id",
+            how="inner",
+        )
+        .join(
+            ends_of.rename({"entity_id": "source_id", "e_hrid": "s_hrid", "trank": "s_trank"}),
+            on="source_id",
+        )
+        .join(
+            ends_of.rename({"entity_id": "target_id", "e_hrid": "t_hrid", "trank": "t_trank"}),
+            on="target_id",
+        )
+    )
 
 
 def _ratings(frame: pl.DataFrame) -> pl.DataFrame:

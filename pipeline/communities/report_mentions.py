@@ -51,6 +51,7 @@ def sentence_mentions(
     text_units: pl.DataFrame,
     ents: pl.DataFrame,
     communities: pl.DataFrame,
+    neighbour_rels: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(mentions: sid, e; pool: sid, sentence, length; codes: e, entity_id): which
     entities each evidence sentence names (as integer codes `e`), and the sentences.
@@ -61,6 +62,8 @@ def sentence_mentions(
     stay with their origin (one list per text unit, not per sentence) and are paired with
     the sentences as integers, a slice of sentences at a time: at 40k documents the pairs
     are tens of millions, and each pair once held its sentence's text and candidate list.
+    `neighbour_rels` (rel_id): the relationships that make entities neighbours (default: those
+    of `edges`).
     """
     used_units = communities.select(pl.col("text_unit_ids").alias("unit_id")).explode("unit_id")
     units = text_units.select(
@@ -77,14 +80,15 @@ def sentence_mentions(
         pl.col("r_desc").alias("text"),
         pl.concat_list("source_id", "target_id").alias("cands"),
     )
+    linking = (
+        used_rels
+        if neighbour_rels is None
+        else rels.join(neighbour_rels.unique(), on="rel_id", how="semi")
+    )
     nbrs = pl.concat(
         [
-            used_rels.select(
-                pl.col("source_id").alias("entity_id"), pl.col("target_id").alias("n")
-            ),
-            used_rels.select(
-                pl.col("target_id").alias("entity_id"), pl.col("source_id").alias("n")
-            ),
+            linking.select(pl.col("source_id").alias("entity_id"), pl.col("target_id").alias("n")),
+            linking.select(pl.col("target_id").alias("entity_id"), pl.col("source_id").alias("n")),
         ]
     )
     ent_src = (

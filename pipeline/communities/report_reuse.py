@@ -1,13 +1,14 @@
 """Extractive reports kept from the last run when nothing they are assembled from changed.
 
 Why: after a small edit the Leiden hierarchy is carried over, so almost every community has
-the same members, relationships and candidate sentences as before, yet assembling every
-report's strings is a Python loop over every community (most of the stage's time on an
-edit at 10k documents). A report's text is a pure function of its community's rows in the
-frames `report_frames.gather` builds and of the report settings, so a digest of those rows
-(keyed by the report id, which the community's content decides, not its number) says when
-the last run's text can be kept; the rating and the community's number, level, parent and
-children are always today's.
+the same members, relationships and text units as before, yet gathering every community's
+evidence (sentence mentions, rankings) and assembling its report's strings were most of the
+stage's time on an edit at 10k documents. A report's text is a pure function of its
+community's rows in the inputs (its entities, relationships with their ends, text units with
+their places) and of the report settings, so a digest of those rows (keyed by the report id,
+which the community's content decides, not its number) says when the last run's text can be
+kept, and only the other communities are gathered; the rating and the community's number,
+level, parent and children are always today's.
 
 The digests live in a sidecar beside the table (`DIGESTS`), with a hash of each report row
 they were written with: a row is kept only when the table still holds exactly that row
@@ -23,6 +24,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.config import ReportSettings
+from pipeline.ids import stable_id_expr
 from pipeline.storage.files import atomic_write_with
 
 DIGESTS = "community_reports_digests.parquet"
@@ -34,31 +36,56 @@ CONTENT_COLUMNS = ["id", "title", "summary", "findings", "full_content", "size",
 
 
 def input_digests(
-    head: pl.DataFrame, frames: list[pl.DataFrame], settings: ReportSettings
+    communities: pl.DataFrame,
+    entities: pl.DataFrame,
+    relationships: pl.DataFrame,
+    text_units: pl.DataFrame,
+    settings: ReportSettings,
 ) -> pl.DataFrame:
-    """(id, digest) per report: a hash of its community's content in `head` (report id,
-    size, period; the number too when no member can title it) and of its rows in each of
-    `frames` (in order, numbers left out), and of the settings the text depends on."""
+    """(id, digest) per report, read off the stage's inputs without gathering anything: a hash
+    of its community (report id, size, period; its number too when no member is an entity,
+    as the title then says "Community N"), of the row of each member entity, of each
+    relationship with its two ends' rows, of each text unit with its place (a unit's
+    reference number is its row), in the community's order, and of the report settings.
+    The frames hold only the columns the reports read (reports.INPUT_COLUMNS)."""
     salt = hash_text(f"{settings.max_findings}|{settings.max_report_tokens}")
-    untitled = ~head["community"].is_in(frames[0]["community"].unique().implode())
-    out = head.select(
-        "community",
-        "id",
-        pl.struct("id", "size", "period", pl.when(untitled).then(pl.col("community")))
-        .hash(_SEED)
-        .alias("d"),
-    )
-    for k, frame in enumerate(frames):
-        rows = frame.select(
-            "community", pl.struct(pl.exclude("community")).hash(_SEED + k + 1).alias("h")
+    ents = entities.select(pl.col("id").alias("k"), pl.struct(pl.all()).hash(_SEED + 1).alias("h"))
+    rels = (
+        relationships.select(
+            pl.col("id").alias("k"),
+            pl.struct(pl.all()).hash(_SEED + 2).alias("h"),
+            "source_id",
+            "target_id",
         )
+        .join(ents.rename({"k": "source_id", "h": "hs"}), on="source_id", how="left")
+        .join(ents.rename({"k": "target_id", "h": "ht"}), on="target_id", how="left")
+        .select("k", pl.concat_list("h", "hs", "ht").list.eval(pl.element().fill_null(0)))
+        .select("k", pl.col("h").hash(_SEED))
+    )
+    units = text_units.with_row_index("ref").select(
+        pl.col("id").alias("k"), pl.struct(pl.all()).hash(_SEED + 3).alias("h")
+    )
+    out = communities.select(
+        "community", stable_id_expr(pl.lit("report"), "id").alias("id"), "size", "period"
+    )
+    for k, (column, rows) in enumerate(
+        (("entity_ids", ents), ("relationship_ids", rels), ("text_unit_ids", units))
+    ):
         part = (
-            rows.group_by("community", maintain_order=True)
-            .agg(pl.col("h").alias(f"d{k}"))
+            communities.select("community", pl.col(column).alias("k"))
+            .explode("k")
+            .join(rows, on="k", how="left", maintain_order="left")
+            .group_by("community", maintain_order=True)
+            .agg(pl.col("h").fill_null(0).alias(f"d{k}"), pl.col("h").count().alias("found"))
             .with_columns(pl.col(f"d{k}").hash(_SEED))  # the list, in its order
         )
-        out = out.join(part, on="community", how="left", maintain_order="left")
-    digest = pl.concat_list(pl.exclude("community", "id").fill_null(0), pl.lit(salt, pl.UInt64))
+        if k == 0:  # no member is an entity: the title is the community's number
+            part = part.with_columns((pl.col("found") == 0).alias("untitled"))
+        out = out.join(part.drop("found"), on="community", how="left")
+    base = pl.struct(
+        "id", "size", "period", pl.when(pl.col("untitled")).then(pl.col("community"))
+    ).hash(_SEED)
+    digest = pl.concat_list(base, "d0", "d1", "d2", pl.lit(salt, pl.UInt64))
     return out.select("id", digest.hash(_SEED).alias("digest"))
 
 

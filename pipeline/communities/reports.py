@@ -17,7 +17,7 @@ candidates: `report_mentions`) is vectorised in polars; only the final per-commu
 of strings (`report_text`, rows here) is a Python loop, linear in the number of communities.
 Parent communities are summarised from their members exactly like leaves; a bottom-up summary
 of child reports is for LLM mode. On a re-run the text of a report whose inputs did not change
-is kept (`report_reuse`), and only the others are assembled.
+is kept (`report_reuse`), and only the others are gathered and assembled.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline import progress
-from pipeline.communities.report_frames import gather
+from pipeline.communities.report_frames import community_head, gather
 from pipeline.communities.report_reuse import CONTENT_COLUMNS, input_digests, kept_reports
 from pipeline.communities.report_text import findings_of, join_titles, report_markdown, summary_of
 from pipeline.config import ReportSettings
@@ -91,17 +91,16 @@ def report_table(
     its digests: pipeline.communities.report_reuse); ratings and numbers are today's."""
     if communities.is_empty():
         return ReportTable(empty("community_reports"), None, 0)
-    head, top_members, top_rels, cand = gather(
-        communities, entities, relationships, text_units, settings
-    )
+    head = community_head(communities, entities, relationships)
     head = head.with_columns(stable_id_expr(pl.lit("report"), "id").alias("report_id"))
-    digests = input_digests(
-        head.select("community", pl.col("report_id").alias("id"), "size", "period"),
-        [top_members, top_rels, cand],
-        settings,
-    )
+    used = [_used(f, n) for f, n in ((entities, "entities"), (relationships, "relationships"))]
+    digests = input_digests(communities, *used, _used(text_units, "text_units"), settings)
     kept = kept_reports(previous, sidecar, digests)
     todo = head if kept is None else head.join(kept, left_on="report_id", right_on="id", how="anti")
+    if todo.height:  # only the communities whose reports are assembled are gathered
+        some = communities.join(todo.select("community"), on="community", how="semi")
+        everyone = None if kept is None else communities
+        gathered = gather(some, entities, relationships, text_units, settings, everyone)
     # reports are assembled as Python strings ASSEMBLE_BATCH communities at a time, each
     # batch converted to Arrow at once: all of them as Python objects took +1 GB at 40k
     texts = [] if kept is None else [kept]
@@ -110,7 +109,7 @@ def report_table(
     for at in progress.iterate("reports", starts, n, lambda at: min(ASSEMBLE_BATCH, n - at)):
         part = todo.slice(at, ASSEMBLE_BATCH)
         ids = part.select("community")
-        frames = [f.join(ids, on="community", how="semi") for f in (top_members, top_rels, cand)]
+        frames = [f.join(ids, on="community", how="semi") for f in gathered]
         texts.append(_report_texts(part, *frames, settings))
     # in the order a full build writes (the communities'), kept rows or not
     rated = head.select(
@@ -122,6 +121,13 @@ def report_table(
 
 
 ASSEMBLE_BATCH = 2_000
+
+
+def _used(frame: pl.DataFrame, name: str) -> pl.DataFrame:
+    """The columns of `frame` that reports read (a unit's reference number is its
+    human_readable_id, else its row): what their digests cover."""
+    names = [*INPUT_COLUMNS[name], "human_readable_id"]
+    return frame.select([c for c in dict.fromkeys(names) if c in frame.columns])
 
 
 def _report_texts(
