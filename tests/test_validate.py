@@ -59,3 +59,13 @@ def test_structure_rules_pass_on_good_tables_and_catch_bad_ones(tmp_path):
     assert validate.integrity_problems(tmp_path, "structure_edges") == [
         "1 target_id values are no node or section"
     ]
+
+    # A duplicated node and a section whose parent is no section: key and reference rules
+    # read only the columns they need, and still see both.
+    b.nodes.append(dict(b.nodes[0]))
+    a.sections[-1]["parent_id"] = "no-such-section"
+    _write_structure(tmp_path, [a, b])
+    assert "1 duplicate id values" in validate.integrity_problems(tmp_path, "content_nodes")
+    assert validate.integrity_problems(tmp_path, "sections") == [
+        "1 parent_id values not in sections.id, e.g. ['no-such-section']"
+    ]

@@ -75,7 +75,7 @@ def dangling(child: pl.DataFrame, column: str, parent: pl.DataFrame, parent_colu
 
 
 def _nodes_in_own_document(root: str | Path, nodes: pl.DataFrame) -> list[str]:
-    sections = store.read_table(root, "sections").select(
+    sections = store.read_table(root, "sections", ["id", "document_id"]).select(
         pl.col("id").alias("section_id"), pl.col("document_id").alias("section_document_id")
     )
     wrong = nodes.join(sections, on="section_id", how="inner").filter(
@@ -89,7 +89,7 @@ def _nodes_in_own_document(root: str | Path, nodes: pl.DataFrame) -> list[str]:
 def _edge_endpoints_exist(root: str | Path, edges: pl.DataFrame) -> list[str]:
     """Structure edges join content nodes and sections; a null target is an unresolved link."""
     known = pl.concat(
-        [store.read_table(root, "content_nodes")["id"], store.read_table(root, "sections")["id"]]
+        [store.read_table(root, n, ["id"])["id"] for n in ("content_nodes", "sections")]
     ).implode()
     problems = []
     for column in ("source_id", "target_id"):
@@ -100,34 +100,39 @@ def _edge_endpoints_exist(root: str | Path, edges: pl.DataFrame) -> list[str]:
     return problems
 
 
-# Rules beyond key/reference checks, per table.
+# Rules beyond key/reference checks, per table, and the columns of it they read.
 EXTRA_RULES = {
-    "content_nodes": _nodes_in_own_document,
-    "structure_edges": _edge_endpoints_exist,
-    "same_topic_edges": _edge_endpoints_exist,
+    "content_nodes": (_nodes_in_own_document, ["section_id", "document_id"]),
+    "structure_edges": (_edge_endpoints_exist, ["source_id", "target_id"]),
+    "same_topic_edges": (_edge_endpoints_exist, ["source_id", "target_id"]),
 }
 
 
 def integrity_problems(root: str | Path, name: str) -> list[str]:
-    """Duplicate keys in table `name` and references from it that point nowhere."""
+    """Duplicate keys in table `name` and references from it that point nowhere. Reads only
+    the key and reference columns (a text unit's or a document's text is never needed)."""
     root = store.resolve(root)
-    df = store.read_table(root, name)
-    problems = []
     key = KEYS.get(name)
+    references = [r for r in REFERENCES if r[0] == name]
+    rule, rule_columns = EXTRA_RULES.get(name, (None, []))
+    wanted = [key, *(r[1] for r in references), *(r[3] for r in references if r[2] == name)]
+    columns = [c for c in dict.fromkeys([*wanted, *rule_columns]) if c]
+    if not columns:
+        return []
+    df = store.read_table(root, name, columns)
+    problems = []
     if key and df.height and df.get_column(key).n_unique() != df.height:
         problems.append(f"{df.height - df.get_column(key).n_unique()} duplicate {key} values")
-    for child, column, parent, parent_column in REFERENCES:
-        if child != name:
-            continue
-        parent_df = df if parent == name else store.read_table(root, parent)
+    for _, column, parent, parent_column in references:
+        parent_df = df if parent == name else store.read_table(root, parent, [parent_column])
         missing = dangling(df, column, parent_df, parent_column)
         if missing:
             problems.append(
                 f"{len(missing)} {column} values not in {parent}.{parent_column}, "
                 f"e.g. {missing[:3]}"
             )
-    if name in EXTRA_RULES:
-        problems += EXTRA_RULES[name](root, df)
+    if rule is not None:
+        problems += rule(root, df)
     return problems
 
 
