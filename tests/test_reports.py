@@ -407,6 +407,18 @@ def test_reports_of_unchanged_communities_are_kept_from_the_last_run(
     again = report_table(*args, first.reports, read_sidecar(tmp_path))
     assert again.kept == first.reports.height and again.reports.equals(first.reports)
 
+    # a unit added before all others renumbers them; a report never shows a unit's number,
+    # only their order counts (it breaks ties): every report is kept, as a build writes it
+    first_unit = text_units.head(1).with_columns(
+        pl.lit("u-new").alias("id"), pl.lit("An unrelated note.").alias("text")
+    )
+    renumbered = pl.concat([first_unit, text_units]).with_columns(
+        pl.int_range(pl.len()).alias("human_readable_id")
+    )
+    args_r = (communities, entities, relationships, renumbered, settings)
+    moved = report_table(*args_r, first.reports, read_sidecar(tmp_path))
+    assert moved.kept == first.reports.height and moved.reports.equals(build_reports(*args_r))
+
     # one entity's description changes: its communities (every level) are rebuilt
     ix = entities["title"].to_list().index("Fezziwig")
     changed = entities.with_columns(

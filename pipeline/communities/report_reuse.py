@@ -23,6 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.communities.report_mentions import hrid
 from pipeline.config import ReportSettings
 from pipeline.ids import stable_id_expr
 from pipeline.storage.files import atomic_write_with
@@ -44,10 +45,10 @@ def input_digests(
 ) -> pl.DataFrame:
     """(id, digest) per report, read off the stage's inputs without gathering anything: a hash
     of its community (report id, size, period; its number too when no member is an entity,
-    as the title then says "Community N"), of the row of each member entity, of each
-    relationship with its two ends' rows, of each text unit with its place (a unit's
-    reference number is its row), in the community's order, and of the report settings.
-    The frames hold only the columns the reports read (reports.INPUT_COLUMNS)."""
+    as the title then says "Community N"), of the row of each member entity and of each
+    relationship with its two ends' rows (in the community's order), of each text unit (in
+    the order of their reference numbers), and of the report settings. The frames hold only
+    the columns the reports read (reports.INPUT_COLUMNS)."""
     salt = hash_text(f"{settings.max_findings}|{settings.max_report_tokens}")
     ents = entities.select(pl.col("id").alias("k"), pl.struct(pl.all()).hash(_SEED + 1).alias("h"))
     rels = (
@@ -62,9 +63,16 @@ def input_digests(
         .select("k", pl.concat_list("h", "hs", "ht").list.eval(pl.element().fill_null(0)))
         .select("k", pl.col("h").hash(_SEED))
     )
-    units = text_units.with_row_index("ref").select(
-        pl.col("id").alias("k"), pl.struct(pl.all()).hash(_SEED + 3).alias("h")
+    # a unit's reference number never shows in a report, only the order of the numbers
+    # (it breaks ties between equal sentences): its units are hashed in that order, so an
+    # edit that adds a unit before them (renumbering them all) keeps their reports
+    order = hrid(text_units).alias("order")
+    units = text_units.select(
+        pl.col("id").alias("k"),
+        pl.struct(pl.exclude("human_readable_id")).hash(_SEED + 3).alias("h"),
+        order,
     )
+    ents, rels = (f.with_columns(pl.lit(0).alias("order")) for f in (ents, rels))
     out = communities.select(
         "community", stable_id_expr(pl.lit("report"), "id").alias("id"), "size", "period"
     )
@@ -75,6 +83,7 @@ def input_digests(
             communities.select("community", pl.col(column).alias("k"))
             .explode("k")
             .join(rows, on="k", how="left", maintain_order="left")
+            .sort("community", "order", maintain_order=True)  # units: by number; others: as listed
             .group_by("community", maintain_order=True)
             .agg(pl.col("h").fill_null(0).alias(f"d{k}"), pl.col("h").count().alias("found"))
             .with_columns(pl.col(f"d{k}").hash(_SEED))  # the list, in its order
