@@ -4,8 +4,8 @@ Why: after a small edit the Leiden hierarchy is carried over, so almost every co
 the same members, relationships and text units as before, yet gathering every community's
 evidence (sentence mentions, rankings) and assembling its report's strings were most of the
 stage's time on an edit at 10k documents. A report's text is a pure function of its
-community's rows in the inputs (its entities, relationships with their ends, text units with
-their places) and of the report settings, so a digest of those rows (keyed by the report id,
+community's rows in the inputs (its entities, relationships with their ends, text units in
+their order) and of the report settings, so a digest of those rows (keyed by the report id,
 which the community's content decides, not its number) says when the last run's text can be
 kept, and only the other communities are gathered; the rating and the community's number,
 level, parent and children are always today's.
