@@ -67,30 +67,27 @@ def chunk_structured(
         raise ValueError(f"unknown chunking method {method!r}")
 
     docs = documents.sort("human_readable_id")
-    nodes_by_doc = (
-        {
-            k[0]: g
-            for k, g in node_rows(content_nodes).partition_by("document_id", as_dict=True).items()
-        }
-        if content_nodes.height
-        else {}
-    )
-    secs_by_doc = (
-        {k[0]: g for k, g in sections.partition_by("document_id", as_dict=True).items()}
-        if sections.height
-        else {}
-    )
+    # each document's nodes and sections, grouped in one pass over each table (per-document
+    # polars calls cost more than the chunking of a short document)
+    nodes_by_doc: dict[str, list[Node]] = {}
+    if content_nodes.height:
+        columns = ["document_id", "id", "section_id", "node_type", "text", "pages"]
+        for doc_id, *row in node_rows(content_nodes).select(columns).iter_rows():
+            nodes_by_doc.setdefault(doc_id, []).append(Node(*row))
+    secs_by_doc: dict[str, list[dict]] = {}
+    for sec in sections.select("document_id", "id", "parent_id", "title", "path").iter_rows(
+        named=True
+    ):
+        secs_by_doc.setdefault(sec["document_id"], []).append(sec)
     simple = SimpleChunker(settings)
     work: list[tuple[dict, Tree | None, list[Node] | None]] = []
     for doc in docs.select(pl.col("id", "text"), source_path(docs)).iter_rows(named=True):
         secs = secs_by_doc.get(doc["id"])
         nodes = nodes_by_doc.get(doc["id"])
-        if nodes is None or nodes.height == 0 or secs is None:
+        if not nodes or secs is None:
             work.append((doc, None, None))
             continue
-        tree = Tree(secs.sort("level", "seq").to_dicts(), settings)
-        rows = nodes.select("id", "section_id", "node_type", "text", "pages").iter_rows()
-        work.append((doc, tree, [Node(*r) for r in rows]))
+        work.append((doc, Tree(secs, settings), nodes))
     if isinstance(smart, SemanticSmart):
         smart.prepare([(t, n) for _, t, n in work if t is not None])  # type: ignore[misc]
     units: list[Unit] = []
@@ -113,10 +110,8 @@ def chunk_structured(
     return units_frame(units, id_anchors(documents))
 
 
-def _root_id(sections: pl.DataFrame | None) -> str | None:
-    if sections is None:
-        return None
-    return sections.filter(pl.col("parent_id").is_null())["id"].first()  # type: ignore[return-value]
+def _root_id(sections: list[dict] | None) -> str | None:
+    return next((s["id"] for s in sections or () if s["parent_id"] is None), None)
 
 
 def _plain_units(chunker: SimpleChunker, doc: dict, root_id: str | None) -> list[Unit]:
