@@ -6,6 +6,7 @@ Jekyll): containers, code or nothing, and links whose destination is a tag resol
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import polars as pl
 
@@ -64,6 +65,17 @@ Tidal range at Lisbon.
 h(t) = A cos(w t)
 ```
 """
+
+
+def _site(root: Path, pages: dict[str, str]):
+    """Write `pages` (relative path -> text) under `root`, load the folder and build its
+    structure: (documents, sections, nodes, edges)."""
+    for rel, text in pages.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    docs, _ = load_folder(root)
+    sections, nodes, edges, _ = build_structure(docs, root)
+    return docs, sections, nodes, edges
 
 
 def _links(sections: pl.DataFrame, edges: pl.DataFrame, kind: bool = False) -> set[tuple]:
@@ -384,30 +396,20 @@ def test_myst_labels_as_link_targets_hugo_bundles_and_language_pages(tmp_path):
     target anywhere in the project; Hugo's `relref` finds a branch bundle's `_index.md` and
     a page in a language (`page.en.md`); an old `{admonition,tip}` is a tip; roles read as
     their text in a definition's term too."""
-    (tmp_path / "guide").mkdir()
-    (tmp_path / "guide" / "organising.md").write_text(
-        "# Organising\n\n(organising-content)=\n## Sections\n\n(source-buttons:repo)=\n"
-        "## Repository\n\nText {ref}`x <organising-content>`.\n",
-        encoding="utf-8",
+    _, sections, nodes, edges = _site(
+        tmp_path,
+        {
+            "guide/organising.md": "# Organising\n\n(organising-content)=\n## Sections\n\n"
+            "(source-buttons:repo)=\n## Repository\n\nText {ref}`x <organising-content>`.\n",
+            "typography.md": "# Typography\n\nSee [the section](#organising-content), "
+            "[repo](source-buttons:repo), [again](organising-content) and "
+            "[a site](https://example.com).\n\n:::{admonition,tip} Get involved\nJoin us.\n"
+            ":::\n\n{ref}`Vote for features <organising-content>`\n: by adding a thumbs up.\n",
+            "content/intro/widgets/_index.en.md": "# Widgets\n",
+            "content/intro/dashboard.en.md": '# Dashboard\n\nSee [widgets]({{% relref "widgets" '
+            '%}}) and [home]({{< ref "/content/intro/dashboard" >}}).\n',
+        },
     )
-    (tmp_path / "typography.md").write_text(
-        "# Typography\n\nSee [the section](#organising-content), [repo](source-buttons:repo)"
-        ", [again](organising-content) and [a site](https://example.com).\n\n"
-        ":::{admonition,tip} Get involved\nJoin us.\n:::\n\n"
-        "{ref}`Vote for features <organising-content>`\n: by adding a thumbs up.\n",
-        encoding="utf-8",
-    )
-    (tmp_path / "content" / "intro" / "widgets").mkdir(parents=True)
-    (tmp_path / "content" / "intro" / "widgets" / "_index.en.md").write_text(
-        "# Widgets\n", encoding="utf-8"
-    )
-    (tmp_path / "content" / "intro" / "dashboard.en.md").write_text(
-        '# Dashboard\n\nSee [widgets]({{% relref "widgets" %}}) and '
-        '[home]({{< ref "/content/intro/dashboard" >}}).\n',
-        encoding="utf-8",
-    )
-    docs, _ = load_folder(tmp_path)
-    sections, nodes, edges, _ = build_structure(docs, tmp_path)
     assert _links(sections, edges) == {
         ("x", "guide/organising.md#sections"),
         ("the section", "guide/organising.md#sections"),
@@ -513,18 +515,15 @@ def test_site_root_links_with_a_trailing_slash_and_below_the_input_folder(tmp_pa
     """Starlight and Docusaurus write page links as `/guides/i18n/`: the page `i18n.mdx` (or
     the folder's index page); a site whose content folder lies below the input folder
     still resolves its `/`-links by the end of the path, when only one page ends so."""
-    docs_root = tmp_path / "docs" / "src" / "content" / "docs"
-    (docs_root / "guides").mkdir(parents=True)
-    (docs_root / "guides" / "i18n.mdx").write_text(
-        "# i18n\n\n## Fallback content\n\nText.\n", encoding="utf-8"
+    guides = "docs/src/content/docs/guides"
+    _, sections, _, edges = _site(
+        tmp_path,
+        {
+            f"{guides}/i18n.mdx": "# i18n\n\n## Fallback content\n\nText.\n",
+            f"{guides}/pages.mdx": "# Pages\n\nSee [i18n](/guides/i18n/), "
+            "[fallback](/guides/i18n/#fallback-content), and [nowhere](/guides/none/).\n",
+        },
     )
-    (docs_root / "guides" / "pages.mdx").write_text(
-        "# Pages\n\nSee [i18n](/guides/i18n/), [fallback](/guides/i18n/#fallback-content), "
-        "and [nowhere](/guides/none/).\n",
-        encoding="utf-8",
-    )
-    docs, _ = load_folder(tmp_path)
-    sections, _, edges, _ = build_structure(docs, tmp_path)
     page = "docs/src/content/docs/guides/i18n.mdx"
     assert _links(sections, edges) == {
         ("i18n", page),
@@ -586,12 +585,13 @@ def test_note_app_markup_and_readme_html_links():
 
 def test_a_paragraph_of_properties_alone_keeps_its_links_as_the_sections(tmp_path):
     """Logseq's `type:: [[Feature]]` block is no text, but its link stays (the section's)."""
-    (tmp_path / "Feature.md").write_text("# Feature\n\nA feature.\n", encoding="utf-8")
-    (tmp_path / "Page.md").write_text(
-        "# Page\n\ntype:: [[Feature]]\ncollapsed:: true\n\nText.\n", encoding="utf-8"
+    _, sections, nodes, edges = _site(
+        tmp_path,
+        {
+            "Feature.md": "# Feature\n\nA feature.\n",
+            "Page.md": "# Page\n\ntype:: [[Feature]]\ncollapsed:: true\n\nText.\n",
+        },
     )
-    docs, _ = load_folder(tmp_path)
-    sections, nodes, edges, _ = build_structure(docs, tmp_path)
     assert "type:: [[Feature]]" not in "\n".join(nodes["text"])
     assert _links(sections, edges) == {("Feature", "Feature.md")}
 
@@ -599,17 +599,16 @@ def test_a_paragraph_of_properties_alone_keeps_its_links_as_the_sections(tmp_pat
 def test_wikilinks_find_a_page_by_its_front_matter_aliases(tmp_path):
     """Obsidian resolves `[[Embedding files|embeds]]` to the page whose front matter lists
     that alias (`aliases:` a list, or one name)."""
-    (tmp_path / "Linking").mkdir()
-    (tmp_path / "Linking" / "Embed files.md").write_text(
-        "---\naliases:\n  - Embedding files\n---\n# Embed files\n\nText.\n", encoding="utf-8"
+    _, sections, _, edges = _site(
+        tmp_path,
+        {
+            "Linking/Embed files.md": "---\naliases:\n  - Embedding files\n---\n"
+            "# Embed files\n\nText.\n",
+            "Tags.md": "---\nalias: Tagging\n---\n# Tags\n",
+            "Callouts.md": "# Callouts\n\nSee [[Embedding files|embeds]], [[Tagging]] and "
+            "[[Nothing]].\n",
+        },
     )
-    (tmp_path / "Tags.md").write_text("---\nalias: Tagging\n---\n# Tags\n", encoding="utf-8")
-    (tmp_path / "Callouts.md").write_text(
-        "# Callouts\n\nSee [[Embedding files|embeds]], [[Tagging]] and [[Nothing]].\n",
-        encoding="utf-8",
-    )
-    docs, _ = load_folder(tmp_path)
-    sections, _, edges, _ = build_structure(docs, tmp_path)
     assert _links(sections, edges) == {
         ("embeds", "Linking/Embed files.md"),
         ("Tagging", "Tags.md"),
