@@ -335,13 +335,15 @@ def test_unchanged_input_gives_identical_table_and_state() -> None:
 
 
 def _grow_leaf(n_new: int):
-    """A graph, its full table, a small level-1 leaf and the graph with `n_new` new entities:
-    a clique among themselves, each linked to two members of that leaf."""
+    """A graph, its full table, a small level-1 leaf (3+ members, the smallest) and the graph
+    with `n_new` new entities: a clique among themselves, each linked to two members of it."""
     settings = GraphSettings()
     ents, rels = _graph(12, 30, seed=5)
     full = hierarchical_leiden(ents, rels, settings)
     leaf = (
-        full.filter((pl.col("level") == 1) & (pl.col("children").list.len() == 0))
+        full.filter(
+            (pl.col("level") == 1) & (pl.col("children").list.len() == 0) & (pl.col("size") >= 3)
+        )
         .sort("size", "community")
         .row(0, named=True)
     )

@@ -1,4 +1,4 @@
-"""Hierarchical Leiden communities over the entity graph, from scratch (igraph + leidenalg).
+"""Hierarchical Leiden communities over the entity graph, from scratch (igraph's Leiden).
 
 Why its own module: the clustering itself, shared by a full build and by the carry-over of
 a previous run (pipeline.communities.carry_over), which splits a grown leaf the same way.
@@ -15,16 +15,21 @@ The hierarchy follows GraphRAG's `hierarchical_leiden` with `max_cluster_size`:
   appear at deeper levels: the deepest ("leaf") level of an entity varies.
 
 Determinism: vertices are numbered by sorted entity id, parallel/reversed edges are merged and
-sorted, every Leiden call uses `settings.seed`, and community numbers are assigned by
-(level, smallest member id).
+sorted, every Leiden call draws from its own generator seeded with `settings.seed`, and
+community numbers are assigned by (level, smallest member id).
+
+The Leiden is igraph's own (its C core; the algorithm's authors wrote both it and
+leidenalg): on MuSiQue's giant component (16.5k entities, 31.7k edges) 0.05 s against
+leidenalg's 0.87 s, at a higher modularity (0.766 against 0.762), and ~0.1 ms instead of
+~1.2 ms per small component; the whole hierarchy 3.3 s -> 0.2 s.
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 
 import igraph as ig
-import leidenalg
 import numpy as np
 import polars as pl
 
@@ -69,6 +74,21 @@ def edge_arrays(
     return rels["u"].to_numpy(), rels["v"].to_numpy(), rels["weight"].to_numpy()
 
 
+def leiden_membership(g: ig.Graph, weights: np.ndarray, seed: int) -> np.ndarray:
+    """Modularity Leiden on `g` (2 iterations, as leidenalg's default), each vertex's part.
+
+    igraph draws from Python's `random` by default; a generator of its own per call keeps the
+    result independent of what else drew from it, and `random` is put back after."""
+    ig.set_random_number_generator(random.Random(seed))
+    try:
+        part = g.community_leiden(
+            objective_function="modularity", weights=weights.tolist(), n_iterations=2
+        )
+    finally:
+        ig.set_random_number_generator(random)
+    return np.asarray(part.membership, dtype=np.int64)
+
+
 def _split_groups(
     labels: np.ndarray,
     n_groups: int,
@@ -107,10 +127,7 @@ def _split_groups(
         local[members] = np.arange(len(members))
         edges = np.column_stack((local[geu[lo:hi]], local[gev[lo:hi]]))
         g = ig.Graph(n=len(members), edges=edges.tolist())
-        part = leidenalg.find_partition(
-            g, leidenalg.ModularityVertexPartition, weights=gew[lo:hi].tolist(), seed=seed
-        )
-        membership = np.asarray(part.membership, dtype=np.int64)
+        membership = leiden_membership(g, gew[lo:hi], seed)
         # order parts by their smallest member so the result never depends on Leiden's labels
         parts = [members[membership == k] for k in range(membership.max() + 1)]
         parts.sort(key=lambda p: int(p[0]))

@@ -37,7 +37,7 @@ INPUT_COLUMNS = {
 # Graph settings that shape the partition: a change to any of them recomputes. Bump
 # PARTITION_VERSION when the algorithm itself changes in a way that should do the same.
 PARTITION_SETTINGS = ("seed", "max_cluster_size", "max_levels")
-PARTITION_VERSION = 1
+PARTITION_VERSION = 2  # 2: igraph's Leiden instead of leidenalg's
 STATE_VERSION = 1
 
 
