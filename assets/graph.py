@@ -83,7 +83,7 @@ def graph(
         )
         llm_meta = llm_delta(before, client.metadata())
     # entities_vectors comes after the chunk embeddings: the worker embeds these next
-    titles = entity_model_texts(ents, settings.embedding)
+    titles = entity_model_texts(ents, embedder.get(), settings.embedding)
     prefetched = embedder.prefetch(context, titles, "entities_vectors")
     by_type = dict(ents.group_by("type").len().sort("len", descending=True).iter_rows())
     degrees = degree_summary(ents, rels)

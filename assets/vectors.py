@@ -23,6 +23,7 @@ from pipeline.compat.lance_names import write_alias
 from pipeline.storage import store
 from pipeline.vectors.lance import INPUT_COLUMNS, build_vector_table, read_vectors
 from pipeline.vectors.same_topic import same_topic_edges as build_same_topic_edges
+from pipeline.vectors.static_titles import static_titles
 from pipeline.vectors.texts import embedding_text
 from resources import DocgraphConfig, EmbedderResource, output_root_metadata
 from resources.output import run_dir
@@ -43,9 +44,14 @@ def _materialize(
     rows = build_vector_table(folder, source, frame, emb, settings.embedding, communities)
     # the same table under GraphRAG's name (hard links: no copy), for its LanceDB store
     alias = write_alias(store.resolve(folder) / store.LANCE_DIR, source)
+    titles = {}
+    if source == "entities" and settings.embedding.entity_vectors == "name+context":
+        static = static_titles(emb, settings.embedding) is not None
+        titles = {"title_vectors": "static" if static else "model"}
     return MaterializeResult(
         metadata={
             "rows": rows,
+            **titles,
             **({"graphrag_name": alias} if alias else {}),
             "model": emb.model_id,
             "embedding_cache_hits": emb.hits,

@@ -86,6 +86,8 @@ def test_materializations_carry_row_count_schema_and_preview(sample_index):
         assert meta[ROW_COUNT].value == tbl.count_rows() == store.table_rows(out, name), name
         schema = {c.name: c.type for c in meta[COLUMN_SCHEMA].schema.columns}
         assert schema["vector"] == str(tbl.schema.field("vector").type), name
+    # the worker wrote the model's token states as it started: titles need no forward pass
+    assert events["entities_vectors"][0]["title_vectors"].value == "static"
 
 
 def test_graph_assets_summarise_degrees_and_community_sizes(sample_index):

@@ -25,6 +25,8 @@ from pipeline.vectors.embed_onnx import (
 )
 from pipeline.vectors.embed_worker import EmbeddingWorker
 
+# the export alone: its token states (test_static_titles) would add ~15 s to each fresh cache
+NO_STATES = EmbeddingSettings(title_vectors="model")
 TEXTS = [
     "Who did Einstein work with?",
     "a",
@@ -61,7 +63,7 @@ def test_query_embedder_uses_the_export_only_when_it_is_there(
 ):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setattr(embed_onnx, "_ONNX_EMBEDDERS", {})
-    settings = EmbeddingSettings()
+    settings = NO_STATES
     assert isinstance(query_embedder(settings), Embedder)  # nothing exported: torch
     path = onnx_path(resolve_model(settings.model))
     assert path is not None and path.is_relative_to(tmp_path / "xdg")
@@ -87,7 +89,7 @@ def test_batches_by_tokens_keep_order_and_vectors(exported: Path):
 def test_the_first_worker_exports_the_model_and_the_next_runs_without_torch(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))  # the workers inherit it
     monkeypatch.setattr(embed_onnx, "_ONNX_EMBEDDERS", {})
-    settings = EmbeddingSettings()
+    settings = NO_STATES
     path = onnx_path(resolve_model(settings.model))
     assert isinstance(index_embedder(settings), Embedder)  # nothing exported yet: torch
     gpu = settings.model_copy(update={"device": "cuda"})
@@ -112,7 +114,7 @@ def test_the_first_worker_exports_the_model_and_the_next_runs_without_torch(tmp_
 def test_an_export_that_does_not_load_leaves_sentence_transformers(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setattr(embed_onnx, "_ONNX_EMBEDDERS", {})
-    settings = EmbeddingSettings()
+    settings = NO_STATES
     path = onnx_path(resolve_model(settings.model))
     path.parent.mkdir(parents=True)
     path.write_bytes(b"not an onnx model")  # a damaged file (a full disk, a bad copy)

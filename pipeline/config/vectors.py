@@ -38,13 +38,23 @@ class EmbeddingSettings(Section):
         description="name+context: the embedded title plus the mean of its text units' vectors;"
         " text: embed 'title (TYPE): description' (several times slower on CPU)",
     )
+    title_vectors: Literal["static", "model"] = Field(
+        "static",
+        description="name+context, where the title's vector comes from: static: the sum of "
+        "its tokens' context-free states, a table the worker computes once per model beside "
+        "its ONNX export (no forward pass; pipeline.vectors.static_titles); model: embed the "
+        "title. On MuSiQue static indexed at 1.53-1.66x the embedding floor instead of "
+        "1.88-1.91x, R@5 local 74.3 (74.8 with model), expand 72.1 (72.9), flow 70.6 (70.6), "
+        "flow quick 64.3 (65.8); a model without an ONNX export embeds its titles",
+    )
     title_min_units: int = Field(
         1,
         ge=1,
-        description="name+context: embed a named entity's title only when it is in this many "
-        "text units (fewer: the mean of its units' vectors alone). 2 embeds ~80% fewer titles: "
-        "MuSiQue indexed in 38.7 s instead of 45.9 s, R@5 local 75.3 (74.8 with 1), expand 71.6 "
-        "(72.9), flow 70.6 (70.6), flow quick 64.0 (65.8) — for large corpora",
+        description="name+context: give a named entity's vector a title part only when it is "
+        "in this many text units (fewer: the mean of its units' vectors alone). With "
+        "title_vectors: model, 2 embeds ~80% fewer titles: MuSiQue indexed in 38.7 s instead "
+        "of 45.9 s, R@5 local 75.3 (74.8 with 1), expand 71.6 (72.9), flow 70.6 (70.6), flow "
+        "quick 64.0 (65.8)",
     )
     relationship_vectors: Literal["context", "text"] = Field(
         "context",

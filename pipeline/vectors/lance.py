@@ -35,6 +35,7 @@ from pipeline.config import EmbeddingSettings
 from pipeline.storage import store
 from pipeline.vectors import cache as vector_cache
 from pipeline.vectors.derive import embedded_titles, lookup, mean_vectors, normalise
+from pipeline.vectors.static_titles import static_titles, title_vectors
 from pipeline.vectors.texts import embedding_text
 
 # Node types whose vector is derived from their text units under node_vectors="derived".
@@ -93,7 +94,7 @@ def compute_vectors(
         vecs = mean_vectors(frame["text_unit_ids"], unit_ids, unit_vecs, dim)
         named, titles = embedded_titles(frame, settings.title_min_units)
         if len(named):
-            vecs[named] += embedder.embed(titles)
+            vecs[named] += title_vectors(titles, embedder, settings)
         return normalise(vecs)
     if name == "relationships":
         return np.concatenate(list(_relationship_blocks(output_dir, frame, dim)))
@@ -105,10 +106,14 @@ def compute_vectors(
     return mean_vectors(members, ent_ids, ent_vecs, dim)
 
 
-def entity_model_texts(entities: pl.DataFrame, settings: EmbeddingSettings) -> list[str]:
+def entity_model_texts(
+    entities: pl.DataFrame, embedder: EmbedderLike, settings: EmbeddingSettings
+) -> list[str]:
     """The texts `compute_vectors` gives the model for these entities."""
     if settings.entity_vectors == "text":
         return embedding_text("entities", entities)
+    if static_titles(embedder, settings) is not None:
+        return []
     return embedded_titles(entities, settings.title_min_units)[1]
 
 

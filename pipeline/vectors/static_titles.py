@@ -1,0 +1,94 @@
+"""Entity titles' vectors without a forward pass, from the model's context-free token states.
+
+Why: an entity's default vector is its title's vector plus the mean of its text units'
+(embedding.entity_vectors "name+context"), and embedding the titles was the model's
+second-largest job: on MuSiQue 11,854 titles, 57.8k tokens against the text units' 204.5k,
+17 of the embedding worker's 81 CPU-s, paid after the text units. The model's vector of a
+title is the normalised mean of the last hidden states over its tokens and the specials
+([CLS], [SEP]) around them. Here each token's state is the one it has alone in a text,
+computed once per model for the whole vocabulary (`OnnxEmbedder.token_states`, written
+beside the ONNX export by the index's embedding worker: ~15 s and 47 MB for MiniLM's 30,522
+tokens), and the specials' states by their mean over the vocabulary; a title then costs a
+tokenization and a sparse sum (4,000 titles: 0.08 s against 3.2 s through the model).
+
+Against the model's own title vectors, on MuSiQue's titles: cosine 0.82 on average, and the
+model's vector of a title is nearest to its own static vector for 96.6% of them. In the
+index (benchmarks/retrieval.py, 100 questions): R@5 local/expand/flow/flow_quick 74.3 /
+72.1 / 70.6 / 64.3 against 74.8 / 72.9 / 70.6 / 65.8, within the questions' noise, and the
+whole index 1.53-1.66x its embedding floor instead of 1.88-1.91x (benchmarks/throughput.py).
+`embedding.title_vectors: model` embeds the titles instead.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from pipeline.config import EmbeddingSettings
+from pipeline.vectors.derive import normalise
+from pipeline.vectors.embed import resolve_model
+from pipeline.vectors.embed_onnx import TOKEN_STATES_FILE, max_length, onnx_path
+
+
+class StaticTitles:
+    """`embed(titles)` from a token-state table (rows: tokens, then the specials' sum)."""
+
+    def __init__(self, tokenizer_file: Path, table_file: Path, max_tokens: int):
+        from tokenizers import Tokenizer
+
+        self.table = np.load(table_file, mmap_mode="r")
+        self.tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        # the model sees at most max_tokens with the specials; titles are tokenized without
+        specials = len(self.tokenizer.encode("").ids)
+        self.tokenizer.enable_truncation(max_length=max(1, max_tokens - specials))
+        self.tokenizer.no_padding()
+
+    @property
+    def dim(self) -> int:
+        return int(self.table.shape[1])
+
+    def embed(self, titles: list[str]) -> np.ndarray:
+        encodings = self.tokenizer.encode_batch(titles, add_special_tokens=False)
+        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(titles))
+        ids = np.fromiter(
+            (t for e in encodings for t in e.ids), dtype=np.int64, count=int(lengths.sum())
+        )
+        vocab = self.table.shape[0] - 1
+        rows = np.repeat(np.arange(len(titles)), lengths)
+        counts = sp.csr_matrix(
+            (np.ones(len(ids), dtype=np.float32), (rows, ids)), shape=(len(titles), vocab)
+        )
+        return normalise(np.asarray(counts @ self.table[:vocab]) + self.table[vocab])
+
+
+_LOADED: dict[str, StaticTitles] = {}
+_LOCK = threading.Lock()
+
+
+def static_titles(embedder, settings: EmbeddingSettings) -> StaticTitles | None:
+    """The token-state titles for `embedder` when the settings ask for them and its model
+    (the configured one) has its table; None: embed the titles with the model."""
+    if settings.title_vectors != "static" or settings.entity_vectors != "name+context":
+        return None
+    model_id = resolve_model(settings.model)
+    if getattr(embedder, "model_id", None) != model_id:
+        return None  # a caller's own embedder: its vectors are not this table's
+    path = onnx_path(model_id)
+    table = path.with_name(TOKEN_STATES_FILE) if path is not None else None
+    if table is None or not table.is_file():
+        return None
+    with _LOCK:
+        key = str(table)
+        if key not in _LOADED:
+            folder = Path(model_id)
+            _LOADED[key] = StaticTitles(folder / "tokenizer.json", table, max_length(folder))
+        return _LOADED[key]
+
+
+def title_vectors(titles: list[str], embedder, settings: EmbeddingSettings) -> np.ndarray:
+    """(n, dim) vectors of entity titles: static (above) or embedded by the model."""
+    static = static_titles(embedder, settings)
+    return static.embed(titles) if static is not None else embedder.embed(titles)
