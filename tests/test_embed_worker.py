@@ -94,18 +94,23 @@ def test_a_prefetch_lost_with_its_worker_is_asked_again(worker, tmp_path):
     )
 
 
-def test_an_in_process_index_queues_chunks_and_titles_ahead(sample_index):
-    """The chunks step queues its texts, the graph step its entity titles; the steps that need
-    their vectors (run later) take them, into the right rows."""
-    _, out, result, _ = sample_index
+def _metadata(result) -> dict[str, dict]:
     meta: dict[str, dict] = {}
     for event in result.get_asset_materialization_events():
         mat = event.event_specific_data.materialization
         meta.setdefault(mat.asset_key.to_user_string(), dict(mat.metadata))
+    return meta
+
+
+def test_an_in_process_index_queues_chunks_ahead(sample_index):
+    """The chunks step queues its texts; the step that needs their vectors (run later) takes
+    them, into the right rows. Entity titles need no model (static_titles): none queued."""
+    _, out, result, _ = sample_index
+    meta = _metadata(result)
     units = store.read_table(out, "text_units")
     assert meta["chunks"]["prefetched"].value == units["text"].n_unique()
     assert meta["chunk_embeddings"]["embedded"].value == units["text"].n_unique()
-    assert meta["entities"]["prefetched"].value > 0
+    assert meta["entities"]["prefetched"].value == 0
     lance = store.lance_db(out).open_table("text_units").to_polars().collect()
     lance = lance.sort("id").head(5)
     rows = lance.join(units.select("id", "text"), on="id")
@@ -113,6 +118,27 @@ def test_an_in_process_index_queues_chunks_and_titles_ahead(sample_index):
     np.testing.assert_allclose(np.stack(rows["vector"].to_numpy()), expected, atol=1e-5)
     steps = [e.step_key for e in result.all_events if e.event_type_value == "STEP_START"]
     assert steps.index("chunk_embeddings") > steps.index("community_reports")
+
+
+def test_titles_for_the_model_are_queued_by_the_graph_step(tmp_path, monkeypatch):
+    """embedding.title_vectors: model: the graph step queues the entity titles on the worker
+    and entities_vectors takes them."""
+    from assets.run import run_index
+
+    monkeypatch.setenv("DOCGRAPH_EMBEDDING__TITLE_VECTORS", "model")
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.md").write_text(
+        "# Curie\n\nMarie Curie worked with Pierre Curie in Paris, the capital of France.\n"
+    )
+    result = run_index(
+        input_dir=str(tmp_path / "in"), output_dir=str(tmp_path / "out"), log_level="ERROR"
+    )
+    meta = _metadata(result)
+    prefetched = meta["entities"]["prefetched"].value
+    assert prefetched > 0
+    assert meta["entities_vectors"]["title_vectors"].value == "model"
+    # the titles it embedded were queued (taken from the queue, none asked anew)
+    assert 0 < meta["entities_vectors"]["embedding_cache_misses"].value <= prefetched
 
 
 def test_prefetch_holds_at_most_prefetch_max_vectors(worker, tmp_path, monkeypatch):
