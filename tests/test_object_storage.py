@@ -4,6 +4,7 @@ server started here on 127.0.0.1), GraphIndex reads it back, and it equals a loc
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shutil
 import socket
@@ -118,13 +119,17 @@ def test_an_s3_output_equals_the_local_run_and_publishes_incrementally(
     from pipeline.query import GraphIndex
     from pipeline.storage import remote, store
     from pipeline.vectors.embed import compact_cache
+    from pipeline.vectors.embed_onnx import cache_root
 
+    exports = cache_root()  # this machine's model exports and token states (not the mirrors)
     secret = "sk-" + secrets.token_hex(20)  # must never be written anywhere
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "docgraph-test-key")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
     monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server)
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    if exports.is_dir():  # linked, not made again (~25 s): what is new here is the mirror
+        shutil.copytree(exports, cache_root(), copy_function=os.link)
     client = boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1")
     client.create_bucket(Bucket=BUCKET)
 

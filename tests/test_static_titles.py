@@ -22,6 +22,7 @@ from pipeline.vectors.embed_onnx import (
     export,
     onnx_path,
 )
+from pipeline.vectors.embed_worker import EmbeddingWorker
 from pipeline.vectors.lance import build_vector_table, compute_vectors, entity_model_texts
 
 # distinct names of several kinds: each one's model vector must be nearest its static one
@@ -61,11 +62,20 @@ def cache(tmp_path_factory):
         yield path
 
 
-def test_the_export_gets_the_token_states_once_and_titles_sum_them(cache: Path):
+def test_a_worker_writes_the_token_states_as_it_starts_and_titles_sum_them(cache: Path):
     states = cache.with_name(TOKEN_STATES_FILE)
     assert ensure_exported(EmbeddingSettings(title_vectors="model")) == cache
     assert not states.exists()  # only where they are used
-    assert ensure_exported(EmbeddingSettings()) == cache
+    onnx = OnnxEmbedder(resolve_model(EmbeddingSettings().model), cache)
+    assert static_titles.wanted(onnx, EmbeddingSettings())
+    assert static_titles.static_titles(onnx, EmbeddingSettings()) is None  # inline: no table
+    # a step that finds no table waits for its worker, which writes it as it starts
+    worker = EmbeddingWorker(EmbeddingSettings())
+    try:
+        assert static_titles.static_titles(worker, EmbeddingSettings()) is not None
+    finally:
+        worker.close()
+    assert states.is_file()
     table = np.load(states)
     onnx = OnnxEmbedder(resolve_model(EmbeddingSettings().model), cache)
     vocab = onnx.tokenizer.get_vocab_size()

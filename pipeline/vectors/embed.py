@@ -206,6 +206,11 @@ class CachedEmbedder:
     def model_id(self) -> str:
         return self.embedder.model_id
 
+    def ready(self) -> None:
+        """The model's `ready` (a worker's: started, its model loaded), where it has one."""
+        if (ready := getattr(self.embedder, "ready", None)) is not None:
+            ready()
+
     @property
     def model_dir(self) -> Path:
         """One sub-folder per model, so every shard in it has the same vector width."""

@@ -30,6 +30,7 @@ import numpy as np
 from pipeline import progress
 from pipeline.config import EmbeddingSettings
 from pipeline.vectors.embed import KNOWN_DIMS, resolve_model
+from pipeline.vectors.embed_onnx import cache_root
 
 _DIM = None  # request payload asking for the model's width
 # torch's OpenMP threads wait for each other by spinning: while the index process keeps a
@@ -72,6 +73,11 @@ class EmbeddingWorker:
                 done.append(part.result())
                 bar.advance(len(done[-1]))
         return np.concatenate(done)
+
+    def ready(self) -> None:
+        """Wait until the worker has loaded its model: on a new machine it exports the model
+        and writes its token states (pipeline.vectors.static_titles) first."""
+        self.submit(_DIM).result()
 
     def warm(self) -> None:
         """Start the worker and load its model (~5.5 s here) without waiting for it."""
@@ -158,13 +164,14 @@ class EmbeddingWorker:
             future.set_exception(RuntimeError(f"embedding worker exited with code {code}"))
 
 
-_WORKERS: dict[tuple[str, str], EmbeddingWorker] = {}
+_WORKERS: dict[tuple[str, str, str], EmbeddingWorker] = {}
 _WORKERS_LOCK = threading.Lock()
 
 
 def get_worker(settings: EmbeddingSettings) -> EmbeddingWorker:
-    """One worker per (model, device) per process, started on its first request."""
-    key = (settings.model, settings.device)
+    """One worker per (model, device, model cache) per process, started on its first
+    request: a worker exports into (and reads) the cache of the environment it started in."""
+    key = (settings.model, settings.device, str(cache_root()))
     with _WORKERS_LOCK:
         if key not in _WORKERS:
             _WORKERS[key] = EmbeddingWorker(settings)

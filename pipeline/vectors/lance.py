@@ -35,7 +35,8 @@ from pipeline.config import EmbeddingSettings
 from pipeline.storage import store
 from pipeline.vectors import cache as vector_cache
 from pipeline.vectors.derive import embedded_titles, lookup, mean_vectors, normalise
-from pipeline.vectors.static_titles import static_titles, title_vectors
+from pipeline.vectors.static_titles import title_vectors
+from pipeline.vectors.static_titles import wanted as static_wanted
 from pipeline.vectors.texts import embedding_text
 
 # Node types whose vector is derived from their text units under node_vectors="derived".
@@ -112,7 +113,7 @@ def entity_model_texts(
     """The texts `compute_vectors` gives the model for these entities."""
     if settings.entity_vectors == "text":
         return embedding_text("entities", entities)
-    if static_titles(embedder, settings) is not None:
+    if static_wanted(embedder, settings):
         return []
     return embedded_titles(entities, settings.title_min_units)[1]
 

@@ -69,23 +69,38 @@ _LOCK = threading.Lock()
 
 
 def static_titles(embedder, settings: EmbeddingSettings) -> StaticTitles | None:
-    """The token-state titles for `embedder` when the settings ask for them and its model
-    (the configured one) has its table; None: embed the titles with the model."""
-    if settings.title_vectors != "static" or settings.entity_vectors != "name+context":
+    """The token-state titles for `embedder` when the settings ask for them (`wanted`) and its
+    model's table exists; None: embed the titles with the model. A missing table is waited
+    for once from the embedder's worker, which writes it as it starts (a step in a process
+    of its own, on a new machine, may be the first to start one)."""
+    if not wanted(embedder, settings):
         return None
     model_id = resolve_model(settings.model)
-    if getattr(embedder, "model_id", None) != model_id:
-        return None  # a caller's own embedder: its vectors are not this table's
-    path = onnx_path(model_id)
-    table = path.with_name(TOKEN_STATES_FILE) if path is not None else None
-    if table is None or not table.is_file():
-        return None
+    table = onnx_path(model_id).with_name(TOKEN_STATES_FILE)
+    if not table.is_file() and (ready := getattr(embedder, "ready", None)) is not None:
+        ready()
+    if not table.is_file():
+        return None  # not exported (another device, an inline model not yet exported)
     with _LOCK:
         key = str(table)
         if key not in _LOADED:
             folder = Path(model_id)
             _LOADED[key] = StaticTitles(folder / "tokenizer.json", table, max_length(folder))
         return _LOADED[key]
+
+
+def wanted(embedder, settings: EmbeddingSettings) -> bool:
+    """Whether titles should come from token states: the settings say so and `embedder` runs
+    the configured model (a caller's own embedder's vectors are not the table's), one
+    that can be exported (pipeline.vectors.embed_onnx.supported). Decided from these alone,
+    not from what this machine's cache holds, so that every run of the same settings makes
+    the same vectors and a step can tell before the table exists."""
+    if settings.title_vectors != "static" or settings.entity_vectors != "name+context":
+        return False
+    if settings.device != "cpu":
+        return False  # the model is exported for the CPU only
+    model_id = resolve_model(settings.model)
+    return getattr(embedder, "model_id", None) == model_id and onnx_path(model_id) is not None
 
 
 def title_vectors(titles: list[str], embedder, settings: EmbeddingSettings) -> np.ndarray:
