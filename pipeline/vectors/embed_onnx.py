@@ -215,7 +215,7 @@ def index_embedder(settings: EmbeddingSettings, export: bool = False) -> OnnxEmb
         try:
             ensure_exported(settings)
         except Exception as exc:  # a speed-up, never a reason to fail the run
-            _warn(f"embedding model not exported to ONNX: {exc}")
+            _warn(f"embedding model not exported to ONNX (or its token states not written): {exc}")
     return _exported_or_torch(settings, threads=usable_cpus())
 
 
