@@ -14,8 +14,8 @@ tokenization and a sparse sum (4,000 titles: 0.08 s against 3.2 s through the mo
 Against the model's own title vectors, on MuSiQue's titles: cosine 0.82 on average, and the
 model's vector of a title is nearest to its own static vector for 96.6% of them. In the
 index (benchmarks/retrieval.py, 100 questions): R@5 local/expand/flow/flow_quick 74.3 /
-72.1 / 70.6 / 64.3 against 74.8 / 72.9 / 70.6 / 65.8, within the questions' noise, and the
-whole index 1.53-1.66x its embedding floor instead of 1.88-1.91x (benchmarks/throughput.py).
+72.1 / 70.6 / 64.3 against 74.8 / 72.9 / 70.6 / 65.8, within the questions' noise; the
+entities_vectors step 9.0 s -> 1.5 s (benchmarks/throughput.py, docs/scale.md).
 `embedding.title_vectors: model` embeds the titles instead.
 """
 
