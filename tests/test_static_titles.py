@@ -154,3 +154,19 @@ def test_entity_vectors_take_static_titles_for_the_configured_model_only(cache: 
     )
     assert other.calls == [titles]
     assert entity_model_texts(ents, other, EmbeddingSettings()) == titles
+
+
+def test_a_damaged_table_is_removed_and_the_model_embeds_the_titles(
+    cache: Path, monkeypatch, capsys
+):
+    ensure_exported(EmbeddingSettings())
+    states = cache.with_name(TOKEN_STATES_FILE)
+    states.write_bytes(states.read_bytes()[:4096])  # cut short (a full disk, a bad copy)
+    monkeypatch.setattr(static_titles, "_LOADED", {})
+    onnx = OnnxEmbedder(resolve_model(EmbeddingSettings().model), cache)
+    assert static_titles.static_titles(onnx, EmbeddingSettings()) is None
+    assert "removed the token states" in capsys.readouterr().err
+    assert not states.exists()  # the next worker writes it again
+    np.testing.assert_allclose(
+        static_titles.title_vectors(TITLES, onnx, EmbeddingSettings()), onnx.embed(TITLES)
+    )

@@ -21,6 +21,7 @@ entities_vectors step 9.0 s -> 1.5 s (benchmarks/throughput.py, docs/scale.md).
 
 from __future__ import annotations
 
+import sys
 import threading
 from pathlib import Path
 
@@ -39,16 +40,15 @@ class StaticTitles:
     def __init__(self, tokenizer_file: Path, table_file: Path, max_tokens: int):
         from tokenizers import Tokenizer
 
-        self.table = np.load(table_file, mmap_mode="r")
         self.tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        self.table = np.load(table_file, mmap_mode="r")
+        rows = self.tokenizer.get_vocab_size() + 1
+        if self.table.ndim != 2 or self.table.shape[0] != rows or self.table.dtype != np.float32:
+            raise ValueError(f"{self.table.shape} {self.table.dtype}, not ({rows}, dim) float32")
         # the model sees at most max_tokens with the specials; titles are tokenized without
         specials = len(self.tokenizer.encode("").ids)
         self.tokenizer.enable_truncation(max_length=max(1, max_tokens - specials))
         self.tokenizer.no_padding()
-
-    @property
-    def dim(self) -> int:
-        return int(self.table.shape[1])
 
     def embed(self, titles: list[str]) -> np.ndarray:
         encodings = self.tokenizer.encode_batch(titles, add_special_tokens=False)
@@ -85,7 +85,16 @@ def static_titles(embedder, settings: EmbeddingSettings) -> StaticTitles | None:
         key = str(table)
         if key not in _LOADED:
             folder = Path(model_id)
-            _LOADED[key] = StaticTitles(folder / "tokenizer.json", table, max_length(folder))
+            try:
+                _LOADED[key] = StaticTitles(folder / "tokenizer.json", table, max_length(folder))
+            except (OSError, ValueError) as exc:  # a damaged file: the next worker writes it
+                table.unlink(missing_ok=True)
+                print(
+                    f"docgraph: warning: removed the token states {table}: {exc}; "
+                    "entity titles are embedded by the model this time",
+                    file=sys.stderr,
+                )
+                return None
         return _LOADED[key]
 
 
