@@ -58,14 +58,14 @@ def run_index(
     output_dir: str | None = None,
     instance: DagsterInstance | None = None,
     raise_on_error: bool = True,
-    log_level: str = "DEBUG",
+    log_level: str = "INFO",
     full: bool = False,
 ) -> JobExecutionResult:
     """Materialize the shards to run (pipeline.ingest.stale.plan_run; every shard when
     `full`), then the corpus-wide tail, and run every check; with no shard to run, the tail
     alone. Uses DAGSTER_HOME's instance if set, so CLI runs show up in the UI; otherwise an
-    ephemeral one. `log_level` filters the console log only; the run's event log keeps
-    everything."""
+    ephemeral one. `log_level` (default: the CLI's) filters the console log only; the run's
+    event log keeps everything."""
     from definitions import make_definitions
 
     if instance is None and os.environ.get("DAGSTER_HOME"):

@@ -40,7 +40,6 @@ def structure_asset(n_shards: int):
         backfill_policy=SHARD_POLICY,
     )
     def document_structure(context: AssetExecutionContext, docgraph: DocgraphConfig):
-        from pipeline.structure.pdf import pdf_mode  # pymupdf: only this step reads PDFs
         from pipeline.structure.pdf_workers import ReadAhead
 
         settings = docgraph.settings()
@@ -54,7 +53,7 @@ def structure_asset(n_shards: int):
             context.partition_keys,
             lambda key: store.read_shard(folder, "documents", key),
             settings.input_dir,
-            pdf_mode(settings.structure) == "layout",
+            settings.structure.pdf_structure == "layout",
             settings.structure.pdf_workers,
         )
 

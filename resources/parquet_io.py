@@ -8,12 +8,19 @@ half its bytes), and Parquet reads a column without the others."""
 # No `from __future__ import annotations`: Dagster reads the `config` annotation as a class to
 # accept the launch-configured `docgraph` resource there (see resources.config).
 import polars as pl
-from dagster import ConfigurableIOManager, InputContext, OutputContext
+from dagster import (
+    ConfigurableIOManager,
+    DagsterInvariantViolationError,
+    InputContext,
+    OutputContext,
+)
 
 from pipeline import memory
 from pipeline.storage import store
 from resources.config import DocgraphConfig, output_root_metadata
 from resources.output import run_dir
+
+_last_collected: list[tuple[str, str] | None] = [None]  # (run id, step key) of the last collect
 
 
 class ParquetIOManager(ConfigurableIOManager):
@@ -28,9 +35,16 @@ class ParquetIOManager(ConfigurableIOManager):
         context.add_output_metadata(metadata)
 
     def load_input(self, context: InputContext) -> pl.DataFrame:
-        # a step loading its inputs: what the steps before it freed goes back to the OS
+        # a step loading its first input: what the steps before it freed goes back to the OS
         # first (one process runs every step by default; at 40k documents the reports step
-        # started ~100 MB lower and peaked ~200 MB lower)
-        memory.collect()
+        # started ~100 MB lower and peaked ~200 MB lower); once a step, as a collection walks
+        # every object the run made (~50 ms each late in a MuSiQue run)
+        try:
+            step = (context.step_context.run_id, context.step_context.step.key)
+        except DagsterInvariantViolationError:  # read outside a run (load_asset_value)
+            step = None
+        if step is None or step != _last_collected[0]:
+            _last_collected[0] = step
+            memory.collect()
         columns = (context.definition_metadata or {}).get("columns")
         return store.read_table(run_dir(self.config, context), context.asset_key.path[-1], columns)

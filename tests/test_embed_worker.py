@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import queue
 import subprocess
 import sys
 import textwrap
@@ -12,6 +13,7 @@ import pytest
 
 from pipeline.config import EmbeddingSettings
 from pipeline.storage import store
+from pipeline.vectors import embed_worker
 from pipeline.vectors.embed import CachedEmbedder, get_embedder
 from pipeline.vectors.embed_worker import EmbeddingWorker
 
@@ -34,6 +36,34 @@ def test_worker_vectors_equal_inline_ones(worker):
     np.testing.assert_allclose(whole, inline, atol=1e-5)
     np.testing.assert_allclose(first[0], inline[0], atol=1e-5)
     assert worker.embed([]).shape == (0, 384)
+
+
+class _Doubler:
+    """An embedder whose vector of a text is (len, 2*len); "bad" fails a call."""
+
+    dim = 2
+
+    def embed(self, texts):
+        if "bad" in texts:
+            raise ValueError("bad text")
+        return np.array([[len(t), 2 * len(t)] for t in texts], dtype=np.float32)
+
+
+def test_the_worker_embeds_the_requests_waiting_together_and_answers_each(monkeypatch):
+    """Requests already waiting are embedded in one pass (sorted by length over all of them),
+    up to REQUEST_TEXTS texts; each still gets its own vectors, or its own error."""
+    monkeypatch.setattr(embed_worker, "REQUEST_TEXTS", 4)
+    inbox: queue.Queue = queue.Queue()
+    for item in [(0, ["a"]), (1, ["bb", "ccc"]), (2, ["dddd", "e"]), (3, None), (4, ["f"]), None]:
+        inbox.put(item)
+    batches = list(embed_worker._batches(inbox))
+    assert [[rid for rid, _ in b] for b in batches] == [[0, 1], [2], [3], [4]]
+    replies = embed_worker._answer(_Doubler(), batches[0])
+    assert [(rid, ok) for rid, ok, _ in replies] == [(0, True), (1, True)]
+    np.testing.assert_array_equal(replies[1][2], [[2, 4], [3, 6]])
+    assert embed_worker._answer(_Doubler(), batches[2]) == [(3, True, 2)]  # the width
+    mixed = embed_worker._answer(_Doubler(), [(5, ["ok"]), (6, ["bad"])])
+    assert mixed[0][:2] == (5, True) and mixed[1] == (6, False, "ValueError: bad text")
 
 
 def test_a_worker_that_dies_fails_its_pending_requests_and_the_next_one_starts_again(worker):

@@ -350,6 +350,12 @@ def read_shard(root: str | Path, name: str, shard: str) -> pl.DataFrame:
     return pl.read_parquet(path) if path.exists() else schemas.empty(name)
 
 
+def import_lance() -> None:
+    """Import lancedb now (~1.5 s of CPU, most of it its REST client's pydantic models): a
+    step that would wait for other work anyway pays it for the Lance writers after it."""
+    import lancedb  # noqa: F401
+
+
 def lance_db(root: str | Path):
     """The LanceDB folder of `root` (resolved like `read_table`)."""
     import lancedb

@@ -14,19 +14,23 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
-import pymupdf
 
 from pipeline.cpu import usable_cpus
 from pipeline.ids import sha256_hex
-from pipeline.structure.pdf_regions import Region, finish, regions_in_process
+
+if TYPE_CHECKING:  # pymupdf and its layout model load only once a PDF is read (~0.6 s)
+    import pymupdf
+
+    from pipeline.structure.pdf_regions import Region
 
 PAGES_PER_WORKER = 24  # fewer pages than this per process: starting one costs more
 WAVE_PAGES = 512  # PDF pages read ahead at once: bounds the regions held in memory
 WAVE_BYTES = 64 << 20  # and the documents loaded ahead (a corpus with few or no PDFs)
 
-Pages = list[list[Region] | None]  # regions of each page of a PDF; None: not read
+Pages = list[list["Region"] | None]  # regions of each page of a PDF; None: not read
 _read_ahead: dict[str, Pages] = {}  # by the PDF's sha256, taken by layout_regions
 
 
@@ -90,6 +94,8 @@ def layout_regions(
     """Regions of every page of `pdf` (whose bytes are `data`), in reading order: read
     ahead (`ReadAhead`), else by worker processes (at most `workers`, 0: one a CPU) when
     the PDF is long enough, else here; pages no worker read are read here."""
+    from pipeline.structure.pdf_regions import finish, regions_in_process
+
     count = pdf.page_count
     got = _read_ahead.pop(sha256_hex(data), None) if data is not None and _read_ahead else None
     n = worker_count(count, workers)
@@ -106,6 +112,8 @@ def layout_regions(
 
 
 def _page_count(path: Path) -> int:
+    import pymupdf
+
     try:
         with pymupdf.open(path) as pdf:
             return 0 if pdf.needs_pass else pdf.page_count
@@ -163,6 +171,8 @@ class ReadAhead:
 
 
 if __name__ == "__main__":  # a worker: python -m pipeline.structure.pdf_workers JOBS OUT
+    import pymupdf
+
     from pipeline.structure import pdf_regions  # Region pickled under its module's name
 
     pdf_regions.use_model(threads=1)

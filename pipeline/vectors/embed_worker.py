@@ -22,6 +22,7 @@ import queue
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -187,24 +188,69 @@ def _close_workers() -> None:
 # ---- child side
 
 
+def _inbox(stream) -> queue.Queue:
+    """Requests from the parent, read by a thread of their own as they arrive (None at EOF):
+    the server then takes every request waiting at once."""
+    inbox: queue.Queue = queue.Queue()
+
+    def read() -> None:
+        while True:
+            try:
+                inbox.put(pickle.load(stream))
+            except (EOFError, OSError, pickle.UnpicklingError):
+                inbox.put(None)
+                return
+
+    threading.Thread(target=read, daemon=True).start()
+    return inbox
+
+
+def _batches(inbox: queue.Queue) -> Iterator[list[tuple]]:
+    """The requests in groups: each with the text requests already waiting behind it, up to
+    REQUEST_TEXTS texts in all; ends at EOF."""
+    held: list = []  # the request that did not fit the last group
+    while (first := held.pop() if held else inbox.get()) is not None:
+        batch, n = [first], 0 if first[1] is _DIM else len(first[1])
+        while first[1] is not _DIM and n < REQUEST_TEXTS:
+            try:
+                item = inbox.get_nowait()
+            except queue.Empty:
+                break
+            if item is None or item[1] is _DIM or n + len(item[1]) > REQUEST_TEXTS:
+                held.append(item)
+                break
+            batch.append(item)
+            n += len(item[1])
+        yield batch
+
+
+def _answer(embedder, batch: list[tuple]) -> list[tuple]:
+    """Replies to `batch`'s requests, embedded in one pass: texts are sorted by length over
+    all of them, so a shard's request pads less than alone (MuSiQue's units in 16 requests:
+    34.2 s against 31.7 s in one). A failure is retried per request, so each gets its own."""
+    if len(batch) > 1:
+        try:
+            vecs = embedder.embed([t for _, texts in batch for t in texts])
+        except Exception:  # noqa: BLE001 - told to each request below
+            return [r for item in batch for r in _answer(embedder, [item])]
+        cuts = np.cumsum([len(texts) for _, texts in batch])[:-1]
+        return [(rid, True, v) for (rid, _), v in zip(batch, np.split(vecs, cuts), strict=True)]
+    rid, texts = batch[0]
+    try:
+        return [(rid, True, embedder.dim if texts is _DIM else embedder.embed(texts))]
+    except Exception as exc:  # reported to the caller, the worker goes on
+        return [(rid, False, f"{type(exc).__name__}: {exc}")]
+
+
 def _serve(settings: EmbeddingSettings) -> None:
     from pipeline.vectors.embed_onnx import index_embedder
 
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever prints from here on goes to stderr, not into the protocol
     embedder = index_embedder(settings, export=True)  # onnxruntime; torch if not exportable
-    requests = sys.stdin.buffer
-    while True:
-        try:
-            rid, texts = pickle.load(requests)
-        except EOFError:
-            return
-        try:
-            value = embedder.dim if texts is _DIM else embedder.embed(texts)
-            reply = (rid, True, value)
-        except Exception as exc:  # reported to the caller, the worker goes on
-            reply = (rid, False, f"{type(exc).__name__}: {exc}")
-        pickle.dump(reply, out, protocol=pickle.HIGHEST_PROTOCOL)
+    for batch in _batches(_inbox(sys.stdin.buffer)):
+        for reply in _answer(embedder, batch):
+            pickle.dump(reply, out, protocol=pickle.HIGHEST_PROTOCOL)
         out.flush()
 
 

@@ -44,7 +44,7 @@ DERIVED_NODE_TYPES = ("PARAGRAPH", "LIST_ITEM")
 # The columns of a source table its vector table is built from, in any mode (the others:
 # every column); the asset loads only these. tests/test_stage_inputs.py checks it.
 INPUT_COLUMNS = {
-    "text_units": ["id", "text", "document_id"],
+    "text_units": ["id", "text", "n_tokens", "document_id"],
     "entities": ["id", "title", "type", "description", "frequency", "text_unit_ids"],
     "relationships": [
         "id",

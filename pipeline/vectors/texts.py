@@ -19,9 +19,19 @@ NODE_TOKENS = 256
 TEXT_UNIT_TOKENS = 512
 
 
-def _truncate(texts: list[str], max_tokens: int) -> list[str]:
-    # Cheap prefilter: a string of <= max_tokens characters cannot exceed max_tokens tokens.
-    return [t if len(t) <= max_tokens else truncate_tokens(t, max_tokens) for t in texts]
+def _truncate(
+    texts: list[str], max_tokens: int, counts: list[int | None] | None = None
+) -> list[str]:
+    """Each text cut to `max_tokens` tokens. Only a text that may be longer is encoded: not
+    one of <= max_tokens characters (a token is at least one), nor one whose token count is
+    known (`counts`, the chunker's exact o200k count of a unit's text) to be within it."""
+    known = counts if counts is not None else [None] * len(texts)
+    return [
+        t
+        if len(t) <= max_tokens or (n is not None and n <= max_tokens)
+        else truncate_tokens(t, max_tokens)
+        for t, n in zip(texts, known, strict=True)
+    ]
 
 
 def embedding_text(name: str, frame: pl.DataFrame) -> list[str]:
@@ -30,7 +40,8 @@ def embedding_text(name: str, frame: pl.DataFrame) -> list[str]:
         return []
     if name == "text_units":
         texts = frame["text"].fill_null("").to_list()
-        return _truncate(texts, TEXT_UNIT_TOKENS)
+        counts = frame["n_tokens"].to_list() if "n_tokens" in frame.columns else None
+        return _truncate(texts, TEXT_UNIT_TOKENS, counts)
     if name == "entities":
         texts = frame.select(
             pl.concat_str(
