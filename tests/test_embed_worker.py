@@ -64,6 +64,12 @@ def test_the_worker_embeds_the_requests_waiting_together_and_answers_each(monkey
     assert embed_worker._answer(_Doubler(), batches[2]) == [(3, True, 2)]  # the width
     mixed = embed_worker._answer(_Doubler(), [(5, ["ok"]), (6, ["bad"])])
     assert mixed[0][:2] == (5, True) and mixed[1] == (6, False, "ValueError: bad text")
+    # the worker reads at most maxsize texts ahead of the model (a request without texts: 1)
+    ahead = embed_worker._TextQueue(maxsize=3)
+    ahead.put((7, ["a", "b"]))
+    ahead.put((8, None))
+    assert ahead.full() and ahead.qsize() == 3
+    assert ahead.get() == (7, ["a", "b"]) and ahead.qsize() == 1
 
 
 def test_a_worker_that_dies_fails_its_pending_requests_and_the_next_one_starts_again(worker):

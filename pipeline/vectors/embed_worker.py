@@ -188,10 +188,36 @@ def _close_workers() -> None:
 # ---- child side
 
 
+class _TextQueue(queue.Queue):
+    """A queue whose size is the texts it holds (an item without texts counts one), so that
+    `maxsize` bounds the texts read ahead of the model."""
+
+    def _init(self, maxsize: int) -> None:
+        super()._init(maxsize)
+        self._texts = 0
+
+    def _qsize(self) -> int:
+        return self._texts
+
+    def _put(self, item) -> None:
+        super()._put(item)
+        self._texts += _weight(item)
+
+    def _get(self):
+        item = super()._get()
+        self._texts -= _weight(item)
+        return item
+
+
+def _weight(item: tuple | None) -> int:
+    return 1 if item is None or item[1] is None else max(1, len(item[1]))
+
+
 def _inbox(stream) -> queue.Queue:
-    """Requests from the parent, read by a thread of their own as they arrive (None at EOF):
-    the server then takes every request waiting at once."""
-    inbox: queue.Queue = queue.Queue()
+    """Requests from the parent, read by a thread of their own as they arrive (None at EOF),
+    at most 2 x REQUEST_TEXTS texts ahead of the model (the rest wait in the pipe): the
+    server then takes every request waiting at once."""
+    inbox = _TextQueue(maxsize=2 * REQUEST_TEXTS)
 
     def read() -> None:
         while True:
