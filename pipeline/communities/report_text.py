@@ -8,6 +8,7 @@ candidate sentences, best first); no frames. `report_markdown` also renders the 
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from pipeline.sentences import split_sentences
@@ -28,10 +29,17 @@ def _clip(text: str, limit: int) -> str:
     return cut + "…"
 
 
+@lru_cache(maxsize=4096)
+def _sentences(text: str) -> tuple[str, ...]:
+    """A description's sentences, kept for its next use: a member is quoted in its community
+    at every level (on MuSiQue 32k splits of 8.3k texts; this cache answers 2/3 of them)."""
+    return tuple(split_sentences(text))
+
+
 def _evidence(texts: list[str], limit: int) -> str:
     """Quoted evidence within `limit` characters: the texts' sentences taken in turns (first of
     each, then second of each...), without repeats; the first one is clipped if too long."""
-    split = [split_sentences(t) for t in texts if t]
+    split = [_sentences(t) for t in texts if t]
     turns = [
         s for i in range(max(map(len, split), default=0)) for ss in split for s in ss[i : i + 1]
     ]
