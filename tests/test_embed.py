@@ -210,6 +210,27 @@ def test_embedding_text_renders_and_truncates():
         embedding_text("documents", f["text_units"])
 
 
+def test_text_units_are_cut_by_their_known_token_count(monkeypatch):
+    """A unit's n_tokens (the chunker's exact o200k count) says whether it needs cutting:
+    one within the cap is not encoded again, one over it is cut to TEXT_UNIT_TOKENS."""
+    from pipeline.tokens import count_tokens
+    from pipeline.vectors import texts
+
+    long = " ".join(f"word{i}" for i in range(800))
+    short = "a short unit " * 60  # more characters than the cap, far fewer tokens
+    units = pl.DataFrame({"text": [short, long], "n_tokens": [count_tokens(short), 1600]})
+    cut = embedding_text("text_units", units)
+    assert cut[0] == short and long.startswith(cut[1])
+    assert count_tokens(cut[1]) == texts.TEXT_UNIT_TOKENS
+    encoded: list[str] = []
+    real = texts.truncate_tokens
+    monkeypatch.setattr(texts, "truncate_tokens", lambda t, n: encoded.append(t) or real(t, n))
+    embedding_text("text_units", units)
+    assert encoded == [long]  # without the counts, both are encoded
+    embedding_text("text_units", units.drop("n_tokens"))
+    assert encoded == [long, short, long]
+
+
 def test_vector_tables_have_explicit_schema_fts_and_roundtrip(tmp_path):
     fake = FakeEmbedder(dim=8)
     f = _frames()

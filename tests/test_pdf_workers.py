@@ -139,3 +139,20 @@ def test_the_index_job_reads_pdfs_ahead(tmp_path, monkeypatch, two_cpus):
     assert again.success and read == []
     parsed = again.asset_materializations_for_node("document_structure")
     assert len({m.partition for m in parsed}) == 1  # only d.pdf's shard: same settings digest
+
+
+def test_a_run_without_pdfs_never_loads_pymupdf():
+    """The structure step's modules load pymupdf and its layout model (~0.6 s) only once a PDF
+    is read."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, assets, pipeline.structure.pdf_workers, pipeline.structure.build;"
+        "print('pymupdf' in sys.modules)"
+    )
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False"
