@@ -5,15 +5,18 @@ them by default (see pipeline.vectors.lance), hence the chain of dependencies.
 """
 
 import time
+from collections.abc import Iterator
 
 import polars as pl
 from dagster import (
     AssetExecutionContext,
     AssetIn,
     AssetsDefinition,
+    AssetSpec,
     MaterializeResult,
     Output,
     asset,
+    multi_asset,
 )
 
 from assets.metadata import LANCE_KINDS, PARQUET_KINDS, frame_metadata, lance_metadata
@@ -21,6 +24,7 @@ from assets.shards import SHARD_POLICY, shard_partitions
 from pipeline import schemas
 from pipeline.compat.lance_names import write_alias
 from pipeline.storage import store
+from pipeline.vectors.graph_tables import GRAPH_TABLES, build_graph_tables
 from pipeline.vectors.lance import INPUT_COLUMNS, build_vector_table, read_vectors
 from pipeline.vectors.same_topic import same_topic_edges as build_same_topic_edges
 from pipeline.vectors.static_titles import static_titles
@@ -29,26 +33,25 @@ from resources import DocgraphConfig, EmbedderResource, output_root_metadata
 from resources.output import run_dir
 
 
-def _materialize(
+def _table_result(
     context: AssetExecutionContext,
     docgraph: DocgraphConfig,
-    embedder: EmbedderResource,
+    emb,
     source: str,
-    frame: pl.DataFrame,
-    communities: pl.DataFrame | None = None,
+    rows: int,
+    started: float,
 ) -> MaterializeResult:
-    started = time.perf_counter()
+    """The materialization of Lance table `source` (`rows` written), with its GraphRAG-named
+    alias made (hard links: no copy, for GraphRAG's LanceDB store)."""
     settings = docgraph.settings()
-    emb = embedder.get()
     folder = run_dir(docgraph, context)
-    rows = build_vector_table(folder, source, frame, emb, settings.embedding, communities)
-    # the same table under GraphRAG's name (hard links: no copy), for its LanceDB store
     alias = write_alias(store.resolve(folder) / store.LANCE_DIR, source)
     titles = {}
     if source == "entities" and settings.embedding.entity_vectors == "name+context":
         static = static_titles(emb, settings.embedding) is not None
         titles = {"title_vectors": "static" if static else "model"}
     return MaterializeResult(
+        asset_key=f"{source}_vectors",
         metadata={
             "rows": rows,
             **titles,
@@ -58,9 +61,23 @@ def _materialize(
             "embedding_cache_misses": emb.misses,
             "elapsed_s": round(time.perf_counter() - started, 3),
             **output_root_metadata(docgraph),
-            **lance_metadata(run_dir(docgraph, context), source),
-        }
+            **lance_metadata(folder, source),
+        },
     )
+
+
+def _materialize(
+    context: AssetExecutionContext,
+    docgraph: DocgraphConfig,
+    embedder: EmbedderResource,
+    source: str,
+    frame: pl.DataFrame,
+) -> MaterializeResult:
+    started = time.perf_counter()
+    emb = embedder.get()
+    folder = run_dir(docgraph, context)
+    rows = build_vector_table(folder, source, frame, emb, docgraph.settings().embedding)
+    return _table_result(context, docgraph, emb, source, rows, started)
 
 
 # Texts per embedding call: one call per shard paid a cache scan and a short last batch
@@ -135,22 +152,40 @@ def _vector_asset(source: str, after: list[str]) -> AssetsDefinition:
     return _build
 
 
-@asset(
-    deps=["entities_vectors"],
-    group_name="vectors",
-    description="LanceDB table `community_reports`: vectors + full-text index.",
-    kinds=set(LANCE_KINDS),
+_GRAPH_DEPS = {
+    "entities": ["entities", "text_units_vectors"],
+    "relationships": ["relationships", "text_units_vectors", "entities_vectors"],
+    "community_reports": ["community_reports", "communities", "entities_vectors"],
+}
+
+
+@multi_asset(
+    name="graph_vectors",
+    specs=[
+        AssetSpec(
+            f"{source}_vectors",
+            # it reads its tables itself (INPUT_COLUMNS), each only when it is made
+            deps=_GRAPH_DEPS[source],
+            group_name="vectors",
+            description=f"LanceDB table `{source}`: vectors + full-text index.",
+            kinds=set(LANCE_KINDS),
+            skippable=True,
+        )
+        for source in GRAPH_TABLES
+    ],
+    can_subset=True,
 )
-def community_reports_vectors(
-    context: AssetExecutionContext,
-    docgraph: DocgraphConfig,
-    embedder: EmbedderResource,
-    community_reports: pl.DataFrame,
-    communities: pl.DataFrame,
-) -> MaterializeResult:
-    return _materialize(
-        context, docgraph, embedder, "community_reports", community_reports, communities
-    )
+def graph_vectors(
+    context: AssetExecutionContext, docgraph: DocgraphConfig, embedder: EmbedderResource
+) -> Iterator[MaterializeResult]:
+    """The entity, relationship and report tables in one step, side by side while they are
+    small (pipeline.vectors.graph_tables): the run's last seconds on both cores."""
+    started = time.perf_counter()
+    emb = embedder.get()
+    folder = run_dir(docgraph, context)
+    names = [key.to_user_string().removesuffix("_vectors") for key in context.selected_asset_keys]
+    for source, rows in build_graph_tables(folder, names, emb, docgraph.settings().embedding):
+        yield _table_result(context, docgraph, emb, source, rows, started)
 
 
 @asset(
@@ -209,9 +244,7 @@ def same_topic_edges(
 
 vector_assets = [
     _vector_asset("text_units", ["chunk_embeddings"]),
-    _vector_asset("entities", ["text_units_vectors"]),
-    _vector_asset("relationships", ["text_units_vectors", "entities_vectors"]),
-    community_reports_vectors,
+    graph_vectors,
     content_nodes_vectors,
     same_topic_edges,
 ]

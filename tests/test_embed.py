@@ -210,6 +210,29 @@ def test_embedding_text_renders_and_truncates():
         embedding_text("documents", f["text_units"])
 
 
+@pytest.mark.parametrize("mode", ["name+context", "text"])
+def test_lance_tables_store_the_whole_rendering_and_the_model_reads_it_cut(tmp_path, mode):
+    """The token cap bounds what the model reads; the stored, full-text indexed text is the
+    whole rendering, so the last words of a long description are searchable."""
+    fake = FakeEmbedder(dim=8)
+    f = _frames()
+    settings = EmbeddingSettings(entity_vectors=mode)
+    build_vector_table(tmp_path, "text_units", f["text_units"], fake, settings)
+    fake.calls.clear()
+    entities = f["entities"].with_columns(pl.col("description") + "in Zanzibar")
+    build_vector_table(tmp_path, "entities", entities, fake, settings)
+    table = store.lance_db(tmp_path).open_table("entities")
+    whole = "CAT (ANIMAL): " + entities["description"][0]
+    assert table.to_arrow()["text"].to_pylist() == [whole]
+    hits = table.search("zanzibar", query_type="fts").limit(1).to_arrow()
+    assert hits["id"].to_pylist() == ["e1"]
+    read = [t for call in fake.calls for t in call]
+    if mode == "text":  # the model read the description cut to ENTITY_TOKENS
+        assert read == embedding_text("entities", entities) and "Zanzibar" not in read[0]
+    else:  # derived: the model read the title only
+        assert read == ["CAT"]
+
+
 def test_text_units_are_cut_by_their_known_token_count(monkeypatch):
     """A unit's n_tokens (the chunker's exact o200k count) says whether it needs cutting:
     one within the cap is not encoded again, one over it is cut to TEXT_UNIT_TOKENS."""

@@ -20,6 +20,7 @@ from pipeline.llm.client import LlmClient
 from pipeline.llm.fake_server import FakeLlm
 from pipeline.storage import store
 from pipeline.vectors import lance as vectors
+from pipeline.vectors.graph_tables import build_graph_tables
 
 
 def _digest(df: pl.DataFrame) -> str:
@@ -102,6 +103,9 @@ class _HashEmbedder:
         return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dim) / 255.0
 
 
+VECTOR_SOURCES = ("text_units", "entities", "relationships", "community_reports")
+
+
 @pytest.mark.parametrize(
     ("entity_mode", "relationship_mode"), [("name+context", "context"), ("text", "text")]
 )
@@ -113,11 +117,12 @@ def test_vector_tables_read_only_their_columns(
     small = _pruned(tables, vectors.INPUT_COLUMNS)
     for label, frames in (("full", tables), ("small", small)):
         shutil.copytree(store.resolve(out), tmp_path / label)
-        for name in ("text_units", "entities", "relationships"):  # derived read the earlier
+        for name in VECTOR_SOURCES:  # derived ones read the earlier
+            groups = frames["communities"] if name == "community_reports" else None
             vectors.build_vector_table(
-                tmp_path / label, name, frames[name], _HashEmbedder(), settings
+                tmp_path / label, name, frames[name], _HashEmbedder(), settings, groups
             )
-    for name in ("text_units", "entities", "relationships"):
+    for name in VECTOR_SOURCES:
         assert set(small[name].columns) < set(tables[name].columns)
         full_table, small_table = (
             # created_at: when each table was built, the one column that may differ
@@ -150,3 +155,51 @@ def test_merge_of_coded_mentions_equals_merge_of_strings(sample_index) -> None:
     ):
         assert a.height > 0
         assert a.equals(b)
+
+
+@pytest.mark.parametrize("side_by_side", [True, False])
+def test_graph_tables_built_in_one_step_equal_the_tables_built_one_by_one(
+    sample_index, tables, tmp_path, monkeypatch, side_by_side
+) -> None:
+    """build_graph_tables (graph_vectors' step, over its tables' INPUT_COLUMNS) derives the
+    relationship and report vectors from the entity vectors in memory, writing the tables
+    side by side while small, else one after another: the same tables as one at a time,
+    each reading the earlier from Lance; a subset reads what it lacks from Lance."""
+    from pipeline.vectors import graph_tables
+
+    if not side_by_side:
+        monkeypatch.setattr(graph_tables, "SIDE_BY_SIDE_BYTES", 0)
+    _, out, _, _ = sample_index
+    settings, embedder = EmbeddingSettings(), _HashEmbedder()
+    graph = graph_tables.GRAPH_TABLES
+    for label in ("alone", "together", "subset"):
+        shutil.copytree(store.resolve(out), tmp_path / label)
+        vectors.build_vector_table(
+            tmp_path / label, "text_units", tables["text_units"], embedder, settings
+        )
+    for name in graph:
+        groups = tables["communities"] if name == "community_reports" else None
+        vectors.build_vector_table(
+            tmp_path / "alone", name, tables[name], embedder, settings, groups
+        )
+    small = _pruned(tables, vectors.INPUT_COLUMNS)
+    built = build_graph_tables(tmp_path / "together", graph, embedder, settings, small.get)
+    assert list(built) == [(name, tables[name].height) for name in graph]
+    vectors.build_vector_table(
+        tmp_path / "subset", "entities", tables["entities"], embedder, settings
+    )
+    assert list(build_graph_tables(tmp_path / "subset", ["relationships"], embedder, settings)) == [
+        ("relationships", tables["relationships"].height)
+    ]
+    for label, names in (("together", graph), ("subset", ("relationships",))):
+        for name in names:
+            expected, got = (
+                store.lance_db(tmp_path / where)
+                .open_table(name)
+                .to_arrow()
+                .sort_by("id")
+                .drop_columns(["created_at"])
+                for where in ("alone", label)
+            )
+            assert got.num_rows == tables[name].height > 0
+            assert got.equals(expected), (label, name)

@@ -124,7 +124,7 @@ def test_entity_vectors_take_static_titles_for_the_configured_model_only(cache: 
     titles = ents["title"].to_list()
 
     def vectors(settings: EmbeddingSettings, embedder) -> np.ndarray:
-        return compute_vectors(tmp_path, "entities", ents, [], embedder, settings)
+        return compute_vectors(tmp_path, "entities", ents, embedder, settings)
 
     static = static_titles.static_titles(onnx, EmbeddingSettings())
     got = vectors(EmbeddingSettings(), onnx)

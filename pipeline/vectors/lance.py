@@ -37,7 +37,7 @@ from pipeline.vectors import cache as vector_cache
 from pipeline.vectors.derive import embedded_titles, lookup, mean_vectors, normalise
 from pipeline.vectors.static_titles import title_vectors
 from pipeline.vectors.static_titles import wanted as static_wanted
-from pipeline.vectors.texts import embedding_text
+from pipeline.vectors.texts import embedding_text, row_text
 
 # Node types whose vector is derived from their text units under node_vectors="derived".
 DERIVED_NODE_TYPES = ("PARAGRAPH", "LIST_ITEM")
@@ -55,6 +55,8 @@ INPUT_COLUMNS = {
         "target_id",
         "text_unit_ids",
     ],
+    "community_reports": ["id", "community", "level", "title", "summary", "full_content"],
+    "communities": ["community", "entity_ids"],  # the members of derived report vectors
 }
 
 
@@ -70,41 +72,58 @@ class EmbedderLike(Protocol):
 BLOCK_ROWS = 16_384
 
 
+# Vectors already in memory, by table: (ids, (n, dim) matrix); a derived table reads the
+# ones it lacks from their Lance tables.
+Known = dict[str, tuple[list[str], np.ndarray]]
+
+
+def _vectors_of(output_dir: str | Path, name: str, known: Known | None) -> tuple:
+    return known[name] if known and name in known else read_vectors(output_dir, name)
+
+
 def compute_vectors(
     output_dir: str | Path,
     name: str,
     frame: pl.DataFrame,
-    texts: list[str],
     embedder: EmbedderLike,
     settings: EmbeddingSettings,
     communities: pl.DataFrame | None = None,
+    known: Known | None = None,
 ) -> np.ndarray:
     """(n, dim) vectors of table `name`'s rows, embedded or derived as the settings say."""
     dim = embedder.dim
     if name == "content_nodes":
-        return node_vectors(output_dir, frame, texts, embedder, settings)
-    mode = {
-        "entities": settings.entity_vectors,
-        "relationships": settings.relationship_vectors,
-        "community_reports": settings.report_vectors if communities is not None else "text",
-    }.get(name, "text")
-    if mode == "text" or frame.height == 0:
+        return node_vectors(output_dir, frame, embedder, settings)
+    if vector_mode(name, settings, communities) == "text" or frame.height == 0:
+        texts = embedding_text(name, frame)
         return np.asarray(embedder.embed(texts), dtype=np.float32).reshape(len(texts), dim)
     if name == "entities":
-        unit_ids, unit_vecs = read_vectors(output_dir, "text_units")
+        unit_ids, unit_vecs = _vectors_of(output_dir, "text_units", known)
         vecs = mean_vectors(frame["text_unit_ids"], unit_ids, unit_vecs, dim)
         named, titles = embedded_titles(frame, settings.title_min_units)
         if len(named):
             vecs[named] += title_vectors(titles, embedder, settings)
         return normalise(vecs)
     if name == "relationships":
-        return np.concatenate(list(_relationship_blocks(output_dir, frame, dim)))
+        return np.concatenate(list(_relationship_blocks(output_dir, frame, dim, known)))
     # community_reports: the mean of the member entities' vectors
-    ent_ids, ent_vecs = read_vectors(output_dir, "entities")
+    ent_ids, ent_vecs = _vectors_of(output_dir, "entities", known)
     members = frame.select("community").join(
         communities.select("community", "entity_ids"), on="community", how="left"
     )["entity_ids"]
     return mean_vectors(members, ent_ids, ent_vecs, dim)
+
+
+def vector_mode(
+    name: str, settings: EmbeddingSettings, communities: pl.DataFrame | None = None
+) -> str:
+    """How table `name`'s vectors are made: "text" (the model embeds each row's text) or the
+    derived mode configured (content nodes: "text" too, some of them are embedded)."""
+    return {
+        "entities": settings.entity_vectors,
+        "relationships": settings.relationship_vectors,
+        "community_reports": settings.report_vectors if communities is not None else "text",
+    }.get(name, "text")
 
 
 def entity_model_texts(
@@ -119,12 +138,12 @@ def entity_model_texts(
 
 
 def _relationship_blocks(
-    output_dir: str | Path, frame: pl.DataFrame, dim: int
+    output_dir: str | Path, frame: pl.DataFrame, dim: int, known: Known | None = None
 ) -> Iterator[np.ndarray]:
     """Derived relationship vectors (source + target entity + mean of its text units),
     BLOCK_ROWS rows at a time: only one block's temporaries exist at once."""
-    unit_ids, unit_vecs = read_vectors(output_dir, "text_units")
-    ent_ids, ent_vecs = read_vectors(output_dir, "entities")
+    unit_ids, unit_vecs = _vectors_of(output_dir, "text_units", known)
+    ent_ids, ent_vecs = _vectors_of(output_dir, "entities", known)
     for at in range(0, frame.height, BLOCK_ROWS):
         part = frame.slice(at, BLOCK_ROWS)
         block = lookup(part["source_id"], ent_ids, ent_vecs, dim)
@@ -136,7 +155,6 @@ def _relationship_blocks(
 def node_vectors(
     output_dir: str | Path,
     nodes: pl.DataFrame,
-    texts: list[str],
     embedder: EmbedderLike,
     settings: EmbeddingSettings,
     text_units: pl.DataFrame | None = None,
@@ -173,7 +191,7 @@ def node_vectors(
             out = mean_vectors(members.fill_null([]), unit_ids, unit_vecs, dim)
         embed_rows = np.flatnonzero(~out.any(axis=1))
     if len(embed_rows):
-        vecs = embedder.embed([texts[i] for i in embed_rows.tolist()])
+        vecs = embedder.embed(embedding_text("content_nodes", nodes[embed_rows]))
         out[embed_rows] = np.asarray(vecs, dtype=np.float32).reshape(len(embed_rows), dim)
     return out
 
@@ -198,7 +216,7 @@ def model_label(embedder: EmbedderLike, settings: EmbeddingSettings) -> str:
 def vector_arrow(
     name: str,
     frame: pl.DataFrame,
-    texts: list[str],
+    texts: pl.Series,
     vecs: np.ndarray,
     dim: int,
     model: str = "",
@@ -207,20 +225,21 @@ def vector_arrow(
     """Table `name`'s rows with their vectors, as Arrow in the explicit vector schema; every
     row records the embedding `model` and when the table was made (`created_at`, UTC)."""
     schema = lance_schema(name, dim)
-    vector = pa.FixedSizeListArray.from_arrays(pa.array(vecs.ravel(), pa.float32()), dim)
-    columns: dict[str, pa.Array] = {
-        "id": pa.array(frame["id"].to_list() if frame.height else [], pa.string()),
-        "text": pa.array(texts, pa.string()),
-        "vector": vector,
-    }
-    for col, typ in schemas.VECTOR_TABLES[name]:
-        values = frame[col].to_list() if frame.height else []
-        columns[col] = pa.array(values, typ)
     n = len(texts)
-    columns["embedding_model"] = pa.array([model] * n, pa.string())
     stamp = created_at or datetime.now(UTC)
-    columns["created_at"] = pa.array([stamp] * n, schema.field("created_at").type)
-    return pa.table(columns, schema=schema)
+    columns = {
+        "text": texts.to_arrow(),
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vecs.ravel(), pa.float32()), dim),
+        "embedding_model": pa.array([model] * n, pa.string()),
+        "created_at": pa.array([stamp] * n, schema.field("created_at").type),
+    }
+    own = [("id", pa.string()), *schemas.VECTOR_TABLES[name]]
+    if frame.height:  # Arrow from polars: no Python objects
+        rows = frame.select([col for col, _ in own]).to_arrow()
+        columns.update({col: rows[col] for col, _ in own})
+    else:
+        columns.update({col: pa.array([], typ) for col, typ in own})
+    return pa.Table.from_arrays([columns[f.name].cast(f.type) for f in schema], schema=schema)
 
 
 def build_vector_table(
@@ -230,33 +249,34 @@ def build_vector_table(
     embedder: EmbedderLike,
     settings: EmbeddingSettings | None = None,
     communities: pl.DataFrame | None = None,
+    known: Known | None = None,
+    vectors: np.ndarray | None = None,
 ) -> int:
-    """Vectors for `frame` (rows of table `name`) into Lance table `name`; returns the row
-    count. Derived modes read the text_units (and entities) Lance tables: build those first."""
+    """Vectors for `frame` (rows of table `name`; `vectors` when already made) into Lance
+    table `name`, each row with its whole rendering (pipeline.vectors.texts); returns the row
+    count. Derived modes read the text_units (and entities) vectors from `known`, else from
+    their Lance tables: build those first."""
     settings = settings or EmbeddingSettings()
     dim = embedder.dim
     model, created_at = model_label(embedder, settings), datetime.now(UTC)
-    if name == "relationships" and settings.relationship_vectors == "context":
-        # the largest table (501k rows at 40k documents): vectors and texts (not embedded,
-        # stored for the full-text index) made a block at a time, never whole in memory
-        blocks = _relationship_blocks(output_dir, frame, dim) if frame.height else iter(())
-
-        def texts_of(part: pl.DataFrame, at: int) -> list[str]:
-            return embedding_text(name, part)
+    streamed = name == "relationships" and settings.relationship_vectors == "context"
+    if vectors is None and streamed:
+        # the largest table (501k rows at 40k documents): vectors made a block at a time,
+        # never whole in memory
+        blocks = _relationship_blocks(output_dir, frame, dim, known) if frame.height else iter(())
     else:
-        texts = embedding_text(name, frame)
-        vecs = compute_vectors(output_dir, name, frame, texts, embedder, settings, communities)
-        blocks = (vecs[at : at + BLOCK_ROWS] for at in range(0, len(vecs), BLOCK_ROWS))
-
-        def texts_of(part: pl.DataFrame, at: int) -> list[str]:
-            return texts[at : at + part.height]
+        if vectors is None:
+            vectors = compute_vectors(
+                output_dir, name, frame, embedder, settings, communities, known
+            )
+        blocks = (vectors[at : at + BLOCK_ROWS] for at in range(0, len(vectors), BLOCK_ROWS))
 
     def batches() -> Iterator[pa.RecordBatch]:
         at = 0
         for vecs in blocks:
             part = frame.slice(at, len(vecs))
-            table = vector_arrow(name, part, texts_of(part, at), vecs, dim, model, created_at)
-            yield from table.to_batches()
+            texts = row_text(name, part)
+            yield from vector_arrow(name, part, texts, vecs, dim, model, created_at).to_batches()
             at += len(vecs)
 
     store.write_lance(output_dir, name, batches(), lance_schema(name, dim))

@@ -1,7 +1,11 @@
-"""The text each vector table embeds and stores: one short rendering per row.
+"""The text of each vector table's rows: one short rendering per row.
 
-The stored (full-text indexed) `text` column is the same string the model embeds: a text
-unit's own text, "title (TYPE): description", "a -> b: description", the report truncated.
+A row's rendering (`row_text`) is a text unit's own text, "title (TYPE): description",
+"a -> b: description", a report's content. What the model reads (`embedding_text`) is that
+rendering cut to the table's token cap; the stored, full-text indexed `text` column is the
+text the model read when the table's vectors are embedded, and the whole rendering when they
+are derived (pipeline.vectors.lance): a cap bounds the model's work, and a text the model
+never reads is searchable to its last word (as GraphRAG's vector stores keep it).
 """
 
 from __future__ import annotations
@@ -11,12 +15,19 @@ import polars as pl
 from pipeline import schemas
 from pipeline.tokens import truncate_tokens
 
-# Token caps on the embedded text (the stored `text` column is the same string).
+# Token caps on the text the model embeds.
 ENTITY_TOKENS = 100
 RELATIONSHIP_TOKENS = 100
 REPORT_TOKENS = 256
 NODE_TOKENS = 256
 TEXT_UNIT_TOKENS = 512
+CAPS = {
+    "text_units": TEXT_UNIT_TOKENS,
+    "entities": ENTITY_TOKENS,
+    "relationships": RELATIONSHIP_TOKENS,
+    "community_reports": REPORT_TOKENS,
+    "content_nodes": NODE_TOKENS,
+}
 
 
 def _truncate(
@@ -34,50 +45,50 @@ def _truncate(
     ]
 
 
-def embedding_text(name: str, frame: pl.DataFrame) -> list[str]:
-    """The string embedded (and full-text indexed) for each row of table `name`."""
+def row_text(name: str, frame: pl.DataFrame) -> pl.Series:
+    """The whole rendering of each row of table `name` (a string column, never null)."""
+    if name not in CAPS:
+        raise ValueError(f"no vector table {name!r}; known: {sorted(schemas.VECTOR_TABLES)}")
     if frame.height == 0:
-        return []
+        return pl.Series("text", [], dtype=pl.String)
     if name == "text_units":
-        texts = frame["text"].fill_null("").to_list()
-        counts = frame["n_tokens"].to_list() if "n_tokens" in frame.columns else None
-        return _truncate(texts, TEXT_UNIT_TOKENS, counts)
-    if name == "entities":
-        texts = frame.select(
-            pl.concat_str(
-                pl.col("title").fill_null(""),
-                pl.lit(" ("),
-                pl.col("type").fill_null(""),
-                pl.lit("): "),
-                pl.col("description").fill_null(""),
-            )
-        ).to_series()
-        return _truncate(texts.to_list(), ENTITY_TOKENS)
-    if name == "relationships":
-        texts = frame.select(
-            pl.concat_str(
-                pl.col("source").fill_null(""),
-                pl.lit(" -> "),
-                pl.col("target").fill_null(""),
-                pl.lit(": "),
-                pl.col("description").fill_null(""),
-            )
-        ).to_series()
-        return _truncate(texts.to_list(), RELATIONSHIP_TOKENS)
-    if name == "community_reports":
-        texts = frame.select(
+        rendering = pl.col("text")
+    elif name == "entities":
+        rendering = pl.concat_str(
+            pl.col("title").fill_null(""),
+            pl.lit(" ("),
+            pl.col("type").fill_null(""),
+            pl.lit("): "),
+            pl.col("description").fill_null(""),
+        )
+    elif name == "relationships":
+        rendering = pl.concat_str(
+            pl.col("source").fill_null(""),
+            pl.lit(" -> "),
+            pl.col("target").fill_null(""),
+            pl.lit(": "),
+            pl.col("description").fill_null(""),
+        )
+    elif name == "community_reports":
+        rendering = (
             pl.when(pl.col("full_content").fill_null("") != "")
             .then(pl.col("full_content"))
             .otherwise(pl.concat_str(pl.col("title"), pl.lit("\n"), pl.col("summary")))
-            .fill_null("")
-        ).to_series()
-        return _truncate(texts.to_list(), REPORT_TOKENS)
-    if name == "content_nodes":
-        texts = frame.select(
+        )
+    else:  # content_nodes: a node without text (a figure) by its description
+        rendering = (
             pl.when(pl.col("text").fill_null("").str.strip_chars() != "")
             .then(pl.col("text"))
             .otherwise(pl.col("description"))
-            .fill_null("")
-        ).to_series()
-        return _truncate(texts.to_list(), NODE_TOKENS)
-    raise ValueError(f"no vector table {name!r}; known: {sorted(schemas.VECTOR_TABLES)}")
+        )
+    return frame.select(rendering.fill_null("").alias("text")).to_series()
+
+
+def embedding_text(name: str, frame: pl.DataFrame) -> list[str]:
+    """The string the model embeds for each row of table `name`: its rendering cut to the
+    table's token cap (a text unit by its known token count)."""
+    texts = row_text(name, frame).to_list()
+    counts = None
+    if name == "text_units" and "n_tokens" in frame.columns:
+        counts = frame["n_tokens"].to_list()
+    return _truncate(texts, CAPS[name], counts)
