@@ -84,6 +84,8 @@ def documents_asset(n_shards: int):
         ),
     },
     deps=["documents"],
+    # nothing before the tail reads it: after the steps that feed the embedding worker
+    op_tags={"dagster/priority": "-1"},
     group_name="ingest",
 )
 def publications(context: AssetExecutionContext, docgraph: DocgraphConfig):

@@ -39,6 +39,12 @@ def executor_by_size(settings: Settings, entries: list[Entry]) -> str | None:
     return "multiprocess" if files >= limit else None
 
 
+# The job `run_index` built, by index_job's arguments, while it runs: execute_job rebuilds
+# the job by calling index_job, and in this process that is the same job (~0.4 s of
+# definitions before the first step). A step process of its own builds its own.
+_BUILT: dict[tuple, object] = {}
+
+
 def index_job(
     config_path: str | None,
     input_dir: str | None,
@@ -48,6 +54,9 @@ def index_job(
     """The index job over the given settings file and folders (what `run_index` executes)."""
     from definitions import make_definitions
 
+    built = _BUILT.get((config_path, input_dir, output_dir, executor))
+    if built is not None:
+        return built
     defs = make_definitions(config_path, input_dir, output_dir, executor)
     return defs.resolve_job_def("index_job")
 
@@ -109,6 +118,8 @@ def run_index(
         instance = (
             DagsterInstance.local_temp(scratch.name) if scratch else DagsterInstance.ephemeral()
         )
+    key = (config_path, input_dir, output_dir, executor)
+    _BUILT[key] = job
     try:
         with (
             memory.frozen(),
@@ -123,6 +134,7 @@ def run_index(
         ):
             return result
     finally:  # a run that failed before publishing still held the output lock
+        _BUILT.pop(key, None)
         lock.release(settings.output_dir)
         if scratch is not None:
             instance.dispose()
