@@ -1,7 +1,9 @@
 """LanceDB vector tables (explicit Arrow schemas, full-text index) for search.
 
-Text units are embedded first; entity, relationship and report vectors are derived from
-them by default (see pipeline.vectors.lance), hence the chain of dependencies.
+Text units are embedded first, a shard at a time (chunk_embeddings, into the embedding
+cache); content node, entity, relationship and report vectors are derived from them by
+default (see pipeline.vectors.lance), hence the chain of dependencies. The Lance tables are
+one step (vector_tables, pipeline.vectors.tables), each table an asset of its own.
 """
 
 import time
@@ -10,7 +12,6 @@ from collections.abc import Iterator
 import polars as pl
 from dagster import (
     AssetExecutionContext,
-    AssetIn,
     AssetsDefinition,
     AssetSpec,
     MaterializeResult,
@@ -24,10 +25,10 @@ from assets.shards import SHARD_POLICY, shard_partitions
 from pipeline import schemas
 from pipeline.compat.lance_names import write_alias
 from pipeline.storage import store
-from pipeline.vectors.graph_tables import GRAPH_TABLES, build_graph_tables
-from pipeline.vectors.lance import INPUT_COLUMNS, build_vector_table, read_vectors
+from pipeline.vectors.lance import read_vectors
 from pipeline.vectors.same_topic import same_topic_edges as build_same_topic_edges
 from pipeline.vectors.static_titles import static_titles
+from pipeline.vectors.tables import VECTOR_TABLES, build_vector_tables_at_once
 from pipeline.vectors.texts import embedding_text
 from resources import DocgraphConfig, EmbedderResource, output_root_metadata
 from resources.output import run_dir
@@ -64,20 +65,6 @@ def _table_result(
             **lance_metadata(folder, source),
         },
     )
-
-
-def _materialize(
-    context: AssetExecutionContext,
-    docgraph: DocgraphConfig,
-    embedder: EmbedderResource,
-    source: str,
-    frame: pl.DataFrame,
-) -> MaterializeResult:
-    started = time.perf_counter()
-    emb = embedder.get()
-    folder = run_dir(docgraph, context)
-    rows = build_vector_table(folder, source, frame, emb, docgraph.settings().embedding)
-    return _table_result(context, docgraph, emb, source, rows, started)
 
 
 # Texts per embedding call: one call per shard paid a cache scan and a short last batch
@@ -131,76 +118,51 @@ def chunk_embeddings_asset(n_shards: int) -> AssetsDefinition:
     return chunk_embeddings
 
 
-def _vector_asset(source: str, after: list[str]) -> AssetsDefinition:
-    @asset(
-        name=f"{source}_vectors",
-        # only the columns the vector table is built from (resources.parquet_io)
-        ins={"frame": AssetIn(source, metadata={"columns": INPUT_COLUMNS.get(source)})},
-        deps=after,
-        group_name="vectors",
-        description=f"LanceDB table `{source}`: vectors + full-text index.",
-        kinds=set(LANCE_KINDS),
-    )
-    def _build(
-        context: AssetExecutionContext,
-        docgraph: DocgraphConfig,
-        embedder: EmbedderResource,
-        frame: pl.DataFrame,
-    ) -> MaterializeResult:
-        return _materialize(context, docgraph, embedder, source, frame)
-
-    return _build
-
-
-_GRAPH_DEPS = {
+# The tables each Lance table is made from (besides the ones it reads, its vectors come
+# from the embedding cache, filled by chunk_embeddings, or from the earlier vector tables).
+_VECTOR_DEPS = {
+    "text_units": ["text_units", "chunk_embeddings"],
+    "content_nodes": ["content_nodes", "text_units", "text_units_vectors"],
     "entities": ["entities", "text_units_vectors"],
-    "relationships": ["relationships", "text_units_vectors", "entities_vectors"],
     "community_reports": ["community_reports", "communities", "entities_vectors"],
+    "relationships": ["relationships", "text_units_vectors", "entities_vectors"],
+}
+_DESCRIPTIONS = {
+    "content_nodes": "LanceDB table `content_nodes` (node_type, section): node search, "
+    "pre-filtered."
 }
 
 
 @multi_asset(
-    name="graph_vectors",
+    name="vector_tables",
     specs=[
         AssetSpec(
             f"{source}_vectors",
-            # it reads its tables itself (INPUT_COLUMNS), each only when it is made
-            deps=_GRAPH_DEPS[source],
+            # the step reads each table itself (INPUT_COLUMNS), just when it makes its own
+            deps=_VECTOR_DEPS[source],
             group_name="vectors",
-            description=f"LanceDB table `{source}`: vectors + full-text index.",
+            description=_DESCRIPTIONS.get(
+                source, f"LanceDB table `{source}`: vectors + full-text index."
+            ),
             kinds=set(LANCE_KINDS),
             skippable=True,
         )
-        for source in GRAPH_TABLES
+        for source in VECTOR_TABLES
     ],
     can_subset=True,
 )
-def graph_vectors(
+def vector_tables(
     context: AssetExecutionContext, docgraph: DocgraphConfig, embedder: EmbedderResource
 ) -> Iterator[MaterializeResult]:
-    """The entity, relationship and report tables in one step, side by side while they are
-    small (pipeline.vectors.graph_tables): the run's last seconds on both cores."""
+    """Every Lance table in one step, written side by side while they are small
+    (pipeline.vectors.tables): the run's last seconds on both cores."""
     started = time.perf_counter()
     emb = embedder.get()
     folder = run_dir(docgraph, context)
     names = [key.to_user_string().removesuffix("_vectors") for key in context.selected_asset_keys]
-    for source, rows in build_graph_tables(folder, names, emb, docgraph.settings().embedding):
+    settings = docgraph.settings().embedding
+    for source, rows in build_vector_tables_at_once(folder, names, emb, settings):
         yield _table_result(context, docgraph, emb, source, rows, started)
-
-
-@asset(
-    deps=["text_units_vectors", "text_units"],
-    group_name="vectors",
-    description="LanceDB table `content_nodes` (node_type, section): node search, pre-filtered.",
-    kinds=set(LANCE_KINDS),
-)
-def content_nodes_vectors(
-    context: AssetExecutionContext,
-    docgraph: DocgraphConfig,
-    embedder: EmbedderResource,
-    content_nodes: pl.DataFrame,
-) -> MaterializeResult:
-    return _materialize(context, docgraph, embedder, "content_nodes", content_nodes)
 
 
 @asset(
@@ -243,8 +205,6 @@ def same_topic_edges(
 
 
 vector_assets = [
-    _vector_asset("text_units", ["chunk_embeddings"]),
-    graph_vectors,
-    content_nodes_vectors,
+    vector_tables,
     same_topic_edges,
 ]

@@ -6,14 +6,16 @@ import hashlib
 
 import numpy as np
 import polars as pl
-from dagster import build_asset_context, materialize
+from dagster import asset, materialize
 
 from assets.chunking import chunks_asset
 from assets.ingest import documents_asset
 from assets.structure import structure_asset
-from assets.vectors import vector_assets
+from assets.vectors import vector_tables
+from pipeline import schemas
 from pipeline.storage import store
 from resources import DocgraphConfig, EmbedderResource
+from resources.output import run_dir
 
 
 class HashEmbedder:
@@ -106,23 +108,33 @@ def test_chunks_asset_chunks_inside_sections(tmp_path):
 
 
 def test_vector_asset_writes_a_lance_table_of_every_row(tmp_path):
+    """One table of the vector_tables step, selected alone (the step reads its table)."""
     config = DocgraphConfig(output_dir=str(tmp_path))
-    frame = pl.DataFrame(
+    units = pl.DataFrame(
         {"id": ["u1", "u2"], "text": ["Ada Lovelace", "Charles Babbage"], "document_id": ["d", "d"]}
     )
-    asset_fn = next(a for a in vector_assets if a.key.to_user_string() == "text_units_vectors")
-    result = asset_fn(
-        context=build_asset_context(),
-        docgraph=config,
-        embedder=FakeEmbedderResource(config=config),
-        frame=frame,
+    typed = pl.concat([schemas.empty("text_units"), units], how="diagonal_relaxed")
+
+    @asset(name="text_units")
+    def text_units(context, docgraph: DocgraphConfig) -> None:
+        store.write_table(run_dir(docgraph, context), "text_units", typed)
+
+    result = materialize(
+        [text_units, vector_tables],
+        selection=["text_units", "text_units_vectors"],
+        resources={"docgraph": config, "embedder": FakeEmbedderResource(config=config)},
     )
-    assert result.metadata["rows"] == 2
+    staging = store.staging_dir(tmp_path)
+    [_, event] = result.get_asset_materialization_events()
+    assert event.asset_key.path == ["text_units_vectors"]
+    assert event.materialization.metadata["rows"].value == 2
     # written into the staging version, not published (only published_index publishes)
     assert store.read_manifest(tmp_path) is None
-    table = store.lance_db(store.staging_dir(tmp_path)).open_table("text_units")
+    table = store.lance_db(staging).open_table("text_units")
     assert table.count_rows() == 2
     assert table.schema.field("vector").type.list_size == HashEmbedder.dim
+    made = set(store.lance_db(staging).table_names())  # the others were not asked for
+    assert not made & {"content_nodes", "entities", "relationships", "community_reports"}
 
 
 def test_metadata_preview_escapes_html_and_pipes():

@@ -20,7 +20,6 @@ from pipeline.llm.client import LlmClient
 from pipeline.llm.fake_server import FakeLlm
 from pipeline.storage import store
 from pipeline.vectors import lance as vectors
-from pipeline.vectors.graph_tables import build_graph_tables
 
 
 def _digest(df: pl.DataFrame) -> str:
@@ -30,7 +29,14 @@ def _digest(df: pl.DataFrame) -> str:
 @pytest.fixture(scope="module")
 def tables(sample_index) -> dict[str, pl.DataFrame]:
     _, out, _, _ = sample_index
-    names = ("entities", "relationships", "text_units", "communities", "community_reports")
+    names = (
+        "entities",
+        "relationships",
+        "text_units",
+        "communities",
+        "community_reports",
+        "content_nodes",
+    )
     return {name: store.read_table(out, name) for name in names}
 
 
@@ -158,40 +164,39 @@ def test_merge_of_coded_mentions_equals_merge_of_strings(sample_index) -> None:
 
 
 @pytest.mark.parametrize("side_by_side", [True, False])
-def test_graph_tables_built_in_one_step_equal_the_tables_built_one_by_one(
+def test_vector_tables_made_in_one_step_equal_the_tables_made_one_by_one(
     sample_index, tables, tmp_path, monkeypatch, side_by_side
 ) -> None:
-    """build_graph_tables (graph_vectors' step, over its tables' INPUT_COLUMNS) derives the
-    relationship and report vectors from the entity vectors in memory, writing the tables
-    side by side while small, else one after another: the same tables as one at a time,
-    each reading the earlier from Lance; a subset reads what it lacks from Lance."""
-    from pipeline.vectors import graph_tables
+    """build_vector_tables_at_once (the vector_tables step, over its tables' INPUT_COLUMNS)
+    derives node, entity, relationship and report vectors from vectors in memory, writing
+    the tables side by side while small, else one after another: the same tables as one at
+    a time, each reading the earlier from Lance; a subset reads what it lacks from Lance."""
+    from pipeline.vectors import tables as together
 
     if not side_by_side:
-        monkeypatch.setattr(graph_tables, "SIDE_BY_SIDE_BYTES", 0)
+        monkeypatch.setattr(together, "SIDE_BY_SIDE_BYTES", 0)
     _, out, _, _ = sample_index
     settings, embedder = EmbeddingSettings(), _HashEmbedder()
-    graph = graph_tables.GRAPH_TABLES
+    every = together.VECTOR_TABLES
     for label in ("alone", "together", "subset"):
         shutil.copytree(store.resolve(out), tmp_path / label)
-        vectors.build_vector_table(
-            tmp_path / label, "text_units", tables["text_units"], embedder, settings
-        )
-    for name in graph:
+    for name in every:
         groups = tables["communities"] if name == "community_reports" else None
         vectors.build_vector_table(
             tmp_path / "alone", name, tables[name], embedder, settings, groups
         )
     small = _pruned(tables, vectors.INPUT_COLUMNS)
-    built = build_graph_tables(tmp_path / "together", graph, embedder, settings, small.get)
-    assert list(built) == [(name, tables[name].height) for name in graph]
-    vectors.build_vector_table(
-        tmp_path / "subset", "entities", tables["entities"], embedder, settings
+    built = together.build_vector_tables_at_once(
+        tmp_path / "together", every, embedder, settings, small.get
     )
-    assert list(build_graph_tables(tmp_path / "subset", ["relationships"], embedder, settings)) == [
-        ("relationships", tables["relationships"].height)
-    ]
-    for label, names in (("together", graph), ("subset", ("relationships",))):
+    assert list(built) == [(name, tables[name].height) for name in every]
+    for name in ("text_units", "entities"):
+        vectors.build_vector_table(tmp_path / "subset", name, tables[name], embedder, settings)
+    subset = ["relationships", "content_nodes"]
+    assert list(
+        together.build_vector_tables_at_once(tmp_path / "subset", subset, embedder, settings)
+    ) == [(name, tables[name].height) for name in ("content_nodes", "relationships")]
+    for label, names in (("together", every), ("subset", subset)):
         for name in names:
             expected, got = (
                 store.lance_db(tmp_path / where)

@@ -57,6 +57,7 @@ INPUT_COLUMNS = {
     ],
     "community_reports": ["id", "community", "level", "title", "summary", "full_content"],
     "communities": ["community", "entity_ids"],  # the members of derived report vectors
+    "content_nodes": ["id", "node_type", "text", "description", "document_id", "section_id"],
 }
 
 
@@ -78,7 +79,11 @@ Known = dict[str, tuple[list[str], np.ndarray]]
 
 
 def _vectors_of(output_dir: str | Path, name: str, known: Known | None) -> tuple:
-    return known[name] if known and name in known else read_vectors(output_dir, name)
+    if known is None:
+        return read_vectors(output_dir, name)
+    if name not in known:  # read once for every table made from them
+        known[name] = read_vectors(output_dir, name)
+    return known[name]
 
 
 def compute_vectors(
@@ -93,7 +98,7 @@ def compute_vectors(
     """(n, dim) vectors of table `name`'s rows, embedded or derived as the settings say."""
     dim = embedder.dim
     if name == "content_nodes":
-        return node_vectors(output_dir, frame, embedder, settings)
+        return node_vectors(output_dir, frame, embedder, settings, known=known)
     if vector_mode(name, settings, communities) == "text" or frame.height == 0:
         texts = embedding_text(name, frame)
         return np.asarray(embedder.embed(texts), dtype=np.float32).reshape(len(texts), dim)
@@ -158,6 +163,7 @@ def node_vectors(
     embedder: EmbedderLike,
     settings: EmbeddingSettings,
     text_units: pl.DataFrame | None = None,
+    known: Known | None = None,
 ) -> np.ndarray:
     """(n, dim) content-node vectors: PARAGRAPH/LIST_ITEM nodes derived from the text units
     holding them (units' `content_node_ids`, vectors from the text_units Lance table), other
@@ -168,8 +174,8 @@ def node_vectors(
     embed_rows = np.arange(n)
     if settings.node_vectors == "derived" and n:
         if text_units is None:
-            text_units = store.read_table(output_dir, "text_units")
-        unit_ids, unit_vecs = read_vectors(output_dir, "text_units")
+            text_units = store.read_table(output_dir, "text_units", ["id", "content_node_ids"])
+        unit_ids, unit_vecs = _vectors_of(output_dir, "text_units", known)
         holders = (
             text_units.select(pl.col("id").alias("unit"), pl.col("content_node_ids").alias("node"))
             .explode("node")
