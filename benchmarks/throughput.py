@@ -4,7 +4,7 @@ against its floor — embedding the same text units alone with the embedder the 
 loaded, and again in a new worker process that loads it first (as the index does);
 for reference, also with sentence-transformers (torch).
 
-    python benchmarks/throughput.py [--corpus musique christmas_carol] [--work DIR]
+    python benchmarks/throughput.py [--corpus musique christmas_carol] [--work DIR] [--repeat N]
 
 Each corpus is indexed into a fresh folder (empty embedding cache) by the real Dagster
 asset graph, in a process of its own; a sampler thread reads the process RSS every 20 ms and
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -153,19 +154,41 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--corpus", nargs="+", default=list(CORPORA), choices=list(CORPORA))
     parser.add_argument("--work", default=None, help="scratch folder (default: a temp dir)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="index and measure the floor this many times (a fresh folder each), then print "
+        "each run's ratio and their median: on a machine whose speed drifts, one floor "
+        "measurement moves the ratio more than most changes do",
+    )
+    parser.add_argument("--result", default=None, help=argparse.SUPPRESS)  # a run's figures
     args = parser.parse_args()
     if not SHARED.is_dir():
         raise SystemExit(f"benchmarks need {SHARED}")
     work = Path(args.work or tempfile.mkdtemp(prefix="docgraph-throughput-"))
     if len(args.corpus) > 1:  # one process per corpus, so peak memory is its own
         for name in args.corpus:
-            subprocess.run(
-                [sys.executable, __file__, "--corpus", name, "--work", str(work)], check=True
-            )
+            command = [sys.executable, __file__, "--corpus", name, "--work", str(work)]
+            subprocess.run([*command, "--repeat", str(args.repeat)], check=True)
+        return
+
+    if args.repeat > 1:  # each run in a process of its own: nothing warm from the last
+        ratios = []
+        for i in range(args.repeat):
+            result = work / f"run{i}.json"
+            command = [sys.executable, __file__, "--corpus", *args.corpus, "--work", str(work)]
+            subprocess.run([*command, "--result", str(result)], check=True)
+            r = json.loads(result.read_text())
+            ratios.append(r["total_s"] / r["floor_s"])
+            print(f"run {i + 1}: {r['total_s']:.2f} s / {r['floor_s']:.2f} s = {ratios[-1]:.2f}x")
+        print(f"median ratio of {args.repeat} runs: {statistics.median(ratios):.2f}x")
         return
 
     for name in args.corpus:
         r = bench(name, work)
+        if args.result:
+            Path(args.result).write_text(json.dumps(r))
         print(
             f"\n## {r['corpus']}: {r['documents']} documents, {r['text_units']} text units, "
             f"{r['tokens']} tokens -> {r['entities']} entities, {r['relationships']} "
