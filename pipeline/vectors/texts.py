@@ -2,10 +2,10 @@
 
 A row's rendering (`row_text`) is a text unit's own text, "title (TYPE): description",
 "a -> b: description", a report's content. What the model reads (`embedding_text`) is that
-rendering cut to the table's token cap; the stored, full-text indexed `text` column is the
-text the model read when the table's vectors are embedded, and the whole rendering when they
-are derived (pipeline.vectors.lance): a cap bounds the model's work, and a text the model
-never reads is searchable to its last word (as GraphRAG's vector stores keep it).
+rendering cut to the table's token cap; the stored, full-text indexed `text` column of a
+Lance table is the whole rendering (pipeline.vectors.lance): the cap bounds the model's work,
+and every word stays searchable, as GraphRAG's vector stores keep whole texts. (Under the
+default derived vectors the model reads none of the graph tables' texts.)
 """
 
 from __future__ import annotations
