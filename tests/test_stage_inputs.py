@@ -109,6 +109,13 @@ class _HashEmbedder:
         return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dim) / 255.0
 
 
+def _lance_rows(root, name: str):
+    """Lance table `name` by id, without created_at (when it was built: the one column that
+    may differ between two builds)."""
+    table = store.lance_db(root).open_table(name).to_arrow()
+    return table.sort_by("id").drop_columns(["created_at"])
+
+
 VECTOR_SOURCES = ("text_units", "entities", "relationships", "community_reports")
 
 
@@ -131,13 +138,7 @@ def test_vector_tables_read_only_their_columns(
     for name in VECTOR_SOURCES:
         assert set(small[name].columns) < set(tables[name].columns)
         full_table, small_table = (
-            # created_at: when each table was built, the one column that may differ
-            store.lance_db(tmp_path / label)
-            .open_table(name)
-            .to_arrow()
-            .sort_by("id")
-            .drop_columns(["created_at"])
-            for label in ("full", "small")
+            _lance_rows(tmp_path / label, name) for label in ("full", "small")
         )
         assert full_table.num_rows == tables[name].height > 0
         assert full_table.equals(small_table), name
@@ -198,13 +199,6 @@ def test_vector_tables_made_in_one_step_equal_the_tables_made_one_by_one(
     ) == [(name, tables[name].height) for name in ("content_nodes", "relationships")]
     for label, names in (("together", every), ("subset", subset)):
         for name in names:
-            expected, got = (
-                store.lance_db(tmp_path / where)
-                .open_table(name)
-                .to_arrow()
-                .sort_by("id")
-                .drop_columns(["created_at"])
-                for where in ("alone", label)
-            )
+            expected, got = (_lance_rows(tmp_path / where, name) for where in ("alone", label))
             assert got.num_rows == tables[name].height > 0
             assert got.equals(expected), (label, name)
