@@ -45,6 +45,13 @@ def _truncate(
     ]
 
 
+def _joined(*parts: str) -> pl.Expr:
+    """Columns (parts 1, 3, 5...; a null read as "") joined by the literal separators between."""
+    return pl.concat_str(
+        [pl.col(p).fill_null("") if i % 2 == 0 else pl.lit(p) for i, p in enumerate(parts)]
+    )
+
+
 def row_text(name: str, frame: pl.DataFrame) -> pl.Series:
     """The whole rendering of each row of table `name` (a string column, never null)."""
     if name not in CAPS:
@@ -54,21 +61,9 @@ def row_text(name: str, frame: pl.DataFrame) -> pl.Series:
     if name == "text_units":
         rendering = pl.col("text")
     elif name == "entities":
-        rendering = pl.concat_str(
-            pl.col("title").fill_null(""),
-            pl.lit(" ("),
-            pl.col("type").fill_null(""),
-            pl.lit("): "),
-            pl.col("description").fill_null(""),
-        )
+        rendering = _joined("title", " (", "type", "): ", "description")
     elif name == "relationships":
-        rendering = pl.concat_str(
-            pl.col("source").fill_null(""),
-            pl.lit(" -> "),
-            pl.col("target").fill_null(""),
-            pl.lit(": "),
-            pl.col("description").fill_null(""),
-        )
+        rendering = _joined("source", " -> ", "target", ": ", "description")
     elif name == "community_reports":
         rendering = (
             pl.when(pl.col("full_content").fill_null("") != "")
