@@ -6,9 +6,10 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
-from pipeline.cpu import cgroup_quota, usable_cpus
+from pipeline.cpu import CpuMeter, cgroup_quota, usable_cpus
 
 ROOT = Path(__file__).resolve().parents[1]
 AFFINITY = len(os.sched_getaffinity(0))
@@ -52,7 +53,7 @@ def test_no_cgroup_files_leave_the_affinity(tmp_path):
 
 def test_a_process_pinned_to_one_cpu_sizes_its_embedder_for_one(tmp_path):
     """Real affinity, not a fake file: a child pinned to one CPU sees one, and the index's
-    ONNX embedder (when the model is exported) runs one thread there."""
+    ONNX embedder (when the model is exported) runs one stream there."""
     code = textwrap.dedent(
         """
         import os
@@ -61,7 +62,7 @@ def test_a_process_pinned_to_one_cpu_sizes_its_embedder_for_one(tmp_path):
         from pipeline.cpu import usable_cpus
         from pipeline.vectors.embed_onnx import OnnxEmbedder, index_embedder
         embedder = index_embedder(EmbeddingSettings())
-        threads = embedder.session.get_session_options().intra_op_num_threads
+        threads = embedder.streams
         print(usable_cpus(), isinstance(embedder, OnnxEmbedder), threads)
         """
     )
@@ -73,3 +74,25 @@ def test_a_process_pinned_to_one_cpu_sizes_its_embedder_for_one(tmp_path):
     assert cpus == "1"
     if onnx == "True":  # exported on this machine (setup's index does it)
         assert threads == "1"
+
+
+def test_the_meter_reads_a_busy_process_an_idle_one_and_a_gone_one():
+    """Real processes: a busy loop uses about a core, a sleeping process none, and a process
+    that exited reads as none (the worker then runs every stream)."""
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        meters = {"busy": CpuMeter(busy.pid, interval=0.2), "idle": CpuMeter(idle.pid, 0.2)}
+        assert meters["busy"].cores() == 0.0  # nothing measured yet
+        time.sleep(1.0)
+        cores = {name: meter.cores() for name, meter in meters.items()}
+        assert cores["busy"] > 0.5, cores
+        assert cores["idle"] < 0.1, cores
+        assert meters["busy"].cores() == cores["busy"]  # read again within the interval
+    finally:
+        busy.kill()
+        idle.kill()
+        busy.wait()
+        idle.wait()
+    time.sleep(0.3)
+    assert meters["busy"].cores() == 0.0

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -84,6 +86,31 @@ def test_batches_by_tokens_keep_order_and_vectors(exported: Path):
     reference = get_embedder(EmbeddingSettings()).embed(texts)
     assert got.shape == reference.shape == (len(texts), 384)
     assert np.all((got * reference).sum(axis=1) > 1 - 1e-5)
+
+
+def test_streams_run_passes_side_by_side_and_make_one_streams_vectors(exported: Path, monkeypatch):
+    """Two streams: the batches run on two threads at once and every vector is the one a
+    single stream makes, bit for bit; a stream given up to another process (the worker's
+    parent, busy) leaves every pass to the other."""
+    model = resolve_model(EmbeddingSettings().model)
+    texts = TEXTS * 2 + [f"Entity number {i} of the list" for i in range(9)]
+    alone = OnnxEmbedder(model, exported, 1, batch_tokens=64, batch_size=4).embed(texts)
+    onnx = OnnxEmbedder(model, exported, 2, batch_tokens=64, batch_size=4)
+    threads: list[int] = []
+    run = onnx._run
+
+    def slow_run(encodings, width):  # slow passes: the second stream surely takes some
+        threads.append(threading.get_ident())
+        time.sleep(0.05)
+        return run(encodings, width)
+
+    monkeypatch.setattr(onnx, "_run", slow_run)
+    assert np.array_equal(onnx.embed(texts), alone)
+    assert len(set(threads)) == 2
+    threads.clear()
+    monkeypatch.setattr(onnx, "_streams_now", lambda: 1)  # what leave_cores_to says then
+    assert np.array_equal(onnx.embed(texts), alone)
+    assert len(set(threads)) == 1
 
 
 def test_the_first_worker_exports_the_model_and_the_next_runs_without_torch(tmp_path, monkeypatch):

@@ -274,6 +274,8 @@ def _serve(settings: EmbeddingSettings) -> None:
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever prints from here on goes to stderr, not into the protocol
     embedder = index_embedder(settings, export=True)  # onnxruntime; torch if not exportable
+    if hasattr(embedder, "leave_cores_to"):  # the index's steps go on while it embeds
+        embedder.leave_cores_to(os.getppid())
     for batch in _batches(_inbox(sys.stdin.buffer)):
         for reply in _answer(embedder, batch):
             pickle.dump(reply, out, protocol=pickle.HIGHEST_PROTOCOL)
