@@ -41,9 +41,10 @@ def make_definitions(
     on `executor` (resources.executors; None: $DOCGRAPH_EXECUTOR, else in_process)."""
     resources = build_resources(config_path, input_dir, output_dir)
     settings = resources["docgraph"].settings()
+    assets = index_assets(settings.storage.shards)
     return Definitions(
-        assets=index_assets(settings.storage.shards),
-        asset_checks=index_checks,
+        assets=assets,
+        asset_checks=index_checks(assets),
         jobs=[index_job(settings.output_dir, executor)],
         schedules=[index_nightly],
         sensors=[input_folder_changed],

@@ -43,6 +43,6 @@ def index_assets(n_shards: int) -> list[AssetsDefinition]:
     return [*assets, publish.published_index_asset([key for a in assets for key in a.keys])]
 
 
-index_checks = checks.integrity_checks
+index_checks = checks.index_checks
 
 __all__ = ["index_assets", "index_checks"]
