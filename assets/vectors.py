@@ -92,9 +92,11 @@ def chunk_embeddings_asset(n_shards: int) -> AssetsDefinition:
         started = time.perf_counter()
         folder = run_dir(docgraph, context)
         emb = embedder.get()
-        # the vector steps after this one write Lance tables: import it while the worker
-        # embeds these texts, not in the run's single-threaded tail
+        # the vector steps after this one write Lance tables and derive the entities' title
+        # vectors from token states: import and load those while the worker embeds these
+        # texts, not in the run's tail
         store.import_lance()
+        static_titles(emb, docgraph.settings().embedding)
         texts: list[str] = []
         for key in context.partition_keys:  # shards' texts together, EMBED_TEXTS at a time
             texts += embedding_text("text_units", store.read_shard(folder, "chunks", key))

@@ -17,6 +17,8 @@ _LATIN_RE = re.compile(r"[a-z]", re.IGNORECASE)
 def language(text: str) -> str:
     """ "ru" or "en": the script with more letters in the first 2000 characters."""
     sample = text[:2000]
+    if _CYR_RE.search(sample) is None:  # most texts: no letter to count
+        return "en"
     cyr = len(_CYR_RE.findall(sample))
     lat = len(_LATIN_RE.findall(sample))
     return "ru" if cyr > lat else "en"
