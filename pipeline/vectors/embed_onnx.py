@@ -174,9 +174,11 @@ class OnnxEmbedder:
                 done.set()
 
         others = [self._pool.submit(stream, k) for k in range(1, self.streams)]
-        stream(0)
-        for other in others:
-            other.result()
+        try:
+            stream(0)
+        finally:  # a failed pass stops the others; none writes after this returns or raises
+            for other in others:
+                other.result()
 
     @property
     def model_id(self) -> str:
