@@ -1,10 +1,12 @@
-"""Passage retrieval on MuSiQue (100 multi-hop questions, 1,890 passages), every query mode.
+"""Passage retrieval on MuSiQue (100 multi-hop questions, 1,890 passages), every query mode;
+or on another multi-hop set in HippoRAG's layout (`--data`: HotpotQA, 2WikiMultihopQA).
 
     python benchmarks/retrieval.py                      # index into a temp folder, evaluate
     python benchmarks/retrieval.py --work /tmp/mq       # keep the index in /tmp/mq/output
     python benchmarks/retrieval.py --output DIR         # evaluate an existing index
     python benchmarks/retrieval.py --work /tmp/mq --reindex
     python benchmarks/retrieval.py --output DIR --modes dense,local --budgets ""
+    python benchmarks/retrieval.py --data DIR [--name hotpotqa_train] --work /tmp/hq
 
 Each corpus passage is one document, `<work>/input/{i:05d}.txt` = title + "\\n" + text,
 indexed by the same asset graph `docgraph index` runs (assets.run.run_index). Gold
@@ -17,8 +19,10 @@ model (all-MiniLM-L6-v2) over each passage's title + "\\n" + text, cosine, one r
 passage (vectors cached next to the index); `naive` is the index's own dense search over
 text units (the same text, chunked); local, expand, flow, flow_quick are the graph modes.
 Every search runs with the default settings (top_k_units 10), as a user would get them, so
-"ctx tok" is the mean context an LLM would be given. Rows: all 100 questions, the first 50
-("tune": the only ones any weight was chosen on) and the last 50 ("held out"). The paired
+"ctx tok" is the mean context an LLM would be given. Rows: all questions; on MuSiQue also
+the first 50 ("tune": the only ones any weight was chosen on) and the last 50 ("held out").
+Another set (`--data DIR`: `<name>.json` and `<name>_corpus.json`, see `load_dataset`) is
+held out as a whole: no weight was chosen on it. The paired
 bootstrap (10,000 resamples of the questions, seed 0) gives each mode's R@5 minus dense's
 with a 95% percentile interval. The budget curve runs local at several context budgets and
 scores only the text units that made it into the context (R@5 and all-gold-in-context).
@@ -46,22 +50,55 @@ DATA = ROOT.parent / "shared" / "data" / "musique"
 KS = (2, 5, 10)
 MODES = ("dense", "naive", "local", "expand", "flow", "flow_quick")
 SPLITS = (("all", slice(0, None)), ("tune", slice(0, 50)), ("held out", slice(50, None)))
+MUSIQUE = "musique_train"
 BUDGETS = (1000, 1500, 2000, 2500, 4000, 8000)
 RESAMPLES = 10_000
 
 
-def load_musique(data: Path = DATA) -> tuple[list[dict], list[dict], list[set[int]]]:
-    corpus = json.loads((data / "musique_train_corpus.json").read_text(encoding="utf-8"))
-    questions = json.loads((data / "musique_train.json").read_text(encoding="utf-8"))
+def dataset_name(data: Path) -> str:
+    """The question set in folder `data`: the `<name>` of its one `<name>_corpus.json`."""
+    names = sorted(p.name.removesuffix("_corpus.json") for p in data.glob("*_corpus.json"))
+    names = [n for n in names if (data / f"{n}.json").is_file()]
+    if len(names) != 1:
+        raise SystemExit(
+            f"{data}: expected one <name>.json with its <name>_corpus.json, found "
+            f"{names or 'none'}; name the set with --name"
+        )
+    return names[0]
+
+
+def load_dataset(
+    data: Path = DATA, name: str | None = None
+) -> tuple[list[dict], list[dict], list[set[int]]]:
+    """(corpus [{title, text}], questions, gold passage indices per question) of a multi-hop
+    set in HippoRAG's layout: `<name>.json` and `<name>_corpus.json`. The corpus is a list of
+    {title, text} (MuSiQue, 2WikiMultihopQA) or a mapping title -> its sentences (HotpotQA).
+    A question's gold passages are its paragraphs with is_supporting (MuSiQue, matched on
+    title and text together: titles repeat) or the passages titled in its supporting_facts
+    (HotpotQA, 2WikiMultihopQA)."""
+    name = name or dataset_name(data)
+    raw = json.loads((data / f"{name}_corpus.json").read_text(encoding="utf-8"))
+    if isinstance(raw, dict):
+        raw = [
+            {"title": t, "text": "".join(s) if isinstance(s, list) else str(s)}
+            for t, s in raw.items()
+        ]
+    corpus = [{"title": p["title"], "text": p["text"]} for p in raw]
+    questions = json.loads((data / f"{name}.json").read_text(encoding="utf-8"))
     by_key: dict[tuple[str, str], list[int]] = {}
+    by_title: dict[str, list[int]] = {}
     for i, p in enumerate(corpus):
         by_key.setdefault((p["title"], p["text"]), []).append(i)
+        by_title.setdefault(p["title"], []).append(i)
     gold: list[set[int]] = []
     for q in questions:
         g: set[int] = set()
-        for p in q["paragraphs"]:
-            if p["is_supporting"]:
-                g.update(by_key.get((p["title"], p["paragraph_text"]), []))
+        if "paragraphs" in q:
+            for p in q["paragraphs"]:
+                if p.get("is_supporting"):
+                    g.update(by_key.get((p["title"], p["paragraph_text"]), []))
+        for fact in q.get("supporting_facts", []):
+            g.update(by_title.get(fact[0], []))
         gold.append(g)
     return corpus, questions, gold
 
@@ -75,10 +112,9 @@ def write_inputs(corpus: list[dict], input_dir: Path) -> None:
             path.write_text(text, encoding="utf-8")
 
 
-def build_index(work: Path) -> Path:
+def build_index(work: Path, corpus: list[dict]) -> Path:
     from assets.run import run_index
 
-    corpus, _, _ = load_musique()
     write_inputs(corpus, work / "input")
     t0 = time.perf_counter()
     run_index(input_dir=str(work / "input"), output_dir=str(work / "output"))
@@ -97,7 +133,7 @@ def unit_to_passage(output: Path) -> dict[str, int]:
     joined = units.join(docs, on="document_id", how="left")
     out: dict[str, int] = {}
     for uid, src in zip(joined["id"].to_list(), joined["source_path"].to_list(), strict=True):
-        m = re.search(r"(\d{5})\.txt$", src or "")
+        m = re.search(r"(\d+)\.txt$", src or "")
         if m:
             out[uid] = int(m.group(1))
     return out
@@ -219,13 +255,13 @@ def budget_curve(index, questions, gold, u2p, budgets) -> list[tuple[int, float,
     return rows
 
 
-def print_tables(runs: list[Run], n: int) -> None:
+def print_tables(runs: list[Run], n: int, splits=SPLITS) -> None:
     dense = next((r for r in runs if r.mode == "dense"), None)
-    for name, sl in SPLITS:
+    for name, sl in splits:
         idx = np.arange(n)[sl]
         print(f"\n{name} ({idx.size} questions)")
-        print("| mode       | R@2  | R@5  | R@10 | ms/query | ctx tok | R@5 - dense [95% CI]  |")
-        print("|------------|------|------|------|----------|---------|-----------------------|")
+        print("| mode       |   R@2 |   R@5 |  R@10 | ms/query | ctx tok | R@5 - dense [95% CI]  |")
+        print("|------------|-------|-------|-------|----------|---------|-----------------------|")
         for r in runs:
             rec = {k: 100 * r.recall[k][idx].mean() for k in KS}
             ci = ""
@@ -233,7 +269,7 @@ def print_tables(runs: list[Run], n: int) -> None:
                 m, lo, hi = bootstrap(100 * (r.recall[5][idx] - dense.recall[5][idx]))
                 ci = f"{m:+5.1f} [{lo:+5.1f}, {hi:+5.1f}]"
             print(
-                f"| {r.mode:<10} | {rec[2]:4.1f} | {rec[5]:4.1f} | {rec[10]:4.1f} | "
+                f"| {r.mode:<10} | {rec[2]:5.1f} | {rec[5]:5.1f} | {rec[10]:5.1f} | "
                 f"{r.ms:8.1f} | {r.tokens[idx].mean():7.0f} | {ci:<21} |"
             )
 
@@ -249,20 +285,26 @@ def main(argv: list[str] | None = None) -> None:
         default=",".join(map(str, BUDGETS)),
         help="local context budgets of the recall/tokens curve ('' skips it)",
     )
+    ap.add_argument(
+        "--data", type=Path, default=DATA, help="folder of the question set (default: MuSiQue)"
+    )
+    ap.add_argument("--name", help="the set's <name> in that folder (default: its only one)")
     args = ap.parse_args(argv)
 
     from pipeline.config import load_settings
     from pipeline.query import GraphIndex
     from pipeline.storage import store
 
-    corpus, questions, gold = load_musique()
+    name = args.name or dataset_name(args.data)
+    corpus, questions, gold = load_dataset(args.data, name)
+    splits = SPLITS if name == MUSIQUE else SPLITS[:1]
     if args.output:
         output = args.output
     else:
-        work = args.work or Path(tempfile.mkdtemp(prefix="musique-"))
+        work = args.work or Path(tempfile.mkdtemp(prefix=f"{name}-"))
         output = work / "output"
         if args.reindex or not store.is_index(output):
-            output = build_index(work)
+            output = build_index(work, corpus)
     settings = load_settings(overrides={"output_dir": str(output)})
     index = GraphIndex.open(output, settings)
     u2p = unit_to_passage(output)
@@ -278,15 +320,16 @@ def main(argv: list[str] | None = None) -> None:
             runs.append(run_dense(index, corpus, questions, gold, cache))
         else:
             runs.append(evaluate(index, questions, gold, u2p, mode))
-    print_tables(runs, len(questions))
+    print_tables(runs, len(questions), splits)
     budgets = [int(b) for b in args.budgets.split(",") if b]
     if budgets:
-        print("\nlocal: recall / context tokens by budget (units in the context only, all 100)")
+        print(f"\nlocal: recall / context tokens by budget ({len(gold)} questions, context units)")
         print("| budget | R@5  | all gold in ctx % | ctx tok |")
         print("|--------|------|-------------------|---------|")
         for b, r5, full, tok in budget_curve(index, questions, gold, u2p, budgets):
             print(f"| {b:6d} | {r5:4.1f} | {full:17.1f} | {tok:7.0f} |")
-    print("\nreference dense MiniLM (data README): R@2 47.2, R@5 62.2, R@10 70.3")
+    if name == MUSIQUE:
+        print("\nreference dense MiniLM (data README): R@2 47.2, R@5 62.2, R@10 70.3")
     print("ms/query: wall time on this machine (inflated when other work shares the CPU)")
 
 
