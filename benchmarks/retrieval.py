@@ -22,10 +22,10 @@ Every search runs with the default settings (top_k_units 10), as a user would ge
 "ctx tok" is the mean context an LLM would be given. Rows: all questions; on MuSiQue also
 the first 50 ("tune": the only ones any weight was chosen on) and the last 50 ("held out").
 Another set (`--data DIR`: `<name>.json` and `<name>_corpus.json`, see `load_dataset`) is
-held out as a whole: no weight was chosen on it. The paired
-bootstrap (10,000 resamples of the questions, seed 0) gives each mode's R@5 minus dense's
-with a 95% percentile interval. The budget curve runs local at several context budgets and
-scores only the text units that made it into the context (R@5 and all-gold-in-context).
+held out as a whole: no weight was chosen on it. The paired bootstrap (10,000 resamples of
+the questions, seed 0) gives each mode's R@5 minus dense's with a 95% percentile interval.
+The budget curve runs local at several context budgets and scores only the text units that
+made it into the context (R@5 and all-gold-in-context).
 Reference (data README): dense all-MiniLM-L6-v2 R@2 47.2, R@5 62.2, R@10 70.3.
 """
 
