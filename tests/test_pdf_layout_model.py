@@ -446,6 +446,30 @@ def test_the_only_line_of_a_page_is_content_not_a_margin():
     assert firsts(st) == ["Page1", "Part", "Page2", "Page3"]
 
 
+def test_a_title_the_model_puts_in_a_margin_heads_and_gives_no_page_number():
+    """A one-page report whose display-type title sits at the top was classed a page header:
+    its text was dropped and the year closing it became the page label ("2025"; found on an
+    unseen PDF). A margin line set larger than the body text and not repeated elsewhere
+    heads; a running title at the body's size on every page stays a margin."""
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    page.insert_text((72, 60), "Harbour Renewal Report 2025", fontsize=18)
+    left = "The harbour pilot began in March. It was led by an engineer, who had built gates."
+    right = "Funding came from the maritime authority. It later extended the programme."
+    page.insert_textbox(pymupdf.Rect(72, 90, 290, 400), left, fontsize=10)
+    page.insert_textbox(pymupdf.Rect(310, 90, 530, 400), right, fontsize=10)
+    st = parse(pdf)
+    assert [(n["node_type"], n["text"]) for n in st.nodes][0] == (
+        "HEADING",
+        "Harbour Renewal Report 2025",
+    )
+    assert "2025" not in [n["text"] for n in st.nodes if n["node_type"] == "PAGE_NUMBER"]
+    running = journal_pages()
+    for p in running:
+        p.insert_text((50, 30), "Harbour Renewal Report", fontsize=9)
+    assert not any("Renewal" in n["text"] for n in parse(running).nodes)
+
+
 def test_a_page_of_too_many_vector_paths_is_read_by_position(monkeypatch):
     """The model's text extraction segments a page around its vector paths (240 s on a page
     of 18,560): a page over MAX_PATHS is not given to the model, its text kept by position,

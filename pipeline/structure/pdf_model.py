@@ -29,7 +29,7 @@ from pipeline.structure.pdf_layout import (
     merge_same_row,
     normalise_margin_text,
 )
-from pipeline.structure.pdf_ocr import heading_classes
+from pipeline.structure.pdf_ocr import HEADING_SIZE, heading_classes
 from pipeline.structure.pdf_pages import printed_numbers, roman_value, running_text
 from pipeline.structure.pdf_regions import FAILED, MARGIN_CLASSES, Region
 from pipeline.structure.pdf_rtl import fix_rtl_ligatures
@@ -187,14 +187,18 @@ def _table_text(region: Region) -> tuple[str, dict[str, Any]]:
 MARGIN_CONTENT_WORDS = 5
 
 
-def _keep_margin_content(pages: list[list[Region]], orphans: list[list[Unit]]) -> set[int]:
+def _keep_margin_content(
+    pages: list[list[Region]], orphans: list[list[Unit]], body: float
+) -> set[int]:
     """In place: margin regions no other page repeats (digits aside) become text where
     dropping them lost content: a sentence (a one-page document's footnote, a closing
-    remark), or any line but a page number on a page with no other text (a one-line
+    remark), a line set clearly larger than the body text (`body`, its font size: a
+    one-page document's title at the top; running headers are set no larger than the
+    text), or any line but a page number on a page with no other text (a one-line
     document, a title or divider page: the model calls a lone line a header or footer).
     Page numbers, running titles, journal lines ("Vol. 85, No. 152": no sentence) and lines
-    repeated across pages stay margins. Returns the ids of the lone lines' units, which
-    the caller classes by size (a large one heads)."""
+    repeated across pages stay margins. Returns the ids of the lone and large lines' units,
+    which the caller classes by size (a large one heads)."""
     margins = [[r for r in rs if r.unit and r.cls in MARGIN_CLASSES] for rs in pages]
     seen = Counter(
         key for rs in margins for key in {normalise_margin_text(r.unit.text) for r in rs}
@@ -208,7 +212,7 @@ def _keep_margin_content(pages: list[list[Region]], orphans: list[list[Unit]]) -
                 continue
             if len(text.split()) >= MARGIN_CONTENT_WORDS and SENT_END.search(text):
                 r.cls = "text"
-            elif bare and text and not _page_number(text):
+            elif text and not _page_number(text) and (bare or r.unit.size >= HEADING_SIZE * body):
                 r.cls = "text"
                 lone.add(id(r.unit))
     return lone
@@ -251,7 +255,8 @@ def parse_layout(
         heights.append(page.rect.height or 792.0)
         if not any(r.unit for r in regions) and not orphans[-1]:
             out.warnings.append(f"page {pno + 1}: no text")
-    lone = _keep_margin_content(pages, orphans)
+    every = [r.unit for rs in pages for r in rs if r.unit] + [u for us in orphans for u in us]
+    lone = _keep_margin_content(pages, orphans, body_size(every))
     margins = [[r.unit for r in rs if r.unit and r.cls in MARGIN_CLASSES] for rs in pages]
     numbers = printed_numbers(margins)
     body_units = [

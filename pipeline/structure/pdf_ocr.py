@@ -19,6 +19,9 @@ from pipeline.ingest.pdf_units import Unit
 from pipeline.structure.model import DocStructure
 from pipeline.structure.pdf_sections import SENT_END
 
+# A line this much larger than the body text is set as a heading.
+HEADING_SIZE = 1.15
+
 
 def heading_classes(units: list[Unit], body: float) -> dict[int, str]:
     """Layout-path classes of an OCR'd page's units (the model saw no text there): a short
@@ -28,7 +31,7 @@ def heading_classes(units: list[Unit], body: float) -> dict[int, str]:
         text = u.text.strip()
         words = text.split()
         short = 0 < len(words) <= 12 and len(u.lines) <= 2
-        if short and not SENT_END.search(text) and u.size >= 1.15 * body:
+        if short and not SENT_END.search(text) and u.size >= HEADING_SIZE * body:
             out[id(u)] = "section-header"
     return out
 
