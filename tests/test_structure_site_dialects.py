@@ -614,3 +614,34 @@ def test_wikilinks_find_a_page_by_its_front_matter_aliases(tmp_path):
         ("Tagging", "Tags.md"),
         ("Nothing", "no document or note with that name"),
     }
+
+
+def test_logseq_page_properties_name_the_page_and_namespaces_are_file_names(tmp_path):
+    """A Logseq graph: `title::` and `alias::` open a page (no front matter) and name it
+    for wikilinks, a namespace page `projects/gozo` is the file `projects___gozo.md` (older
+    graphs: `projects%2Fgozo.md`); the property lines stay no text."""
+    docs, sections, nodes, edges = _site(
+        tmp_path,
+        {
+            "pages/Mara Vella.md": "type:: [[Person]]\nalias:: Mara, [[M. Vella]]\n\n"
+            "- Engineer who led the pilot.\n",
+            "pages/projects___gozo.md": "- The Gozo extension.\n",
+            "pages/harbour%2Fgates.md": "- The gates.\n",
+            "pages/Renamed.md": "title:: Valletta Pilot\n\n- The pilot began in 2025.\n",
+            "journals/2025_03_01.md": "- Kickoff of [[Valletta Pilot]] with [[Mara]], "
+            "[[m. vella]], [[projects/gozo]] and [[harbour/gates]].\n",
+        },
+    )
+    assert dict(docs.select("source_path", "title").iter_rows())["pages/Renamed.md"] == (
+        "Valletta Pilot"
+    )
+    assert not any("::" in t for t in nodes["text"])
+    assert _links(sections, edges) == {
+        ("Person", "no document or note with that name"),
+        ("M. Vella", "pages/Mara Vella.md"),  # a property's page ref, as `type::`'s
+        ("Valletta Pilot", "pages/Renamed.md"),
+        ("Mara", "pages/Mara Vella.md"),
+        ("m. vella", "pages/Mara Vella.md"),
+        ("projects/gozo", "pages/projects___gozo.md"),
+        ("harbour/gates", "pages/harbour%2Fgates.md"),
+    }

@@ -1,5 +1,8 @@
 """Markdown loader: YAML (or Hugo's TOML) front matter into metadata, title from the
-first heading.
+first heading. A page without front matter that opens with `key:: value` lines (Logseq's
+page properties, Dataview's inline fields) has those as its metadata: `title::` names the
+page, `alias::` gives the other names wikilinks find it by (the lines stay in the text,
+where the structure reads their links).
 
 The Markdown itself is kept: its headings are the strongest chunk boundaries. A page of
 front matter alone (an mkdocs redirect page) is a document with no text, so links to it
@@ -50,6 +53,28 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str, list[str]]:
     if not isinstance(meta, dict):
         return {}, text, ["front matter is not a mapping; kept as text"]
     return {str(k): v for k, v in meta.items()}, text[m.end() :], []
+
+
+_PAGE_PROPERTY = re.compile(r"([A-Za-z][\w-]*)::(?:[ \t]+(.*))?")
+# properties whose value is a comma-separated list of page names ([[...]] or bare)
+_NAME_LISTS = ("alias", "aliases", "tags")
+
+
+def page_properties(text: str) -> dict[str, Any]:
+    """The `key:: value` lines that open `text` (before its first other line), keys
+    lower-cased; `alias`, `aliases` and `tags` as lists of page names."""
+    out: dict[str, Any] = {}
+    for line in text.lstrip("\n").split("\n"):
+        m = _PAGE_PROPERTY.fullmatch(line.strip())
+        if m is None:
+            break
+        key, value = m.group(1).lower(), (m.group(2) or "").strip()
+        if key in _NAME_LISTS:
+            names = (n.strip().removeprefix("[[").removesuffix("]]") for n in value.split(","))
+            out[key] = [n.strip() for n in names if n.strip()]
+        else:
+            out[key] = value
+    return out
 
 
 def in_fences(lines: list[str]) -> list[bool]:
@@ -116,6 +141,7 @@ def load_markdown(path: Path, data: bytes) -> LoadedDoc:
     meta, body, warnings = split_front_matter(text)
     if path.suffix.lower() == ".mdx":
         body = mdx_markdown(body)
+    meta = meta or page_properties(body)
     fm_title = meta.get("title")
     title = str(fm_title).strip() if fm_title else (first_heading(body) or path.stem)
     if not body.strip() and not meta:

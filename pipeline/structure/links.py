@@ -20,12 +20,13 @@ pkg.mod` directive), then heading ids, then the longest dotted prefix that a mkd
 directive or `## ::: pkg.mod` heading documents (its members `pkg.mod.*`); where several
 documents have it, the linking document's own, else the first path (marked `ambiguous`). One
 found nowhere is another site's (an inventory): left unresolved. A wikilink also finds a
-page by an alias its front matter declares (Obsidian's `aliases`). A link that finds nothing
-else (`[text](label)`, `[](#label)`, `[](scheme:label)`) goes to an anchor a page declares,
-as MyST resolves its `(label)=` targets (`label` in its metadata). A pymdown-extensions
-snippet (`--8<-- "file.md"`) names its file from the snippets' base path, mkdocs' working
-folder: from the corpus root, else from the including file's folder; a file outside the
-input folder (README.md beside docs/) stays unresolved with that reason.
+page by an alias its front matter declares (Obsidian's `aliases`, Logseq's `alias::`), and a
+Logseq namespace page by its name (`[[projects/gozo]]`: `projects___gozo.md`). A link that
+finds nothing else (`[text](label)`, `[](#label)`, `[](scheme:label)`) goes to an anchor a
+page declares, as MyST resolves its `(label)=` targets (`label` in its metadata). A
+pymdown-extensions snippet (`--8<-- "file.md"`) names its file from the snippets' base
+path, mkdocs' working folder: from the corpus root, else from the including file's folder;
+a file outside the input folder (README.md beside docs/) stays unresolved with that reason.
 """
 
 from __future__ import annotations
@@ -61,6 +62,12 @@ def _page_aliases(doc: DocStructure) -> list[str]:
     names = front.get("aliases", front.get("alias")) if isinstance(front, dict) else None
     names = [names] if isinstance(names, str) else names
     return [str(n) for n in names if n] if isinstance(names, list) else []
+
+
+def _namespace(file_stem: str) -> str:
+    """The page name a note app wrote as this file name: Logseq writes the namespace page
+    `projects/gozo` as `projects___gozo.md` (or, in older graphs, `projects%2Fgozo.md`)."""
+    return unquote(file_stem).replace("___", "/")
 
 
 def _norm_name(name: str) -> str:
@@ -104,7 +111,8 @@ class _Corpus:
                 for a, sid in found.items():
                     table.setdefault(a, []).append((d, sid))
             stem = posixpath.splitext(d.source_path)[0]
-            for key in {stem, posixpath.basename(stem), d.title, *_page_aliases(d)}:
+            name = _namespace(posixpath.basename(stem))
+            for key in {stem, posixpath.basename(stem), name, d.title, *_page_aliases(d)}:
                 self.page.setdefault(_norm_name(key), []).append(d)
         for path, d in list(self.by_path.items()):  # Hugo's `page.en.md`: also `page.md`
             if m := _LANGUAGE.match(path):
