@@ -470,6 +470,29 @@ def test_a_title_the_model_puts_in_a_margin_heads_and_gives_no_page_number():
     assert not any("Renewal" in n["text"] for n in parse(running).nodes)
 
 
+def test_a_short_note_the_model_puts_in_a_footer_once_is_a_note():
+    """The same report's footnote, "1 Figures are provisional." (under the five words that
+    make a margin sentence content), was dropped and its marker became the page label: a
+    footer line that no other page repeats and reads as a note (a marker, then words ending
+    a sentence) is a NOTE; numbered footers repeated on every page stay margins."""
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    page.insert_text((72, 60), "Harbour Renewal Report 2025", fontsize=18)
+    left = "The harbour pilot began in March. It was led by an engineer, who had built gates."
+    page.insert_textbox(pymupdf.Rect(72, 90, 290, 400), left, fontsize=10)
+    page.insert_text((72, 780), "1 Figures are provisional.", fontsize=7)
+    st = parse(pdf)
+    assert [(n["node_type"], n["text"]) for n in st.nodes][-1] == (
+        "NOTE",
+        "Figures are provisional.",
+    )
+    assert "1" not in [n["text"] for n in st.nodes if n["node_type"] == "PAGE_NUMBER"]
+    repeated = journal_pages()
+    for i, p in enumerate(repeated):
+        p.insert_text((50, 810), f"{i + 1} Printed by the example press.", fontsize=7)
+    assert not any("example press" in n["text"] for n in parse(repeated).nodes)
+
+
 def test_a_page_of_too_many_vector_paths_is_read_by_position(monkeypatch):
     """The model's text extraction segments a page around its vector paths (240 s on a page
     of 18,560): a page over MAX_PATHS is not given to the model, its text kept by position,

@@ -11,6 +11,7 @@ dropped. Page headers/footers are dropped, their page numbers kept as page label
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -21,6 +22,7 @@ from pipeline.ingest.pdf_units import Line, Unit, split_block, xy_cut
 from pipeline.structure.model import DocStructure
 from pipeline.structure.pdf_classify import classify_page, title_and_headings
 from pipeline.structure.pdf_layout import (
+    NOTE_START,
     PAGE_NO,
     TEXT_FLAGS,
     attach_markers,
@@ -212,10 +214,25 @@ def _keep_margin_content(
                 continue
             if len(text.split()) >= MARGIN_CONTENT_WORDS and SENT_END.search(text):
                 r.cls = "text"
+            elif r.cls == "page-footer" and _footnote(text):
+                r.cls = "footnote"
             elif text and not _page_number(text) and (bare or r.unit.size >= HEADING_SIZE * body):
                 r.cls = "text"
                 lone.add(id(r.unit))
     return lone
+
+
+def _footnote(text: str) -> bool:
+    """A footer line that reads as a note: a marker ("1", "*", "†"), then words ending a
+    sentence ("1 Figures are provisional."), not a number that opens a figure ("12.5 %")."""
+    m = NOTE_START.match(text)
+    rest = text[m.end() :] if m else ""
+    return (
+        bool(m)
+        and not re.match(r"\d+\s*[.,%]", text)
+        and len(rest.split()) >= 2
+        and bool(SENT_END.search(rest))
+    )
 
 
 def _page_number(text: str) -> bool:
