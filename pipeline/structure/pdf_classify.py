@@ -10,7 +10,7 @@ from typing import Any
 
 from pipeline.ingest.pdf_units import Unit
 from pipeline.structure.pdf_heuristic import cover_pages
-from pipeline.structure.pdf_layout import CAPTION_LABEL, NOTE_START, is_caption
+from pipeline.structure.pdf_layout import CAPTION_LABEL, is_caption, note_start
 from pipeline.structure.pdf_sections import SENT_END, dedupe_headings, join_text
 
 WORD = re.compile(r"[^\W\d_]{2,}")
@@ -46,8 +46,8 @@ def _marker(u: Unit) -> str:
     first = u.lines[0]
     if first.first_small:
         return first.first_small
-    m = NOTE_START.match(first.text.strip())
-    return m.group(1) if m and not re.match(r"^\d+\s*[.,%]", first.text.strip()) else ""
+    m = note_start(first.text.strip())
+    return m.group(1) if m else ""
 
 
 def _notes(u: Unit) -> list[dict[str, Any]]:
@@ -57,8 +57,7 @@ def _notes(u: Unit) -> list[dict[str, Any]]:
     for ln in u.lines:
         t = ln.text.strip()
         starts = bool(ln.first_small) or (
-            bool(NOTE_START.match(t))
-            and not re.match(r"^\d+\s*[.,%]", t)
+            note_start(t) is not None
             and bool(groups)
             and bool(SENT_END.search(groups[-1][-1].text.strip()))
         )

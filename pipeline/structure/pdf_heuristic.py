@@ -20,10 +20,10 @@ from pipeline.ingest.pdf_units import BULLET, Unit, xy_cut
 from pipeline.structure.model import DocStructure
 from pipeline.structure.pdf_layout import (
     CAPTION,
-    NOTE_START,
     body_size,
     is_caption,
     normalise_margin_text,
+    note_start,
     page_number_token,
     page_units,
 )
@@ -111,10 +111,8 @@ def _is_note(u: Unit, body: float, height: float, cfg: StructureSettings) -> str
     first = u.lines[0]
     if first.first_small:
         return first.first_small
-    m = NOTE_START.match(first.text.strip())
-    if m and not re.match(r"^\d+\s*[.,%]", first.text.strip()):
-        return m.group(1)
-    return None
+    m = note_start(first.text.strip())
+    return m.group(1) if m else None
 
 
 def parse_heuristic(

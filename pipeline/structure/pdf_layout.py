@@ -26,7 +26,15 @@ CAPTION_LABEL = re.compile(
     r"(?:\d{1,3}(?:[.\-–]\d{1,3})*[a-z]?|[IVXLC]{1,6})(?!\w)"
 )
 NOTE_START = re.compile(r"^(\d{1,3}|[*∗†‡§¶]+)\s?(?=\S)")
+_NUMBER_START = re.compile(r"^\d+\s*[.,%]")  # "12.5 %", "3, 4", "1. Introduction"
 PAGE_NO = re.compile(r"^(?:page\s+)?(\d{1,4}|[ivxlcdm]{1,7})(?:\s*(?:/|of)\s*\d+)?$", re.I)
+
+
+def note_start(text: str) -> re.Match | None:
+    """The note marker opening `text` ("1 The ...", "* ...", "† ..."), None when there is
+    none or the text opens with a number that is not one ("12.5 %", "1. Introduction")."""
+    m = NOTE_START.match(text)
+    return None if m is None or _NUMBER_START.match(text) else m
 
 
 def make_line(all_spans: list[dict[str, Any]]) -> Line | None:

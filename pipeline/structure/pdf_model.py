@@ -11,7 +11,6 @@ dropped. Page headers/footers are dropped, their page numbers kept as page label
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import Any
 
@@ -22,7 +21,6 @@ from pipeline.ingest.pdf_units import Line, Unit, split_block, xy_cut
 from pipeline.structure.model import DocStructure
 from pipeline.structure.pdf_classify import classify_page, title_and_headings
 from pipeline.structure.pdf_layout import (
-    NOTE_START,
     PAGE_NO,
     TEXT_FLAGS,
     attach_markers,
@@ -30,6 +28,7 @@ from pipeline.structure.pdf_layout import (
     make_line,
     merge_same_row,
     normalise_margin_text,
+    note_start,
 )
 from pipeline.structure.pdf_ocr import HEADING_SIZE, heading_classes
 from pipeline.structure.pdf_pages import printed_numbers, roman_value, running_text
@@ -225,14 +224,9 @@ def _keep_margin_content(
 def _footnote(text: str) -> bool:
     """A footer line that reads as a note: a marker ("1", "*", "†"), then words ending a
     sentence ("1 Figures are provisional."), not a number that opens a figure ("12.5 %")."""
-    m = NOTE_START.match(text)
+    m = note_start(text)
     rest = text[m.end() :] if m else ""
-    return (
-        bool(m)
-        and not re.match(r"\d+\s*[.,%]", text)
-        and len(rest.split()) >= 2
-        and bool(SENT_END.search(rest))
-    )
+    return len(rest.split()) >= 2 and bool(SENT_END.search(rest))
 
 
 def _page_number(text: str) -> bool:
