@@ -153,3 +153,38 @@ def test_a_pdf_is_read_and_parsed_through_the_deferred_registrations(tmp_path):
         check=True,
         cwd=Path(__file__).parents[1],
     )
+
+
+def test_a_notebook_loads_asset_values_from_the_published_version(sample_run):
+    """`Definitions.load_asset_value` (Dagster's way to read an asset in a notebook) gives the
+    published tables, one shard by partition key and a vector asset's Lance rows, and only
+    reads: no writer lock taken, no staging folder, the output folder unchanged."""
+    import pytest
+    from polars.testing import assert_frame_equal
+
+    from definitions import make_definitions
+    from pipeline.storage import lock, store
+
+    inp, out = sample_run
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    loaded = make_definitions(input_dir=str(inp), output_dir=str(out))
+
+    entities = loaded.load_asset_value("entities")
+    assert entities.height > 0
+    assert_frame_equal(entities, store.read_table(out, "entities"))
+    chunks = loaded.load_asset_value("chunks")
+    assert_frame_equal(chunks, store.read_table(out, "chunks"))
+    version = store.resolve(out)
+    key = next(p.stem for p in sorted((version / "chunks").glob("*.parquet")))
+    shard = loaded.load_asset_value("chunks", partition_key=key)
+    assert 0 < shard.height < chunks.height
+    assert_frame_equal(shard, store.read_shard(version, "chunks", key))
+    vectors = loaded.load_asset_value("text_units_vectors")
+    assert sorted(vectors["id"]) == sorted(store.read_table(out, "text_units")["id"])
+    assert vectors["vector"].dtype.size == 384  # all-MiniLM-L6-v2's width
+    with pytest.raises(ValueError, match="text_units_vectors"):
+        loaded.load_asset_value("chunk_embeddings")
+
+    assert lock.holder(out) is None
+    assert not store.staging_dir(out).exists()
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
