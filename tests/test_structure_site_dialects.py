@@ -580,7 +580,10 @@ def test_note_app_markup_and_readme_html_links():
         ("py.md", "Python"),
         ("guide.md", "User Guide"),
     ]
-    assert blocks[-1].links == [{"href": "Feature", "text": "Feature", "kind": "wikilink"}]
+    assert blocks[-1].links == [
+        {"href": "Feature", "text": "Feature", "kind": "wikilink"},
+        {"href": "60ab6f5b-4bdc-4a5e-9e4f-1f3a7a2b9c0d", "text": "", "kind": "block_ref"},
+    ]
 
 
 def test_a_paragraph_of_properties_alone_keeps_its_links_as_the_sections(tmp_path):
@@ -645,3 +648,33 @@ def test_logseq_page_properties_name_the_page_and_namespaces_are_file_names(tmp_
         ("projects/gozo", "pages/projects___gozo.md"),
         ("harbour/gates", "pages/harbour%2Fgates.md"),
     }
+
+
+def test_block_references_reach_the_referenced_block_on_any_page(tmp_path):
+    """Logseq's `((uuid))` (inline or in `{{embed ...}}`) refers to the block whose `id::`
+    property it is, on whichever page (and shard) that block lives; Obsidian's `^id` ending a
+    block names it for `[[Page#^id]]`. Ids, refs and macros are no text."""
+    uuid = "64f1c2aa-1111-4b5e-9e4f-1f3a7a2b9c0d"
+    _, sections, nodes, edges = _site(
+        tmp_path,
+        {
+            "pages/Gate.md": f"- Intro.\n- The gate was rebuilt in 1998.\n  id:: {uuid}\n",
+            "journals/2025_03_02.md": f"- As noted (({uuid})), it matters.\n"
+            f"- {{{{embed (({uuid}))}}}}\n- Gone ((00000000-0000-4000-8000-000000000000)).\n",
+            "Vault/Tides.md": "# Tides\n\nIntro.\n\n## Records\n\n"
+            "Tide tables were first printed in 1850. ^first-tables\n\nx ^2 stays.\n",
+            "Vault/Notes.md": "# Notes\n\nSee [[Tides#^first-tables]].\n",
+        },
+    )
+    texts = nodes["text"].to_list()
+    assert "The gate was rebuilt in 1998." in texts
+    assert "As noted , it matters." in texts
+    assert "Tide tables were first printed in 1850." in texts and "x ^2 stays." in texts
+    assert not any("id::" in t or "((" in t or "{{" in t for t in texts)
+    assert _links(sections, edges, kind=True) == {
+        ("block_ref", "", "pages/Gate.md"),
+        ("block_ref", "", "no block with that id in corpus"),
+        ("wikilink", "Tides#^first-tables", "Vault/Tides.md#records"),
+    }
+    refs = edges.filter(pl.col("type") == "REFERS_TO")
+    assert refs.filter(pl.col("metadata").str.contains(uuid)).height == 2  # inline and embed

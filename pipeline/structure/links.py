@@ -23,7 +23,8 @@ found nowhere is another site's (an inventory): left unresolved. A wikilink also
 page by an alias its front matter declares (Obsidian's `aliases`, Logseq's `alias::`), and a
 Logseq namespace page by its name (`[[projects/gozo]]`: `projects___gozo.md`). A link that
 finds nothing else (`[text](label)`, `[](#label)`, `[](scheme:label)`) goes to an anchor a
-page declares, as MyST resolves its `(label)=` targets (`label` in its metadata). A
+page declares, as MyST resolves its `(label)=` targets (`label` in its metadata), as does a
+Logseq block reference (`((uuid))`: the section of the block whose `id::` it is). A
 pymdown-extensions snippet (`--8<-- "file.md"`) names its file from the snippets' base
 path, mkdocs' working folder: from the corpus root, else from the including file's folder;
 a file outside the input folder (README.md beside docs/) stays unresolved with that reason.
@@ -200,6 +201,10 @@ def _resolve(corpus: _Corpus, src: DocStructure, link: dict[str, Any]) -> dict[s
         return _first_hit(link, hits, href)
     if kind == "wikilink":
         return _resolve_wikilink(corpus, src, link, href)
+    if kind == "block_ref":  # Logseq's `((uuid))`: the block with that `id::`, on any page
+        return _label(corpus, src, link, href) or _edge(
+            link, None, reason="no block with that id in corpus"
+        )
     if _SCHEME.match(href):
         return _label(corpus, src, link, href) or _edge(link, None, reason="external URL")
     if kind == "snippet":

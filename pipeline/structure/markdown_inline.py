@@ -15,6 +15,7 @@ from markdown_it.token import Token
 
 from pipeline.structure.markdown_myst import role_link, role_parts
 from pipeline.structure.markdown_syntax import markdown_parser
+from pipeline.structure.markdown_templates import BLOCK_REF
 from pipeline.structure.model import slugify
 
 # An attribute list closing a line: `{#id}`, `{: #id .cls }`, `{ id="x" key=v }`.
@@ -24,6 +25,7 @@ _AFTER_ATTR = re.compile(r"(?<=[)\]`:])\{:?[ \t]*([^{}\n]*)\}")
 ICON = re.compile(r"(?<![\w:]):(?:material|octicons|fontawesome|simple|twemoji)-[\w-]+:(?![\w:])")
 _LINE_ATTR = re.compile(r"[ \t]*\{:?[ \t]*([^{}\n]*)\}[ \t]*$", re.M)
 _ATTR = re.compile(r"""([#.])([\w:.-]+)|([\w:-]+)=(?:"([^"]*)"|'([^']*)'|(\S+))""")
+_OBSIDIAN_ID = re.compile(r"(?:^|[ \t])\^([A-Za-z0-9-]+)[ \t]*$")  # ` ^id`, a block's end
 # `[](){#id}`: an autorefs anchor, an empty link carrying an id
 EMPTY_ANCHOR = re.compile(r"\[\]\(\)\{:?[ \t]*#([\w:.-]+)[^}]*\}")
 HTML_LINK_OPEN = re.compile(r"<a\s[^>]*?\bhref=[\"']([^\"']*)[\"'][^>]*>", re.I)
@@ -52,9 +54,10 @@ def _is_attr_list(inner: str) -> bool:
 
 def strip_line_attrs(text: str) -> tuple[str, list[str]]:
     """(text without `[](){#id}` anchors, attribute lists at line ends and right after a
-    link, code span or icon (`[x](y){.internal-link}`, `:icon:{ .big }`), and mkdocs-material
-    icon shortcodes (`:octicons-tag-24:`), the ids the attribute lists set): attr_list puts
-    those ids on the block or element, mkdocs-autorefs on an anchor there."""
+    link, code span or icon (`[x](y){.internal-link}`, `:icon:{ .big }`), an Obsidian block
+    id ending it (` ^id`) and mkdocs-material icon shortcodes (`:octicons-tag-24:`), the ids
+    these set): attr_list puts those ids on the block or element, mkdocs-autorefs on an
+    anchor there, Obsidian on the block."""
     ids = EMPTY_ANCHOR.findall(text)
     if ids:
         text = EMPTY_ANCHOR.sub("", text)
@@ -67,6 +70,9 @@ def strip_line_attrs(text: str) -> tuple[str, list[str]]:
             return ""
 
         text = _LINE_ATTR.sub(attr, _AFTER_ATTR.sub(attr, text))
+    if "^" in text and (m := _OBSIDIAN_ID.search(text)):  # the id as `[[Page#^id]]` names it
+        ids.append("^" + m.group(1))
+        text = text[: m.start()]
     if ":" in text:
         text = ICON.sub("", text)
     return text.strip(), ids
@@ -131,8 +137,9 @@ def heading_ids(raw: str) -> list[str]:
 def inline_links(children: Sequence[Token]) -> tuple[list[dict[str, str]], list[str], list[str]]:
     """(links, footnote labels referenced, anchor ids set by inline attributes) of one
     inline token's children. Links: {href, text, kind} with kind inline, reference,
-    wikilink or autoref (MyST's `{doc}` role inline, `{ref}` autoref, an HTML `<a href>`
-    inline); images and `[](){#id}` anchors are no links."""
+    wikilink, block_ref (Logseq's `((uuid))`) or autoref (MyST's `{doc}` role inline,
+    `{ref}` autoref, an HTML `<a href>` inline); images and `[](){#id}` anchors are no
+    links."""
     links: list[dict[str, str]] = []
     notes: list[str] = []
     ids: list[str] = []
@@ -166,6 +173,10 @@ def inline_links(children: Sequence[Token]) -> tuple[list[dict[str, str]], list[
             open_link = None
         elif kind == "wikilink":
             links.append({**t.meta, "kind": "wikilink"})
+        elif kind == "text" and "((" in t.content:  # Logseq's `((uuid))`: its block
+            links += [
+                {"href": b, "text": "", "kind": "block_ref"} for b in BLOCK_REF.findall(t.content)
+            ]
         elif kind == "myst_role" and (link := role_link(t.meta.get("name", ""), t.content)):
             links.append(link)
         elif kind == "footnote_ref":

@@ -31,8 +31,8 @@ GFM tables) and the rules no plugin covers as mkdocs does, written here:
 - MyST (Jupyter Book, Sphinx): directives, roles, targets and comments, in
   `markdown_myst`; Hugo shortcodes and Liquid tags (GitBook, Jekyll) in `markdown_templates`;
 - inline parsing only where something is read from it: headings (their rendered text is
-  the slug), `parseInline` calls and text with `[`, `<` or `{` (links, footnote markers,
-  anchors); other inline
+  the slug), `parseInline` calls and text with `[`, `<`, `{` or `((` (links, footnote
+  markers, anchors, Logseq's block references); other inline
   tokens keep no children, which halves the inline parse time of a typical page.
 
 Link destinations are kept as written (no percent-encoding, no scheme filter): resolution
@@ -79,7 +79,7 @@ _TRAILING_ATTRS = re.compile(r"[ \t]*\{[^{}]*\}$")
 _BLOCK = re.compile(r"[ \t]*[\w-]+[ \t]*(?:\|.*)?$")  # `/// name | Title`
 _SNIPPET = re.compile(r"-+8<-+(?:[ \t]+([\"'])(.+?)\1)?[ \t]*$")
 _MARKERS = frozenset({"===", ":::", "!!!", "???"})
-_READ_INLINE = re.compile(r"[\[<{]")
+_READ_INLINE = re.compile(r"[\[<{]|\(\(")
 _WIKILINK = re.compile(r"\[\[([^\[\]|#\n]*)(#[^\[\]|\n]*)?(?:\|([^\[\]\n]*))?\]\]")
 
 

@@ -50,7 +50,12 @@ _MARKUP = re.compile(r"\{\{|\{%|<|%%|==|::|\(\(")  # any of the markup below, ma
 _NOTE_COMMENT = re.compile(r"%%.*?%%", re.S)
 _HIGHLIGHT = re.compile(r"(?<![=\w])==(?=\S)(.+?)(?<=\S)==(?![=\w])")
 _PROPERTY = re.compile(r"^[ \t]*[\w-]+::(?:[ \t].*)?$\n?", re.M)
-_BLOCK_REF = re.compile(r"\(\([0-9a-f]{8}-[0-9a-f-]{27}\)\)")
+BLOCK_REF = re.compile(r"\(\(([0-9a-f]{8}-[0-9a-f-]{27})\)\)")  # Logseq's ((uuid))
+# Logseq macros that show other blocks, pages or media (`{{embed ((uuid))}}`, `{{query x}}`):
+# no text of this page (an embed's reference stays a link)
+# a Logseq block's own id (`id:: uuid`, the property Logseq writes for a referenced block)
+BLOCK_ID = re.compile(r"^[ \t]*id::[ \t]*([0-9a-f]{8}-[0-9a-f-]{27})[ \t]*$", re.M)
+_MACRO = re.compile(r"\{\{(?:embed|query|renderer|video|youtube|tweet|namespace)\b[^{}]*\}\}")
 _HTML_TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:[ \t\n]+[^<>]*)?/?>")
 _CODE_SPAN = re.compile(r"(`+[^`]*`+)")
 _ARG = re.compile(r"""([\w-]+)=(?:"([^"]*)"|'([^']*)'|(\S+))|"([^"]*)"|'([^']*)'|(\S+)""")
@@ -224,15 +229,15 @@ def link_tags(text: str) -> str:
 def strip_markup(text: str) -> str:
     """Text without the markup of sites and note apps in it, code spans left as written:
     template tags and HTML / JSX tags (what they wrap stays), Obsidian `%%comments%%` and
-    `==highlights==` (the text stays), Logseq / Dataview `key:: value` property lines and
-    `((block-ref))` ids."""
+    `==highlights==` (the text stays), Logseq / Dataview `key:: value` property lines, and
+    Logseq's `((block-ref))` ids and `{{embed ...}}` macros."""
     if not _MARKUP.search(text):
         return text
     parts = _CODE_SPAN.split(text)
     for k in range(0, len(parts), 2):  # the even parts are outside code spans
         part = _HTML_TAG.sub("", INLINE_TAG.sub("", parts[k]))
         part = _HIGHLIGHT.sub(r"\1", _NOTE_COMMENT.sub("", part))
-        parts[k] = _BLOCK_REF.sub("", _PROPERTY.sub("", part))
+        parts[k] = BLOCK_REF.sub("", _MACRO.sub("", _PROPERTY.sub("", part)))
     return "".join(parts).strip()
 
 

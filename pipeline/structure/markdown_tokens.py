@@ -41,7 +41,7 @@ from pipeline.structure.markdown_inline import (
 )
 from pipeline.structure.markdown_myst import render_roles, uses_myst
 from pipeline.structure.markdown_syntax import code_info, fenced_tag, markdown_parser
-from pipeline.structure.markdown_templates import included, link_tags, strip_markup
+from pipeline.structure.markdown_templates import BLOCK_ID, included, link_tags, strip_markup
 
 _LIST_MARK = re.compile(r"^(?:[ \t]*>)*[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
 _QUOTE_MARKS = re.compile(r"^(?:[ \t]*>)+[ \t]?", re.M)
@@ -122,6 +122,8 @@ class _Reader:
         part; anchors-only text ([](){#id}, {#id}) is an ANCHOR block. `anchors`: ids it
         has besides those in its text (a heading's slug)."""
         links, notes, ids = inline_links(children)
+        if "::" in text:  # Logseq's `id:: uuid`: the block `((uuid))` refers to
+            ids += BLOCK_ID.findall(text)
         text = self.rendered(text)
         text, line_ids = strip_line_attrs("\n".join(x.strip() for x in text.split("\n")))
         ids += line_ids + anchors
