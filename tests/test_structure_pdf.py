@@ -260,3 +260,55 @@ def test_docling_headings(name):
     p, r, _ = bench.prf(pred, bench.gt_headings(gt))
     assert p >= 0.9, (p, Counter(pred))
     assert r >= 0.9, r
+
+
+def _listing_pdf(body_font: str) -> pymupdf.Document:
+    """Prose in `body_font`, a listing in an embedded monospaced font whose name does not say
+    so (the "fixed pitch" flag unset, as TeX's and Ghostscript's subsets leave it), its
+    caption, and a sentence with one monospaced word."""
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    page.insert_font(fontname="F9", fontbuffer=pymupdf.Font("cour").buffer)
+    _box(page, (50, 60, 550, 120), "Opening text. " + LOREM, font=body_font)
+    y = 140
+    for line in (
+        "def tide(hour):",
+        "    if hour < 6:",
+        "        return 'low'",
+        "    return 'high'",
+    ):
+        page.insert_text((60, y), line, fontsize=9, fontname="F9")
+        y += 11
+    _box(page, (50, y + 4, 550, y + 20), "Listing 1: The tide of an hour", size=8, font=body_font)
+    y += 40
+    page.insert_text((50, y), "Call", fontsize=10, fontname=body_font)
+    page.insert_text((72, y), "tide()", fontsize=10, fontname="F9")
+    page.insert_text((106, y), "with the hour of the day, as the example shows.", fontsize=10,
+                     fontname=body_font)  # fmt: skip
+    _box(page, (50, y + 20, 550, y + 80), "Closing text. " + LOREM, font=body_font)
+    return pdf
+
+
+def test_a_listing_in_a_monospaced_font_is_code_with_its_lines_and_caption():
+    """Lines set in a monospaced font (told by its glyphs' advances) are one CODE node,
+    lines and indentation kept, captioned by its `Listing` caption; a sentence with a
+    monospaced word in it stays a paragraph."""
+    st = _parse(_listing_pdf("tiro"))
+    code = [n for n in st.nodes if n["node_type"] == "CODE"]
+    assert [n["text"] for n in code] == [
+        "def tide(hour):\n    if hour < 6:\n        return 'low'\n    return 'high'"
+    ]
+    types = {n["text"][:11]: n["node_type"] for n in st.nodes}
+    assert types["Opening tex"] == types["Closing tex"] == types["Call tide()"] == "PARAGRAPH"
+    caption = next(n for n in st.nodes if n["node_type"] == "CAPTION")
+    assert caption["text"] == "Listing 1: The tide of an hour"
+    captioned = {
+        (e["source_id"], e["target_id"]) for e in st.edges if e["type"] == "IS_CAPTIONED_BY"
+    }
+    assert captioned == {(code[0]["id"], caption["id"])}
+
+
+def test_a_typewritten_pdf_has_no_code():
+    """Set all in a monospaced font (a typewritten report), nothing stands out as a listing."""
+    st = _parse(_listing_pdf("cour"))
+    assert not [n for n in st.nodes if n["node_type"] == "CODE"]

@@ -20,6 +20,7 @@ class Line:
     math: float  # share of characters in math fonts
     markers: list[str] = field(default_factory=list)  # superscript note markers
     first_small: str = ""  # leading small/superscript token (a footnote's own marker)
+    mono: float = 0.0  # share of characters in monospaced fonts (pipeline.structure.pdf_code)
 
 
 @dataclass
@@ -50,6 +51,11 @@ class Unit:
     def math(self) -> float:
         n = sum(len(ln.text) for ln in self.lines) or 1
         return sum(ln.math * len(ln.text) for ln in self.lines) / n
+
+    @property
+    def mono(self) -> float:
+        n = sum(len(ln.text) for ln in self.lines) or 1
+        return sum(ln.mono * len(ln.text) for ln in self.lines) / n
 
     @property
     def text(self) -> str:

@@ -21,6 +21,7 @@ import pymupdf
 from pipeline.config import StructureSettings
 from pipeline.structure.model import DocStructure
 from pipeline.structure.parsers import register
+from pipeline.structure.pdf_code import mark_code
 from pipeline.structure.pdf_ocr import mark_ocr, structure_ocr
 from pipeline.structure.pdf_sections import build, merge_continuations
 from pipeline.structure.text import parse_text
@@ -76,6 +77,7 @@ def parse_pdf(
             from pipeline.structure.pdf_heuristic import parse_heuristic
 
             items, printed, meta = parse_heuristic(out, pdf, cfg, ocr)
+        mark_code(items)
         mark_ocr(items, set(ocr), report, meta)
         labels = label_pages(pdf, printed)
         n_pages = pdf.page_count

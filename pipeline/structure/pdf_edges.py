@@ -60,11 +60,12 @@ def _gap(a: tuple[float, ...], b: tuple[float, ...]) -> float:
 
 
 def caption_edges(out: DocStructure, items: list[dict[str, Any]]) -> None:
-    """Figure/table -> caption (IS_CAPTIONED_BY): captions and figures of a page paired
-    nearest first, each at most once, so two captions on one row go to their own figures."""
+    """Figure/table/listing -> caption (IS_CAPTIONED_BY): captions and figures of a page
+    paired nearest first, each at most once, so two captions on one row go to their own
+    figures."""
     by_page: dict[int, list[dict[str, Any]]] = {}
     for it in items:
-        if "id" in it and it["kind"] in ("CAPTION", "FIGURE", "TABLE"):
+        if "id" in it and it["kind"] in ("CAPTION", "FIGURE", "TABLE", "CODE"):
             by_page.setdefault(it["unit"].page, []).append(it)
     for on_page in by_page.values():
         caps = [it for it in on_page if it["kind"] == "CAPTION"]
@@ -72,6 +73,7 @@ def caption_edges(out: DocStructure, items: list[dict[str, Any]]) -> None:
         pairs = []
         for c in caps:
             want = "TABLE" if re.match(r"^tab", c["text"], re.I) else "FIGURE"
+            want = "CODE" if re.match(r"^(?:listing|example)", c["text"], re.I) else want
             for t in things:
                 d = _gap(c["unit"].bbox, t["unit"].bbox) + (0 if t["kind"] == want else 50)
                 if d < 150:

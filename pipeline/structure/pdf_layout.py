@@ -12,6 +12,7 @@ from typing import Any
 import pymupdf
 
 from pipeline.ingest.pdf_units import Line, Unit, split_block
+from pipeline.structure.pdf_code import mark_monospace
 from pipeline.structure.pdf_rtl import RTL, fix_rtl_ligatures
 
 # No TEXT_PRESERVE_LIGATURES: "ﬁ" comes out as "fi", which search and matching need.
@@ -42,13 +43,14 @@ def make_line(all_spans: list[dict[str, Any]]) -> Line | None:
     if not spans:
         return None
     sizes: Counter[float] = Counter()
-    bold = math = total = 0
+    bold = math = mono = total = 0
     for s in spans:
         n = len(s["text"].strip()) or 1
         sizes[round(s["size"] * 2) / 2] += n
         total += n
         bold += n if s["flags"] & 16 or "Bold" in s["font"] or ".B" in s["font"] else 0
         math += n if MATH_FONT.search(s["font"]) else 0
+        mono += n if s.get("mono") else 0  # pdf_code.mark_monospace
     size = sizes.most_common(1)[0][0]
     x0 = min(s["bbox"][0] for s in spans)
     y0 = min(s["bbox"][1] for s in spans)
@@ -68,7 +70,9 @@ def make_line(all_spans: list[dict[str, Any]]) -> Line | None:
                 markers.append(tok)
         parts.append(t)
     text = "".join(parts)
-    return Line(text, (x0, y0, x1, y1), size, bold / total, math / total, markers, first_small)
+    return Line(
+        text, (x0, y0, x1, y1), size, bold / total, math / total, markers, first_small, mono / total
+    )
 
 
 def _rtl(text: str) -> bool:
@@ -104,6 +108,7 @@ def merge_same_row(lines: list[Line]) -> list[Line]:
                     (prev.math * n1 + ln.math * n2) / total,
                     prev.markers + ln.markers,
                     prev.first_small,
+                    (prev.mono * n1 + ln.mono * n2) / total,
                 )
                 continue
         out.append(ln)
@@ -114,6 +119,7 @@ def page_units(page: pymupdf.Page, pno: int) -> list[Unit]:
     """Text and image units of one page, duplicates (text drawn twice) dropped."""
     d = page.get_text("dict", flags=TEXT_FLAGS, sort=False)
     fix_rtl_ligatures(page, d, TEXT_FLAGS)
+    mark_monospace(page, d)
     units: list[Unit] = []
     seen: set[tuple[str, int, int]] = set()
     blocks: list[list[Line]] = []

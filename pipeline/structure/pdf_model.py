@@ -20,6 +20,7 @@ from pipeline.config import StructureSettings
 from pipeline.ingest.pdf_units import Line, Unit, split_block, xy_cut
 from pipeline.structure.model import DocStructure
 from pipeline.structure.pdf_classify import classify_page, title_and_headings
+from pipeline.structure.pdf_code import mark_monospace
 from pipeline.structure.pdf_layout import (
     PAGE_NO,
     TEXT_FLAGS,
@@ -64,6 +65,7 @@ def _page_text(page: pymupdf.Page, pno: int, regions: list[Region]) -> list[Unit
     crosses two, as two captions on one row); return the units of text in no region."""
     d = page.get_text("dict", flags=TEXT_FLAGS, sort=False)
     fix_rtl_ligatures(page, d, TEXT_FLAGS)
+    mark_monospace(page, d)
     groups: dict[tuple[int, int], list[Line]] = {}
     seen: set[tuple[str, int, int]] = set()
     raws = [(bno, ln) for bno, b in enumerate(d["blocks"]) if b["type"] == 0 for ln in b["lines"]]

@@ -55,9 +55,9 @@ def merge_continuations(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One node for a paragraph split by a page or column break (or a block split by pymupdf):
     the previous paragraph does not end a sentence and this one starts in lower case, in about
     the same font size (a chart's small labels continue nothing). Notes, page numbers and
-    running text in between do not stop the merge; when a figure, table, caption or formula
-    sits in between, merging would move text across it, so the second part stays its own node
-    and `continues` names the item it continues (a CONTINUES edge)."""
+    running text in between do not stop the merge; when a figure, table, caption, formula or
+    code listing sits in between, merging would move text across it, so the second part stays
+    its own node and `continues` names the item it continues (a CONTINUES edge)."""
     out: list[dict[str, Any]] = []
     last_para: dict[str, Any] | None = None
     between = False  # a figure/table/caption/formula since last_para
@@ -75,7 +75,7 @@ def merge_continuations(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 it["continues"] = last_para
         if it["kind"] in ("HEADING", "TITLE", "LIST_ITEM"):
             last_para = None
-        elif it["kind"] in ("FIGURE", "TABLE", "CAPTION", "FORMULA"):
+        elif it["kind"] in ("FIGURE", "TABLE", "CAPTION", "FORMULA", "CODE"):
             between = True
         out.append(it)
         if it["kind"] == "PARAGRAPH":
