@@ -51,10 +51,10 @@ _NOTE_COMMENT = re.compile(r"%%.*?%%", re.S)
 _HIGHLIGHT = re.compile(r"(?<![=\w])==(?=\S)(.+?)(?<=\S)==(?![=\w])")
 _PROPERTY = re.compile(r"^[ \t]*[\w-]+::(?:[ \t].*)?$\n?", re.M)
 BLOCK_REF = re.compile(r"\(\(([0-9a-f]{8}-[0-9a-f-]{27})\)\)")  # Logseq's ((uuid))
-# Logseq macros that show other blocks, pages or media (`{{embed ((uuid))}}`, `{{query x}}`):
-# no text of this page (an embed's reference stays a link)
 # a Logseq block's own id (`id:: uuid`, the property Logseq writes for a referenced block)
 BLOCK_ID = re.compile(r"^[ \t]*id::[ \t]*([0-9a-f]{8}-[0-9a-f-]{27})[ \t]*$", re.M)
+# Logseq macros that show other blocks, pages or media (`{{embed ((uuid))}}`, `{{query x}}`):
+# no text of this page (an embed's reference stays a link)
 _MACRO = re.compile(r"\{\{(?:embed|query|renderer|video|youtube|tweet|namespace)\b[^{}]*\}\}")
 _HTML_TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:[ \t\n]+[^<>]*)?/?>")
 _CODE_SPAN = re.compile(r"(`+[^`]*`+)")
