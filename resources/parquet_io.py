@@ -82,11 +82,15 @@ def _published(
     a `<table>_vectors` asset is its Lance table."""
     if name in _NOT_TABLES:
         raise ValueError(f"{name} is no table: {_NOT_TABLES[name]}")
-    root = store.resolve(remote.refresh(config.settings().output_dir, force=True))
-    if name.endswith("_vectors"):
-        frame = pl.from_arrow(
-            store.lance_db(root).open_table(name.removesuffix("_vectors")).to_arrow()
-        )
+    output = remote.refresh(config.settings().output_dir, force=True)
+    if not store.is_index(output):
+        raise FileNotFoundError(f"{output} holds no docgraph index: run `docgraph index` first")
+    root = store.resolve(output)
+    if name.endswith("_vectors"):  # opened where it is: lance_db() would make the folder
+        import lancedb
+
+        db = lancedb.connect(str(root / store.LANCE_DIR))
+        frame = pl.from_arrow(db.open_table(name.removesuffix("_vectors")).to_arrow())
     elif context.has_asset_partitions:
         keys = context.asset_partition_keys
         frame = pl.concat(

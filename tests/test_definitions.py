@@ -188,3 +188,6 @@ def test_a_notebook_loads_asset_values_from_the_published_version(sample_run):
     assert lock.holder(out) is None
     assert not store.staging_dir(out).exists()
     assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
+    empty = make_definitions(input_dir=str(inp), output_dir=str(out.parent / "nothing-here"))
+    with pytest.raises(FileNotFoundError, match="no docgraph index"):
+        empty.load_asset_value("entities")
