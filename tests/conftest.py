@@ -1,12 +1,17 @@
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from pathlib import Path
 
 import pymupdf
 import pytest
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# One ingest date for the whole session, its subprocesses included: tests compare indexes
+# built minutes apart, which a run crossing midnight (UTC) would date apart (`period`).
+os.environ.setdefault("SOURCE_DATE_EPOCH", str(int(time.time())))
 
 
 @pytest.fixture(scope="session")

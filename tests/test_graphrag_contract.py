@@ -121,3 +121,17 @@ def test_documents_get_their_units_in_reading_order():
     )
     out = with_text_unit_ids(docs, units)
     assert out["text_unit_ids"].to_list() == [["u1", "u2"], []]
+
+
+def test_the_run_date_is_that_of_source_date_epoch_when_set(monkeypatch):
+    """Reproducible builds' `$SOURCE_DATE_EPOCH` fixes the ingest date (a rebuild any day
+    gives the same `period`); unset or not a number, it is today's UTC date."""
+    from datetime import UTC, datetime
+
+    from pipeline.compat.columns import run_date
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    assert run_date() == "2023-11-14"
+    for value in ("", "soon"):
+        monkeypatch.setenv("SOURCE_DATE_EPOCH", value)
+        assert run_date() == datetime.now(UTC).date().isoformat()

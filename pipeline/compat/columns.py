@@ -3,14 +3,19 @@ period. Polars; called by the assets where the data exists."""
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 
 import polars as pl
 
 
 def run_date() -> str:
-    """Today's UTC date, ISO 8601: GraphRAG's `period` (the date of ingest)."""
-    return datetime.now(UTC).date().isoformat()
+    """Today's UTC date, ISO 8601: GraphRAG's `period` (the date of ingest); the date of
+    `$SOURCE_DATE_EPOCH` when set (reproducible builds' convention: rebuilding an index
+    then gives the same tables on any day)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    now = datetime.fromtimestamp(int(epoch), UTC) if epoch.isdigit() else datetime.now(UTC)
+    return now.date().isoformat()
 
 
 def stamp_period(
