@@ -308,6 +308,33 @@ def test_a_listing_in_a_monospaced_font_is_code_with_its_lines_and_caption():
     assert captioned == {(code[0]["id"], caption["id"])}
 
 
+@pytest.mark.parametrize("mode", ["layout", "heuristic"])
+def test_a_listing_keeps_its_columns_blank_lines_and_dash_lines(mode):
+    """A usage listing: its option lines open with a dash (read as list items) in a block of
+    their own, indented, each with its description in an aligned column pymupdf reads as a
+    line of its own; one CODE node keeps the indentation, the column and the blank line."""
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    page.insert_font(fontname="F9", fontbuffer=pymupdf.Font("cour").buffer)
+    _box(page, (50, 60, 550, 120), "Opening text. " + LOREM, font="tiro")
+    char = 0.6 * 9  # Courier's advance at 9 pt
+    page.insert_text((60, 140), "Usage: tide [OPTION] FILE", fontsize=9, fontname="F9")
+    page.insert_text((60, 151), "Print the tide of FILE.", fontsize=9, fontname="F9")
+    for y, option, text in ((173, "-h, --hour=H", "the hour to ask for"), (184, "-v", "version")):
+        page.insert_text((60 + 2 * char, y), option, fontsize=9, fontname="F9")
+        page.insert_text((60 + 20 * char, y), text, fontsize=9, fontname="F9")
+    _box(page, (50, 210, 550, 270), "Closing text. " + LOREM, font="tiro")
+    data = pdf.tobytes()
+    st = parse_pdf(_doc(data), data, mode=mode)
+    assert [n["text"] for n in st.nodes if n["node_type"] not in ("PARAGRAPH",)] == [
+        "Usage: tide [OPTION] FILE\n"
+        "Print the tide of FILE.\n"
+        "\n"
+        "  -h, --hour=H      the hour to ask for\n"
+        "  -v                version"
+    ]
+
+
 def test_a_typewritten_pdf_has_no_code():
     """Set all in a monospaced font (a typewritten report), nothing stands out as a listing."""
     st = _parse(_listing_pdf("cour"))

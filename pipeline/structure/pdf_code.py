@@ -11,11 +11,12 @@ font (a typewritten report, an RFC) has no listings to tell apart: nothing is co
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from typing import Any
 
 import pymupdf
 
-from pipeline.ingest.pdf_units import Unit
+from pipeline.ingest.pdf_units import Line, Unit
 
 CODE_SHARE = 0.8  # a paragraph with at least this share of monospaced characters is code
 MONO_NAME = re.compile(r"Courier|Mono|Consol|Menlo|Monaco|Typewriter|CMS?L?TT|SFTT", re.I)
@@ -82,29 +83,99 @@ def mark_code(items: list[dict[str, Any]]) -> None:
     total = sum(n for _, n in chars) or 1
     if sum(u.mono * n for u, n in chars) > 0.5 * total:  # typewritten: no listings in it
         return
-    last: dict[str, Any] | None = None
-    for it in items:
-        if it["kind"] == "PARAGRAPH" and it["unit"].mono >= CODE_SHARE:
-            text = code_text(it["unit"])
-            if last is not None:  # the listing goes on
-                last["text"] += "\n" + text
-                last["unit"] = Unit(last["unit"].lines + it["unit"].lines, last["unit"].page)
-                it["kind"] = "MERGED"
-                continue
-            it["kind"], it["text"], last = "CODE", text, it
-        elif it["kind"] not in ("PAGE_NUMBER", "NOTE"):
-            last = None
+    listing: list[dict[str, Any]] = []  # the items of the listing being read
+    for it in [*items, None]:
+        if it is not None and _is_code(it, continuing=bool(listing)):
+            it["kind"] = "MERGED" if listing else "CODE"
+            listing.append(it)
+        elif it is None or it["kind"] not in ("PAGE_NUMBER", "NOTE"):
+            if listing:
+                head, units = listing[0], [x["unit"] for x in listing]
+                head["text"] = code_text(units)
+                head["unit"] = Unit([ln for u in units for ln in u.lines], units[0].page)
+            listing = []
     items[:] = [it for it in items if it["kind"] != "MERGED"]
 
 
-def code_text(u: Unit) -> str:
-    """The unit's lines, one a line, indented by their offset from its leftmost line in
-    character widths (a monospaced character is as wide as the line over its length) and
-    by the spaces they start with."""
-    lines = [ln for ln in u.lines if ln.text.strip()]
-    if not lines:
-        return ""
+def _is_code(it: dict[str, Any], continuing: bool) -> bool:
+    """A paragraph set in a monospaced font; or a list item that is: a listing's line that
+    opens with a dash ("-h, --hour") reads as one, and is code within a listing or when even
+    its marker is monospaced (a bulleted list's marker is set in the text's own font)."""
+    mono = it["unit"].mono
+    if it["kind"] == "PARAGRAPH":
+        return mono >= CODE_SHARE
+    return it["kind"] == "LIST_ITEM" and (mono >= 0.999 or continuing and mono >= CODE_SHARE)
+
+
+def code_text(units: list[Unit]) -> str:
+    """The listing's lines, one a line: indented by their offset from the leftmost line of
+    their column in character widths (a monospaced character is as wide as the line over its
+    length) and by the spaces they start with, and blank lines kept where the line pitch
+    says a line was left empty. A page or column break starts a new column."""
+    rows = [(u.page, ln) for u in units for ln in u.lines if ln.text.strip()]
+    runs: list[list[Line]] = []
+    for i, (page, ln) in enumerate(rows):
+        if not i or page != rows[i - 1][0] or ln.bbox[1] < rows[i - 1][1].bbox[1] - 1:
+            runs.append([])
+        runs[-1].append(ln)
+    return "\n".join(_run_text(run) for run in runs)
+
+
+def row_gap(left: Line, right: Line) -> str:
+    """The spaces between two lines of a row: one, or in a monospaced font as many as
+    characters fit in the gap (a listing's aligned columns, pymupdf's lines of their own)."""
+    if min(left.mono, right.mono) < CODE_SHARE:
+        return " "
+    chars = len(left.text.strip()) + len(right.text.strip())
+    width = (left.bbox[2] - left.bbox[0] + right.bbox[2] - right.bbox[0]) / max(chars, 1)
+    return " " * max(1, round((right.bbox[0] - left.bbox[2]) / width))
+
+
+def _rows(lines: list[Line]) -> list[Line]:
+    """Lines next to each other in reading order that share a row (their bottoms within half
+    a line: pymupdf put one a point higher than the other, and after it) joined left to right."""
+    rows: list[list[Line]] = []
+    for ln in lines:
+        first = rows[-1][0] if rows else None
+        if first and abs(ln.bbox[3] - first.bbox[3]) < 0.5 * min(_height(first), _height(ln)):
+            rows[-1].append(ln)
+        else:
+            rows.append([ln])
+    out = []
+    for row in rows:
+        row.sort(key=lambda ln: ln.bbox[0])
+        text = row[0].text.rstrip()
+        for left, right in pairwise(row):
+            text += row_gap(left, right) + right.text.strip()
+        box = (
+            row[0].bbox[0],
+            min(ln.bbox[1] for ln in row),
+            max(ln.bbox[2] for ln in row),
+            max(ln.bbox[3] for ln in row),
+        )
+        out.append(Line(text, box, row[0].size, 0.0, 0.0, mono=1.0))
+    return out
+
+
+def _height(ln: Line) -> float:
+    return ln.bbox[3] - ln.bbox[1]
+
+
+def _run_text(lines: list[Line]) -> str:
+    lines = _rows(lines)
     widest = max(lines, key=lambda ln: len(ln.text))
     width = (widest.bbox[2] - widest.bbox[0]) / max(len(widest.text.rstrip()), 1) or 1.0
     left = min(ln.bbox[0] for ln in lines)
-    return "\n".join(" " * round((ln.bbox[0] - left) / width) + ln.text.rstrip() for ln in lines)
+    steps = [b.bbox[1] - a.bbox[1] for a, b in pairwise(lines)]
+    # the pitch of consecutive lines, unless all are a blank line apart (code is set
+    # with its lines ~1.2 sizes apart)
+    size = max(ln.size for ln in lines) or _height(widest)
+    pitch = min((s for s in steps if s > 0.5 * size), default=0.0)
+    if not pitch or pitch > 1.8 * size:
+        pitch = 1.2 * size
+    out = []
+    for i, ln in enumerate(lines):
+        if i:
+            out += [""] * min(2, max(0, round(steps[i - 1] / pitch) - 1))
+        out.append(" " * round((ln.bbox[0] - left) / width) + ln.text.rstrip())
+    return "\n".join(out)

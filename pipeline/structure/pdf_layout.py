@@ -12,7 +12,7 @@ from typing import Any
 import pymupdf
 
 from pipeline.ingest.pdf_units import Line, Unit, split_block
-from pipeline.structure.pdf_code import mark_monospace
+from pipeline.structure.pdf_code import mark_monospace, row_gap
 from pipeline.structure.pdf_rtl import RTL, fix_rtl_ligatures
 
 # No TEXT_PRESERVE_LIGATURES: "ﬁ" comes out as "fi", which search and matching need.
@@ -96,7 +96,7 @@ def merge_same_row(lines: list[Line]) -> list[Line]:
                 # right to left: the line on the right is read first
                 a, b = (ln, prev) if _rtl(prev.text) and _rtl(ln.text) else (prev, ln)
                 out[-1] = Line(
-                    f"{a.text.rstrip()} {b.text.lstrip()}",
+                    a.text.rstrip() + row_gap(prev, ln) + b.text.lstrip(),
                     (
                         prev.bbox[0],
                         min(prev.bbox[1], ln.bbox[1]),
