@@ -11,6 +11,7 @@ import pytest
 
 from pipeline.structure import PARSERS
 from pipeline.structure.pdf import parse_pdf
+from pipeline.structure.pdf_bullets import mark_bullets
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pdfs"
 LOREM = (
@@ -333,6 +334,51 @@ def test_a_listing_keeps_its_columns_blank_lines_and_dash_lines(mode):
         "  -h, --hour=H      the hour to ask for\n"
         "  -v                version"
     ]
+
+
+@pytest.mark.parametrize("mode", ["layout", "heuristic"])
+def test_bullets_painted_as_shapes_lead_list_items(mode):
+    """A browser's "Save as PDF" paints list bullets as small discs (stroked circles one
+    level down), no text: each item is a list item led by "•" / "◦". A marker of another
+    colour beside a label (a chart legend) leads nothing."""
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    _box(page, (50, 60, 550, 120), "Opening text. " + LOREM, font="tiro")
+    page.insert_text((72, 150), "Supported values for this option are:", fontsize=11)
+    items = [
+        (72, "tiny - Tiny code model, for the smallest programs.", True),
+        (72, "small - Small code model, the default on most targets.", True),
+        (92, "kernel - Kernel code model, within the small one.", False),
+    ]
+    y = 168
+    for x, text, filled in items:
+        centre = pymupdf.Point(x - 14, y - 3.5)
+        if filled:
+            page.draw_circle(centre, 2.25, color=None, fill=(0, 0, 0))
+        else:
+            page.draw_circle(centre, 2.25, color=(0, 0, 0), width=0.8)
+        page.insert_text((x, y), text, fontsize=11)
+        y += 18
+    page.draw_rect(pymupdf.Rect(58, y + 12, 62, y + 16), color=None, fill=(0.1, 0.4, 0.8))
+    page.insert_text((72, y + 17), "Series A of the measured tides", fontsize=11)
+    _box(page, (50, y + 40, 550, y + 100), "Closing text. " + LOREM, font="tiro")
+    data = pdf.tobytes()
+    st = parse_pdf(_doc(data), data, mode=mode)
+    assert [n["text"] for n in st.nodes if n["node_type"] == "LIST_ITEM"] == [
+        "• tiny - Tiny code model, for the smallest programs.",
+        "• small - Small code model, the default on most targets.",
+        "◦ kernel - Kernel code model, within the small one.",
+    ]
+    assert any(n["text"].startswith("Series A") for n in st.nodes)
+
+
+def test_word_private_use_bullets_read_as_bullets():
+    """Word's Symbol-font bullet comes out of a PDF without a Unicode map as U+F0B7."""
+    page = pymupdf.open().new_page()
+    span = {"text": "\uf0b7 Tides", "bbox": (60, 90, 120, 102), "size": 10, "flags": 0}
+    d = {"blocks": [{"lines": [{"bbox": span["bbox"], "spans": [span]}]}]}
+    mark_bullets(page, d)
+    assert span["text"] == "• Tides"
 
 
 def test_a_typewritten_pdf_has_no_code():

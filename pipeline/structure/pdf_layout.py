@@ -12,6 +12,7 @@ from typing import Any
 import pymupdf
 
 from pipeline.ingest.pdf_units import Line, Unit, split_block
+from pipeline.structure.pdf_bullets import mark_bullets
 from pipeline.structure.pdf_code import mark_monospace, row_gap
 from pipeline.structure.pdf_rtl import RTL, fix_rtl_ligatures
 
@@ -120,6 +121,7 @@ def page_units(page: pymupdf.Page, pno: int) -> list[Unit]:
     d = page.get_text("dict", flags=TEXT_FLAGS, sort=False)
     fix_rtl_ligatures(page, d, TEXT_FLAGS)
     mark_monospace(page, d)
+    mark_bullets(page, d)
     units: list[Unit] = []
     seen: set[tuple[str, int, int]] = set()
     blocks: list[list[Line]] = []

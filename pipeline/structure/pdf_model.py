@@ -19,6 +19,7 @@ import pymupdf
 from pipeline.config import StructureSettings
 from pipeline.ingest.pdf_units import Line, Unit, split_block, xy_cut
 from pipeline.structure.model import DocStructure
+from pipeline.structure.pdf_bullets import LIST_GLYPH, mark_bullets
 from pipeline.structure.pdf_classify import classify_page, title_and_headings
 from pipeline.structure.pdf_code import mark_monospace
 from pipeline.structure.pdf_layout import (
@@ -66,6 +67,7 @@ def _page_text(page: pymupdf.Page, pno: int, regions: list[Region]) -> list[Unit
     d = page.get_text("dict", flags=TEXT_FLAGS, sort=False)
     fix_rtl_ligatures(page, d, TEXT_FLAGS)
     mark_monospace(page, d)
+    mark_bullets(page, d)
     groups: dict[tuple[int, int], list[Line]] = {}
     seen: set[tuple[str, int, int]] = set()
     raws = [(bno, ln) for bno, b in enumerate(d["blocks"]) if b["type"] == 0 for ln in b["lines"]]
@@ -76,8 +78,11 @@ def _page_text(page: pymupdf.Page, pno: int, regions: list[Region]) -> list[Unit
         if upright and not _horizontal(raw):
             continue  # rotated on an upright page: margin text or a figure's axis label
         parts: dict[int, list[dict[str, Any]]] = {}
-        for s in raw["spans"]:
-            parts.setdefault(_region_of(s["bbox"], regions), []).append(s)
+        spans = raw["spans"]
+        for i, s in enumerate(spans):
+            # a drawn bullet's span (pdf_bullets) goes where its text goes
+            box = spans[i + 1]["bbox"] if s.get("bullet") and i + 1 < len(spans) else s["bbox"]
+            parts.setdefault(_region_of(box, regions), []).append(s)
         for rno, spans in parts.items():
             ln = make_line(spans)
             if ln is None:
@@ -106,31 +111,36 @@ def _page_text(page: pymupdf.Page, pno: int, regions: list[Region]) -> list[Unit
         if r.cls not in NO_TEXT_CLASSES:
             r.unit = Unit(lines, pno)
             if r.cls == "text":
-                _split_headings(r)
+                _split_text(r)
     return orphans
 
 
-def _split_headings(region: Region) -> None:
+def _split_text(region: Region) -> None:
     """A text region holding a short bold or larger line set off from the text above or
-    below it: the model took a heading and a paragraph for one block."""
+    below it (the model took a heading and a paragraph for one block), or list items led by
+    a bullet glyph (a list the model read as text: pdf_bullets)."""
     assert region.unit is not None
     parts = split_block(region.unit.lines, region.unit.page)
-    if len(parts) < 2:
+    if len(parts) < 2 and not LIST_GLYPH.match(parts[0].text):
         return
     out: list[tuple[str, Unit]] = []
     run: list[Unit] = []
     for i, p in enumerate(parts):
         around = [parts[j] for j in (i - 1, i + 1) if 0 <= j < len(parts)]
-        if _heading_like(p, around):
-            if run:
-                out.append(("text", Unit([ln for u in run for ln in u.lines], p.page)))
-                run = []
-            out.append(("section-header", p))
+        if LIST_GLYPH.match(p.text):
+            cls = "list-item"
+        elif _heading_like(p, around):
+            cls = "section-header"
         else:
             run.append(p)
+            continue
+        if run:
+            out.append(("text", Unit([ln for u in run for ln in u.lines], p.page)))
+            run = []
+        out.append((cls, p))
     if run:
         out.append(("text", Unit([ln for u in run for ln in u.lines], parts[0].page)))
-    if len(out) > 1:
+    if len(out) > 1 or out[0][0] != "text":
         region.parts = out
 
 
