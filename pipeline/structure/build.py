@@ -75,17 +75,23 @@ def _part_failure(doc: dict[str, Any], why: str, fallback: str) -> dict[str, Any
     return {**row, "stage": "structure", "reason": why, "fallback": fallback}
 
 
+CROSS = "CROSS_REFERENCES"
+
+
 def _cross_references(doc: DocStructure, failures: list[dict[str, Any]] | None) -> list:
     from pipeline.structure.crossrefs import cross_references
 
     try:
-        return cross_references(doc)
+        found = cross_references(doc)
     except Exception as exc:  # noqa: BLE001 - the document keeps its other edges
         row = {"id": doc.document_id, "source_path": doc.source_path}
         if failures is not None:
             failures.append(failure_row(row, "structure", exc, "no cross-references"))
         doc.warnings.append("cross-references failed")
         return []
+    # a PDF's links made some already (pipeline.structure.pdf_links)
+    linked = {(e["source_id"], e["target_id"]) for e in doc.edges if e["type"] == CROSS}
+    return [e for e in found if (e["source_id"], e["target_id"]) not in linked]
 
 
 def _frame(rows: list[dict[str, Any]], name: str) -> pl.DataFrame:

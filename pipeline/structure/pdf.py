@@ -22,6 +22,7 @@ from pipeline.config import StructureSettings
 from pipeline.structure.model import DocStructure
 from pipeline.structure.parsers import register
 from pipeline.structure.pdf_code import mark_code
+from pipeline.structure.pdf_links import add_links, read_links
 from pipeline.structure.pdf_ocr import mark_ocr, structure_ocr
 from pipeline.structure.pdf_sections import build, merge_continuations
 from pipeline.structure.text import parse_text
@@ -81,7 +82,9 @@ def parse_pdf(
         mark_ocr(items, set(ocr), report, meta)
         labels = label_pages(pdf, printed)
         n_pages = pdf.page_count
+        links = read_links(pdf)
     build(out, toc, merge_continuations(items), labels)
+    add_links(out, links)
     meta |= {
         "parser": "pymupdf" if mode == "heuristic" else "pymupdf-layout",
         "pages": n_pages,
