@@ -493,6 +493,27 @@ def test_a_short_note_the_model_puts_in_a_footer_once_is_a_note():
     assert not any("example press" in n["text"] for n in parse(repeated).nodes)
 
 
+def test_a_footnote_sharing_the_footer_with_the_page_number_is_a_note():
+    """A word processor's last footnote sits just above "Page 1", and the model draws one
+    footer around both (a LibreOffice export): the footnote was lost with the footer. The
+    page number's line is judged alone: the note is a NOTE, the number the page's label."""
+    pdf = pymupdf.open()
+    text = (
+        "The harbour pilot began in March. It was led by an engineer, who had built gates. "
+        "The tide gauges were read every six minutes and their records kept by the authority."
+    )
+    for i, title in enumerate(["Harbour Renewal Report 2025", "Methods"]):
+        page = pdf.new_page()
+        page.insert_text((72, 60), title, fontsize=18)
+        page.insert_textbox(pymupdf.Rect(72, 90, 520, 400), text, fontsize=11)
+        if i == 0:
+            page.insert_text((72, 760), "1 The gauges at Marsa were renewed in 2023.", fontsize=9)
+        page.insert_text((72, 776), f"Page {i + 1}", fontsize=11)
+    nodes = [(n["node_type"], n["text"]) for n in parse(pdf).nodes]
+    assert ("NOTE", "The gauges at Marsa were renewed in 2023.") in nodes
+    assert [t for kind, t in nodes if kind == "PAGE_NUMBER"] == ["1", "2"]
+
+
 def test_a_page_of_too_many_vector_paths_is_read_by_position(monkeypatch):
     """The model's text extraction segments a page around its vector paths (240 s on a page
     of 18,560): a page over MAX_PATHS is not given to the model, its text kept by position,

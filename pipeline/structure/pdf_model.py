@@ -223,14 +223,30 @@ def _keep_margin_content(
             text = r.unit.text.strip()
             if seen[normalise_margin_text(text)] > 1:
                 continue
-            if len(text.split()) >= MARGIN_CONTENT_WORDS and SENT_END.search(text):
-                r.cls = "text"
-            elif r.cls == "page-footer" and _footnote(text):
+            if r.cls == "page-footer" and _footnote(text):
                 r.cls = "footnote"
+            elif len(text.split()) >= MARGIN_CONTENT_WORDS and SENT_END.search(text):
+                r.cls = "text"
             elif text and not _page_number(text) and (bare or r.unit.size >= HEADING_SIZE * body):
                 r.cls = "text"
                 lone.add(id(r.unit))
     return lone
+
+
+def _split_page_number(r: Region) -> list[Region]:
+    """A margin region whose page number lines share it with others (a page's last
+    footnote just above "Page 1": the model drew one footer around both): the number's
+    lines a region of their own, so each is judged alone."""
+    if r.cls not in MARGIN_CLASSES or r.unit is None or len(r.unit.lines) < 2:
+        return [r]
+    numbers = [ln for ln in r.unit.lines if _page_number(ln.text.strip())]
+    rest = [ln for ln in r.unit.lines if not _page_number(ln.text.strip())]
+    if not numbers or not rest:
+        return [r]
+    return [
+        Region(r.cls, Unit(lines, r.unit.page).bbox, None, Unit(lines, r.unit.page))
+        for lines in (rest, numbers)
+    ]
 
 
 def _footnote(text: str) -> bool:
@@ -279,6 +295,8 @@ def parse_layout(
         if not any(r.unit for r in regions) and not orphans[-1]:
             out.warnings.append(f"page {pno + 1}: no text")
     every = [r.unit for rs in pages for r in rs if r.unit] + [u for us in orphans for u in us]
+    for regions in pages:
+        regions[:] = [part for r in regions for part in _split_page_number(r)]
     lone = _keep_margin_content(pages, orphans, body_size(every))
     margins = [[r.unit for r in rs if r.unit and r.cls in MARGIN_CLASSES] for rs in pages]
     numbers = printed_numbers(margins)
