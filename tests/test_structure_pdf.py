@@ -381,6 +381,28 @@ def test_word_private_use_bullets_read_as_bullets():
     assert span["text"] == "• Tides"
 
 
+def test_inline_code_padding_is_no_space_before_punctuation():
+    """A browser pads inline code with a box that pymupdf reads as a space: "tool ( tide ),
+    then read gauge.rs , as shown." reads "(tide), ... gauge.rs, as shown."."""
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    page.insert_font(fontname="F9", fontbuffer=pymupdf.Font("cour").buffer)
+    _box(page, (50, 60, 550, 120), "Opening text. " + LOREM, font="tiro")
+    x = 50.0
+    for text, font in [
+        ("Call the tool (", "tiro"),
+        ("tide", "F9"),
+        ("), then read", "tiro"),
+        ("gauge.rs", "F9"),
+        (", as shown.", "tiro"),
+    ]:
+        page.insert_text((x, 150), text, fontsize=10, fontname=font)
+        measure = "cour" if font == "F9" else font
+        x += pymupdf.get_text_length(text, fontname=measure, fontsize=10) + 4  # the padding
+    texts = [n["text"] for n in _parse(pdf).nodes]
+    assert "Call the tool (tide), then read gauge.rs, as shown." in texts
+
+
 def test_a_typewritten_pdf_has_no_code():
     """Set all in a monospaced font (a typewritten report), nothing stands out as a listing."""
     st = _parse(_listing_pdf("cour"))

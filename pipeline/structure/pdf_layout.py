@@ -60,6 +60,7 @@ def make_line(all_spans: list[dict[str, Any]]) -> Line | None:
     markers: list[str] = []
     parts: list[str] = []
     first_small = ""
+    code: bool | None = None  # whether the last span with text was monospaced
     for s in all_spans:
         t = s["text"]
         small = s["size"] < 0.8 * size and (s["flags"] & 1 or s["bbox"][3] < y1 - 0.2 * size)
@@ -69,11 +70,30 @@ def make_line(all_spans: list[dict[str, Any]]) -> Line | None:
                 first_small = tok
             else:
                 markers.append(tok)
+        if tok:
+            if code is not None and bool(s.get("mono")) != code:
+                t = _unpad(parts, t, not code)
+            code = bool(s.get("mono"))
         parts.append(t)
     text = "".join(parts)
     return Line(
         text, (x0, y0, x1, y1), size, bold / total, math / total, markers, first_small, mono / total
     )
+
+
+_CLOSING = re.compile(r"\s*[,.;:!?)\]’”]")
+_OPENING = ("(", "[", "‘", "“")
+
+
+def _unpad(parts: list[str], t: str, code: bool) -> str:
+    """`t`, the span after `parts` where inline code starts (`code`) or ends: a browser pads
+    code with a box pymupdf reads as a space ("cargo )", "( MIT"): none is kept before
+    closing punctuation after code, nor after an opening bracket before it."""
+    before = "".join(parts)
+    if before.rstrip().endswith(_OPENING) if code else _CLOSING.match(t):
+        parts[:] = [before.rstrip()]
+        return t.lstrip()
+    return t
 
 
 def _rtl(text: str) -> bool:
