@@ -1,7 +1,7 @@
 """A PDF's link annotations: internal links (explicit and named destinations) become
 CROSS_REFERENCES edges to what they point at (a textual reference to the same target adds
-none), URIs and links to other files REFERS_TO edges resolved across the corpus, through
-the real loader and structure build."""
+none) and REFERENCES_CITATION edges to a bibliography entry; URIs and links to other files
+REFERS_TO edges resolved across the corpus; through the real loader and structure build."""
 
 import json
 from pathlib import Path
@@ -25,18 +25,21 @@ def _paper(path: Path) -> None:
     first, second = doc[0], doc[1]
     first.insert_text((72, 80), "1 Tides", fontsize=16, fontname="hebo")
     first.insert_textbox((72, 100, 540, 160), LOREM, fontsize=10)
-    first.insert_text((72, 180), "The week's tides are in Table 1; the methods follow.")
+    first.insert_text((72, 180), "The week's tides are in Table 1; the methods follow Ames (1999).")
     first.insert_textbox((72, 200, 540, 260), "Sources: " + LOREM, fontsize=10)
     first.insert_text((72, 280), "Gauge data: https://tides.example.org and notes/b.pdf.")
     second.insert_text((72, 80), "2 Methods", fontsize=16, fontname="hebo")
     second.insert_textbox((72, 100, 540, 160), LOREM, fontsize=10)
     second.insert_text((72, 200), "Table 1: Tides of the week at the port", fontsize=9)
     second.insert_textbox((72, 220, 540, 280), "Closing. " + LOREM, fontsize=10)
+    second.insert_text((72, 320), "References", fontsize=16, fontname="hebo")
+    second.insert_text((72, 345), "Ames, R. 1999. Harmonic tides of small harbours. Tide Press.")
     links = [  # (where, kind, the link's own keys)
         ((258, 170, 325, 184), pymupdf.LINK_GOTO, {"page": 1, "to": pymupdf.Point(72, 62)}),
         ((195, 170, 255, 184), pymupdf.LINK_GOTO, {"page": 1, "to": pymupdf.Point(0, 0)}),
         ((140, 270, 260, 284), pymupdf.LINK_URI, {"uri": "https://tides.example.org"}),
         ((280, 270, 340, 284), pymupdf.LINK_GOTOR, {"file": "notes/b.pdf", "page": 0}),
+        ((330, 170, 400, 184), pymupdf.LINK_GOTO, {"page": 1, "to": pymupdf.Point(72, 333)}),
     ]
     for rect, kind, extra in links:
         first.insert_link({"kind": kind, "from": pymupdf.Rect(rect), **extra})
@@ -76,6 +79,11 @@ def test_pdf_links_become_cross_references_and_refers_to_edges(tmp_path):
     }
     # "Table 1" is a textual cross-reference to the same caption too: one edge, the link's
     assert cross.filter(pl.col("source_id") == source).height == 2
+    # an author-year citation's link to its entry (no "[12]" marker to find it by)
+    cites = edges.filter(pl.col("type") == "REFERENCES_CITATION")
+    assert [(text[s], text[t]) for s, t in cites.select("source_id", "target_id").iter_rows()] == [
+        (text[source], "Ames, R. 1999. Harmonic tides of small harbours. Tide Press.")
+    ]
 
     refers = edges.filter(pl.col("type") == "REFERS_TO")
     rows = {json.loads(m)["href"]: (text[s], t, json.loads(m)) for s, t, m in refers.select(

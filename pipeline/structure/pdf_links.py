@@ -8,10 +8,12 @@ hrefs. A link's source is the content node under its rectangle. An internal one 
 named destination) points to the first node at or below its destination point on the
 target page (in the point's column when it has one): a heading stands for its section, as
 in a textual "Section 4.1" reference (pipeline.structure.crossrefs, which leaves out the
-pairs a link made). None goes to the section its source is in (a browser's heading anchor
-links to itself), nor to a bibliography entry or a footnote (REFERENCES_CITATION and
-REFERENCES_NOTE edges go there). A URI stays an external link; a link to another file
-(GoToR, Launch) is its path, relative to this one's folder as Markdown's are.
+pairs a link made); one to a bibliography entry is a REFERENCES_CITATION edge (hyperref
+links author-year citations, which pdf_edges' "[12]" markers miss). None goes to the section
+its source is in (a browser's heading anchor links to itself), nor to a footnote (hyperref
+gives its destination no point; the markers' REFERENCES_NOTE edges go there). A URI stays an
+external link; a link to another file (GoToR, Launch) is its path, relative to this one's
+folder as Markdown's are.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ from pipeline.structure.model import DocStructure
 
 _INTERNAL = (pymupdf.LINK_GOTO, pymupdf.LINK_NAMED)
 _FILES = (pymupdf.LINK_GOTOR, pymupdf.LINK_LAUNCH)
-# citations and footnote markers have edges of their own, to the entry itself
-# (REFERENCES_CITATION, REFERENCES_NOTE); to its section they would make a hub of it
-_OWN_EDGES = ("BIBLIOGRAPHIC_ENTRY", "NOTE")
+# a link to a bibliography entry is a citation (hyperref links author-year citations too,
+# which pdf_edges' "[12]" markers miss)
+_KINDS = {"BIBLIOGRAPHIC_ENTRY": "REFERENCES_CITATION"}
 
 
 @dataclass
@@ -75,39 +77,41 @@ def _words_in(words: list[tuple], rect: tuple[float, float, float, float]) -> st
 
 
 def add_links(out: DocStructure, links: list[PdfLink]) -> None:
-    """External links and links to files as `out.links`; internal ones as CROSS_REFERENCES
-    edges of `out` (one per source node and target), from the nodes' boxes."""
+    """External links and links to files as `out.links`; internal ones as edges of `out`
+    (CROSS_REFERENCES, REFERENCES_CITATION; one per source node and target), from the
+    nodes' boxes."""
     boxes: dict[int, list[tuple[tuple[float, float, float, float], dict[str, Any]]]] = {}
     for node in out.nodes:
         for pos in node.get("positions") or ():
             box = (pos["x0"], pos["y0"], pos["x1"], pos["y1"])
             boxes.setdefault(pos["page"] - 1, []).append((box, node))
-    seen: set[tuple[str, str]] = set()
+    seen = {(e["source_id"], e["target_id"], e["type"]) for e in out.edges}
     for link in links:
         source = _under(boxes.get(link.page, []), link.rect)
         if source is None:
             continue
         if link.target is None:
-            if (source["id"], link.href) not in seen:
-                seen.add((source["id"], link.href))
+            if (source["id"], link.href, "href") not in seen:
+                seen.add((source["id"], link.href, "href"))
                 row = {"source_id": source["id"], "href": link.href, "text": link.text}
                 out.links.append({**row, "kind": "pdf"})
             continue
         node = _at(boxes.get(link.target[0], []), *link.target[1:])
-        if node is None or node is source or node["node_type"] in _OWN_EDGES:
-            continue
+        if node is None or node is source or node["node_type"] == "NOTE":
+            continue  # footnote markers have REFERENCES_NOTE edges (pdf_edges) already
+        kind = _KINDS.get(node["node_type"], "CROSS_REFERENCES")
         # a heading stands for its section, as a textual "Section 4.1" reference's target
         heading = node["node_type"] in ("HEADING", "TITLE")
         target = node["section_id"] if heading else node["id"]
-        if (source["id"], target) in seen or target == source["section_id"]:
+        if (source["id"], target, kind) in seen or target == source["section_id"]:
             continue  # once per pair; none to the section it is in
-        seen.add((source["id"], target))
+        seen.add((source["id"], target, kind))
         meta = {"kind": "link", "target_type": "SECTION" if heading else node["node_type"]}
         out.edges.append(
             {
                 "source_id": source["id"],
                 "target_id": target,
-                "type": "CROSS_REFERENCES",
+                "type": kind,
                 "weight": 1.0,
                 "marker_text": link.text,
                 "metadata": json.dumps({**meta, "page": link.target[0] + 1}, sort_keys=True),
