@@ -262,6 +262,59 @@ def test_picture_page_without_words_stays_a_figure(tmp_path: Path, engine: None)
     assert meta["ocr_pages"] == [2]  # read, nothing found
 
 
+def _unmapped(root: Path) -> Path:
+    """A PDF whose first page is text and whose second page's font lost its Unicode map (a
+    Type0 font, Identity-H, no ToUnicode): MuPDF reads its glyph ids, ")BSCPVS\x01(BUFT"."""
+    doc = pymupdf.open()
+    doc.new_page(width=420, height=300).insert_text((36, 50), TEXT_PAGE, fontsize=10)
+    page = doc.new_page(width=420, height=300)
+    page.insert_font(fontname="F1", fontbuffer=pymupdf.Font("tiro").buffer)
+    page.insert_text((36, 50), HEADING, fontsize=18, fontname="F1")
+    page.insert_textbox(pymupdf.Rect(36, 70, 384, 160), PARA_1, fontsize=10, fontname="F1")
+    doc = pymupdf.open(stream=doc.tobytes())
+    for xref in range(1, doc.xref_length()):
+        if "ToUnicode" in doc.xref_get_keys(xref):
+            doc.xref_set_key(xref, "ToUnicode", "null")
+    root.mkdir(exist_ok=True)
+    doc.save(root / "gates.pdf")
+    return root
+
+
+def test_an_unreadable_text_layer_is_no_text(tmp_path: Path):
+    """Glyph ids are no text: with OCR off the page is left out with the reason, never
+    indexed as ")BSCPVS"; a real page's few stray symbols do not count."""
+    # what MuPDF reads of PARA_1 there: each glyph id is its character's code less 31
+    assert pdf_ocr.unreadable("".join(chr(ord(c) - 31) for c in PARA_1))
+    assert pdf_ocr.unreadable("\ufffd" * 30)
+    assert not pdf_ocr.unreadable(f"{PARA_1} \uf0b7 {PARA_2} \x02")  # a bullet, a marker
+    root = _unmapped(tmp_path / "pdfs")
+    with ocr_setting("off"):
+        docs, rejected = load_folder(root)
+    assert rejected.is_empty()
+    doc = _doc(docs, "gates.pdf")
+    assert doc["text"].split("\f") == [TEXT_PAGE + "\n", ""]
+    assert doc["warnings"][0].startswith("page 2 text layer unreadable, not OCR'd: OCR is off")
+    nodes, meta = _nodes(docs, root, "gates.pdf", ocr="off")
+    assert [n["text"] for n in nodes] == [TEXT_PAGE]
+    assert list(meta["ocr_skipped"]) == ["2"]
+
+
+@needs_engine
+def test_an_unreadable_text_layer_is_read_by_ocr(tmp_path: Path, engine: None):
+    """A page whose font has no Unicode map is read like a scan, in the document's text and
+    its structure, and says so."""
+    root = _unmapped(tmp_path / "pdfs")
+    docs, rejected = load_folder(root)
+    doc = _doc(docs, "gates.pdf")
+    assert doc["warnings"] == ["OCR'd page 2 (text layer unreadable)"]
+    assert _share_read(f"{HEADING} {PARA_1}", doc["text"].split("\f")[1]) >= 0.9
+    nodes, meta = _nodes(docs, root, "gates.pdf")
+    assert meta["ocr_pages"] == [2]
+    ocred = " ".join(n["text"] for n in nodes if json.loads(n["metadata"]).get("ocr"))
+    assert _share_read(f"{HEADING} {PARA_1}", ocred) >= 0.9
+    assert TEXT_PAGE in [n["text"] for n in nodes]
+
+
 @needs_engine
 @pytest.mark.parametrize("mode", ["heuristic", "layout"])
 def test_two_column_scan_reads_column_by_column(tmp_path_factory, engine: None, mode: str):

@@ -46,9 +46,10 @@ class StructureSettings(Section):
     )
     ocr: Literal["auto", "off"] = Field(
         "auto",
-        description="scanned (image-only) PDF pages: 'auto' OCRs them when the optional OCR "
-        "engine is installed (pip install 'docgraph[ocr]'; models in the package, CPU, ~seconds "
-        "a page), else they are skipped with the reason; 'off' never OCRs",
+        description="scanned (image-only) PDF pages and pages whose text layer is unreadable "
+        "(fonts without a Unicode map): 'auto' OCRs them when the optional OCR engine is "
+        "installed (pip install 'docgraph[ocr]'; models in the package, CPU, ~seconds a page), "
+        "else they are skipped with the reason; 'off' never OCRs",
     )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pymupdf
 
 from pipeline.ingest.formats import LoadedDoc, LoadError, register
-from pipeline.ingest.pdf_ocr import current_mode, ocr_document
+from pipeline.ingest.pdf_ocr import current_mode, ocr_document, unreadable
 from pipeline.ingest.pdf_ocr_units import page_text
 
 PAGE_BREAK = "\f"
@@ -48,8 +48,12 @@ def load_pdf(path: Path, data: bytes) -> LoadedDoc:
             raise LoadError("PDF has no pages")
         repaired = bool(getattr(doc, "is_repaired", False))
         pages = [_page_text(p) for p in doc]
-        # scanned pages: OCR'd when the engine is there (and the setting allows), else skipped
-        found, ocr = ocr_document(doc, [bool(t.strip()) for t in pages], current_mode())
+        # scanned pages and unreadable text layers: OCR'd when the engine is there (and the
+        # setting allows), else skipped; an unreadable layer is never indexed as text
+        has_text = [bool(t.strip()) and not unreadable(t) for t in pages]
+        found, ocr = ocr_document(doc, has_text, current_mode())
+        for pno in ocr.unreadable:
+            pages[pno] = ""
         for pno, lines in found.items():
             pages[pno] = page_text(lines).replace(PAGE_BREAK, "\n")
         labels = [p.get_label() for p in doc]
@@ -59,6 +63,11 @@ def load_pdf(path: Path, data: bytes) -> LoadedDoc:
     if not any(t.strip() for t in pages):
         if repaired:  # e.g. a truncated file: MuPDF rebuilt a skeleton with no readable content
             raise LoadError(f"corrupt PDF: repaired by MuPDF but no text recovered ({messages})")
+        if ocr.unreadable and ocr.skipped:
+            raise LoadError(
+                "text layer unreadable (fonts without a Unicode map; "
+                f"{next(iter(ocr.skipped.values()))})"
+            )
         if ocr.skipped:  # OCR off, not installed, or failed: its reason
             raise LoadError(f"no text layer (image-only PDF; {next(iter(ocr.skipped.values()))})")
         if ocr.done:

@@ -1,4 +1,5 @@
-"""OCR of scanned (image-only) PDF pages, when the optional `ocr` extra is installed.
+"""OCR of scanned (image-only) PDF pages and of unreadable text layers, when the optional
+`ocr` extra is installed.
 
 The engine is RapidOCR's ONNX build (`rapidocr-onnxruntime`): its PP-OCR detection and
 recognition models ship inside the wheel and it has no download path, so it runs offline
@@ -6,17 +7,20 @@ on the CPU with the onnxruntime the project already has. It is imported lazily, 
 process, and only when a page needs it; without the extra an image-only page is skipped
 with a reason that says how to enable OCR.
 
-Only pages with no text layer whose content is images or vector drawings are OCR'd: a page
-with text keeps its own text, a blank page stays blank. Both the loader (document text) and
-the structure parser (lines with positions) read a page's OCR; results are kept per process,
-keyed by the rendered image's digest, so a run that does both in one process (the default)
-OCRs a page once, and a page scanned twice (a copy of a file) once too.
+Only pages with no text layer whose content is images or vector drawings are OCR'd, and
+pages whose text layer is unreadable (`unreadable`: a font without a Unicode map gives its
+glyph ids): a page with text keeps its own text, a blank page stays blank. Both the loader
+(document text) and the structure parser (lines with positions) read a page's OCR; results
+are kept per process, keyed by the rendered image's digest, so a run that does both in one
+process (the default) OCRs a page once, and a page scanned twice (a copy of a file) once
+too.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -93,6 +97,21 @@ def ocr_setting(mode: OcrMode) -> Iterator[None]:
         yield
     finally:
         _MODE.reset(token)
+
+
+# A text layer of which this share of the characters are no text (U+FFFD, control or
+# private-use characters: the glyph ids a font without a Unicode map gives, "5IF\x01IBSCPVS"
+# for "The harbour") is read by OCR like a scan. Real pages stay far below: the worst of the
+# shared and unseen PDFs is 2.1% (Wingdings bullets), a LaTeX paper's math fonts 0.2%.
+UNREADABLE_SHARE = 0.1
+_NO_TEXT = re.compile(r"[\ufffd\x00-\x08\x0e-\x1b\x7f-\x9f\ue000-\uf8ff]")
+_SPACE = re.compile(r"\s")
+
+
+def unreadable(text: str) -> bool:
+    """Whether a page's text layer is mostly no text (see UNREADABLE_SHARE)."""
+    chars = len(text) - len(_SPACE.findall(text))
+    return chars >= 20 and len(_NO_TEXT.findall(text)) >= UNREADABLE_SHARE * chars
 
 
 def image_only(page: pymupdf.Page) -> bool:
@@ -227,21 +246,27 @@ def _recognise(eng: Any, page: pymupdf.Page, pix: pymupdf.Pixmap) -> list[OcrLin
 
 @dataclass
 class OcrReport:
-    """What OCR did to a document: pages read (0-based), and the image-only pages left
-    without text with the reason for each (`failed`: those where the engine raised)."""
+    """What OCR did to a document: pages read (0-based), and the image-only or unreadable
+    pages left without text with the reason for each (`failed`: those where the engine
+    raised; `unreadable`: the pages chosen for their text layer, not for being images)."""
 
     done: list[int]
     skipped: dict[int, str]
     failed: list[int] = field(default_factory=list)
+    unreadable: list[int] = field(default_factory=list)  # read for their text layer's sake
+
+    def kind(self, pno: int) -> str:
+        return "text layer unreadable" if pno in self.unreadable else "image-only"
 
     def warnings(self) -> list[str]:
-        out = []
-        if self.done:
-            out.append(f"OCR'd {_pages(self.done)} (image-only)")
-        by_reason: dict[str, list[int]] = {}
+        done: dict[str, list[int]] = {}
+        for pno in self.done:
+            done.setdefault(self.kind(pno), []).append(pno)
+        out = [f"OCR'd {_pages(pnos)} ({kind})" for kind, pnos in done.items()]
+        skipped: dict[tuple[str, str], list[int]] = {}
         for pno, why in self.skipped.items():
-            by_reason.setdefault(why, []).append(pno)
-        out += [f"{_pages(pnos)} image-only, not OCR'd: {why}" for why, pnos in by_reason.items()]
+            skipped.setdefault((self.kind(pno), why), []).append(pno)
+        out += [f"{_pages(ps)} {kind}, not OCR'd: {why}" for (kind, why), ps in skipped.items()]
         return out
 
 
@@ -256,11 +281,17 @@ def ocr_document(
     mode: OcrMode,
     stats: dict[str, float] | None = None,
 ) -> tuple[dict[int, list[OcrLine]], OcrReport]:
-    """OCR lines of the image-only pages among those without text (`has_text` per page) and
-    the report; nothing is OCR'd under mode 'off' or without the engine (the pages are
-    skipped with the reason). A page the engine fails on is skipped with the error."""
-    todo = [pno for pno, text in enumerate(has_text) if not text and image_only(doc[pno])]
-    report = OcrReport([], {})
+    """OCR lines of the image-only pages and of the pages whose text layer is unreadable,
+    among those without text (`has_text` per page: false for an unreadable one), and the
+    report; nothing is OCR'd under mode 'off' or without the engine (the pages are skipped
+    with the reason). A page the engine fails on is skipped with the error."""
+    todo, report = [], OcrReport([], {})
+    for pno in (pno for pno, text in enumerate(has_text) if not text):
+        if image_only(doc[pno]):
+            todo.append(pno)
+        elif unreadable(doc[pno].get_text("text")):
+            todo.append(pno)
+            report.unreadable.append(pno)
     found: dict[int, list[OcrLine]] = {}
     why = unavailable_reason(mode) if todo else None
     for pno in todo:
@@ -293,4 +324,5 @@ __all__ = [
     "ocr_page",
     "ocr_setting",
     "unavailable_reason",
+    "unreadable",
 ]

@@ -53,9 +53,10 @@ def _has_text(pdf: pymupdf.Document, doc: dict[str, Any]) -> list[bool]:
 def structure_ocr(
     out: DocStructure, pdf: pymupdf.Document, cfg: StructureSettings, doc: dict[str, Any]
 ) -> tuple[dict[int, list[Unit]], OcrReport]:
-    """Units of the image-only pages of document row `doc` that were OCR'd, by page, and the
-    OCR report (its warnings added to `out`, pages the engine failed on to `out.failures`;
-    time and page count to `out.stats`)."""
+    """Units of the image-only and unreadable pages of document row `doc` that were OCR'd
+    (an unreadable one not OCR'd: none), by page, and the OCR report (its warnings added to
+    `out`, pages the engine failed on to `out.failures`; time and page count to
+    `out.stats`)."""
     has_text = _has_text(pdf, doc)
     found, report = ocr_document(pdf, has_text, cfg.ocr, out.stats)
     out.warnings.extend(report.warnings())
@@ -63,7 +64,9 @@ def structure_ocr(
         out.failures.append((f"page {pno + 1}: {report.skipped[pno]}", "page left out"))
     # a page where OCR read nothing (a photo, a chart) keeps its picture as a figure
     units = {pno: ocr_units(lines, pno) for pno, lines in found.items()}
-    return {pno: us for pno, us in units.items() if us}, report
+    units = {pno: us for pno, us in units.items() if us}
+    # an unreadable text layer never becomes nodes: without its OCR the page has none
+    return {pno: [] for pno in report.unreadable} | units, report
 
 
 def mark_ocr(
