@@ -109,7 +109,7 @@ _SPACE = re.compile(r"\s")
 
 
 def unreadable(text: str) -> bool:
-    """Whether a page's text layer is mostly no text (see UNREADABLE_SHARE)."""
+    """Whether a page's text layer is no text: at least UNREADABLE_SHARE of it."""
     chars = len(text) - len(_SPACE.findall(text))
     return chars >= 20 and len(_NO_TEXT.findall(text)) >= UNREADABLE_SHARE * chars
 
