@@ -8,7 +8,7 @@ from typing import Any
 import pymupdf
 
 from pipeline.ingest.formats import LoadedDoc, LoadError, register
-from pipeline.ingest.pdf_ocr import current_mode, ocr_document, unreadable
+from pipeline.ingest.pdf_ocr import current_mode, has_text, ocr_document
 from pipeline.ingest.pdf_ocr_units import page_text
 
 PAGE_BREAK = "\f"
@@ -50,8 +50,7 @@ def load_pdf(path: Path, data: bytes) -> LoadedDoc:
         pages = [_page_text(p) for p in doc]
         # scanned pages and unreadable text layers: OCR'd when the engine is there (and the
         # setting allows), else skipped; an unreadable layer is never indexed as text
-        has_text = [bool(t.strip()) and not unreadable(t) for t in pages]
-        found, ocr = ocr_document(doc, has_text, current_mode())
+        found, ocr = ocr_document(doc, [has_text(t) for t in pages], current_mode())
         for pno in ocr.unreadable:
             pages[pno] = ""
         for pno, lines in found.items():

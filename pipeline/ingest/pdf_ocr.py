@@ -114,6 +114,11 @@ def unreadable(text: str) -> bool:
     return chars >= 20 and len(_NO_TEXT.findall(text)) >= UNREADABLE_SHARE * chars
 
 
+def has_text(text: str) -> bool:
+    """Whether a page's extracted text is text to keep: not blank, not unreadable."""
+    return bool(text.strip()) and not unreadable(text)
+
+
 def image_only(page: pymupdf.Page) -> bool:
     """No text layer, and images or drawings cover at least MIN_COVER of the page (a scan, or
     text converted to outlines); a blank page is not one."""
@@ -277,16 +282,16 @@ def _pages(pnos: list[int]) -> str:
 
 def ocr_document(
     doc: pymupdf.Document,
-    has_text: list[bool],
+    with_text: list[bool],
     mode: OcrMode,
     stats: dict[str, float] | None = None,
 ) -> tuple[dict[int, list[OcrLine]], OcrReport]:
     """OCR lines of the image-only pages and of the pages whose text layer is unreadable,
-    among those without text (`has_text` per page: false for an unreadable one), and the
+    among those without text (`with_text` per page: `has_text` of its text), and the
     report; nothing is OCR'd under mode 'off' or without the engine (the pages are skipped
     with the reason). A page the engine fails on is skipped with the error."""
     todo, report = [], OcrReport([], {})
-    for pno in (pno for pno, text in enumerate(has_text) if not text):
+    for pno in (pno for pno, text in enumerate(with_text) if not text):
         if image_only(doc[pno]):
             todo.append(pno)
         elif unreadable(doc[pno].get_text("text")):
@@ -319,6 +324,7 @@ __all__ = [
     "OcrReport",
     "OcrUnavailable",
     "current_mode",
+    "has_text",
     "image_only",
     "ocr_document",
     "ocr_page",

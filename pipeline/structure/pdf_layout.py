@@ -136,12 +136,19 @@ def merge_same_row(lines: list[Line]) -> list[Line]:
     return out
 
 
-def page_units(page: pymupdf.Page, pno: int) -> list[Unit]:
-    """Text and image units of one page, duplicates (text drawn twice) dropped."""
+def page_dict(page: pymupdf.Page) -> dict[str, Any]:
+    """The page's text as pymupdf's "dict", ready for `make_line`: right-to-left ligatures
+    mended, spans flagged monospaced (pdf_code), drawn bullets made spans (pdf_bullets)."""
     d = page.get_text("dict", flags=TEXT_FLAGS, sort=False)
     fix_rtl_ligatures(page, d, TEXT_FLAGS)
     mark_monospace(page, d)
     mark_bullets(page, d)
+    return d
+
+
+def page_units(page: pymupdf.Page, pno: int) -> list[Unit]:
+    """Text and image units of one page, duplicates (text drawn twice) dropped."""
+    d = page_dict(page)
     units: list[Unit] = []
     seen: set[tuple[str, int, int]] = set()
     blocks: list[list[Line]] = []

@@ -45,6 +45,7 @@ class PdfLink:
 def read_links(pdf: pymupdf.Document) -> list[PdfLink]:
     """Every link of every page that goes somewhere."""
     out: list[PdfLink] = []
+    matrices: dict[int, pymupdf.Matrix] = {}  # target page -> PDF to page space
     for pno in range(pdf.page_count):
         page = pdf[pno]
         try:
@@ -62,7 +63,9 @@ def read_links(pdf: pymupdf.Document) -> list[PdfLink]:
             elif kind in _INTERNAL and 0 <= ln.get("page", -1) < pdf.page_count:
                 to = ln.get("to") or pymupdf.Point(0, 0)
                 if kind == pymupdf.LINK_NAMED:  # pymupdf reports a named one in PDF space
-                    to = pymupdf.Point(to) * pdf[ln["page"]].transformation_matrix
+                    if ln["page"] not in matrices:
+                        matrices[ln["page"]] = pdf[ln["page"]].transformation_matrix
+                    to = pymupdf.Point(to) * matrices[ln["page"]]
                 out.append(PdfLink(pno, rect, text, target=(ln["page"], to.x, to.y)))
     return out
 

@@ -19,23 +19,21 @@ import pymupdf
 from pipeline.config import StructureSettings
 from pipeline.ingest.pdf_units import Line, Unit, split_block, xy_cut
 from pipeline.structure.model import DocStructure
-from pipeline.structure.pdf_bullets import LIST_GLYPH, mark_bullets
+from pipeline.structure.pdf_bullets import LIST_GLYPH
 from pipeline.structure.pdf_classify import classify_page, title_and_headings
-from pipeline.structure.pdf_code import mark_monospace
 from pipeline.structure.pdf_layout import (
     PAGE_NO,
-    TEXT_FLAGS,
     attach_markers,
     body_size,
     make_line,
     merge_same_row,
     normalise_margin_text,
     note_start,
+    page_dict,
 )
 from pipeline.structure.pdf_ocr import HEADING_SIZE, heading_classes
 from pipeline.structure.pdf_pages import printed_numbers, roman_value, running_text
 from pipeline.structure.pdf_regions import FAILED, MARGIN_CLASSES, Region
-from pipeline.structure.pdf_rtl import fix_rtl_ligatures
 from pipeline.structure.pdf_sections import SENT_END
 from pipeline.structure.pdf_workers import layout_regions
 
@@ -64,10 +62,7 @@ def _region_of(bbox: tuple[float, ...], regions: list[Region]) -> int:
 def _page_text(page: pymupdf.Page, pno: int, regions: list[Region]) -> list[Unit]:
     """Give every region its lines (spans split between regions where one pymupdf line
     crosses two, as two captions on one row); return the units of text in no region."""
-    d = page.get_text("dict", flags=TEXT_FLAGS, sort=False)
-    fix_rtl_ligatures(page, d, TEXT_FLAGS)
-    mark_monospace(page, d)
-    mark_bullets(page, d)
+    d = page_dict(page)
     groups: dict[tuple[int, int], list[Line]] = {}
     seen: set[tuple[str, int, int]] = set()
     raws = [(bno, ln) for bno, b in enumerate(d["blocks"]) if b["type"] == 0 for ln in b["lines"]]
@@ -243,10 +238,8 @@ def _split_page_number(r: Region) -> list[Region]:
     rest = [ln for ln in r.unit.lines if not _page_number(ln.text.strip())]
     if not numbers or not rest:
         return [r]
-    return [
-        Region(r.cls, Unit(lines, r.unit.page).bbox, None, Unit(lines, r.unit.page))
-        for lines in (rest, numbers)
-    ]
+    units = [Unit(lines, r.unit.page) for lines in (rest, numbers)]
+    return [Region(r.cls, u.bbox, None, u) for u in units]
 
 
 def _footnote(text: str) -> bool:

@@ -13,7 +13,7 @@ import pymupdf
 
 from pipeline.config import StructureSettings
 from pipeline.ingest.pdf import PAGE_BREAK
-from pipeline.ingest.pdf_ocr import OCR_DPI, OcrReport, ocr_document
+from pipeline.ingest.pdf_ocr import OCR_DPI, OcrReport, has_text, ocr_document
 from pipeline.ingest.pdf_ocr_units import ocr_units
 from pipeline.ingest.pdf_units import Unit
 from pipeline.structure.model import DocStructure
@@ -42,7 +42,7 @@ def _has_text(pdf: pymupdf.Document, doc: dict[str, Any]) -> list[bool]:
     scans. Read from the pages when the stored text does not match them."""
     pages = (doc.get("text") or "").split(PAGE_BREAK)
     if len(pages) != pdf.page_count:
-        return [bool(pdf[pno].get_text("text").strip()) for pno in range(pdf.page_count)]
+        return [has_text(pdf[pno].get_text("text")) for pno in range(pdf.page_count)]
     try:
         ocred = set(json.loads(doc.get("metadata") or "{}").get("ocr_pages", []))
     except (ValueError, AttributeError):
@@ -57,8 +57,7 @@ def structure_ocr(
     (an unreadable one not OCR'd: none), by page, and the OCR report (its warnings added to
     `out`, pages the engine failed on to `out.failures`; time and page count to
     `out.stats`)."""
-    has_text = _has_text(pdf, doc)
-    found, report = ocr_document(pdf, has_text, cfg.ocr, out.stats)
+    found, report = ocr_document(pdf, _has_text(pdf, doc), cfg.ocr, out.stats)
     out.warnings.extend(report.warnings())
     for pno in report.failed:
         out.failures.append((f"page {pno + 1}: {report.skipped[pno]}", "page left out"))
