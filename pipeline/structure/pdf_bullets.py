@@ -50,7 +50,11 @@ def mark_bullets(page: pymupdf.Page, d: dict[str, Any]) -> None:
 def _dots(page: pymupdf.Page) -> list[tuple[tuple[float, ...], bool, tuple[float, ...]]]:
     """Small round or square shapes: (rect, filled, colour)."""
     out = []
-    for dr in page.get_cdrawings():
+    try:
+        drawings = page.get_cdrawings()
+    except (RuntimeError, ValueError):  # a broken content stream: its text still counts
+        return []
+    for dr in drawings:
         x0, y0, x1, y1 = dr["rect"]
         w, h = x1 - x0, y1 - y0
         if not (_SIZE[0] <= w <= _SIZE[1] and _SIZE[0] <= h <= _SIZE[1]):

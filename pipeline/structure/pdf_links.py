@@ -50,9 +50,10 @@ def read_links(pdf: pymupdf.Document) -> list[PdfLink]:
         page = pdf[pno]
         try:
             found = page.get_links()
+            # once a page: get_textbox would read the whole page again for every link
+            words = page.get_text("words") if found else []
         except (RuntimeError, ValueError):  # a broken annotation: the page's text still counts
             continue
-        words = page.get_text("words") if found else []  # once a page: get_textbox reads it all
         for ln in found:
             kind, rect = ln.get("kind"), tuple(ln["from"])
             text = _words_in(words, rect)
