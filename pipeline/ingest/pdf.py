@@ -10,9 +10,9 @@ import pymupdf
 from pipeline.ingest.formats import LoadedDoc, LoadError, register
 from pipeline.ingest.pdf_ocr import current_mode, has_text, ocr_document
 from pipeline.ingest.pdf_ocr_units import page_text
+from pipeline.ingest.pdf_title import display_title, first_line, is_placeholder
 
 PAGE_BREAK = "\f"
-_MAX_TITLE_CHARS = 120
 _META_KEYS = ("author", "subject", "keywords", "creator", "producer", "creationDate", "modDate")
 
 
@@ -39,6 +39,13 @@ def _page_text(page: pymupdf.Page) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n").replace(PAGE_BREAK, "\n")
 
 
+def _display_title(page: pymupdf.Page) -> str:
+    try:
+        return display_title(page.get_text("dict")) or ""
+    except Exception:  # a page MuPDF cannot lay out: its first line names the document
+        return ""
+
+
 @register(".pdf")
 def load_pdf(path: Path, data: bytes) -> LoadedDoc:
     with _open(data) as doc:
@@ -57,6 +64,11 @@ def load_pdf(path: Path, data: bytes) -> LoadedDoc:
             pages[pno] = page_text(lines).replace(PAGE_BREAK, "\n")
         labels = [p.get_label() for p in doc]
         raw_meta = doc.metadata or {}
+        title = (raw_meta.get("title") or "").strip()
+        if is_placeholder(title):
+            title = ""
+        if not title and 0 not in found and 0 not in ocr.unreadable:  # page 1's own text
+            title = _display_title(doc[0])
         toc_len = len(doc.get_toc())
     messages = _mupdf_messages()
     if not any(t.strip() for t in pages):
@@ -92,12 +104,8 @@ def load_pdf(path: Path, data: bytes) -> LoadedDoc:
     if ocr.done:
         meta["ocr_pages"] = [p + 1 for p in ocr.done]
 
-    title = (raw_meta.get("title") or "").strip()
-    if not title:
-        first_line = next((ln.strip() for ln in pages[0].split("\n") if ln.strip()), "")
-        title = first_line if 0 < len(first_line) <= _MAX_TITLE_CHARS else path.stem
     return LoadedDoc(
-        title=title,
+        title=title or first_line(pages[0]) or path.stem,
         mime_type="application/pdf",
         text=PAGE_BREAK.join(pages),
         n_pages=len(pages),
