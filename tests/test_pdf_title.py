@@ -47,6 +47,7 @@ def test_title_from_display_type_metadata_and_first_line(tmp_path: Path) -> None
         tmp_path / "meta.pdf", [(120, 24, "Annual Tide Report", 0)], title="Tides 2025"
     )
     _pdf(tmp_path / "plain.pdf", [header])  # no display type: the first line, as before
+    _pdf(tmp_path / "tide-table.pdf", [(40, 9, "208", 0)])  # a page number is no title
     _pdf(  # an arXiv-like stamp up the margin is no title
         tmp_path / "stamp.pdf", [header, (700, 20, "arXiv:2004.04906v3 [cs.CL]", 90)]
     )
@@ -55,6 +56,7 @@ def test_title_from_display_type_metadata_and_first_line(tmp_path: Path) -> None
     assert titles["cover.pdf"] == "Row Access Control in Practice"
     assert titles["meta.pdf"] == "Tides 2025"
     assert titles["plain.pdf"] == "ACME Harbour Authority - internal"
+    assert titles["tide-table.pdf"] == "tide-table"
     assert titles["stamp.pdf"] == "ACME Harbour Authority - internal"
 
 

@@ -1,5 +1,6 @@
 """A PDF's title: its metadata title unless that names the producing file or template, else
-the title page 1 shows in display type, else page 1's first line.
+the title page 1 shows in display type, else page 1's first line (in words: not a page
+number), else the file's name.
 
 The metadata title is often missing or a producer's placeholder ("Microsoft Word -
 draft.docx", "Slide 1", "paper.dvi"), and page 1's first line is often a running header, a
@@ -83,5 +84,6 @@ def _letters(text: str) -> int:
 
 
 def first_line(text: str) -> str | None:
+    """A page's first line, unless it is long or names nothing in words (a page number)."""
     line = next((ln.strip() for ln in text.split("\n") if ln.strip()), "")
-    return line if 0 < len(line) <= _MAX_FIRST_LINE_CHARS else None
+    return line if _letters(line) >= 3 and len(line) <= _MAX_FIRST_LINE_CHARS else None
