@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from typing import Any
 
-MAX_TITLE_CHARS = 200
+_MAX_TITLE_CHARS = 200
 _MAX_FIRST_LINE_CHARS = 120
 # display type at least this much larger than the body (an ACL paper's 15 pt over 11 pt)
 _TITLE_RATIO = 1.25
@@ -76,7 +76,7 @@ def display_title(page_dict: dict[str, Any]) -> str | None:
         title.append(text)
         bottom = max(bottom, y1)
     joined = " ".join(title)
-    return joined if len(joined) <= MAX_TITLE_CHARS else None
+    return joined if len(joined) <= _MAX_TITLE_CHARS else None
 
 
 def _letters(text: str) -> int:
