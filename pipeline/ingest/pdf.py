@@ -10,6 +10,7 @@ import pymupdf
 from pipeline.ingest.formats import LoadedDoc, LoadError, register
 from pipeline.ingest.pdf_ocr import current_mode, has_text, ocr_document
 from pipeline.ingest.pdf_ocr_units import page_text
+from pipeline.ingest.pdf_tex import decode_spans, decode_text
 from pipeline.ingest.pdf_title import display_title, first_line, is_placeholder
 
 PAGE_BREAK = "\f"
@@ -34,14 +35,16 @@ def _open(data: bytes) -> pymupdf.Document:
 
 
 def _page_text(page: pymupdf.Page) -> str:
-    text = page.get_text("text")
+    text = decode_text(page.get_text("text"))  # TeX's bitmap fonts: OT1's "fi" is a form feed
     # A stray form feed inside a page would break the page mapping.
     return text.replace("\r\n", "\n").replace("\r", "\n").replace(PAGE_BREAK, "\n")
 
 
 def _display_title(page: pymupdf.Page) -> str:
     try:
-        return display_title(page.get_text("dict")) or ""
+        d = page.get_text("dict")
+        decode_spans(d)
+        return display_title(d) or ""
     except Exception:  # a page MuPDF cannot lay out: its first line names the document
         return ""
 

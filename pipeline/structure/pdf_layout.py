@@ -11,6 +11,7 @@ from typing import Any
 
 import pymupdf
 
+from pipeline.ingest.pdf_tex import decode_spans
 from pipeline.ingest.pdf_units import Line, Unit, split_block
 from pipeline.structure.pdf_bullets import mark_bullets
 from pipeline.structure.pdf_code import mark_monospace, row_gap
@@ -137,9 +138,11 @@ def merge_same_row(lines: list[Line]) -> list[Line]:
 
 
 def page_dict(page: pymupdf.Page) -> dict[str, Any]:
-    """The page's text as pymupdf's "dict", ready for `make_line`: right-to-left ligatures
-    mended, spans flagged monospaced (pdf_code), drawn bullets made spans (pdf_bullets)."""
+    """The page's text as pymupdf's "dict", ready for `make_line`: TeX bitmap fonts' slots
+    read as text (pdf_tex), right-to-left ligatures mended, spans flagged monospaced
+    (pdf_code), drawn bullets made spans (pdf_bullets)."""
     d = page.get_text("dict", flags=TEXT_FLAGS, sort=False)
+    decode_spans(d)
     fix_rtl_ligatures(page, d, TEXT_FLAGS)
     mark_monospace(page, d)
     mark_bullets(page, d)
