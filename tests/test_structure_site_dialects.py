@@ -463,8 +463,8 @@ def test_quarto_and_r_markdown_pages_code_cells_and_callouts(tmp_path):
 def test_jsx_components_html_and_fence_details_of_real_sites():
     """MDX components (Mintlify, Nextra, Starlight) hold Markdown, indented or not, and are
     containers; `<style>` is no text; HTML tags in a line are markup; a fence's title and
-    flags; VitePress' `<<<` imports and toc markers; attribute lists after links, in
-    definition terms and mkdocs-material icons are no text."""
+    flags; VitePress' `<<<` imports, FastAPI's `{* *}` ones and toc markers; attribute
+    lists after links, in definition terms and mkdocs-material icons are no text."""
     page = (
         '<Callout type="info">\n  Useful information.\n</Callout>\n\n'
         '<Steps>\n  <Step title="First Step">\n    Do this first.\n  </Step>\n</Steps>\n\n'
@@ -475,6 +475,7 @@ def test_jsx_components_html_and_fence_details_of_real_sites():
         '```js title="docusaurus.config.js"\nx\n```\n\n```sh [npm]\nnpm i\n```\n\n'
         "```ts:line-numbers=2 {1}\nz\n```\n\n"
         "<<< @/snippets/snippet.js{2}\n\n[[toc]]\n\n[TOC]\n\n"
+        "{* ../../docs_src/models/tutorial001_py310.py hl[9:12,16] *}\n\n"
         "`note`{ #type:note }\n\n:   An admonition.\n\n"
         "See [Paths](paths.md#values){.internal-link target=_blank} now.\n\n"
         '=== ":octicons-mark-github-16: Octicons"\n\n    In a tab :material-plus-circle:.\n'
@@ -493,6 +494,7 @@ def test_jsx_components_html_and_fence_details_of_real_sites():
         ("CODE", "npm i", None, None),
         ("CODE", "z", None, None),
         ("SNIPPET", "", None, None),
+        ("SNIPPET", "", None, None),
         ("LIST_ITEM", "`note`: An admonition.", None, None),
         ("PARAGRAPH", "See [Paths](paths.md#values) now.", None, None),
         ("PARAGRAPH", "Octicons", "tab", "Octicons"),
@@ -505,8 +507,11 @@ def test_jsx_components_html_and_fence_details_of_real_sites():
         ("sh", "npm"),
         ("ts", None),
     ]
-    snippet = next(b for b in blocks if b.kind == "SNIPPET")
-    assert snippet.links == [{"href": "snippets/snippet.js", "text": "", "kind": "snippet"}]
+    snippets = [b.links for b in blocks if b.kind == "SNIPPET"]
+    assert snippets == [
+        [{"href": "snippets/snippet.js", "text": "", "kind": "snippet"}],
+        [{"href": "../../docs_src/models/tutorial001_py310.py", "text": "", "kind": "snippet"}],
+    ]
     term = next(b for b in blocks if b.kind == "LIST_ITEM")
     assert term.ids == ["type:note"]  # what `[x](#type:note)` points to
 

@@ -78,7 +78,9 @@ CODE_TAGS = frozenset(
 )
 INCLUDES = frozenset({"include", "include_relative", "readfile", "include-markdown"})
 _CAPTION_KEYS = ("caption", "title", "alt")
-_INCLUDE_LINE = re.compile(r"<<<[ \t]+(\S+)(?:[ \t].*)?|\{!>?[ \t]*(\S+?)[ \t]*!\}")
+_INCLUDE_LINE = re.compile(
+    r"<<<[ \t]+(\S+)(?:[ \t].*)?|\{!>?[ \t]*(\S+?)[ \t]*!\}|\{\*[ \t]*(\S+?)(?:[ \t][^*]*)?\*\}"
+)
 _TOC_MARKERS = frozenset({"[[toc]]", "[toc]", "[[_toc_]]"})
 _TITLE_KEYS = ("title", "header", "label", "summary")
 # Containers of tabs, steps or columns: a quoted argument of theirs is an id, no title.
@@ -243,8 +245,8 @@ def strip_markup(text: str) -> str:
 
 def _include_line(state: StateBlock, start: int, end: int, silent: bool) -> bool:
     """A line that includes a file (VitePress `<<< @/snippets/x.js{2}`, mdx_include's
-    `{!> ../docs_src/x.py !}`: a snippet link) or places a table of contents (`[[toc]]`,
-    `[TOC]`: nothing)."""
+    `{!> ../docs_src/x.py !}`, FastAPI's `{* ../docs_src/x.py hl[3] *}`: a snippet link)
+    or places a table of contents (`[[toc]]`, `[TOC]`: nothing)."""
     pos = state.bMarks[start] + state.tShift[start]
     if state.src[pos] not in "<{[" or is_code_block(state, start):
         return False
@@ -263,10 +265,10 @@ def _include_line(state: StateBlock, start: int, end: int, silent: bool) -> bool
 def included(line: str) -> list[str]:
     """The file an include line names (`<<< @/x.js{2}` -> x.js), none for other lines."""
     line = line.strip()
-    if not line.startswith(("<<<", "{!")):
+    if not line.startswith(("<<<", "{!", "{*")):
         return []
     m = _INCLUDE_LINE.fullmatch(line)
-    path = re.sub(r"^@/|[{#\[].*$", "", (m.group(1) or m.group(2) or "") if m else "")
+    path = re.sub(r"^@/|[{#\[].*$", "", next(filter(None, m.groups()), "") if m else "")
     return [path] if path else []
 
 
