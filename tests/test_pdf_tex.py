@@ -111,3 +111,6 @@ def test_encoding_evidence() -> None:
     assert tex_encoding("\x14 done \x14 checked") is None  # lone marks: no evidence
     # tabs and newlines are the text's own in either encoding
     assert decode_text("e\x0bects\n\tthe \x0crst") == "effects\n\tthe first"
+    # glyph ids as codes (a subset font without a Unicode map): control characters all
+    # over, a space each word, some in ligature slots by chance: no TeX encoding
+    assert tex_encoding("5IF\x03IBSCPVS\x03XBT\x03\x0fMMFE\x03UIF\x03SFQPSU") is None

@@ -49,18 +49,24 @@ _L = r"[^\W\d_]"
 _T1_LIGATURE = re.compile(rf"{_L}[\x1b-\x1f]{_L}|[\x1b-\x1f]{_L}{{2}}|{_L}{{2}}[\x1b-\x1f]")
 _OT1_LIGATURE = re.compile(rf"{_L}[\x0b-\x0f]{_L}|[\x0b-\x0f]{_L}{{2}}|{_L}{{2}}[\x0b-\x0f]")
 _T1_QUOTES = re.compile(r"\x10[^\x10\x11\n]{1,300}\x11")
+_T1_DASHES = re.compile(r"(?<=[\w ])[\x15\x16](?=[\w ])")
 _SLOTS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # no tab, no newline
 
 
 def tex_encoding(text: str) -> str | None:
-    """ "T1", "OT1" or None: the TeX encoding whose slots `text`'s control characters are."""
-    if not _SLOTS.search(text):
+    """ "T1", "OT1" or None: the TeX encoding whose slots `text`'s control characters are,
+    when they are mostly its ligatures (T1: also its quotes and dashes). A font without a
+    Unicode map whose codes are glyph ids gives control characters everywhere (a space
+    each word): no TeX encoding, an unreadable text layer (pipeline.ingest.pdf_ocr)."""
+    slots = len(_SLOTS.findall(text))
+    if not slots:
         return None
-    t1 = len(_T1_LIGATURE.findall(text)) + len(_T1_QUOTES.findall(text))
+    t1 = len(_T1_LIGATURE.findall(text))
+    t1_all = t1 + 2 * len(_T1_QUOTES.findall(text)) + len(_T1_DASHES.findall(text))
     ot1 = len(_OT1_LIGATURE.findall(text))
-    if ot1 > t1:
+    if ot1 > t1 and ot1 >= slots / 2:
         return "OT1"
-    return "T1" if t1 else None
+    return "T1" if t1_all > ot1 and t1_all >= slots / 2 else None
 
 
 def decode_text(text: str) -> str:
