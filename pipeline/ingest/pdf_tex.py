@@ -7,8 +7,9 @@ the TeX encoding agrees with ASCII. Ligatures come out as control characters ("\
 "first", "e\\x1bects" for "effects"; Python's `split` even reads \\x1c-\\x1f as spaces), T1's
 quotes and dashes as \\x10, \\x11, \\x15. The slot is read through the font's encoding: T1
 (the Cork encoding) or OT1 (Knuth's). Which one a font uses its text tells: ligature slots
-inside words (T1 0x1B-0x1F, OT1 0x0B-0x0F) and T1's quotes in pairs. A font without that
-evidence (a dingbat, a math font) keeps its characters.
+inside words (T1 0x1B-0x1F, OT1 0x0B-0x0F), T1's quotes in pairs and its dashes, when they
+are most of its control characters. A font without that evidence (a dingbat, a math font,
+glyph ids as codes: an unreadable layer, for OCR) keeps its characters.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ _ACCENT = ""  # a TeX accent glyph over a letter the encoding lacks: the letter 
 # reads them); accents are dropped, the compound-word mark and the per-mille's zero are empty.
 T1 = str.maketrans(
     {i: _ACCENT for i in range(0x0D)}
-    | dict(zip(range(0x0D, 0x20), "‚‹›“”„«»–—", strict=False))
+    | dict(zip(range(0x0D, 0x17), "‚‹›“”„«»–—", strict=True))
     | {0x17: "", 0x18: "", 0x19: "ı", 0x1A: "ȷ", 0x1B: "ff", 0x1C: "fi", 0x1D: "fl"}
     | {0x1E: "ffi", 0x1F: "ffl", 0x7F: "-"}
 )
@@ -54,10 +55,10 @@ _SLOTS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # no tab, no newline
 
 
 def tex_encoding(text: str) -> str | None:
-    """ "T1", "OT1" or None: the TeX encoding whose slots `text`'s control characters are,
-    when they are mostly its ligatures (T1: also its quotes and dashes). A font without a
-    Unicode map whose codes are glyph ids gives control characters everywhere (a space
-    each word): no TeX encoding, an unreadable text layer (pipeline.ingest.pdf_ocr)."""
+    """The TeX encoding ("T1", "OT1") whose slots `text`'s control characters are, or
+    None; one only when they are mostly its ligatures (T1: also its quotes and dashes). A
+    font without a Unicode map whose codes are glyph ids gives control characters everywhere
+    (a space each word): no TeX encoding, an unreadable text layer (pipeline.ingest.pdf_ocr)."""
     slots = len(_SLOTS.findall(text))
     if not slots:
         return None
