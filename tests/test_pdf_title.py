@@ -51,7 +51,20 @@ def test_title_from_display_type_metadata_and_first_line(tmp_path: Path) -> None
     _pdf(  # an arXiv-like stamp up the margin is no title
         tmp_path / "stamp.pdf", [header, (700, 20, "arXiv:2004.04906v3 [cs.CL]", 90)]
     )
+    _pdf(  # no display type, and the page opens with a paragraph: the file's name
+        tmp_path / "notes.pdf",
+        [
+            (40, 11, "Opening text. The gauges were read every hour.", 0),
+            (54, 11, "Then the readings were checked twice.", 0),
+        ],
+    )
+    _pdf(
+        tmp_path / "wraps.pdf",
+        [(40, 11, "The gauges were read every hour and the", 0), (54, 11, "readings", 0)],
+    )
     titles = _titles(tmp_path)
+    assert titles["notes.pdf"] == "notes"
+    assert titles["wraps.pdf"] == "wraps"
     assert titles["word.pdf"] == "Annual Tide Report for the Grand Harbour"
     assert titles["cover.pdf"] == "Row Access Control in Practice"
     assert titles["meta.pdf"] == "Tides 2025"

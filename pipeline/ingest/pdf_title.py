@@ -1,6 +1,6 @@
 """A PDF's title: its metadata title unless that names the producing file or template, else
 the title page 1 shows in display type, else page 1's first line (in words: not a page
-number), else the file's name.
+number, not the start of a paragraph), else the file's name.
 
 The metadata title is often missing or a producer's placeholder ("Microsoft Word -
 draft.docx", "Slide 1", "paper.dvi"), and page 1's first line is often a running header, a
@@ -21,6 +21,9 @@ _MAX_TITLE_CHARS = 200
 _MAX_FIRST_LINE_CHARS = 120
 # display type at least this much larger than the body (an ACL paper's 15 pt over 11 pt)
 _TITLE_RATIO = 1.25
+# a word of three letters or more ending a sentence and another beginning ("Dr. Ames" and
+# "U.S. Navy" do not)
+_SENTENCE_END = re.compile(r"\b[a-z]{3,}[.!?]\s+[A-Z]")
 _PLACEHOLDER = re.compile(
     r"^(?:microsoft (?:word|powerpoint|excel) - .*|untitled(?:[ -]?\d+)?|slide \d+"
     r"|powerpoint presentation|(?:new )?document\s*\d*"
@@ -84,6 +87,12 @@ def _letters(text: str) -> int:
 
 
 def first_line(text: str) -> str | None:
-    """A page's first line, unless it is long or names nothing in words (a page number)."""
-    line = next((ln.strip() for ln in text.split("\n") if ln.strip()), "")
-    return line if _letters(line) >= 3 and len(line) <= _MAX_FIRST_LINE_CHARS else None
+    """A page's first line, unless it is long, names nothing in words (a page number) or is
+    the start of a paragraph: a sentence ends within it, or it is a line of eight words or
+    more that runs on into the next (which goes on in lower case)."""
+    lines = [ln.strip() for ln in text.split("\n") if ln.strip()][:2]
+    line = lines[0] if lines else ""
+    if _letters(line) < 3 or len(line) > _MAX_FIRST_LINE_CHARS or _SENTENCE_END.search(line):
+        return None
+    runs_on = len(line.split()) >= 8 and line[-1].isalpha() and lines[1:] and lines[1][0].islower()
+    return None if runs_on else line
