@@ -94,5 +94,7 @@ def first_line(text: str) -> str | None:
     line = lines[0] if lines else ""
     if _letters(line) < 3 or len(line) > _MAX_FIRST_LINE_CHARS or _SENTENCE_END.search(line):
         return None
-    runs_on = len(line.split()) >= 8 and line[-1].isalpha() and lines[1:] and lines[1][0].islower()
+    runs_on = (
+        len(line.split()) >= 8 and line[-1].isalpha() and len(lines) > 1 and lines[1][0].islower()
+    )
     return None if runs_on else line

@@ -6,17 +6,17 @@ stripe wherever an empty band ~12 pt high crosses the whole body. Under a title 
 columns (a paper's first page) or around a figure over both, such bands also occur by
 chance: the space above a heading in one column level with the space around an equation in
 the other. The page was then read across the columns, left top, right top, left middle...
-(two of five LaTeX papers made here; the paragraph cut at the foot of a column was then
-not continued at the top of the next).
+(5 of 17 LaTeX and CSS-column documents made here; a paragraph cut at the foot of a
+column was then not continued at the top of the next).
 
 Here a stripe is joined to the one above it when together they are still columns of text:
 each has two columns or more, none of its regions crosses a gutter of the pair, each column
 is a fifth of the body's width at least, and in each stripe each of its columns holds a
-region that fills most of the column's width. Not joined: a title or a figure across the
-columns, a row of authors (centred, narrow), a label beside a line (texinfo's "[Function]"),
-a form's labels and fields of uneven widths. A stripe of text columns is then read column by
-column, each top to bottom (`columns_in_stripe`), as pymupdf4llm reads a page of clean
-columns.
+region that fills most of the column's width or starts at its left edge. Not joined: a
+title or a figure across the columns, a row of authors (centred, narrow), a label beside a
+line (texinfo's "[Function]"), a form's labels and fields of uneven widths. A stripe of
+text columns is then read column by column, each top to bottom (`columns_in_stripe`), as
+pymupdf4llm reads a page of clean columns.
 """
 
 from __future__ import annotations
