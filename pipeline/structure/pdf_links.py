@@ -18,7 +18,6 @@ folder as Markdown's are.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,7 +97,7 @@ def add_links(out: DocStructure, links: list[PdfLink]) -> None:
             if (source["id"], link.href, "href") not in seen:
                 seen.add((source["id"], link.href, "href"))
                 row = {"source_id": source["id"], "href": link.href, "text": link.text}
-                out.links.append({**row, "kind": "pdf"})
+                out.links.append(row | {"kind": "pdf"})
             continue
         node = _at(boxes.get(link.target[0], []), *link.target[1:])
         if node is None or node is source or node["node_type"] == "NOTE":
@@ -110,17 +109,12 @@ def add_links(out: DocStructure, links: list[PdfLink]) -> None:
         if (source["id"], target, kind) in seen or target == source["section_id"]:
             continue  # once per pair; none to the section it is in
         seen.add((source["id"], target, kind))
-        meta = {"kind": "link", "target_type": "SECTION" if heading else node["node_type"]}
-        out.edges.append(
-            {
-                "source_id": source["id"],
-                "target_id": target,
-                "type": kind,
-                "weight": 1.0,
-                "marker_text": link.text,
-                "metadata": json.dumps({**meta, "page": link.target[0] + 1}, sort_keys=True),
-            }
-        )
+        meta = {
+            "kind": "link",
+            "target_type": "SECTION" if heading else node["node_type"],
+            "page": link.target[0] + 1,
+        }
+        out.add_edge(source["id"], target, kind, marker_text=link.text, metadata=meta)
 
 
 def _under(boxes, rect) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ from pipeline.config import StructureSettings
 from pipeline.ingest.pdf import PAGE_BREAK
 from pipeline.ingest.pdf_ocr import OCR_DPI, OcrReport, has_text, ocr_document
 from pipeline.ingest.pdf_ocr_units import ocr_units
+from pipeline.ingest.pdf_tex import decode_text
 from pipeline.ingest.pdf_units import Unit
 from pipeline.structure.model import DocStructure
 from pipeline.structure.pdf_sections import SENT_END
@@ -42,7 +43,7 @@ def _has_text(pdf: pymupdf.Document, doc: dict[str, Any]) -> list[bool]:
     scans. Read from the pages when the stored text does not match them."""
     pages = (doc.get("text") or "").split(PAGE_BREAK)
     if len(pages) != pdf.page_count:
-        return [has_text(pdf[pno].get_text("text")) for pno in range(pdf.page_count)]
+        return [has_text(decode_text(pdf[pno].get_text("text"))) for pno in range(pdf.page_count)]
     try:
         ocred = set(json.loads(doc.get("metadata") or "{}").get("ocr_pages", []))
     except (ValueError, AttributeError):
