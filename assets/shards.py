@@ -28,7 +28,7 @@ from dagster import (
 
 from assets.metadata import COLUMN_SCHEMA, PARQUET_KINDS, declared_schema, parquet_metadata
 from pipeline import memory
-from pipeline.ingest.shards import shard_keys
+from pipeline.ingest.shards import corpus_short_ids, shard_keys
 from pipeline.storage import store
 from resources import output_root_entry
 
@@ -88,15 +88,15 @@ def run_shards(
     started = time.perf_counter()
     tables = list(tables)
     keys = context.partition_keys
+    all_keys = context.assets_def.partitions_def.get_partition_keys()
     rows = dict.fromkeys(tables, 0)
     for key in keys:
         frames = work(key)
-        for name in tables:
-            store.write_shard(folder, name, key, frames[name])
+        for name in tables:  # short ids unique over the corpus, as the tail's tables'
+            store.write_shard(folder, name, key, corpus_short_ids(frames[name], key, len(all_keys)))
             rows[name] += frames[name].height
         del frames
         memory.release()  # a shard's frames: memory stays that of one shard
-    all_keys = context.assets_def.partitions_def.get_partition_keys()
     for name in tables:
         for gone in store.retain_shards(folder, name, all_keys):
             context.log.info(f"{name}: removed shard {gone} (shard count changed)")

@@ -69,3 +69,16 @@ def test_structure_rules_pass_on_good_tables_and_catch_bad_ones(tmp_path):
     assert validate.integrity_problems(tmp_path, "sections") == [
         "1 parent_id values not in sections.id, e.g. ['no-such-section']"
     ]
+
+
+def test_short_ids_must_be_unique_over_every_shard(tmp_path):
+    """Contexts cite rows by human_readable_id: two shards each numbered from 0 is an error."""
+    a, b = DocStructure("da", "a.md", "A"), DocStructure("db", "b.md", "B")
+    _write_structure(tmp_path, [a, b])
+    assert validate.integrity_problems(tmp_path, "documents") == []
+    docs = store.read_table(tmp_path, "documents")
+    for shard, row in (("000", docs[:1]), ("001", docs[1:])):
+        store.write_shard(tmp_path, "documents", shard, row.with_columns(human_readable_id=0))
+    assert validate.integrity_problems(tmp_path, "documents") == [
+        "1 duplicate human_readable_id values"
+    ]

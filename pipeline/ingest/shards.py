@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from pipeline import schemas
 from pipeline.config import Settings
 from pipeline.ingest.pdf_ocr import ocr_installed
@@ -36,6 +38,15 @@ def shard_of(rel_path: str, n: int) -> str:
     """The shard of the file at `rel_path` (posix, relative to the input folder)."""
     digest = hashlib.sha256(rel_path.encode("utf-8")).digest()
     return shard_keys(n)[int.from_bytes(digest[:8], "big") % n]
+
+
+def corpus_short_ids(frame: pl.DataFrame, shard: str, n: int) -> pl.DataFrame:
+    """One shard's rows of a sharded table with their short ids (human_readable_id, numbered
+    0.. in the shard) made unique over the corpus: row i of shard s becomes i*n + s. Dense
+    while shards are even, and a shard's ids change only when that shard runs again."""
+    if "human_readable_id" not in frame.columns:
+        return frame
+    return frame.with_columns(pl.col("human_readable_id") * n + int(shard))
 
 
 def stage_settings_digest(settings: Settings) -> str:

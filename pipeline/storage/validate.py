@@ -41,9 +41,12 @@ REFERENCES: list[tuple[str, str, str, str]] = [
     ("community_reports", "community", "communities", "community"),
 ]
 
-# Column that must be unique per table.
-KEYS = {name: "id" for name in schemas.TABLES if "id" in schemas.TABLES[name].names}
-KEYS["communities"] = "community"
+# Columns that must be unique per table: its key, and the short id that contexts cite.
+KEYS = {
+    name: [c for c in ("id", "human_readable_id") if c in schema.names]
+    for name, schema in schemas.TABLES.items()
+}
+KEYS["communities"] = ["community", "human_readable_id"]
 
 
 def schema_problems(root: str | Path, name: str) -> list[str]:
@@ -112,17 +115,18 @@ def integrity_problems(root: str | Path, name: str) -> list[str]:
     """Duplicate keys in table `name` and references from it that point nowhere. Reads only
     the key and reference columns (a text unit's or a document's text is never needed)."""
     root = store.resolve(root)
-    key = KEYS.get(name)
+    keys = KEYS.get(name, [])
     references = [r for r in REFERENCES if r[0] == name]
     rule, rule_columns = EXTRA_RULES.get(name, (None, []))
-    wanted = [key, *(r[1] for r in references), *(r[3] for r in references if r[2] == name)]
+    wanted = [*keys, *(r[1] for r in references), *(r[3] for r in references if r[2] == name)]
     columns = [c for c in dict.fromkeys([*wanted, *rule_columns]) if c]
     if not columns:
         return []
     df = store.read_table(root, name, columns)
     problems = []
-    if key and df.height and df.get_column(key).n_unique() != df.height:
-        problems.append(f"{df.height - df.get_column(key).n_unique()} duplicate {key} values")
+    for key in keys:
+        if df.height and df.get_column(key).n_unique() != df.height:
+            problems.append(f"{df.height - df.get_column(key).n_unique()} duplicate {key} values")
     for _, column, parent, parent_column in references:
         parent_df = df if parent == name else store.read_table(root, parent, [parent_column])
         missing = dangling(df, column, parent_df, parent_column)
