@@ -14,7 +14,7 @@ import pymupdf
 
 from pipeline import memory
 from pipeline.ingest.pdf_units import Unit
-from pipeline.structure import pdf_stripes
+from pipeline.structure import pdf_gutters, pdf_stripes
 
 MARGIN_CLASSES = ("page-header", "page-footer")
 FAILED = "model-failed"  # the class of the one region of a page the model could not read
@@ -124,6 +124,7 @@ def _model_regions(pdf: pymupdf.Document, pages: list[int]) -> list[list[Region]
     if _model_threads is None:
         use_model()
     pdf_stripes.install()
+    pdf_gutters.install()
 
     parsed = parse_document(pdf, pages=pages, use_ocr=False, force_text=False)
     return [

@@ -1,0 +1,155 @@
+"""Layout-model regions that run across a column gutter, cut into columns.
+
+On narrow columns (three on an A4 page: LaTeX multicol, CSS columns) the layout model
+sometimes draws one region over two neighbouring columns: a text region where both columns
+start a paragraph at the same height, a heading region over a heading and the rows beside
+it in the next column. Its lines were read row by row across the gutter ("where he was
+invited by of Grnberg, Hesse"), a heading took the words beside it as its own, and the
+columns were read out of order (6 of 9 three- and four-column documents made here).
+
+Here, before pymupdf4llm orders the regions, a region's own text lines are parted where a
+blank strip GUTTER wide runs from its top to its bottom. A text region is cut when every
+side is prose (MIN_ROWS rows or more, most across the side's width: not a form's labels and
+values, not a table of short cells); a heading region when one side is prose and another
+is not (the heading). No part may be narrower than MIN_SIDE of the region: a list's
+bullets, a heading's number apart from its words. Parts that then overlap a text region
+of the same column are one region again, so every line belongs to one region.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+Box = tuple[Any, ...]  # (x0, y0, x1, y1, class) as pymupdf4llm passes them
+
+GUTTER = 4.0  # points of blank between two columns, at least
+MIN_ROWS = 3  # rows of text on each side of a gutter, at least
+FULL = 0.7  # share of its side's width a full row fills
+FULL_ROWS = 0.5  # share of a side's rows that are full, at least
+MIN_SIDE = 0.3  # share of the region's width each part spans, at least
+ALIGNED = 3.0  # points two regions' left and right edges may differ in one column
+SPLIT = ("text", "section-header")  # the classes of the regions cut
+
+
+def split_at_gutters(boxes: Sequence[Box], lines: Iterable[Sequence[float]]) -> list[Box]:
+    """`boxes` with every text region that spans columns (by `lines`, the page's text line
+    rectangles) cut into one region per column, in place of the region."""
+    lines = list(lines)
+    out: list[Box] = []
+    for box in boxes:
+        parts = _columns(box, lines) if len(box) >= 5 and box[4] in SPLIT else []
+        out += parts or [tuple(box)]
+    return _join_overlaps(out) if len(out) > len(boxes) else out
+
+
+def _centre_in(line: Sequence[float], box: Box) -> bool:
+    cx, cy = (line[0] + line[2]) / 2, (line[1] + line[3]) / 2
+    return box[0] <= cx <= box[2] and box[1] <= cy <= box[3]
+
+
+def _columns(box: Box, lines: list[Sequence[float]]) -> list[Box]:
+    """The columns of region `box`, or none when it is one column. A text region is cut
+    when every side is prose; a heading region when one side is prose and another is not
+    (a heading beside the text of the next column: the sides that are not prose stay one
+    heading). No part may be narrower than MIN_SIDE of the region: a list's bullets, a
+    heading's number apart from its words."""
+    sides = _sides([ln for ln in lines if _centre_in(ln, box)])
+    prose = [_prose(side) for side in sides]
+    cut = all(prose) if box[4] == "text" else any(prose) and not all(prose)
+    if len(sides) < 2 or not cut:
+        return []
+    parts: list[tuple[list[Sequence[float]], str]] = []
+    for side, is_prose in zip(sides, prose, strict=True):
+        cls = "text" if is_prose else box[4]
+        if parts and cls == parts[-1][1] == box[4] != "text":
+            parts[-1][0].extend(side)  # a heading's words either side of a wide space
+        else:
+            parts.append((list(side), cls))
+    out = [_hull(side, cls) for side, cls in parts]
+    narrow = any(b[2] - b[0] < MIN_SIDE * (box[2] - box[0]) for b in out)
+    return [] if narrow else out
+
+
+def _sides(lines: list[Sequence[float]]) -> list[list[Sequence[float]]]:
+    """`lines` parted at the blank strips GUTTER wide or more that none of them crosses."""
+    sides: list[list[Sequence[float]]] = []
+    right = float("-inf")
+    for ln in sorted(lines, key=lambda ln: ln[0]):  # x-ranges swept left to right
+        if ln[0] - right >= GUTTER:
+            sides.append([])
+        sides[-1].append(ln)
+        right = max(right, ln[2])
+    return sides
+
+
+def _hull(lines: list[Sequence[float]], cls: str) -> Box:
+    return (
+        min(ln[0] for ln in lines),
+        min(ln[1] for ln in lines),
+        max(ln[2] for ln in lines),
+        max(ln[3] for ln in lines),
+        cls,
+    )
+
+
+def _prose(side: list[Sequence[float]]) -> bool:
+    """Whether the lines of one side are a column of text: MIN_ROWS rows or more (lines
+    level with each other are one row: MuPDF cuts a justified line at its wide spaces),
+    most of them across FULL of the side's width."""
+    x0, x1 = min(ln[0] for ln in side), max(ln[2] for ln in side)
+    rows: list[list[float]] = []  # y0, y1, x0, x1
+    for ln in sorted(side, key=lambda ln: (ln[1] + ln[3]) / 2):
+        mid = (ln[1] + ln[3]) / 2
+        if rows and rows[-1][0] <= mid <= rows[-1][1]:
+            row = rows[-1]
+            row[2], row[3] = min(row[2], ln[0]), max(row[3], ln[2])
+        else:
+            rows.append([ln[1], ln[3], ln[0], ln[2]])
+    full = sum(1 for r in rows if r[3] - r[2] >= FULL * (x1 - x0))
+    return len(rows) >= MIN_ROWS and full >= FULL_ROWS * len(rows)
+
+
+def _join_overlaps(boxes: list[Box]) -> list[Box]:
+    """Text regions of one column (same left and right edges) that overlap, as one region
+    where the first of them was."""
+    out: list[Box] = []
+    for box in boxes:
+        for i, other in enumerate(out):
+            if box[4] == other[4] == "text" and _same_column(box, other) and _overlap(box, other):
+                out[i] = (
+                    min(box[0], other[0]),
+                    min(box[1], other[1]),
+                    max(box[2], other[2]),
+                    max(box[3], other[3]),
+                    other[4],
+                )
+                break
+        else:
+            out.append(box)
+    return out
+
+
+def _same_column(a: Box, b: Box) -> bool:
+    return abs(a[0] - b[0]) <= ALIGNED and abs(a[2] - b[2]) <= ALIGNED
+
+
+def _overlap(a: Box, b: Box) -> bool:
+    return a[1] < b[3] and b[1] < a[3]
+
+
+def install() -> None:
+    """Make pymupdf4llm's reading order cut gutter-crossing text regions first (it looks
+    `find_reading_order` up in its module at each call)."""
+    from pymupdf4llm.helpers import utils
+
+    order = getattr(utils, "find_reading_order", None)
+    if order is None or getattr(order, "cuts_gutters", False):
+        return
+
+    def find_reading_order(page_rect: Any, blocks: list[dict], boxes: list, *args, **kwargs):
+        lines = (ln["bbox"] for b in blocks if b.get("type") == 0 for ln in b.get("lines", ()))
+        return order(page_rect, blocks, split_at_gutters(boxes, lines), *args, **kwargs)
+
+    find_reading_order.cuts_gutters = True  # type: ignore[attr-defined]
+    utils.find_reading_order = find_reading_order

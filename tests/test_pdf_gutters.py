@@ -1,0 +1,130 @@
+"""Layout-model text regions across a column gutter, cut into columns (pdf_gutters): the
+rule on line rectangles, and through pymupdf4llm's own reading order."""
+
+from __future__ import annotations
+
+import random
+
+import pymupdf
+import pytest
+
+from pipeline.structure import pdf_stripes
+from pipeline.structure.pdf_gutters import install, split_at_gutters
+
+COLS = [(125, 233), (243, 351), (361, 469)]  # three 108 pt columns, 10 pt gutters (multicol)
+LEAD = 11.5
+
+
+def prose(col: int, y: float, rows: int, seed: int = 0) -> list[tuple[float, ...]]:
+    """A justified paragraph in column `col` from `y`: every row across the column but the
+    last, each cut into words at its wide spaces (as MuPDF reads LaTeX's lines)."""
+    rnd = random.Random(seed * 31 + col)
+    x0, x1 = COLS[col]
+    out = []
+    for r in range(rows):
+        end = x1 if r < rows - 1 else x0 + 0.4 * (x1 - x0)
+        cuts = sorted(rnd.uniform(x0 + 8, end - 8) for _ in range(2))
+        for a, b in zip([x0, *cuts], [*cuts, end], strict=True):
+            out.append((a + (2.5 if a > x0 else 0), y + r * LEAD, b, y + r * LEAD + 9))
+    return out
+
+
+def hulls(boxes) -> list[tuple]:
+    return [(round(b[0]), round(b[2]), b[4]) for b in boxes]
+
+
+def test_a_text_region_over_two_columns_is_cut_into_them():
+    lines = prose(1, 236, 14) + prose(2, 236, 14) + prose(0, 236, 40)
+    boxes = [(125, 236, 233, 700, "text"), (243, 236, 469, 400, "text")]
+    assert hulls(split_at_gutters(boxes, lines)) == [
+        (125, 233, "text"), (243, 351, "text"), (361, 469, "text")
+    ]  # fmt: skip
+
+
+def test_a_heading_region_beside_the_next_columns_text():
+    """The model drew one heading region over "2 Milton F. Pavlic" and the three rows that end a
+    paragraph in the next column: the heading stays one (its number stands apart from its
+    words), the rows are text."""
+    heading = [(243, 233, 249, 245), (258, 233, 351, 245), (258, 250, 300, 262)]
+    lines = heading + prose(1, 276, 8) + prose(2, 233, 3, seed=1) + prose(2, 290, 10)
+    boxes = [(243, 233, 469, 267, "section-header")]
+    assert hulls(split_at_gutters(boxes, lines)) == [
+        (243, 351, "section-header"), (361, 469, "text")
+    ]  # fmt: skip
+
+
+def test_a_heading_at_the_foot_of_its_column_keeps_its_number():
+    heading = [(243, 700, 249, 712), (258, 700, 351, 712)]  # nothing below it
+    lines = heading + prose(2, 700, 4, seed=2)
+    out = split_at_gutters([(243, 700, 469, 746, "section-header")], lines)
+    assert hulls(out) == [(243, 351, "section-header"), (361, 469, "text")]
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "one column",
+        "bullets",
+        "form",
+        "two-part heading",
+        "numbered heading",
+        "short side",
+        "table",
+    ],
+)
+def test_regions_that_are_not_columns_stay_whole(case):
+    x0, x1 = COLS[1]
+    if case == "one column":  # word gaps at other places in each row
+        lines, cls = prose(1, 100, 12), "text"
+    elif case == "bullets":  # a list's bullets apart from its items
+        lines = [(x0, 100 + r * LEAD, x0 + 4, 109 + r * LEAD) for r in range(6)]
+        lines += [(x0 + 12, 100 + r * LEAD, x1, 109 + r * LEAD) for r in range(6)]
+        cls = "text"
+    elif case == "form":  # labels of uneven widths, then values
+        lines = [(x0, 100 + r * LEAD, x0 + w, 109 + r * LEAD) for r, w in enumerate((30, 52, 18))]
+        lines += [(x0 + 60, 100 + r * LEAD, x1 - r * 9, 109 + r * LEAD) for r in range(3)]
+        cls = "text"
+    elif case == "two-part heading":  # "Chapter 3      Methods"
+        lines, cls = [(x0, 100, x0 + 40, 114), (x1 - 40, 100, x1, 114)], "section-header"
+    elif case == "numbered heading":  # "1.1  Amphitheater High / School in / practice", justified
+        lines = [(x0, 100, x0 + 17, 110)] + [
+            (a, 100 + r * 14, b, 110 + r * 14)
+            for r in range(4)
+            for a, b in ((x0 + 30, x0 + 60), (x0 + 70, x1))
+        ]
+        cls = "section-header"
+    elif case == "short side":  # a column's last two rows beside a paragraph
+        lines, cls = prose(1, 100, 2) + prose(2, 100, 8), "text"
+    else:  # two columns of one-word cells
+        lines = [(x, 100 + r * LEAD, x + 20, 109 + r * LEAD) for r in range(5) for x in (x0, x1)]
+        cls = "text"
+    box = (min(ln[0] for ln in lines), 100, max(ln[2] for ln in lines), 200, cls)
+    assert split_at_gutters([box], lines) == [box]
+
+
+def test_a_cut_part_and_a_region_of_its_column_become_one():
+    """The model's second region in the column overlaps the part cut from the region across
+    both: their lines would belong to two regions."""
+    lines = prose(1, 236, 20) + prose(2, 236, 14)
+    boxes = [(243, 236, 469, 400, "text"), (243, 345, 351, 466, "text")]
+    out = split_at_gutters(boxes, lines)
+    assert hulls(out) == [(243, 351, "text"), (361, 469, "text")]
+    assert out[0][:4] == (243, 236, 351, 466)
+
+
+def test_pymupdf4llm_reads_the_cut_columns_one_after_the_other():
+    """Installed, the cut happens inside pymupdf4llm's reading order: its blocks' lines tell
+    the gutters, and the columns are read top to bottom, left to right."""
+    from pymupdf4llm.helpers import utils
+
+    pdf_stripes.install()  # as the parser has it (pdf_regions)
+    install()
+    install()  # once only
+    assert utils.find_reading_order.cuts_gutters
+    c2, c3 = prose(1, 236, 20), prose(2, 236, 20)
+    blocks = [
+        {"type": 0, "bbox": ln, "lines": [{"bbox": ln}]} for ln in (*c2, *c3)
+    ]  # fmt: skip
+    boxes = [(243, 236, 469, 400, "text"), (243, 402, 351, 466, "text")]
+    ordered = utils.find_reading_order(pymupdf.Rect(0, 0, 595, 842), blocks, boxes)
+    assert [(round(b[0]), round(b[1])) for b in ordered] == [(243, 236), (243, 402), (361, 236)]
