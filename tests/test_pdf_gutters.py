@@ -1,5 +1,6 @@
-"""Layout-model text regions across a column gutter, cut into columns (pdf_gutters): the
-rule on line rectangles, and through pymupdf4llm's own reading order."""
+"""Narrow columns: layout-model regions across a column gutter cut into columns
+(pdf_gutters; the rule on line rectangles, and through pymupdf4llm's own reading order),
+and a heading wrapped over several lines of a narrow column split from its text (pdf_model)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ import random
 import pymupdf
 import pytest
 
+from pipeline.ingest.pdf_units import Line, Unit
 from pipeline.structure import pdf_stripes
 from pipeline.structure.pdf_gutters import install, split_at_gutters
+from pipeline.structure.pdf_model import _split_text
+from pipeline.structure.pdf_regions import Region
 
 COLS = [(125, 233), (243, 351), (361, 469)]  # three 108 pt columns, 10 pt gutters (multicol)
 LEAD = 11.5
@@ -128,3 +132,30 @@ def test_pymupdf4llm_reads_the_cut_columns_one_after_the_other():
     boxes = [(243, 236, 469, 400, "text"), (243, 402, 351, 466, "text")]
     ordered = utils.find_reading_order(pymupdf.Rect(0, 0, 595, 842), blocks, boxes)
     assert [(round(b[0]), round(b[1])) for b in ordered] == [(243, 236), (243, 402), (361, 236)]
+
+
+def _lines(texts: list[str], y: float, size: float, bold: float) -> list[Line]:
+    return [
+        Line(t, (243, y + i * size * 1.2, 351, y + i * size * 1.2 + size), size, bold, 0.0)
+        for i, t in enumerate(texts)
+    ]
+
+
+@pytest.mark.parametrize("larger", [True, False])
+def test_a_heading_wrapped_in_a_narrow_column_is_split_from_its_text(larger):
+    """The model read a narrow column's heading (12 pt, over five lines) and its paragraph as
+    one text region; a bold block of body size over three lines (an address) stays text."""
+    heading = ["3 Party lead-", "ers of the", "United", "States Sen-", "ate"]
+    head = _lines(heading, 100, 12 if larger else 9.5, 1.0)
+    body = _lines(
+        ["The Pacific War saw the Allied", "powers pitted against the", "Empire."], 170, 9.5, 0
+    )
+    region = Region("text", (243, 100, 351, 210), None, Unit(head + body, 0))
+    _split_text(region)
+    if larger:
+        assert region.parts is not None
+        assert [(cls, u.text) for cls, u in region.parts][0] == (
+            "section-header", "3 Party leaders of the United States Senate"
+        )  # fmt: skip
+    else:
+        assert region.parts is None

@@ -141,8 +141,10 @@ def _split_text(region: Region) -> None:
 
 def _heading_like(u: Unit, around: list[Unit]) -> bool:
     words = u.text.split()
-    if not words or len(words) > 12 or len(u.lines) > 2 or SENT_END.search(u.text):
+    if not words or len(words) > 12 or SENT_END.search(u.text):
         return False
+    if len(u.lines) > 2:  # a heading wrapped in a narrow column is set larger, not only bold
+        return all(u.size >= 1.15 * n.size for n in around)
     return all(u.bold > 0.9 and n.bold < 0.5 or u.size >= 1.15 * n.size for n in around)
 
 
