@@ -1,6 +1,7 @@
 """Narrow columns: layout-model regions across a column gutter cut into columns
 (pdf_gutters; the rule on line rectangles, and through pymupdf4llm's own reading order),
-and a heading wrapped over several lines of a narrow column split from its text (pdf_model)."""
+a heading wrapped over several lines of a narrow column split from its text (pdf_model), and
+a numbered heading the model called a list item (pdf_classify)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from pipeline.ingest.pdf_units import Line, Unit
 from pipeline.structure import pdf_stripes
+from pipeline.structure.pdf_classify import classify_page
 from pipeline.structure.pdf_gutters import install, split_at_gutters
 from pipeline.structure.pdf_model import _split_text
 from pipeline.structure.pdf_regions import Region
@@ -159,3 +161,18 @@ def test_a_heading_wrapped_in_a_narrow_column_is_split_from_its_text(larger):
         )  # fmt: skip
     else:
         assert region.parts is None
+
+
+@pytest.mark.parametrize(
+    "text, size, kind",
+    [
+        ("8 List of last World War I veterans by country", 12, "HEADING"),
+        ("8 List of last World War I veterans by country", 9.5, "LIST_ITEM"),  # body size
+        ("\x84  No", 14, "LIST_ITEM"),  # a check box drawn larger than the text
+        ("2. Call the office first.", 12, "LIST_ITEM"),  # a sentence
+    ],
+)
+def test_a_numbered_heading_the_model_called_a_list_item(text, size, kind):
+    """Numbered headings in narrow columns ("8 List of ...") were list items to the model."""
+    unit = Unit(_lines([text], 100, size, 1.0 if size > 10 else 0.0), 0)
+    assert classify_page([unit], {id(unit): "list-item"}, {}, body=9.5)[0]["kind"] == kind

@@ -35,8 +35,10 @@ def _kind(cls: str, u: Unit, text: str, body: float, max_words: int) -> str:
         return "TITLE" if cls == "title" else "HEADING"
     if cls == "caption":
         return "PARAGRAPH" if labelled and not is_caption(u, text, body) else "CAPTION"
-    if cls == "list-item":
-        return "LIST_ITEM"
+    if cls == "list-item":  # "8 List of veterans" set larger than the text: a heading
+        titled = text[:1].isalnum() and len(WORD.findall(text)) >= 2  # no bullet or box
+        short = len(text.split()) <= max_words and not SENT_END.search(text)
+        return "HEADING" if titled and short and u.size >= 1.15 * body else "LIST_ITEM"
     if cls == "formula":
         return "FORMULA"
     return "CAPTION" if labelled and is_caption(u, text, body) else "PARAGRAPH"
