@@ -47,6 +47,20 @@ def test_a_text_region_over_two_columns_is_cut_into_them():
     ]  # fmt: skip
 
 
+def test_one_region_over_four_columns_is_cut_into_four():
+    """A page's last rows in four narrow columns (CSS columns), one region to the model:
+    each column's text was lost into the paragraph before, rows read across all four."""
+    cols = [(57, 172), (180, 294), (302, 417), (425, 539)]
+    lines = [
+        (x0 + (2.5 if i else 0), 58 + r * LEAD, x0 + (i + 1) * (x1 - x0) / 3, 67 + r * LEAD)
+        for x0, x1 in cols
+        for r in range(12)
+        for i in range(3)
+    ]
+    out = split_at_gutters([(57, 58, 539, 206, "text")], lines)
+    assert hulls(out) == [(x0, x1, "text") for x0, x1 in cols]
+
+
 def test_a_heading_region_beside_the_next_columns_text():
     """The model drew one heading region over "2 Milton F. Pavlic" and the three rows that end a
     paragraph in the next column: the heading stays one (its number stands apart from its
@@ -74,6 +88,7 @@ def test_a_heading_at_the_foot_of_its_column_keeps_its_number():
         "form",
         "two-part heading",
         "numbered heading",
+        "hanging number",
         "short side",
         "table",
     ],
@@ -86,18 +101,21 @@ def test_regions_that_are_not_columns_stay_whole(case):
         lines = [(x0, 100 + r * LEAD, x0 + 4, 109 + r * LEAD) for r in range(6)]
         lines += [(x0 + 12, 100 + r * LEAD, x1, 109 + r * LEAD) for r in range(6)]
         cls = "text"
-    elif case == "form":  # labels of uneven widths, then values
-        lines = [(x0, 100 + r * LEAD, x0 + w, 109 + r * LEAD) for r, w in enumerate((30, 52, 18))]
-        lines += [(x0 + 60, 100 + r * LEAD, x1 - r * 9, 109 + r * LEAD) for r in range(3)]
+    elif case == "form":  # labels of uneven widths, then values, over two columns' width
+        lines = [(x0, 100 + r * LEAD, x0 + w, 109 + r * LEAD) for r, w in enumerate((60, 95, 30))]
+        lines += [(360, 100 + r * LEAD, 469 - r * 9, 109 + r * LEAD) for r in range(3)]
         cls = "text"
     elif case == "two-part heading":  # "Chapter 3      Methods"
         lines, cls = [(x0, 100, x0 + 40, 114), (x1 - 40, 100, x1, 114)], "section-header"
-    elif case == "numbered heading":  # "1.1  Amphitheater High / School in / practice", justified
+    elif case == "numbered heading":  # "1.1  Amphitheater High / School in / practice"
         lines = [(x0, 100, x0 + 17, 110)] + [
             (a, 100 + r * 14, b, 110 + r * 14)
             for r in range(4)
             for a, b in ((x0 + 30, x0 + 60), (x0 + 70, x1))
         ]
+        cls = "section-header"
+    elif case == "hanging number":  # the same in a wide column: words wide enough for prose
+        lines = [(50, 100, 67, 112)] + [(80, 100 + r * 14, 540, 112 + r * 14) for r in range(3)]
         cls = "section-header"
     elif case == "short side":  # a column's last two rows beside a paragraph
         lines, cls = prose(1, 100, 2) + prose(2, 100, 8), "text"

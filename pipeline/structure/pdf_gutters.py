@@ -5,15 +5,17 @@ sometimes draws one region over two neighbouring columns: a text region where bo
 start a paragraph at the same height, a heading region over a heading and the rows beside
 it in the next column. Its lines were read row by row across the gutter ("where he was
 invited by of Grnberg, Hesse"), a heading took the words beside it as its own, and the
-columns were read out of order (6 of 9 three- and four-column documents made here).
+columns were read out of order, or a page's four columns were one region (7 of 10 three-
+and four-column documents made here).
 
 Here, before pymupdf4llm orders the regions, a region's own text lines are parted where a
 blank strip GUTTER wide runs from its top to its bottom. A text region is cut when every
-side is prose (MIN_ROWS rows or more, most across the side's width: not a form's labels and
-values, not a table of short cells); a heading region when one side is prose and another
-is not (the heading). No part may be narrower than MIN_SIDE of the region: a list's
-bullets, a heading's number apart from its words. Parts that then overlap a text region
-of the same column are one region again, so every line belongs to one region.
+side is prose (WIDE line heights wide, MIN_ROWS rows or more, most across the side's
+width: not a form's labels and values, not a table of short cells); a heading region when
+one side is prose and another is not (the heading). No part may be narrower than MIN_SIDE
+of the widest (columns are alike): a list's bullets, a heading's number apart from its
+words. Parts that then overlap a text region of the same column are one region again, so
+every line belongs to one region.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ GUTTER = 4.0  # points of blank between two columns, at least
 MIN_ROWS = 3  # rows of text on each side of a gutter, at least
 FULL = 0.7  # share of its side's width a full row fills
 FULL_ROWS = 0.5  # share of a side's rows that are full, at least
-MIN_SIDE = 0.3  # share of the region's width each part spans, at least
+WIDE = 6  # line heights a side of prose spans, at least (not a table's one-word cells)
+MIN_SIDE = 0.5  # share of the widest part's width each part spans, at least
 ALIGNED = 3.0  # points two regions' left and right edges may differ in one column
 SPLIT = ("text", "section-header")  # the classes of the regions cut
 
@@ -52,8 +55,8 @@ def _columns(box: Box, lines: list[Sequence[float]]) -> list[Box]:
     """The columns of region `box`, or none when it is one column. A text region is cut
     when every side is prose; a heading region when one side is prose and another is not
     (a heading beside the text of the next column: the sides that are not prose stay one
-    heading). No part may be narrower than MIN_SIDE of the region: a list's bullets, a
-    heading's number apart from its words."""
+    heading). No part may be narrower than MIN_SIDE of the widest (columns are alike): a
+    list's bullets, a heading's number apart from its words."""
     sides = _sides([ln for ln in lines if _centre_in(ln, box)])
     prose = [_prose(side) for side in sides]
     cut = all(prose) if box[4] == "text" else any(prose) and not all(prose)
@@ -67,8 +70,8 @@ def _columns(box: Box, lines: list[Sequence[float]]) -> list[Box]:
         else:
             parts.append((list(side), cls))
     out = [_hull(side, cls) for side, cls in parts]
-    narrow = any(b[2] - b[0] < MIN_SIDE * (box[2] - box[0]) for b in out)
-    return [] if narrow else out
+    widths = [b[2] - b[0] for b in out]
+    return [] if min(widths) < MIN_SIDE * max(widths) else out
 
 
 def _sides(lines: list[Sequence[float]]) -> list[list[Sequence[float]]]:
@@ -94,10 +97,12 @@ def _hull(lines: list[Sequence[float]], cls: str) -> Box:
 
 
 def _prose(side: list[Sequence[float]]) -> bool:
-    """Whether the lines of one side are a column of text: MIN_ROWS rows or more (lines
-    level with each other are one row: MuPDF cuts a justified line at its wide spaces),
-    most of them across FULL of the side's width."""
+    """Whether the lines of one side are a column of text: WIDE line heights wide, MIN_ROWS
+    rows or more (lines level with each other are one row: MuPDF cuts a justified line at
+    its wide spaces), most of them across FULL of the side's width."""
     x0, x1 = min(ln[0] for ln in side), max(ln[2] for ln in side)
+    if x1 - x0 < WIDE * sorted(ln[3] - ln[1] for ln in side)[len(side) // 2]:
+        return False
     rows: list[list[float]] = []  # y0, y1, x0, x1
     for ln in sorted(side, key=lambda ln: (ln[1] + ln[3]) / 2):
         mid = (ln[1] + ln[3]) / 2
