@@ -1,7 +1,8 @@
 """Narrow columns: layout-model regions across a column gutter cut into columns
 (pdf_gutters; the rule on line rectangles, and through pymupdf4llm's own reading order),
 a heading wrapped over several lines of a narrow column split from its text (pdf_model), and
-a numbered heading the model called a list item (pdf_classify)."""
+a numbered heading the model called a list item and a heading it drew as two regions
+(pdf_classify)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import random
 import pymupdf
 import pytest
 
-from pipeline.ingest.pdf_units import Line, Unit
+from pipeline.ingest.pdf_units import Line, Unit, join_lines
 from pipeline.structure import pdf_stripes
-from pipeline.structure.pdf_classify import classify_page
+from pipeline.structure.pdf_classify import classify_page, join_wrapped_headings
 from pipeline.structure.pdf_gutters import install, split_at_gutters
 from pipeline.structure.pdf_model import _split_text
 from pipeline.structure.pdf_regions import Region
@@ -194,3 +195,39 @@ def test_a_numbered_heading_the_model_called_a_list_item(text, size, kind):
     """Numbered headings in narrow columns ("8 List of ...") were list items to the model."""
     unit = Unit(_lines([text], 100, size, 1.0 if size > 10 else 0.0), 0)
     assert classify_page([unit], {id(unit): "list-item"}, {}, body=9.5)[0]["kind"] == kind
+
+
+@pytest.mark.parametrize(
+    "second, y, size, joined",
+    [
+        ("(Jacksonville, Oregon)", 116, 12, True),  # the next line of one heading
+        ("2.1 Data", 116, 12, False),  # a numbered subsection under it
+        ("(Jacksonville, Oregon)", 140, 12, False),  # a line apart: another heading
+        ("(Jacksonville, Oregon)", 116, 10, False),  # another size
+    ],
+)
+def test_a_heading_drawn_as_two_regions_is_one(second, y, size, joined):
+    """Chrome's narrow CSS columns: the model drew "Jackson County Courthouse" and the line
+    under it as two heading regions."""
+    first = Unit(_lines(["Jackson County Courthouse"], 100, 12, 1.0), 0)
+    under = Unit(_lines([second], y, size, 1.0), 0)
+    items = [{"kind": "HEADING", "unit": u, "text": u.text, "marker": None} for u in (first, under)]
+    join_wrapped_headings(items)
+    texts = [it["text"] for it in items]
+    assert texts == (
+        [f"Jackson County Courthouse {second}"] if joined else ["Jackson County Courthouse", second]
+    )
+
+
+@pytest.mark.parametrize(
+    "lines, text",
+    [
+        (["a new sepa-", "rated column"], "a new separated column"),
+        (["Le Chevalier de Maison-", "Rouge"], "Le Chevalier de Maison-Rouge"),
+        (["if ELE-", "MENT is absent"], "if ELEMENT is absent"),
+        (["results -", "Table 2"], "results - Table 2"),
+    ],
+)
+def test_a_word_broken_at_a_line_end(lines, text):
+    """A narrow column breaks more words: a hyphenated compound keeps its hyphen."""
+    assert join_lines(lines) == text

@@ -67,14 +67,18 @@ class Unit:
 
 
 def join_lines(lines: list[str]) -> str:
-    """Lines to one clean string: line-end hyphens of split words removed, spaces between."""
+    """Lines to one clean string: line-end hyphens of split words removed (kept before a
+    capitalised word: a compound), spaces between."""
     out = ""
     for raw in lines:
         t = " ".join(raw.split())
         if not t:
             continue
-        if out.endswith("-") and len(out) > 1 and out[-2].isalpha() and t[:1].islower():
-            out = out[:-1] + t
+        if out.endswith("-") and len(out) > 1 and out[-2].isalpha() and t[:1].isalpha():
+            # "sepa-" "rated", "ELE-" "MENT": one word; "Maison-" "Rouge": a compound
+            head, tail = out[:-1].rsplit(" ", 1)[-1], t.split(" ", 1)[0]
+            split = t[:1].islower() or head.isupper() and tail.isupper()
+            out = (out[:-1] if split else out) + t
         else:
             out = f"{out} {t}" if out else t
     return out

@@ -15,6 +15,7 @@ from pipeline.structure.pdf_sections import SENT_END, dedupe_headings, join_text
 
 WORD = re.compile(r"[^\W\d_]{2,}")
 MATH_SIGN = re.compile(r"[=<>≤≥∑∫√±×÷∈]")
+NUMBERED = re.compile(r"^(\d+(\.\d+)*|[IVXLC]+|[A-Z])[.)]?\s")  # "2.1 Data", "IV. Results"
 
 
 def _item(kind: str, u: Unit, text: str, **extra: Any) -> dict[str, Any]:
@@ -145,4 +146,35 @@ def title_and_headings(items: list[dict[str, Any]], n_pages: int, body: float) -
             if it is top:
                 continue
             it["kind"] = "PARAGRAPH" if it["unit"].page == page else "HEADING"
+    join_wrapped_headings(items)
     dedupe_headings(items, ("HEADING", "TITLE"))
+
+
+def join_wrapped_headings(items: list[dict[str, Any]]) -> None:
+    """A heading the model drew as two regions, one per line ("Jackson County Courthouse" /
+    "(Jacksonville, Oregon)" in a narrow column), is one: two headings in a row on a page,
+    aligned (left edges or centres), in one size and weight, the second right under the
+    first (less than a line apart), the first ending no sentence and the second unnumbered
+    (not a subsection: "2 Methods" / "2.1 Data")."""
+    out: list[dict[str, Any]] = []
+    for it in items:
+        prev = out[-1] if out else None
+        if prev and prev["kind"] in ("HEADING", "TITLE") and it["kind"] == prev["kind"]:
+            a, b = prev["unit"], it["unit"]
+            if (
+                _wrapped(a, b)
+                and not SENT_END.search(prev["text"])
+                and not NUMBERED.match(it["text"])
+            ):
+                prev["unit"] = Unit(a.lines + b.lines, a.page)
+                prev["text"] = join_text(prev["text"], it["text"])
+                continue
+        out.append(it)
+    items[:] = out
+
+
+def _wrapped(a: Unit, b: Unit) -> bool:
+    (ax0, _, ax1, ay1), (bx0, by0, bx1, _) = a.bbox, b.bbox
+    aligned = abs(ax0 - bx0) <= 3 or abs((ax0 + ax1) - (bx0 + bx1)) <= 6
+    alike = abs(a.size - b.size) <= 0.5 and (a.bold > 0.5) == (b.bold > 0.5)
+    return a.page == b.page and aligned and alike and -1 <= by0 - ay1 <= 0.8 * a.size

@@ -96,9 +96,8 @@ def _prose(text: str) -> bool:
 
 
 def join_text(a: str, b: str) -> str:
-    if a.endswith("-") and len(a) > 1 and a[-2].isalpha():
-        return a[:-1] + b
-    return f"{a} {b}"
+    """`a` and `b` as pdf_units.join_lines joins two lines."""
+    return join_lines([a, b])
 
 
 def toc_component(title: str, level: int, levels: int) -> str:
