@@ -82,6 +82,10 @@ def test_title_from_display_type_metadata_and_first_line(tmp_path: Path) -> None
         ("Slide 1", True),
         ("paper.dvi", True),
         ("Document1", True),
+        ("h3_a.html", True),  # Chrome's print of a page with no <title>
+        ("scan0001.jpg", True),
+        ("about:blank", True),
+        ("Node.js", False),
         ("Untitled Goose Game: a review", False),
         ("Document Engineering", False),
         ("Tides 2025", False),
@@ -104,3 +108,18 @@ def test_shared_cover_and_running_header(tmp_path: Path) -> None:
         "redp5110_sampled.pdf": "Row and Column Access Control Support in IBM DB2 for i",
         "multi-column.pdf": "Dense Passage Retrieval for Open-Domain Question Answering",
     }
+
+
+def test_a_title_slide_whose_title_is_most_of_its_text(tmp_path):
+    """A deck printed by a browser: its metadata title is the HTML file's name, and the
+    cover's two lines of title outweigh the author line under them."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=960, height=540)
+    page.insert_text((60, 230), "Quarterly Review of Journal of", fontsize=42)
+    page.insert_text((60, 280), "Mathematical Physics", fontsize=42)
+    page.insert_text((60, 340), "Team Falcon · March 2026", fontsize=21)
+    doc.new_page(width=960, height=540).insert_text((60, 100), "Agenda", fontsize=40)
+    doc.set_metadata({"title": "deck.html"})
+    (tmp_path / "deck.pdf").write_bytes(doc.tobytes())
+    docs, _ = load_folder(tmp_path)
+    assert docs["title"].to_list() == ["Quarterly Review of Journal of Mathematical Physics"]

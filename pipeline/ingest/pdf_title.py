@@ -21,13 +21,17 @@ _MAX_TITLE_CHARS = 200
 _MAX_FIRST_LINE_CHARS = 120
 # display type at least this much larger than the body (an ACL paper's 15 pt over 11 pt)
 _TITLE_RATIO = 1.25
+# characters in the largest type up to which a page whose text is mostly that type is a
+# cover (a title slide: two lines of title over an author line)
+_COVER_CHARS = 200
 # a word of three letters or more ending a sentence and another beginning ("Dr. Ames" and
 # "U.S. Navy" do not)
 _SENTENCE_END = re.compile(r"\b[a-z]{3,}[.!?]\s+[A-Z]")
 _PLACEHOLDER = re.compile(
     r"^(?:microsoft (?:word|powerpoint|excel) - .*|untitled(?:[ -]?\d+)?|slide \d+"
     r"|powerpoint presentation|(?:new )?document\s*\d*"
-    r"|.*\.(?:docx?|pptx?|xlsx?|odt|odp|rtf|tex|dvi|ps|pdf|indd|qxd))$",
+    r"|about:blank|.*\.(?:docx?|pptx?|xlsx?|odt|odp|rtf|tex|dvi|ps|pdf|indd|qxd"
+    r"|x?html?|md|txt|xml|epub|png|jpe?g|tiff?))$",  # a browser's or a scanner's file name
     re.IGNORECASE,
 )
 
@@ -65,6 +69,8 @@ def display_title(page_dict: dict[str, Any]) -> str | None:
             x0, y0, _, y1 = line["bbox"]
             lines.append((y0, x0, y1, size, _line_text(spans)))
     body = chars.most_common(1)[0][0] if chars else 0.0
+    if body == max(chars, default=0.0) and chars[body] <= _COVER_CHARS and len(chars) > 1:
+        body = max(size for size in chars if size < body)  # a cover: its title is most of it
     big = [ln for ln in lines if ln[3] >= _TITLE_RATIO * body and _letters(ln[4]) >= 3]
     upper = [ln for ln in big if ln[0] < page_dict.get("height", 0) / 2]
     big = upper or big  # a cover's brand or a title page's authors sit lower down
