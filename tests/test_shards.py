@@ -42,6 +42,17 @@ def test_a_fingerprint_changes_only_with_its_shard(tmp_path):
     assert shards.changed(before, shards.fingerprints(tmp_path, [], N, salt="x")) == sorted(after)
 
 
+def test_a_new_shard_format_re_runs_every_shard(monkeypatch):
+    """An index written before a change of what a shard holds (short ids interleaved over the
+    shards) would fail its checks once one old shard met a new one: every shard runs again."""
+    from pipeline.config import load_settings
+
+    settings = load_settings()
+    before = shards.stage_settings_digest(settings)
+    monkeypatch.setattr(shards, "SHARD_FORMAT", "1")
+    assert shards.stage_settings_digest(settings) != before
+
+
 def _doc(i: int) -> str:
     a, b = NAMES[i % 5], NAMES[(i + 2) % 5]
     place = PLACES[i % 5]

@@ -40,6 +40,11 @@ def shard_of(rel_path: str, n: int) -> str:
     return shard_keys(n)[int.from_bytes(digest[:8], "big") % n]
 
 
+# What a shard's files hold beyond their columns; a new value re-runs every shard once (the
+# short ids of the per-shard tables are interleaved over the shards since "2").
+SHARD_FORMAT = "2"
+
+
 def corpus_short_ids(frame: pl.DataFrame, shard: str, n: int) -> pl.DataFrame:
     """One shard's rows of a sharded table with their short ids (human_readable_id, numbered
     0.. in the shard) made unique over the corpus: row i of shard s becomes i*n + s. Dense
@@ -51,11 +56,12 @@ def corpus_short_ids(frame: pl.DataFrame, shard: str, n: int) -> pl.DataFrame:
 
 def stage_settings_digest(settings: Settings) -> str:
     """Hash of the settings the per-document stages read (structure, chunking, extraction,
-    embedding, the LLM's endpoint and model in LLM mode, the shard count) and of the tables'
-    columns: a shard written with other columns cannot be read with the new ones (Parquet
-    files of one table must agree), so a schema change re-runs every shard once."""
+    embedding, the LLM's endpoint and model in LLM mode, the shard count), of the tables'
+    columns (a shard written with other columns cannot be read with the new ones: Parquet
+    files of one table must agree) and SHARD_FORMAT: either change re-runs every shard once."""
     llm = settings.llm
     parts = [
+        SHARD_FORMAT,
         ";".join(f"{name}={schema}" for name, schema in sorted(schemas.TABLES.items())),
         settings.structure.model_dump_json(exclude={"pdf_workers"}),  # same regions
         settings.chunking.model_dump_json(),
