@@ -86,12 +86,13 @@ def _sides(lines: list[Sequence[float]]) -> list[list[Sequence[float]]]:
     return sides
 
 
-def _hull(lines: list[Sequence[float]], cls: str) -> Box:
+def _hull(rects: list[Sequence[Any]], cls: str) -> Box:
+    """The rectangle around `rects` (lines or regions), as a region of class `cls`."""
     return (
-        min(ln[0] for ln in lines),
-        min(ln[1] for ln in lines),
-        max(ln[2] for ln in lines),
-        max(ln[3] for ln in lines),
+        min(r[0] for r in rects),
+        min(r[1] for r in rects),
+        max(r[2] for r in rects),
+        max(r[3] for r in rects),
         cls,
     )
 
@@ -122,13 +123,7 @@ def _join_overlaps(boxes: list[Box]) -> list[Box]:
     for box in boxes:
         for i, other in enumerate(out):
             if box[4] == other[4] == "text" and _same_column(box, other) and _overlap(box, other):
-                out[i] = (
-                    min(box[0], other[0]),
-                    min(box[1], other[1]),
-                    max(box[2], other[2]),
-                    max(box[3], other[3]),
-                    other[4],
-                )
+                out[i] = _hull([box, other], "text")
                 break
         else:
             out.append(box)
