@@ -81,6 +81,30 @@ def test_a_longer_left_column_is_read_before_the_right():
     assert order == ["Lefttop", "3", "Leftend", "Leftfinal", "Rightonly"]
 
 
+def unbalanced_columns() -> pymupdf.Document:
+    """A word processor's column section under a paragraph across the page: the right column
+    ends high, the left one runs on below a heading; the blank band above that heading
+    crosses the page (LibreOffice Writer, three columns, the third empty)."""
+
+    def put(x0: float, y: float, x1: float, txt: str, size: float = 9) -> float:
+        return 800 - page.insert_textbox(pymupdf.Rect(x0, y, x1, 800), txt, fontsize=size)
+
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    top = put(50, 50, 562, text("Intro", 100), 10) + 16
+    y = put(50, top, 220, "Olavum Theeravum", 12) + 6
+    y = put(50, y, 220, text("Leftone", 110)) + 18
+    y = put(50, y, 220, "List of religions", 12) + 6
+    put(50, y, 220, text("Leftlast", 40))
+    put(230, top, 400, text("Rightone", 50))
+    return pdf
+
+
+def test_a_column_running_on_below_a_blank_band_is_read_before_the_next():
+    order = firsts(parse(unbalanced_columns()), ("PARAGRAPH", "HEADING"))
+    assert order == ["Intro", "Olavum", "Leftone", "List", "Leftlast", "Rightone"]
+
+
 def b(x0: float, y0: float, x1: float, y1: float, cls: str = "text") -> tuple:
     return (x0, y0, x1, y1, cls)
 
@@ -95,3 +119,14 @@ def test_stripes_of_the_same_columns_are_joined_others_not():
     one = [b(50, 300, 296, 400)]  # one column only
     for above, below in ((title, body), (authors, body), (label, body), (one, body)):
         assert join_stripes([above, below]) == [above, below]
+
+
+def test_a_region_below_the_longest_column_goes_on_with_it():
+    columns = [b(57, 284, 208, 634), b(222, 265, 373, 407)]  # the left one reaches lowest
+    foot = [b(57, 651, 171, 678, "section-header"), b(57, 684, 208, 774)]
+    assert join_stripes([columns, foot]) == [columns + foot]
+    right = [b(222, 651, 373, 774)]  # under the column that ended higher up
+    far = [b(57, 720, 208, 774)]  # 86 pt below the column's foot: something else
+    wide = [b(57, 651, 373, 774)]  # across both columns
+    for below in (right, far, wide):
+        assert join_stripes([columns, below]) == [columns, below]

@@ -10,7 +10,10 @@ the other. The page was then read across the columns, left top, right top, left 
 column was then not continued at the top of the next).
 
 Here a stripe is joined to the one above it when together they are still columns of text:
-each has two columns or more, none of its regions crosses a gutter of the pair, each column
+each has two columns or more (or the lower one goes on, within GOES_ON, under the column of
+the upper one that reaches lowest: a word processor's unbalanced columns, where the band
+above a heading at the foot of the first column crosses the page because the second column
+ended higher up), none of its regions crosses a gutter of the pair, each column
 is a fifth of the body's width at least, and in each stripe each of its columns holds a
 region that fills most of the column's width or starts at its left edge. Not joined: a
 title or a figure across the columns, a row of authors (centred, narrow), a label beside a
@@ -30,6 +33,7 @@ GAP = 3.0  # points between two columns, at least (pymupdf4llm's own test for co
 FULL = 0.7  # share of its column's width the widest region of a stripe's column fills
 INDENT = 0.05  # or starts this share of its column's width from the column's left edge
 MIN_COLUMN = 0.2  # share of the body's width a column spans, at least
+GOES_ON = 40.0  # points from a column's foot to a region in it below a blank band, at most
 
 
 def join_stripes(stripes: list[list[Box]]) -> list[list[Box]]:
@@ -88,13 +92,25 @@ def _columns_go_on(above: list[Box], below: list[Box]) -> bool:
         return False
     for part in (above, below):
         own = _spans(_groups(part))
-        if len(own) < 2:
+        if len(own) < 2 and not (part is below and _longest_goes_on(above, below)):
             return False
         for x0, x1, widest in own:
             c0, c1, _ = next(c for c in both if c[0] <= x0 and x1 <= c[1])
             if widest < FULL * (c1 - c0) and x0 - c0 > INDENT * (c1 - c0):
                 return False
     return True
+
+
+def _longest_goes_on(above: list[Box], below: list[Box]) -> bool:
+    """Whether `below`, in one column, goes on with the column of `above` that reaches
+    lowest, right under it (a heading at the foot of the first column, the second column
+    having ended higher up: a word processor's columns before they are balanced)."""
+    groups = _groups(above)
+    foot = [max(b[3] for b in g) for g in groups]
+    lowest = groups[foot.index(max(foot))]
+    x0, x1 = min(b[0] for b in lowest), max(b[2] for b in lowest)
+    inside = all(x0 - GAP <= b[0] and b[2] <= x1 + GAP for b in below)
+    return inside and min(b[1] for b in below) - max(foot) <= GOES_ON
 
 
 def _groups(boxes: list[Box]) -> list[list[Box]]:
