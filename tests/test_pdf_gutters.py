@@ -231,3 +231,13 @@ def test_a_heading_drawn_as_two_regions_is_one(second, y, size, joined):
 def test_a_word_broken_at_a_line_end(lines, text):
     """A narrow column breaks more words: a hyphenated compound keeps its hyphen."""
     assert join_lines(lines) == text
+
+
+def test_a_list_item_over_two_columns_headings_is_cut_into_text():
+    """multicol's first page: the model called the two columns' first headings, side by
+    side ("1 Armstrong Farm (Crane Township, ..." with its number apart, "2 History of
+    Missis- sippi" over the first rows of text) one list item."""
+    left = [(134, 233, 142, 245)] + [(158, 233 + r * 17.5, 301, 245 + r * 17.5) for r in range(4)]
+    right = [(311, 233, 478, 245), (335, 250, 368, 263), (311, 280, 478, 289), (311, 292, 478, 301)]
+    out = split_at_gutters([(134, 232, 478, 302, "list-item")], left + right)
+    assert hulls(out) == [(134, 301, "text"), (311, 478, "text")]

@@ -9,13 +9,15 @@ columns were read out of order, or a page's four columns were one region (7 of 1
 and four-column documents made here).
 
 Here, before pymupdf4llm orders the regions, a region's own text lines are parted where a
-blank strip GUTTER wide runs from its top to its bottom. A text region is cut when every
+blank strip GUTTER wide runs from its top to its bottom. A text region (or a list item: the
+model's name for two columns' headings side by side, once) is cut, into text, when every
 side is prose (WIDE line heights wide, MIN_ROWS rows or more, most across the side's
 width: not a form's labels and values, not a table of short cells); a heading region when
-one side is prose and another is not (the heading). No part may be narrower than MIN_SIDE
-of the widest (columns are alike): a list's bullets, a heading's number apart from its
-words. Parts that then overlap a text region of the same column are one region again, so
-every line belongs to one region.
+one side is prose and another is not (the heading). A side narrower than MIN_SIDE of the
+widest (columns are alike: a list's bullets, a heading's number apart from its words) is
+no column: part of the side it leads in a text region, no cut in a heading. Parts that then
+overlap a text region of the same column are one region again, so every line belongs to one
+region.
 """
 
 from __future__ import annotations
@@ -30,9 +32,11 @@ MIN_ROWS = 3  # rows of text on each side of a gutter, at least
 FULL = 0.7  # share of its side's width a full row fills
 FULL_ROWS = 0.5  # share of a side's rows that are full, at least
 WIDE = 6  # line heights a side of prose spans, at least (not a table's one-word cells)
-MIN_SIDE = 0.5  # share of the widest part's width each part spans, at least
+MIN_SIDE = 0.5  # share of the widest side's width a column spans, at least
 ALIGNED = 3.0  # points two regions' left and right edges may differ in one column
-SPLIT = ("text", "section-header")  # the classes of the regions cut
+# the classes of the regions cut: a list item over two columns' headings is text again,
+# whose headings pdf_model tells by their type
+SPLIT = ("text", "list-item", "section-header")
 
 
 def split_at_gutters(boxes: Sequence[Box], lines: Iterable[Sequence[float]]) -> list[Box]:
@@ -53,25 +57,42 @@ def _centre_in(line: Sequence[float], box: Box) -> bool:
 
 def _columns(box: Box, lines: list[Sequence[float]]) -> list[Box]:
     """The columns of region `box`, or none when it is one column. A text region is cut
-    when every side is prose; a heading region when one side is prose and another is not
-    (a heading beside the text of the next column: the sides that are not prose stay one
-    heading). No part may be narrower than MIN_SIDE of the widest (columns are alike): a
-    list's bullets, a heading's number apart from its words."""
+    when every side is prose, a side narrower than MIN_SIDE of the widest (columns are
+    alike: a list's bullets, a heading's number apart from its words) being part of the
+    side it leads; a heading region when one side is prose and another is not (a heading
+    beside the text of the next column: the sides that are not prose stay one heading, and
+    no part may be narrow)."""
     sides = _sides([ln for ln in lines if _centre_in(ln, box)])
+    heading = box[4] == "section-header"
+    if not heading:
+        sides = _lead_in(sides)
     prose = [_prose(side) for side in sides]
-    cut = all(prose) if box[4] == "text" else any(prose) and not all(prose)
+    cut = any(prose) and not all(prose) if heading else all(prose)
     if len(sides) < 2 or not cut:
         return []
     parts: list[tuple[list[Sequence[float]], str]] = []
     for side, is_prose in zip(sides, prose, strict=True):
-        cls = "text" if is_prose else box[4]
-        if parts and cls == parts[-1][1] == box[4] != "text":
+        cls = "text" if is_prose or not heading else box[4]
+        if heading and parts and cls == parts[-1][1] == box[4]:
             parts[-1][0].extend(side)  # a heading's words either side of a wide space
         else:
             parts.append((list(side), cls))
     out = [_hull(side, cls) for side, cls in parts]
     widths = [b[2] - b[0] for b in out]
     return [] if min(widths) < MIN_SIDE * max(widths) else out
+
+
+def _lead_in(sides: list[list[Sequence[float]]]) -> list[list[Sequence[float]]]:
+    """`sides` with each one narrower than MIN_SIDE of the widest joined to the side after
+    it (the last one: before it)."""
+    widths = [max(ln[2] for ln in side) - min(ln[0] for ln in side) for side in sides]
+    narrow = [w < MIN_SIDE * max(widths, default=0.0) for w in widths]
+    while len(sides) > 1 and any(narrow):
+        i = narrow.index(True)
+        side, _ = sides.pop(i), narrow.pop(i)
+        j = i if i < len(sides) else i - 1
+        sides[j] = side + sides[j]
+    return sides
 
 
 def _sides(lines: list[Sequence[float]]) -> list[list[Sequence[float]]]:
