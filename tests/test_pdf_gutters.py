@@ -241,3 +241,22 @@ def test_a_list_item_over_two_columns_headings_is_cut_into_text():
     right = [(311, 233, 478, 245), (335, 250, 368, 263), (311, 280, 478, 289), (311, 292, 478, 301)]
     out = split_at_gutters([(134, 232, 478, 302, "list-item")], left + right)
     assert hulls(out) == [(134, 301, "text"), (311, 478, "text")]
+
+
+@pytest.mark.parametrize("font", ["Courier", "NimbusMonL-Regu"])
+def test_a_listings_fields_are_no_columns(font):
+    """A hex dump continued on a page (offsets, two runs of bytes, their text) in a region
+    the model called text: its fields are read row by row, as the listing is."""
+    from pymupdf4llm.helpers import utils
+
+    install()
+    fields = [(120, 163), (173, 297), (308, 432), (442, 539)]
+    lines = [(x0, 75 + r * 11.5, x1, 82 + r * 11.5) for r in range(3) for x0, x1 in fields]
+    blocks = [
+        {"type": 0, "bbox": ln, "lines": [{"bbox": ln, "spans": [{"font": font, "flags": 4}]}]}
+        for ln in lines
+    ]
+    box = (120, 75, 539, 105, "text")
+    assert split_at_gutters([box], lines) != [box]  # by their geometry alone, columns
+    ordered = utils.find_reading_order(pymupdf.Rect(0, 0, 612, 792), blocks, [box])
+    assert [tuple(b) for b in ordered] == [box]

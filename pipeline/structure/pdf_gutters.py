@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from pipeline.structure.pdf_code import MONO_NAME
+
 Box = tuple[Any, ...]  # (x0, y0, x1, y1, class) as pymupdf4llm passes them
 
 GUTTER = 4.0  # points of blank between two columns, at least
@@ -37,6 +39,7 @@ ALIGNED = 3.0  # points two regions' left and right edges may differ in one colu
 # the classes of the regions cut: a list item over two columns' headings is text again,
 # whose headings pdf_model tells by their type
 SPLIT = ("text", "list-item", "section-header")
+MONOSPACED = 8  # MuPDF's span flag for a monospaced font
 
 
 def split_at_gutters(boxes: Sequence[Box], lines: Iterable[Sequence[float]]) -> list[Box]:
@@ -159,6 +162,14 @@ def _overlap(a: Box, b: Box) -> bool:
     return a[1] < b[3] and b[1] < a[3]
 
 
+def _monospaced(line: dict) -> bool:
+    spans = line.get("spans") or [{}]
+    return all(
+        span.get("flags", 0) & MONOSPACED or MONO_NAME.search(span.get("font", ""))
+        for span in spans
+    )
+
+
 def install() -> None:
     """Make pymupdf4llm's reading order cut gutter-crossing text regions first (it looks
     `find_reading_order` up in its module at each call)."""
@@ -169,7 +180,13 @@ def install() -> None:
         return
 
     def find_reading_order(page_rect: Any, blocks: list[dict], boxes: list, *args, **kwargs):
-        lines = (ln["bbox"] for b in blocks if b.get("type") == 0 for ln in b.get("lines", ()))
+        lines = (
+            ln["bbox"]
+            for b in blocks
+            if b.get("type") == 0
+            for ln in b.get("lines", ())
+            if not _monospaced(ln)  # a listing's fields (a hex dump) are no columns
+        )
         return order(page_rect, blocks, split_at_gutters(boxes, lines), *args, **kwargs)
 
     find_reading_order.cuts_gutters = True  # type: ignore[attr-defined]
