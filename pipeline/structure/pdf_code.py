@@ -19,7 +19,9 @@ import pymupdf
 from pipeline.ingest.pdf_units import Line, Unit
 
 CODE_SHARE = 0.8  # a paragraph with at least this share of monospaced characters is code
-MONO_NAME = re.compile(r"Courier|Mono|NimbusMonL|Consol|Menlo|Monaco|Typewriter|CMS?L?TT|SFTT", re.I)
+MONO_NAME = re.compile(
+    r"Courier|Mono|NimbusMonL|Consol|Menlo|Monaco|Typewriter|CMS?L?TT|SFTT", re.IGNORECASE
+)
 _PROBE = "ilmW.0aA"  # glyphs of different widths in a proportional font
 
 
