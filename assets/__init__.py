@@ -1,9 +1,10 @@
 """Thin Dagster assets, one module per stage group named like the pipeline package it calls,
-in DAG order: ingest, structure, chunking, extract, graph, communities, vectors, publish. The
-input folder goes in, the index's tables and vector tables come out as one published version;
-each asset reads its upstream tables, calls pipeline/, writes, and attaches metadata
-(metadata.py). shards.py partitions the per-document stages, checks.py holds the blocking
-asset checks, run.py runs the job from Python and automation.py its schedule and sensor."""
+in DAG order: ingest, structure, chunking, extract, graph, communities, vectors, lexical,
+publish. The input folder goes in, the index's tables, vector tables and BM25 index come out
+as one published version; each asset reads its upstream tables, calls pipeline/, writes, and
+attaches metadata (metadata.py). shards.py partitions the per-document stages, checks.py
+holds the blocking asset checks, run.py runs the job from Python and automation.py its
+schedule and sensor."""
 
 from dagster import AssetsDefinition, get_dagster_logger
 
@@ -14,6 +15,7 @@ from assets import (
     extract,
     graph,
     ingest,
+    lexical,
     publish,
     structure,
     vectors,
@@ -39,6 +41,7 @@ def index_assets(n_shards: int) -> list[AssetsDefinition]:
         communities.communities,
         communities.community_reports,
         *vectors.vector_assets,
+        lexical.lexical_index,
     ]
     return [*assets, publish.published_index_asset([key for a in assets for key in a.keys])]
 

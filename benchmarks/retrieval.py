@@ -1,5 +1,8 @@
 """Passage retrieval on MuSiQue (100 multi-hop questions, 1,890 passages), every query mode;
-or on another multi-hop set in HippoRAG's layout (`--data`: HotpotQA, 2WikiMultihopQA).
+or on another set (`--data`): HippoRAG's layout (HotpotQA, 2WikiMultihopQA) or the common form
+of ../shared/data (`norm_corpus.json` + `norm_questions.json`: grb_novel, xquad_ru, ...).
+
+    python benchmarks/retrieval.py --data ../shared/data/grb_novel --work /tmp/grb
 
     python benchmarks/retrieval.py                      # index into a temp folder, evaluate
     python benchmarks/retrieval.py --work /tmp/mq       # keep the index in /tmp/mq/output
@@ -14,10 +17,13 @@ passages are the paragraphs with is_supporting == true, matched to the corpus on
 (title, text). Recall@k per question = |gold ∩ top-k distinct passages| / |gold|,
 averaged, x100. Ranked text units map to passages through document -> source_path.
 
-Modes: `dense` is the issue's reference, computed in the same run: the index's embedding
+Modes: `bm25` is the lexical reference, computed in the same run: bm25s over each passage's
+title + "\\n" + text with the index's own analyser (pipeline/lexical); `dense` is the
+issue's reference, computed in the same run: the index's embedding
 model (all-MiniLM-L6-v2) over each passage's title + "\\n" + text, cosine, one ranking per
-passage (vectors cached next to the index); `naive` is the index's own dense search over
-text units (the same text, chunked); local, expand, flow, flow_quick are the graph modes.
+passage (vectors cached next to the index); `naive` is the index's own hybrid search over
+text units (the same text, chunked), `naive_dense` the same with `query.lexical_weight: 0`
+(the dense side alone); local, expand, flow, flow_quick are the graph modes.
 Every search runs with the default settings (top_k_units 10), as a user would get them, so
 "ctx tok" is the mean context an LLM would be given. Rows: all questions; on MuSiQue also
 the first 50 ("tune": the only ones any weight was chosen on) and the last 50 ("held out").
@@ -48,7 +54,8 @@ sys.path.insert(0, str(ROOT))
 
 DATA = ROOT.parent / "shared" / "data" / "musique"
 KS = (2, 5, 10)
-MODES = ("dense", "naive", "local", "expand", "flow", "flow_quick")
+MODES = ("bm25", "dense", "naive_dense", "naive", "local", "expand", "flow", "flow_quick")
+NORM_CORPUS, NORM_QUESTIONS = "norm_corpus.json", "norm_questions.json"
 SPLITS = (("all", slice(0, None)), ("tune", slice(0, 50)), ("held out", slice(50, None)))
 MUSIQUE = "musique_train"
 BUDGETS = (1000, 1500, 2000, 2500, 4000, 8000)
@@ -56,7 +63,10 @@ RESAMPLES = 10_000
 
 
 def dataset_name(data: Path) -> str:
-    """The question set in folder `data`: the `<name>` of its one `<name>_corpus.json`."""
+    """The question set in folder `data`: the `<name>` of its one `<name>_corpus.json`, or
+    the folder's name for a set in the common form."""
+    if (data / NORM_CORPUS).is_file():
+        return data.name
     names = sorted(p.name.removesuffix("_corpus.json") for p in data.glob("*_corpus.json"))
     names = [n for n in names if (data / f"{n}.json").is_file()]
     if len(names) != 1:
@@ -76,6 +86,8 @@ def load_dataset(
     A question's gold passages are its paragraphs with is_supporting (MuSiQue, matched on
     title and text together: titles repeat) or the passages titled in its supporting_facts
     (HotpotQA, 2WikiMultihopQA)."""
+    if (data / NORM_CORPUS).is_file():
+        return load_norm(data)
     name = name or dataset_name(data)
     raw = json.loads((data / f"{name}_corpus.json").read_text(encoding="utf-8"))
     if isinstance(raw, dict):
@@ -101,6 +113,15 @@ def load_dataset(
             g.update(by_title.get(fact[0], []))
         gold.append(g)
     return corpus, questions, gold
+
+
+def load_norm(data: Path) -> tuple[list[dict], list[dict], list[set[int]]]:
+    """A set in the common form: corpus [{id, title, text}], questions with gold_ids."""
+    corpus = json.loads((data / NORM_CORPUS).read_text(encoding="utf-8"))
+    questions = json.loads((data / NORM_QUESTIONS).read_text(encoding="utf-8"))
+    pos = {p["id"]: i for i, p in enumerate(corpus)}
+    gold = [{pos[g] for g in q["gold_ids"] if g in pos} for q in questions]
+    return [{"title": p["title"], "text": p["text"]} for p in corpus], questions, gold
 
 
 def write_inputs(corpus: list[dict], input_dir: Path) -> None:
@@ -195,9 +216,38 @@ def run_dense(index, corpus, questions, gold, cache: Path) -> Run:
     return Run("dense", rec, tokens, ms)
 
 
+def run_bm25(corpus, questions, gold) -> Run:
+    """The lexical reference: BM25 (bm25s, the index's analyser) over whole passages."""
+    import polars as pl
+
+    from pipeline.lexical.bm25 import LexicalIndex
+    from pipeline.query.scoring import top_indices
+    from pipeline.tokens import count_tokens
+
+    texts = [p["title"] + "\n" + p["text"] for p in corpus]
+    lex = LexicalIndex.build([str(i) for i in range(len(corpus))], pl.Series(texts))
+    ntok = [count_tokens(t) for t in texts]
+    rec = {k: np.zeros(len(questions)) for k in KS}
+    tokens = np.zeros(len(questions))
+    t0 = time.perf_counter()
+    for i, (q, g) in enumerate(zip(questions, gold, strict=True)):
+        top = top_indices(lex.scores(q["question"]), 10).tolist()
+        for k, v in recall_at(top, g).items():
+            rec[k][i] = v
+        tokens[i] = sum(ntok[p] for p in top)
+    ms = (time.perf_counter() - t0) * 1000 / len(questions)
+    return Run("bm25", rec, tokens, ms)
+
+
 def searcher(index, mode: str):
     if mode == "flow_quick":
         return lambda q: index.flow_search(q, quick=True)
+    if mode == "naive_dense":
+        query = index.settings.query.model_copy(update={"lexical_weight": 0.0})
+        dense = type(index).open(
+            index.output_root, index.settings.model_copy(update={"query": query})
+        )
+        return dense.naive_search
     return getattr(index, f"{mode}_search")
 
 
@@ -298,6 +348,8 @@ def main(argv: list[str] | None = None) -> None:
     name = args.name or dataset_name(args.data)
     corpus, questions, gold = load_dataset(args.data, name)
     splits = SPLITS if name == MUSIQUE else SPLITS[:1]
+    questions = [q for q, g in zip(questions, gold, strict=True) if g]  # gold found in corpus
+    gold = [g for g in gold if g]
     if args.output:
         output = args.output
     else:
@@ -315,7 +367,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     runs = []
     for mode in [m for m in args.modes.split(",") if m]:
-        if mode == "dense":
+        if mode == "bm25":
+            runs.append(run_bm25(corpus, questions, gold))
+        elif mode == "dense":
             cache = Path(output).resolve().parent / "dense_passage_vectors.npy"
             runs.append(run_dense(index, corpus, questions, gold, cache))
         else:

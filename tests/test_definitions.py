@@ -40,6 +40,7 @@ EXPECTED_ASSETS = {
     "entities_vectors",
     "relationships_vectors",
     "community_reports_vectors",
+    "lexical_index",
     "published_index",
 }
 

@@ -42,10 +42,9 @@ def test_answer_unit_cited_once_outranks_an_unrelated_unit_cited_often(index):
     unrelated = _unit(index, "The Nobel Prize in the early twentieth century", "Alfred Nobel")
     cited = [unrelated, answer]  # citation order: the often-cited unit first
     scores = {unrelated: 4.0, answer: 1.0}  # cited by four kept entities' worth, vs one
-    qvec = index.embed_query(BIRTH_Q)
-    by_citation, _, _ = rank_units(index, qvec, cited, scores, graph_weight=1.0)
+    by_citation, _, _ = rank_units(index, BIRTH_Q, cited, scores, graph_weight=1.0)
     assert by_citation[0] == unrelated  # the old order, citation counts only
-    ranked, info, _ = rank_units(index, qvec, cited, scores, graph_weight=UNIT_GRAPH_WEIGHT)
+    ranked, info, _ = rank_units(index, BIRTH_Q, cited, scores, graph_weight=UNIT_GRAPH_WEIGHT)
     assert ranked.index(answer) < ranked.index(unrelated)
     assert (
         info[answer]["graph"] == 1.0
@@ -60,11 +59,10 @@ def test_answer_unit_cited_once_outranks_an_unrelated_unit_cited_often(index):
 def test_dense_candidates_join_what_the_graph_missed(index):
     answer = _unit(index, "Marie Curie", "Marie Curie was born")
     other = _unit(index, "Albert Einstein", "Ulm")
-    qvec = index.embed_query(BIRTH_Q)
-    alone, _, _ = rank_units(index, qvec, [other], {other: 5.0}, graph_weight=0.3)
+    alone, _, _ = rank_units(index, BIRTH_Q, [other], {other: 5.0}, graph_weight=0.3)
     assert alone == [other]
     ranked, info, _ = rank_units(
-        index, qvec, [other], {other: 5.0}, graph_weight=0.3, dense_candidates=2
+        index, BIRTH_Q, [other], {other: 5.0}, graph_weight=0.3, dense_candidates=2
     )
     assert answer in ranked and info[answer]["graph"] == 0.0
 

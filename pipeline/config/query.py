@@ -17,6 +17,13 @@ class QuerySettings(Section):
     global_dynamic_threshold: float = Field(
         1.0, description="global, level=None: descend into communities rated at least this"
     )
+    lexical_weight: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="every mode's unit relevance = (1 - w) * cosine + w * top cosine * "
+        "BM25 / top BM25 (pipeline/lexical/fusion.py); 0 ranks by the dense model alone",
+    )
     local_dense_seeds: int = Field(3, description="top dense units that seed local PageRank")
     local_damping: float = Field(0.85, description="local PageRank continuation probability")
     local_graph_weight: float = Field(

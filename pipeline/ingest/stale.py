@@ -46,10 +46,16 @@ def stale_shards(settings: Settings, entries: list[Entry] | None = None) -> list
 _LLM_RUNTIME = {"api_key", "timeout_s", "max_retries", "concurrency", "cache", "prices"}
 
 
+# What the tail writes, by version: a change re-runs the tail of an index written before
+# once ("2": the BM25 index, lexical/, which an index of "1" lacks).
+TAIL_FORMAT = "2"
+
+
 def tail_settings_digest(settings: Settings) -> str:
     """Hash of what the corpus-wide tail's output depends on besides the shards' tables: the
-    per-document stages' digest, the graph, report, SAME_TOPIC and LLM settings and the
-    installed docgraph version (its code). Never the API key (it is not hashed at all)."""
+    per-document stages' digest, the graph, report, SAME_TOPIC and LLM settings, the
+    installed docgraph version (its code) and TAIL_FORMAT. Never the API key (it is not
+    hashed at all)."""
     try:
         code = metadata.version("docgraph")
     except metadata.PackageNotFoundError:  # run from a checkout that was never installed
@@ -61,6 +67,7 @@ def tail_settings_digest(settings: Settings) -> str:
         settings.same_topic.model_dump_json(),
         settings.llm.model_dump_json(exclude=_LLM_RUNTIME),
         code,
+        TAIL_FORMAT,
     ]
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:16]
 

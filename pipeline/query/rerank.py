@@ -43,7 +43,7 @@ def fuse(
 
 def rank_units(
     index: IndexTables,
-    qvec: np.ndarray,
+    query: str,
     unit_ids: list[str],
     graph_scores: dict[str, float],
     *,
@@ -58,7 +58,7 @@ def rank_units(
     Candidates: the graph-proposed `unit_ids`, the `dense_candidates` nearest units, and the
     units `title_bridges` reaches from the best of those; scored by `fuse` (+ the bridge
     bonus). Ties keep the graph's order, then row order."""
-    sims = index.similarities(index.unit_vectors, qvec).astype(np.float64)
+    sims = index.unit_relevance(query)
     graph = np.zeros(sims.shape, dtype=np.float64)
     rows = [index.unit_row[u] for u in unit_ids if u in index.unit_row]
     graph[rows] = [graph_scores.get(u, 0.0) for u in unit_ids if u in index.unit_row]

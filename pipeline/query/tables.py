@@ -20,6 +20,8 @@ import polars as pl
 import scipy.sparse as sp
 
 from pipeline.config import Settings
+from pipeline.lexical.bm25 import LexicalIndex, index_dir
+from pipeline.lexical.fusion import hybrid
 from pipeline.query.names import NameMatch, greedy_match, key_index
 from pipeline.query.ppr import UnitEntityGraph
 from pipeline.query.result import SearchResult
@@ -164,6 +166,50 @@ class IndexTables:
     @cached_property
     def report_vectors(self) -> np.ndarray:
         return self._aligned_vectors("community_reports", self.community_reports)
+
+    @cached_property
+    def lexical_units(self) -> tuple[LexicalIndex, np.ndarray] | None:
+        """The BM25 index of the text units and, per text_units row, its row in that index
+        (-1: none); None for an index written before the lexical side."""
+        lex = LexicalIndex.load(index_dir(self.root, "text_units"))
+        if lex is None:
+            return None
+        pos = (
+            self.text_units.select("id")
+            .join(
+                pl.DataFrame({"id": lex.ids, "li": np.arange(len(lex.ids), dtype=np.int64)}),
+                on="id",
+                how="left",
+                maintain_order="left",
+            )["li"]
+            .fill_null(-1)
+            .to_numpy()
+        )
+        return lex, pos
+
+    def lexical_scores(self, query: str) -> np.ndarray | None:
+        """BM25 score of every text unit (text_units row order) for the query, or None."""
+        found = self.lexical_units
+        if found is None:
+            return None
+        lex, pos = found
+        raw = lex.scores(query)
+        return np.where(pos >= 0, raw[np.maximum(pos, 0)], 0.0) if raw.size else raw
+
+    def unit_relevance(self, query: str) -> np.ndarray:
+        """Every text unit's relevance to the query (text_units row order): the dense cosine
+        mixed with BM25 by `query.lexical_weight` (pipeline/lexical/fusion.py), float64."""
+        dense = self.similarities(self.unit_vectors, self.embed_query(query))
+        weight = self.settings.query.lexical_weight
+        return hybrid(dense, self.lexical_scores(query) if weight > 0 else None, weight)
+
+    @property
+    def relevance_name(self) -> str:
+        """What `unit_relevance` ranks by, for traces."""
+        weight = self.settings.query.lexical_weight
+        if weight > 0 and self.lexical_units is not None:
+            return f"hybrid search (cosine {1 - weight:g} + BM25 {weight:g})"
+        return "dense search"
 
     def similarities(self, matrix: np.ndarray, qvec: np.ndarray) -> np.ndarray:
         """Cosine of every row with the query (rows and query are L2-normalised)."""

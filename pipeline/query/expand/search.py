@@ -121,7 +121,7 @@ def expand_search(
         score[g[better]] = s[better]
         hops[g[better]] = 0
 
-    usims = index.similarities(index.unit_vectors, qvec).astype(np.float64)
+    usims = index.unit_relevance(query)
     own = np.zeros(graph.n)  # each node's own cosine with the query (0 where none)
     own[off_u:off_e] = usims
     top_u = top_indices(usims, params.seed_units)

@@ -128,7 +128,7 @@ def build_result(
     )
     unit_ids, unit_info, bridged = rank_units(
         index,
-        index.embed_query(query),
+        query,
         cited,
         cite_scores,
         graph_weight=UNIT_GRAPH_WEIGHT,

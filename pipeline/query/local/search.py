@@ -77,7 +77,7 @@ def unit_scores(
     index: IndexTables, query: str, qvec: np.ndarray, params: LocalParams, trace: list[str]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]:
     """(blended unit scores, dense unit sims, PPR entity scores, matched entity rows->name)."""
-    sims = index.similarities(index.unit_vectors, qvec)
+    sims = index.unit_relevance(query)
     g = index.unit_entity_graph
     n_u, n_e = g.n_units, g.n_entities
     reset = np.zeros(n_u + n_e, dtype=np.float64)

@@ -1,0 +1,40 @@
+"""The BM25 index over the text units (pipeline.lexical): the lexical half of every query
+mode's first stage, built once per run from the text_units and documents tables."""
+
+import time
+
+from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
+
+from pipeline.lexical.bm25 import index_dir, unit_index
+from pipeline.storage import store
+from resources import DocgraphConfig, output_root_metadata
+from resources.output import run_dir
+
+
+@asset(
+    deps=["text_units", "documents"],
+    group_name="lexical",
+    description="BM25 index (bm25s) over the text units, each after its document's title; "
+    "Cyrillic words stemmed as Russian, Latin ones in the corpus' language.",
+    kinds={"bm25s"},
+)
+def lexical_index(context: AssetExecutionContext, docgraph: DocgraphConfig) -> MaterializeResult:
+    started = time.perf_counter()
+    folder = run_dir(docgraph, context)
+    units = store.read_table(folder, "text_units", ["id", "text", "document_id"])
+    docs = store.read_table(folder, "documents", ["id", "title", "language"])
+    index = unit_index(units, docs)
+    index.save(index_dir(store.resolve(folder), "text_units"))
+    languages = docs.group_by("language").len().sort("len", descending=True)
+    return MaterializeResult(
+        metadata={
+            "rows": len(index.ids),
+            "vocabulary": index.vocabulary,
+            "document_languages": MetadataValue.json(
+                {str(k): int(v) for k, v in languages.iter_rows()}
+            ),
+            "latin_stemmer": index.latin,
+            "elapsed_s": round(time.perf_counter() - started, 3),
+            **output_root_metadata(docgraph),
+        }
+    )

@@ -1,0 +1,130 @@
+"""The BM25 index over a table's texts: built at index time, read at query time.
+
+Library: `bm25s` (MIT; BM25 scores precomputed into a sparse matrix, scipy/numpy only, saved
+as .npy files that load memory-mapped). Chosen over Lance's own full-text index, which the
+vector tables keep: Lance returns a top-k per query, not a score for every row, analyses a
+table in one language, and answered 4.5 ms per query against bm25s' ~1 ms for a whole score
+vector at 45k units (benchmarks/lexical.py compares the two at 40k documents).
+
+Layout: `<version>/lexical/<table>/` holds bm25s' files, `ids.parquet` (the row ids in index
+order) and `analysis.json` (the analyser: the Latin-script stemmer's language). Written to a
+temporary folder and renamed into place, so a reader never sees half an index.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from pipeline.lexical.analysis import DEFAULT_LATIN, STEMMERS, query_terms, term_frame
+
+LEXICAL_DIR = "lexical"
+ANALYSIS = "analysis.json"
+IDS = "ids.parquet"
+# Okapi BM25 with Lucene's idf, k1 1.5 / b 0.75: bm25s' defaults, the usual ones (Robertson
+# & Zaragoza 2009 give k1 1.2-2.0, b 0.75); not tuned on any set of ours.
+K1, B = 1.5, 0.75
+
+
+def index_dir(root: Path, table: str) -> Path:
+    return Path(root) / LEXICAL_DIR / table
+
+
+@dataclass
+class LexicalIndex:
+    """BM25 over the texts of one table, rows in `ids` order."""
+
+    retriever: object  # bm25s.BM25
+    ids: list[str]
+    latin: str = DEFAULT_LATIN
+
+    @classmethod
+    def build(cls, ids: list[str], texts: pl.Series, latin: str = DEFAULT_LATIN) -> LexicalIndex:
+        import bm25s
+
+        terms = term_frame(texts, latin)
+        vocab_terms = terms["term"].unique(maintain_order=True)
+        vocab = {t: i for i, t in enumerate(vocab_terms.to_list())}
+        coded = terms.join(
+            pl.DataFrame({"term": vocab_terms, "tid": np.arange(len(vocab), dtype=np.int64)}),
+            on="term",
+            maintain_order="left",
+        )
+        per_doc = (
+            pl.DataFrame({"doc": np.arange(len(ids), dtype=np.uint32)})
+            .join(coded.group_by("doc").agg("tid"), on="doc", how="left", maintain_order="left")
+            .with_columns(pl.col("tid").fill_null([]))
+        )
+        retriever = bm25s.BM25(k1=K1, b=B)
+        retriever.index((per_doc["tid"].to_list(), vocab), show_progress=False)
+        return cls(retriever, list(ids), latin)
+
+    def save(self, folder: Path) -> None:
+        """Into `folder`, replacing what is there in one rename."""
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+        try:
+            self.retriever.save(str(tmp), show_progress=False)
+            pl.DataFrame({"id": self.ids}, schema={"id": pl.Utf8}).write_parquet(tmp / IDS)
+            (tmp / ANALYSIS).write_text(json.dumps({"latin": self.latin}), encoding="utf-8")
+            if folder.exists():
+                shutil.rmtree(folder)  # its files may be links into the last version
+            tmp.rename(folder)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    @classmethod
+    def load(cls, folder: Path) -> LexicalIndex | None:
+        """The index saved in `folder`, memory-mapped; None when there is none (an index
+        written before the lexical side: the modes then rank by the dense side alone)."""
+        if not (folder / IDS).is_file():
+            return None
+        import bm25s
+
+        retriever = bm25s.BM25.load(str(folder), mmap=True, show_progress=False, verbosity=0)
+        ids = pl.read_parquet(folder / IDS)["id"].to_list()
+        latin = json.loads((folder / ANALYSIS).read_text(encoding="utf-8"))["latin"]
+        return cls(retriever, ids, latin)
+
+    @property
+    def vocabulary(self) -> int:
+        return len(self.retriever.vocab_dict)
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every row (in `ids` order) for the query; zeros when no query term
+        is in the index."""
+        known = self.retriever.vocab_dict
+        tids = [known[t] for t in query_terms(query, self.latin) if t in known]
+        if not tids:
+            return np.zeros(len(self.ids), dtype=np.float32)
+        return np.asarray(self.retriever.get_scores(tids), dtype=np.float32)[: len(self.ids)]
+
+
+def corpus_latin(languages: pl.Series) -> str:
+    """The language whose stemmer reads the corpus' Latin-script words: the most common
+    recorded language other than Russian that has a stemmer, else English."""
+    counts = languages.drop_nulls().filter(languages.drop_nulls() != "ru").value_counts(sort=True)
+    for lang in counts[:, 0].to_list():
+        if lang in STEMMERS:
+            return lang
+    return DEFAULT_LATIN
+
+
+def unit_index(units: pl.DataFrame, documents: pl.DataFrame) -> LexicalIndex:
+    """BM25 over the text units (id, text, document_id): each unit's text after its
+    document's title, so a question naming a book, a page or a file finds its units (the
+    dense side embeds the unit alone); Latin words stemmed in the corpus' language."""
+    docs = documents.select(pl.col("id").alias("document_id"), "title", "language")
+    joined = units.select("id", "text", "document_id").join(
+        docs, on="document_id", how="left", maintain_order="left"
+    )
+    texts = joined.select(
+        pl.concat_str([pl.col("title").fill_null(""), pl.col("text").fill_null("")], separator="\n")
+    ).to_series()
+    return LexicalIndex.build(joined["id"].to_list(), texts, corpus_latin(docs["language"]))
