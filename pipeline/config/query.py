@@ -18,7 +18,7 @@ class QuerySettings(Section):
         1.0, description="global, level=None: descend into communities rated at least this"
     )
     lexical_weight: float = Field(
-        0.5,
+        0.4,
         ge=0.0,
         le=1.0,
         description="every mode's unit relevance = (1 - w) * cosine + w * top cosine * "

@@ -11,11 +11,20 @@ from pydantic import Field
 from pipeline.config.section import Section
 
 PACKAGED_MODEL = "packaged:all-MiniLM-L6-v2"
+# all-MiniLM-L6-v2 was trained on English pairs: on Russian questions over Russian paragraphs
+# (xquad_ru) it ranks the gold paragraph in the top 5 for 43 of 100, BM25 for 99.
+PACKAGED_LANGUAGES = ["en"]
 
 
 class EmbeddingSettings(Section):
     model: str = Field(
         PACKAGED_MODEL, description="sentence-transformers name or path, or the packaged model"
+    )
+    languages: list[str] | None = Field(
+        None,
+        description="languages (ISO 639-1, as documents record them) the model reads; a query "
+        "in another is ranked by BM25 and names alone, no dense signal. Unset: English for the "
+        "packaged model, every language for a model you name",
     )
     batch_tokens: int = Field(
         1024,
@@ -71,6 +80,13 @@ class EmbeddingSettings(Section):
         description="context: mean of the member entities' vectors (no model call);"
         " text: embed the report's full content",
     )
+
+    def reads(self, language: str) -> bool:
+        """Whether the model reads text in `language` (see `languages`)."""
+        langs = self.languages
+        if langs is None:
+            langs = PACKAGED_LANGUAGES if self.model == PACKAGED_MODEL else None
+        return langs is None or language in langs
 
 
 class SameTopicSettings(Section):

@@ -41,10 +41,17 @@ from pipeline import schemas
 from pipeline.config import ExtractionSettings
 from pipeline.extract.entity_types import type_span, vote_types
 from pipeline.extract.keyphrases import fast_keyphrases, yake_keyphrases
-from pipeline.extract.lexicon import language
-from pipeline.extract.mentions import Mention, evidence
+from pipeline.extract.lexicon import language, norm_tok
+from pipeline.extract.mentions import Mention, evidence, is_occupied
 from pipeline.extract.pattern_mentions import pattern_mentions
 from pipeline.extract.relations import find_relations
+from pipeline.extract.russian import (
+    NATASHA_TYPES,
+    PLACE_TYPES,
+    lemma,
+    russian_names,
+    russian_patterns,
+)
 from pipeline.extract.spans import named_spans
 from pipeline.sentences import split_sentences
 
@@ -66,6 +73,8 @@ def _extract_unit(text: str, settings: ExtractionSettings) -> _UnitResult:
         found, ranges = pattern_mentions(s, si, lang)
         mentions.extend(found)
         occupied.append(ranges)
+        if lang == "ru":
+            mentions.extend(_russian_mentions(s, si, ranges))
     for si, a, b, toks, norm, heading, honorific in named_spans(sents, occupied):
         s = sents[si]
         title = s[a:b]
@@ -106,6 +115,36 @@ def _extract_unit(text: str, settings: ExtractionSettings) -> _UnitResult:
         find_relations(sents, mentions, types, kept, concepts, settings.max_relation_distance)
     )
     return res
+
+
+def _russian_mentions(s: str, si: int, occupied: list[tuple[int, int]]) -> list[Mention]:
+    """natasha's names in Russian sentence `s`, titled by their lemma; their ranges join
+    `occupied`, so the capitalised-run spans only add what natasha did not tag."""
+    out = []
+    for a, b, kind, name in russian_names(s):
+        if is_occupied(occupied, a, b):
+            continue
+        typ = NATASHA_TYPES[kind]
+        if kind != "PER":  # the gazetteer knows countries, cities, regions by name
+            toks = name.split()  # the lemma: the gazetteer holds nominatives
+            known, _ = type_span(toks, [norm_tok(t) for t in toks], s, a, b, False, False)
+            if known in PLACE_TYPES:
+                typ = known
+        occupied.append((a, b))
+        out.append(Mention(name, typ, 3.0, si, a, b))
+    for a, b, typ in russian_patterns(s):
+        if is_occupied(occupied, a, b):
+            continue
+        occupied.append((a, b))
+        words = s[a:b]
+        title = lemma(words) if typ in _LEMMA_TYPES and " " not in words else words
+        out.append(Mention(title, typ, 2.0, si, a, b))
+    return out
+
+
+# Noun mentions titled by their dictionary form, so "журналиста" and "журналист" merge (an
+# event verb keeps its form: "умер" is no "умереть").
+_LEMMA_TYPES = frozenset({"PROFESSION", "DISEASE", "ORGANIZATION"})
 
 
 # A run of 80+ printable ASCII characters without a space is no word of any language but data

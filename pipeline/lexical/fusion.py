@@ -7,8 +7,10 @@ the modes that mix unit relevance with graph scores (rerank.fuse) keep the scale
 built on, and w = 0 is the dense ranking exactly. A convex mix of scores, not reciprocal rank
 fusion: measured outside the project on the shared sets (passage R@5, MiniLM + bm25s, same
 run), RRF (k=60) lost 7-20 points to either mix on `grb_novel` and `xquad_ru`, since it throws
-away how far apart the scores are; w = 0.5 was the best weight on those two sets and on
-MuSiQue together (see benchmarks/retrieval.py and the retrieval section of the README).
+away how far apart the scores are. The weight (query.lexical_weight, 0.4) was read off naive
+search over the indexed units, R@5 by w in 0 / 0.3 / 0.4 / 0.5 / 0.6 / 1.0: MuSiQue 62.5 /
+63.7 / 63.0 / 62.3 / 60.2 / 51.2, grb_novel 60.6 / 70.2 / 72.7 / 71.8 / 71.3 / 70.6 (the dense
+side reads no Russian: xquad_ru ranks by BM25 alone, see IndexTables.dense_reads).
 """
 
 from __future__ import annotations

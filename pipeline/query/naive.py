@@ -26,7 +26,9 @@ def naive_search(index: IndexTables, query: str, top_k: int | None = None) -> Se
     trace = [f"embedded query with {index.embedder.model_id}"]
     sims = index.unit_relevance(query)
     rows = top_indices(sims, top_k)
-    trace.append(f"{index.relevance_name} over {sims.shape[0]} text units -> top {len(rows)}")
+    trace.append(
+        f"{index.relevance_name(query)} over {sims.shape[0]} text units -> top {len(rows)}"
+    )
 
     budget = qs.max_context_tokens
     records, table_rows, used = [], [], 0

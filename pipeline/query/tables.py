@@ -20,6 +20,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from pipeline.config import Settings
+from pipeline.extract.lexicon import language
 from pipeline.lexical.bm25 import LexicalIndex, index_dir
 from pipeline.lexical.fusion import hybrid
 from pipeline.query.names import NameMatch, greedy_match, key_index
@@ -196,20 +197,30 @@ class IndexTables:
         raw = lex.scores(query)
         return np.where(pos >= 0, raw[np.maximum(pos, 0)], 0.0) if raw.size else raw
 
+    def dense_reads(self, query: str) -> bool:
+        """Whether the embedding model reads the query's language (embedding.languages). When
+        it does not (Russian questions and the English packaged model), its cosines are noise:
+        units rank by BM25 alone and the modes seed on names and units, not on vectors."""
+        return self.settings.embedding.reads(language(query))
+
     def unit_relevance(self, query: str) -> np.ndarray:
         """Every text unit's relevance to the query (text_units row order): the dense cosine
-        mixed with BM25 by `query.lexical_weight` (pipeline/lexical/fusion.py), float64."""
+        mixed with BM25 by `query.lexical_weight` (pipeline/lexical/fusion.py), BM25 alone
+        (on the cosine's scale) where the model does not read the query; float64."""
         dense = self.similarities(self.unit_vectors, self.embed_query(query))
-        weight = self.settings.query.lexical_weight
+        weight = self.settings.query.lexical_weight if self.dense_reads(query) else 1.0
         return hybrid(dense, self.lexical_scores(query) if weight > 0 else None, weight)
 
-    @property
-    def relevance_name(self) -> str:
-        """What `unit_relevance` ranks by, for traces."""
+    def relevance_name(self, query: str) -> str:
+        """What `unit_relevance` ranks by for `query`, for traces."""
+        if self.lexical_units is None:
+            return "dense search"
+        if not self.dense_reads(query):
+            return f"BM25 search (the embedding model does not read {language(query)!r})"
         weight = self.settings.query.lexical_weight
-        if weight > 0 and self.lexical_units is not None:
-            return f"hybrid search (cosine {1 - weight:g} + BM25 {weight:g})"
-        return "dense search"
+        return (
+            f"hybrid search (cosine {1 - weight:g} + BM25 {weight:g})" if weight else "dense search"
+        )
 
     def similarities(self, matrix: np.ndarray, qvec: np.ndarray) -> np.ndarray:
         """Cosine of every row with the query (rows and query are L2-normalised)."""

@@ -24,11 +24,14 @@ class ExpandParams:
     beam: int = 40  # nodes expanded per hop
     max_df: int = 200  # entities in more units are not expanded through
     own_weight: float = 0.3  # subgraph pruning: blend of path score and own cosine
-    # Unit rank = own cosine + evidence_weight * best path score arriving over an edge.
+    # Unit rank = own relevance (cosine + BM25, IndexTables.unit_relevance) + evidence_weight
+    # * best path score arriving over an edge.
     # Path scores decay by a product of weights <= 1 per hop (a 2-hop bridge through an
     # entity in a few units arrives at ~0.2-0.3), so the graph's word needs a weight above
-    # the cosine's to lift a bridge passage over dense hits; 1.5-3 measure alike on MuSiQue.
-    evidence_weight: float = 2.0
+    # the cosine's to lift a bridge passage over dense hits. With BM25 in the unit relevance
+    # (pipeline/lexical/fusion.py) R@5 at 1.0 / 1.5 / 2.0: MuSiQue 72.4 / 71.8 / 72.2,
+    # grb_novel 69.4 / 69.4 / 68.1 (2.0 with the dense cosine alone: MuSiQue 72.1).
+    evidence_weight: float = 1.0
     # Then the second hop (rerank.title_bridges): units of documents whose title the best
     # `bridge_seeds` units name gain bridge_weight x the naming unit's rank score.
     bridge_seeds: int = 2

@@ -127,7 +127,8 @@ def expand_search(
     top_u = top_indices(usims, params.seed_units)
     seed(top_u + off_u, usims[top_u])
     n_sec = n_node = n_ent = 0
-    if n_s and graph.section_vectors.shape[1] == qvec.shape[0]:
+    reads = index.dense_reads(query)  # else the vectors' cosines are noise: no vector seeds
+    if reads and n_s and graph.section_vectors.shape[1] == qvec.shape[0]:
         ssims = np.zeros(n_s)
         ssims[graph.section_rows] = graph.section_vectors @ qvec
         own[:n_s] = ssims
@@ -135,7 +136,7 @@ def expand_search(
         top_s = top_s[ssims[top_s] > 0]
         seed(top_s, ssims[top_s])
         n_sec = top_s.size
-    if graph.node_vectors is not None and graph.node_units is not None:
+    if reads and graph.node_vectors is not None and graph.node_units is not None:
         nsims = index.similarities(graph.node_vectors, qvec)
         top_n = top_indices(nsims, params.seed_nodes)
         proj = graph.node_units[top_n].multiply(nsims[top_n][:, None]).tocsr()
@@ -148,7 +149,7 @@ def expand_search(
     if graph.n_entities:
         esims = index.similarities(index.entity_vectors, qvec)
         own[off_e:] = esims
-        top_e = top_indices(esims, params.seed_entities)
+        top_e = top_indices(esims, params.seed_entities if reads else 0)
         top_e = top_e[esims[top_e] >= params.min_entity_sim]
         seed(top_e + off_e, esims[top_e])
         n_ent = top_e.size
@@ -233,7 +234,7 @@ def expand_search(
     final_of = dict(zip(unit_rank, final[order].tolist(), strict=True))
     trace.append(
         f"ranked {n_u} text units ({int((evidence > 0).sum())} reached over an edge): own "
-        f"cosine + {params.evidence_weight:g} x best arriving path score"
+        f"relevance + {params.evidence_weight:g} x best arriving path score"
         + (f"; second hop to documents titled {', '.join(bridged[:10])}" if bridged else "")
     )
 

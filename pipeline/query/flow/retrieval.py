@@ -88,7 +88,7 @@ def retrieve(index: IndexTables, query: str, terms: list[str], trace: list[str])
         nodes[row] = {"score": NAME_SCORE * sim, "via": "trigram", "similarity": sim}
     trace.append(f"trigram: {len(tri)} nodes (similarity >= {MIN_TRIGRAM_SIM})")
 
-    if len(nodes) < target / 2 and index.entities.height:
+    if len(nodes) < target / 2 and index.entities.height and index.dense_reads(query):
         vs = index.similarities(index.entity_vectors, index.embed_query(query))
         added = 0
         for row in top_indices(vs, target + len(nodes)).tolist():
@@ -155,13 +155,14 @@ def retrieve_quick(index: IndexTables, query: str, trace: list[str]) -> Subgraph
     qvec = index.embed_query(query)
     nodes: dict[int, dict[str, Any]] = {}
     edges: dict[int, dict[str, Any]] = {}
-    if index.entities.height:
+    reads = index.dense_reads(query)  # else no vector seeds: the units' ranking carries it
+    if reads and index.entities.height:
         sims = index.similarities(index.entity_vectors, qvec)
         for row in top_indices(sims, n_target).tolist():
             nodes[row] = {"score": float(sims[row]), "via": "vector", "level": 0}
     rels = index.relationships
     src, tgt = edge_ends(index)
-    if rels.height and e_target:
+    if reads and rels.height and e_target:
         rsims = index.similarities(relationship_vectors(index), qvec)
         rsims = np.where((src >= 0) & (tgt >= 0), rsims, -np.inf)
         for row in top_indices(rsims, e_target).tolist():

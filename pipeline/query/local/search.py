@@ -112,7 +112,7 @@ def unit_scores(
             names = sorted({m.key for m in titles})
             trace.append(f"title match: {len(names)} document titles ({', '.join(names[:10])})")
 
-    if n_e and params.entity_sim_mass > 0:
+    if n_e and params.entity_sim_mass > 0 and index.dense_reads(query):
         esims = index.similarities(index.entity_vectors, qvec)
         top = top_indices(esims, index.settings.query.top_k_entities)
         top = top[esims[top] >= params.min_entity_sim]

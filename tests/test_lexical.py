@@ -1,0 +1,143 @@
+"""The lexical side of retrieval (pipeline/lexical): the analyser, the BM25 index, its mix with
+the dense cosine, and both through the real index job and the query modes."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from assets.run import run_index
+from pipeline.config import load_settings
+from pipeline.lexical.analysis import query_terms
+from pipeline.lexical.bm25 import LexicalIndex, corpus_latin
+from pipeline.lexical.fusion import hybrid
+from pipeline.query import GraphIndex
+
+
+def test_russian_case_forms_share_a_term_and_stop_words_go():
+    assert query_terms("Москвы") == query_terms("Москва") == query_terms("Москве")
+    assert query_terms("и в на the of") == []
+    assert query_terms("ёлка") == query_terms("елка")
+    # each script through its own stemmer, whatever the text's language
+    assert query_terms("Running в Москве") == ["run", *query_terms("Москва")]
+    assert "113" in query_terms("the A-113 code")
+
+
+def test_index_saves_loads_and_scores_the_rare_code_first(tmp_path):
+    ids = ["a", "b", "c"]
+    texts = pl.Series(
+        [
+            "The pump stops with fault code E-4471 when the inlet is blocked.",
+            "The pump stops with a fault when the inlet is blocked.",
+            "Clean the inlet filter of the pump every month.",
+        ]
+    )
+    LexicalIndex.build(ids, texts).save(tmp_path / "units")
+    lex = LexicalIndex.load(tmp_path / "units")
+    assert lex is not None and lex.ids == ids
+    scores = lex.scores("What does code 4471 mean?")
+    assert int(np.argmax(scores)) == 0 and scores[1] == scores[2] == 0.0
+    assert not lex.scores("zzzz qqqq").any()
+    assert LexicalIndex.load(tmp_path / "missing") is None
+
+
+def test_corpus_latin_is_the_commonest_non_russian_language_with_a_stemmer():
+    assert corpus_latin(pl.Series(["ru", "ru", "de", "en", "de"])) == "de"
+    assert corpus_latin(pl.Series(["ru", "xx"])) == "en"
+
+
+def test_hybrid_is_dense_at_weight_zero_and_puts_lexical_on_the_cosine_scale():
+    dense, lex = np.array([0.6, 0.5, 0.1]), np.array([0.0, 2.0, 8.0])
+    assert np.allclose(hybrid(dense, lex, 0.0), dense)
+    assert np.allclose(hybrid(dense, None, 0.5), dense)
+    assert np.allclose(hybrid(dense, np.zeros(3), 0.5), dense)  # no term matched
+    mixed = hybrid(dense, lex, 0.5)
+    assert np.allclose(mixed, 0.5 * dense + 0.5 * 0.6 * lex / 8.0)
+    assert mixed.max() <= dense.max() + 1e-12  # the best unit is worth the best cosine
+
+
+# Service notes that differ only in their fault codes: the dense model reads them as one text.
+CODES = {
+    "E-2204": "the inlet valve is stuck",
+    "E-3187": "the outlet sensor is dirty",
+    "E-4471": "the motor overheated",
+    "E-5902": "the power supply dropped",
+    "E-6630": "the control board lost its settings",
+}
+
+
+@pytest.fixture(scope="module")
+def fault_index(tmp_path_factory):
+    root = tmp_path_factory.mktemp("faults")
+    inp, out = root / "input", root / "output"
+    inp.mkdir()
+    for code, cause in CODES.items():
+        (inp / f"{code}.md").write_text(
+            f"# Pump fault {code}\n\nWhen the pump shows fault {code} on its display, {cause}. "
+            "Switch the pump off, wait one minute and call the service line before restarting "
+            "it.\n",
+            encoding="utf-8",
+        )
+    result = run_index(input_dir=str(inp), output_dir=str(out), log_level="ERROR")
+    assert result.success
+    return out, result
+
+
+@pytest.mark.slow
+def test_hybrid_seeds_find_an_exact_code_the_dense_model_misses(fault_index):
+    out, _ = fault_index
+    query = "What does fault 4471 mean?"
+    settings = load_settings(overrides={"output_dir": str(out)})
+    dense_only = settings.model_copy(
+        update={"query": settings.query.model_copy(update={"lexical_weight": 0.0})}
+    )
+    dense = GraphIndex.open(out, dense_only).naive_search(query, top_k=1)
+    assert "4471" not in dense.records[0]["text"]  # what this test is about: dense misses it
+    index = GraphIndex.open(out, settings)
+    for mode in ("naive", "local", "expand", "flow"):
+        result = getattr(index, f"{mode}_search")(query)
+        first = index.text_units.filter(pl.col("id") == result.text_unit_ids[0])["text"][0]
+        assert "4471" in first, (mode, first)
+    assert any("hybrid search" in line for line in index.naive_search(query).trace)
+
+
+@pytest.mark.slow
+def test_lexical_index_metadata_records_the_languages(fault_index):
+    _, result = fault_index
+    [event] = [
+        e
+        for e in result.get_asset_materialization_events()
+        if e.asset_key.path == ["lexical_index"]
+    ]
+    meta = event.materialization.metadata
+    assert meta["rows"].value == len(CODES)
+    assert meta["document_languages"].value == {"en": len(CODES)}
+    assert meta["latin_stemmer"].value == "en"
+
+
+RUSSIAN = {
+    "moscow.txt": "Московский метрополитен\n\nПервая линия метрополитена открылась в Москве "
+    "в 1935 году. Сегодня метро Москвы перевозит миллионы пассажиров в день.",
+    "kazan.txt": "Казанский кремль\n\nКремль в Казани построен в XVI веке. Его башни видны "
+    "с берега Волги.",
+    "novosibirsk.txt": "Новосибирский театр оперы и балета\n\nТеатр в Новосибирске открылся в "
+    "1945 году и стал самым большим театром страны.",
+}
+
+
+@pytest.mark.slow
+def test_russian_question_ranks_by_bm25_across_case_forms(tmp_path):
+    inp, out = tmp_path / "input", tmp_path / "output"
+    inp.mkdir()
+    for name, text in RUSSIAN.items():
+        (inp / name).write_text(text, encoding="utf-8")
+    assert run_index(input_dir=str(inp), output_dir=str(out), log_level="ERROR").success
+    index = GraphIndex.open(out)
+    query = "Когда открылась первая линия метро в Москва?"  # "Москва": not the text's form
+    assert not index.dense_reads(query)  # the packaged model reads English
+    for mode in ("naive", "local", "expand", "flow"):
+        result = getattr(index, f"{mode}_search")(query)
+        first = index.text_units.filter(pl.col("id") == result.text_unit_ids[0])["text"][0]
+        assert "1935" in first, (mode, first)
+    assert "BM25" in index.naive_search(query).trace[1]
