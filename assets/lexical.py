@@ -26,6 +26,10 @@ def lexical_index(context: AssetExecutionContext, docgraph: DocgraphConfig) -> M
     index = unit_index(units, docs)
     index.save(index_dir(store.resolve(folder), "text_units"))
     languages = docs.group_by("language").len().sort("len", descending=True)
+    settings = docgraph.settings()
+    lang = index.corpus_language
+    reads = settings.embedding.reads(lang)
+    weight = settings.query.lexical_weight
     return MaterializeResult(
         metadata={
             "rows": len(index.ids),
@@ -33,7 +37,14 @@ def lexical_index(context: AssetExecutionContext, docgraph: DocgraphConfig) -> M
             "document_languages": MetadataValue.json(
                 {str(k): int(v) for k, v in languages.iter_rows()}
             ),
+            "unit_languages": MetadataValue.json(index.languages),
+            "corpus_language": lang,
             "latin_stemmer": index.latin,
+            "embedding_reads_corpus": reads,
+            "unit_ranking": f"cosine {1 - weight:g} + BM25 {weight:g}"
+            if reads
+            else f"BM25 ({settings.embedding.model} reads no {lang!r}: "
+            "set embedding.model / embedding.languages for a model that does)",
             "elapsed_s": round(time.perf_counter() - started, 3),
             **output_root_metadata(docgraph),
         }

@@ -69,9 +69,10 @@ def test_english_types():
 def test_russian_document():
     t = _types(_run({"ru": RU})[0], "ru")
     assert t["Владимир Путин"] == "PERSON"
-    assert t["Ангелой Меркель"] == "PERSON"
-    assert t["Москве"] == "CITY"  # inflected form found through the stemmed gazetteer
-    assert t["Германию"] == "COUNTRY"
+    # names titled by their nominative (natasha's lemma), typed by the gazetteer
+    assert t["Ангела Меркель"] == "PERSON"
+    assert t["Москва"] == "CITY"
+    assert t["Германия"] == "COUNTRY"
     assert t["15 мая 2018 года"] == "DATE"
     assert t["5%"] == "PERCENT"
     assert t["Алексей Миллер"] == "PERSON"  # sentence-initial common noun "Глава" dropped
@@ -79,6 +80,36 @@ def test_russian_document():
     concepts = [k for k, v in t.items() if v == "CONCEPT"]
     assert concepts and all(k == k.lower() for k in concepts)
     assert "встретился" not in concepts  # verbs are not keyphrases
+
+
+def test_russian_case_forms_are_one_title():
+    units = {
+        "a": "Вчера в Москве открылась выставка.",
+        "b": "Мэр Москвы Сергей Собянин посетил метро.",
+        "c": "О Москву, говорил журналист Иван Петров.",
+    }
+    ents = _run(units)[0]
+    for unit in units:
+        assert _types(ents, unit).get("Москва") == "CITY", unit
+    assert {"Москве", "Москвы", "Москву"}.isdisjoint(ents["title"])
+
+
+def test_russian_pattern_layer():
+    text = (
+        "В четверг 55-летний журналиста Петрова назначили вторым заместителем министра. "
+        "Поэтому в первый раз за два года он умер от коронавируса, сообщила полиция."
+    )
+    t = _types(_run({"ru": text})[0], "ru")
+    assert t["В четверг"] == "DATE"
+    assert t["55-летний"] == "AGE"
+    assert t["журналист"] == "PROFESSION"  # the dictionary form
+    assert t["министр"] == "PROFESSION"
+    assert t["вторым"] == "ORDINAL" and t["первый"] == "ORDINAL"
+    assert t["два"] == "NUMBER"
+    assert t["умер"] == "EVENT"  # an event verb keeps its form
+    assert t["коронавирус"] == "DISEASE"
+    assert t["полиция"] == "ORGANIZATION"
+    assert not any(k.lower().startswith("поэт") for k in t)  # "поэтому" is no poet
 
 
 def test_accented_latin():

@@ -10,7 +10,7 @@ import pytest
 from assets.run import run_index
 from pipeline.config import load_settings
 from pipeline.lexical.analysis import query_terms
-from pipeline.lexical.bm25 import LexicalIndex, corpus_latin
+from pipeline.lexical.bm25 import LexicalIndex, corpus_latin, index_dir
 from pipeline.lexical.fusion import hybrid
 from pipeline.query import GraphIndex
 
@@ -64,6 +64,9 @@ CODES = {
     "E-4471": "the motor overheated",
     "E-5902": "the power supply dropped",
     "E-6630": "the control board lost its settings",
+    "E-7315": "the filter is clogged",
+    "E-8046": "the pressure is too low",
+    "E-9158": "the water tank is empty",
 }
 
 
@@ -87,18 +90,18 @@ def fault_index(tmp_path_factory):
 @pytest.mark.slow
 def test_hybrid_seeds_find_an_exact_code_the_dense_model_misses(fault_index):
     out, _ = fault_index
-    query = "What does fault 4471 mean?"
+    query = "What does fault 7315 mean?"
     settings = load_settings(overrides={"output_dir": str(out)})
     dense_only = settings.model_copy(
         update={"query": settings.query.model_copy(update={"lexical_weight": 0.0})}
     )
     dense = GraphIndex.open(out, dense_only).naive_search(query, top_k=1)
-    assert "4471" not in dense.records[0]["text"]  # what this test is about: dense misses it
+    assert "7315" not in dense.records[0]["text"]  # what this test is about: dense misses it
     index = GraphIndex.open(out, settings)
     for mode in ("naive", "local", "expand", "flow"):
         result = getattr(index, f"{mode}_search")(query)
         first = index.text_units.filter(pl.col("id") == result.text_unit_ids[0])["text"][0]
-        assert "4471" in first, (mode, first)
+        assert "7315" in first, (mode, first)
     assert any("hybrid search" in line for line in index.naive_search(query).trace)
 
 
@@ -114,6 +117,8 @@ def test_lexical_index_metadata_records_the_languages(fault_index):
     assert meta["rows"].value == len(CODES)
     assert meta["document_languages"].value == {"en": len(CODES)}
     assert meta["latin_stemmer"].value == "en"
+    assert meta["corpus_language"].value == "en" and meta["embedding_reads_corpus"].value
+    assert meta["unit_ranking"].value == "cosine 0.6 + BM25 0.4"
 
 
 RUSSIAN = {
@@ -134,6 +139,13 @@ def test_russian_question_ranks_by_bm25_across_case_forms(tmp_path):
         (inp / name).write_text(text, encoding="utf-8")
     assert run_index(input_dir=str(inp), output_dir=str(out), log_level="ERROR").success
     index = GraphIndex.open(out)
+    # the decision, recorded in the index: a Russian corpus, which the packaged model cannot read
+    lex = LexicalIndex.load(index_dir(index.root, "text_units"))
+    assert lex.corpus_language == "ru" and lex.languages == {"ru": len(RUSSIAN)}
+    # "Москве" and "Москвы" are one entity, titled by its nominative
+    moscow = index.entities.filter(pl.col("title") == "Москва")
+    assert moscow.height == 1 and moscow["type"][0] == "CITY"
+    assert not index.entities["title"].is_in(["Москве", "Москвы"]).any()
     query = "Когда открылась первая линия метро в Москва?"  # "Москва": not the text's form
     assert not index.dense_reads(query)  # the packaged model reads English
     for mode in ("naive", "local", "expand", "flow"):

@@ -7,7 +7,8 @@ table in one language, and answered 4.5 ms per query against bm25s' ~1 ms for a 
 vector at 45k units (benchmarks/lexical.py compares the two at 40k documents).
 
 Layout: `<version>/lexical/<table>/` holds bm25s' files, `ids.parquet` (the row ids in index
-order) and `analysis.json` (the analyser: the Latin-script stemmer's language). Written to a
+order) and `analysis.json` (the analyser: the Latin-script stemmer's language; the rows per
+document language, whose commonest is the corpus' language). Written to a
 temporary folder and renamed into place, so a reader never sees half an index.
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -43,9 +44,21 @@ class LexicalIndex:
     retriever: object  # bm25s.BM25
     ids: list[str]
     latin: str = DEFAULT_LATIN
+    languages: dict[str, int] = field(default_factory=dict)  # rows per document language
+
+    @property
+    def corpus_language(self) -> str:
+        """The language most rows are in (the latin stemmer's when none is recorded)."""
+        return max(self.languages, key=lambda k: (self.languages[k], k), default=self.latin)
 
     @classmethod
-    def build(cls, ids: list[str], texts: pl.Series, latin: str = DEFAULT_LATIN) -> LexicalIndex:
+    def build(
+        cls,
+        ids: list[str],
+        texts: pl.Series,
+        latin: str = DEFAULT_LATIN,
+        languages: dict[str, int] | None = None,
+    ) -> LexicalIndex:
         import bm25s
 
         terms = term_frame(texts, latin)
@@ -63,7 +76,7 @@ class LexicalIndex:
         )
         retriever = bm25s.BM25(k1=K1, b=B)
         retriever.index((per_doc["tid"].to_list(), vocab), show_progress=False)
-        return cls(retriever, list(ids), latin)
+        return cls(retriever, list(ids), latin, dict(languages or {}))
 
     def save(self, folder: Path) -> None:
         """Into `folder`, replacing what is there in one rename."""
@@ -72,7 +85,8 @@ class LexicalIndex:
         try:
             self.retriever.save(str(tmp), show_progress=False)
             pl.DataFrame({"id": self.ids}, schema={"id": pl.Utf8}).write_parquet(tmp / IDS)
-            (tmp / ANALYSIS).write_text(json.dumps({"latin": self.latin}), encoding="utf-8")
+            analysis = {"latin": self.latin, "languages": self.languages}
+            (tmp / ANALYSIS).write_text(json.dumps(analysis), encoding="utf-8")
             if folder.exists():
                 shutil.rmtree(folder)  # its files may be links into the last version
             tmp.rename(folder)
@@ -89,8 +103,8 @@ class LexicalIndex:
 
         retriever = bm25s.BM25.load(str(folder), mmap=True, show_progress=False, verbosity=0)
         ids = pl.read_parquet(folder / IDS)["id"].to_list()
-        latin = json.loads((folder / ANALYSIS).read_text(encoding="utf-8"))["latin"]
-        return cls(retriever, ids, latin)
+        analysis = json.loads((folder / ANALYSIS).read_text(encoding="utf-8"))
+        return cls(retriever, ids, analysis["latin"], analysis.get("languages", {}))
 
     @property
     def vocabulary(self) -> int:
@@ -127,4 +141,8 @@ def unit_index(units: pl.DataFrame, documents: pl.DataFrame) -> LexicalIndex:
     texts = joined.select(
         pl.concat_str([pl.col("title").fill_null(""), pl.col("text").fill_null("")], separator="\n")
     ).to_series()
-    return LexicalIndex.build(joined["id"].to_list(), texts, corpus_latin(docs["language"]))
+    counts = joined.group_by("language").len()
+    languages = {str(k): int(n) for k, n in counts.iter_rows() if k is not None}
+    return LexicalIndex.build(
+        joined["id"].to_list(), texts, corpus_latin(docs["language"]), languages
+    )
