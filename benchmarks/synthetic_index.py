@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pipeline import schemas  # noqa: E402
+from pipeline.lexical.bm25 import index_dir, unit_index  # noqa: E402
 from pipeline.storage import store  # noqa: E402
 
 DIM = 384
@@ -328,6 +329,8 @@ def build(
     _lance(out, "community_reports", reports.with_columns(text=pl.col("summary")),
            _vectors(reports.height, rng))  # fmt: skip
     _lance(out, "content_nodes", nodes, _vectors(n_sections, rng))
+    # the BM25 index every mode's unit relevance reads, as the lexical_index asset builds it
+    unit_index(text_units, documents).save(index_dir(out, "text_units"))
     counts = {name: frame.height for name, frame in tables.items()}
     (out / "synthetic.json").write_text(json.dumps(counts))
     return counts

@@ -40,6 +40,10 @@ def test_index_saves_loads_and_scores_the_rare_code_first(tmp_path):
     assert int(np.argmax(scores)) == 0 and scores[1] == scores[2] == 0.0
     assert not lex.scores("zzzz qqqq").any()
     assert LexicalIndex.load(tmp_path / "missing") is None
+    # aligned with another table's rows (a scoped index, a unit the index lacks: 0)
+    rows = lex.rows_of(pl.Series(["c", "x", "a"]))
+    assert rows.tolist() == [2, -1, 0]
+    assert lex.scores("code 4471", rows).tolist() == [0.0, 0.0, scores.max()]
 
 
 def test_corpus_latin_is_the_commonest_non_russian_language_with_a_stemmer():

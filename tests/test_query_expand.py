@@ -17,6 +17,7 @@ from pipeline import schemas
 from pipeline.config import load_settings
 from pipeline.query import GraphIndex
 from pipeline.query.expand.graph import DEFAULT_WEIGHTS
+from pipeline.query.expand.params import DEFAULT_PARAMS
 from pipeline.storage import store
 
 DIM = 4
@@ -310,7 +311,7 @@ def test_units_ranked_by_cosine_plus_arriving_evidence(tiny: GraphIndex) -> None
     ids = res.text_unit_ids
     assert ids.index("U4") < ids.index("U3")
     rec = {r["id"]: r for r in res.records if r["kind"] == "text_unit"}
-    w = 2.0  # ExpandParams.evidence_weight
+    w = DEFAULT_PARAMS.evidence_weight
     assert rec["U4"]["score"] == pytest.approx(w * 0.8 * 0.9)
     # A seed's evidence is its way back through its own section (CONTAINS 0.9 x the
     # section's cosine, here the unit's own): dense hits keep their dense order.

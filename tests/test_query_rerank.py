@@ -90,7 +90,7 @@ def test_flow_units_are_ranked_by_relevance_with_both_signals(index):
     units = [x for x in r.records if x["kind"] == "text_unit"]
     assert units and {"graph", "dense"} <= set(units[0])
     assert units[0]["id"] == _unit(index, "Marie Curie", "Marie Curie was born")
-    assert any(t.startswith("text units: ") and "cosine" in t for t in r.trace)
+    assert any(t.startswith("text units: ") and "relevance" in t for t in r.trace)
     # the seed behaviour is kept: analysis, nodes, facts and the diagram are still there
     assert r.data["analysis"]["entities"] and r.data["nodes"]
     assert "```mermaid\ngraph LR" in r.context_text

@@ -24,6 +24,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.lexical.analysis import DEFAULT_LATIN, STEMMERS, query_terms, term_frame
+from pipeline.storage.files import umask
 
 LEXICAL_DIR = "lexical"
 ANALYSIS = "analysis.json"
@@ -82,6 +83,7 @@ class LexicalIndex:
         """Into `folder`, replacing what is there in one rename."""
         folder.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+        tmp.chmod(0o777 & ~umask())  # mkdtemp's 0700 is no folder mode a shared index gets
         try:
             self.retriever.save(str(tmp), show_progress=False)
             pl.DataFrame({"id": self.ids}, schema={"id": pl.Utf8}).write_parquet(tmp / IDS)
@@ -110,14 +112,25 @@ class LexicalIndex:
     def vocabulary(self) -> int:
         return len(self.retriever.vocab_dict)
 
-    def scores(self, query: str) -> np.ndarray:
-        """BM25 score of every row (in `ids` order) for the query; zeros when no query term
-        is in the index."""
+    def rows_of(self, ids: pl.Series) -> np.ndarray:
+        """This index's row of each of `ids` (-1: not in it), for `scores`."""
+        rows = pl.DataFrame({"id": self.ids, "row": np.arange(len(self.ids), dtype=np.int64)})
+        joined = ids.to_frame("id").join(rows, on="id", how="left", maintain_order="left")
+        return joined["row"].fill_null(-1).to_numpy()
+
+    def scores(self, query: str, rows: np.ndarray | None = None) -> np.ndarray:
+        """BM25 score of every row (in `ids` order, or of each of `rows`: 0 for -1) for the
+        query; zeros when no query term is in the index."""
         known = self.retriever.vocab_dict
         tids = [known[t] for t in query_terms(query, self.latin) if t in known]
-        if not tids:
-            return np.zeros(len(self.ids), dtype=np.float32)
-        return np.asarray(self.retriever.get_scores(tids), dtype=np.float32)[: len(self.ids)]
+        out = np.zeros(len(self.ids), dtype=np.float32)
+        if tids:
+            out = np.asarray(self.retriever.get_scores(tids), dtype=np.float32)[: len(self.ids)]
+        if rows is None:
+            return out
+        return (
+            np.where(rows >= 0, out[np.maximum(rows, 0)], 0.0) if out.size else np.zeros(rows.size)
+        )
 
 
 def corpus_latin(languages: pl.Series) -> str:

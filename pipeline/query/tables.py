@@ -173,29 +173,15 @@ class IndexTables:
         """The BM25 index of the text units and, per text_units row, its row in that index
         (-1: none); None for an index written before the lexical side."""
         lex = LexicalIndex.load(index_dir(self.root, "text_units"))
-        if lex is None:
-            return None
-        pos = (
-            self.text_units.select("id")
-            .join(
-                pl.DataFrame({"id": lex.ids, "li": np.arange(len(lex.ids), dtype=np.int64)}),
-                on="id",
-                how="left",
-                maintain_order="left",
-            )["li"]
-            .fill_null(-1)
-            .to_numpy()
-        )
-        return lex, pos
+        return None if lex is None else (lex, lex.rows_of(self.text_units["id"]))
 
     def lexical_scores(self, query: str) -> np.ndarray | None:
         """BM25 score of every text unit (text_units row order) for the query, or None."""
-        found = self.lexical_units
-        if found is None:
-            return None
-        lex, pos = found
-        raw = lex.scores(query)
-        return np.where(pos >= 0, raw[np.maximum(pos, 0)], 0.0) if raw.size else raw
+        return (
+            None
+            if self.lexical_units is None
+            else self.lexical_units[0].scores(query, self.lexical_units[1])
+        )
 
     def dense_reads(self, query: str) -> bool:
         """Whether the embedding model reads the query's language (embedding.languages). When
@@ -208,19 +194,23 @@ class IndexTables:
         mixed with BM25 by `query.lexical_weight` (pipeline/lexical/fusion.py), BM25 alone
         (on the cosine's scale) where the model does not read the query; float64."""
         dense = self.similarities(self.unit_vectors, self.embed_query(query))
-        weight = self.settings.query.lexical_weight if self.dense_reads(query) else 1.0
+        weight = self._lexical_weight(query)
         return hybrid(dense, self.lexical_scores(query) if weight > 0 else None, weight)
 
     def relevance_name(self, query: str) -> str:
         """What `unit_relevance` ranks by for `query`, for traces."""
-        if self.lexical_units is None:
+        weight = self._lexical_weight(query)
+        if self.lexical_units is None or not weight:
             return "dense search"
-        if not self.dense_reads(query):
+        if weight == 1:
             return f"BM25 search (the embedding model does not read {language(query)!r})"
+        return f"hybrid search (cosine {1 - weight:g} + BM25 {weight:g})"
+
+    def _lexical_weight(self, query: str) -> float:
+        """`query.lexical_weight`; 1 (BM25 alone) where the model does not read the query,
+        unless the setting is 0: the dense ranking stays reachable for comparison."""
         weight = self.settings.query.lexical_weight
-        return (
-            f"hybrid search (cosine {1 - weight:g} + BM25 {weight:g})" if weight else "dense search"
-        )
+        return weight if self.dense_reads(query) or not weight else 1.0
 
     def similarities(self, matrix: np.ndarray, qvec: np.ndarray) -> np.ndarray:
         """Cosine of every row with the query (rows and query are L2-normalised)."""
