@@ -157,3 +157,18 @@ def test_russian_question_ranks_by_bm25_across_case_forms(tmp_path):
         first = index.text_units.filter(pl.col("id") == result.text_unit_ids[0])["text"][0]
         assert "1935" in first, (mode, first)
     assert "BM25" in index.naive_search(query).trace[1]
+
+
+@pytest.mark.slow
+def test_an_edit_and_a_deletion_reach_the_lexical_index(indexed_sample):
+    inp, out = indexed_sample
+    (inp / "nobel_prize.md").unlink()
+    bohr = inp / "niels_bohr.md"
+    bohr.write_text(bohr.read_text(encoding="utf-8") + "\nBohr kept a tortoise named Zyxomir.\n")
+    assert run_index(input_dir=str(inp), output_dir=str(out), log_level="ERROR").success
+    index = GraphIndex.open(out)
+    lex, _ = index.lexical_units
+    assert not index.documents["source_path"].str.contains("nobel_prize").any()
+    assert set(lex.ids) == set(index.text_units["id"])  # the new version's units, no other
+    [top] = index.naive_search("Zyxomir", top_k=1).records
+    assert "Zyxomir" in top["text"]
