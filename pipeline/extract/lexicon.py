@@ -1,6 +1,6 @@
 """The extractor's word knowledge in lookup form: token normalisation (lower case, crude
-Russian stemming), function words, the gazetteer's lists normalised the same way, and a
-script-based language guess. Shared by span finding, typing and keyphrases."""
+Russian stemming), function words and the gazetteer's lists normalised the same way. Shared
+by span finding, typing and keyphrases (the language guess is pipeline.lexical.analysis')."""
 
 from __future__ import annotations
 
@@ -11,17 +11,6 @@ from pipeline.extract import gazetteer as gz
 from pipeline.sentences import wordset
 
 _CYR_RE = re.compile(r"[а-яё]", re.IGNORECASE)
-_LATIN_RE = re.compile(r"[a-z]", re.IGNORECASE)
-
-
-def language(text: str) -> str:
-    """ "ru" or "en": the script with more letters in the first 2000 characters."""
-    sample = text[:2000]
-    if _CYR_RE.search(sample) is None:  # most texts: no letter to count
-        return "en"
-    cyr = len(_CYR_RE.findall(sample))
-    lat = len(_LATIN_RE.findall(sample))
-    return "ru" if cyr > lat else "en"
 
 
 # --------------------------------------------------------------------------- word lists

@@ -41,7 +41,7 @@ from pipeline import schemas
 from pipeline.config import ExtractionSettings
 from pipeline.extract.entity_types import type_span, vote_types
 from pipeline.extract.keyphrases import fast_keyphrases, yake_keyphrases
-from pipeline.extract.lexicon import language, norm_tok
+from pipeline.extract.lexicon import norm_tok
 from pipeline.extract.mentions import Mention, evidence, is_occupied
 from pipeline.extract.pattern_mentions import pattern_mentions
 from pipeline.extract.relations import find_relations
@@ -53,6 +53,7 @@ from pipeline.extract.russian import (
     russian_patterns,
 )
 from pipeline.extract.spans import named_spans
+from pipeline.lexical.analysis import language
 from pipeline.sentences import split_sentences
 
 MODEL = "patterns+yake"

@@ -18,6 +18,8 @@ import polars as pl
 
 WORD = r"[^\W_]+"
 CYRILLIC = re.compile(r"[\u0400-\u04FF]")
+_CYR_LETTER = re.compile(r"[а-яё]", re.IGNORECASE)
+_LATIN_LETTER = re.compile(r"[a-z]", re.IGNORECASE)
 # Snowball stemmers by the ISO 639-1 code documents record (pipeline/ingest/loader.py).
 STEMMERS = {
     "en": "english",
@@ -46,6 +48,16 @@ def stop_words() -> frozenset[str]:
 
     words = set(stopwords.STOPWORDS_EN) | set(stopwords.STOPWORDS_RUSSIAN)
     return frozenset(w.lower().replace("ё", "е") for w in words)
+
+
+def language(text: str) -> str:
+    """ "ru" or "en": the script with more letters in the first 2000 characters."""
+    sample = text[:2000]
+    if _CYR_LETTER.search(sample) is None:  # most texts: no letter to count
+        return "en"
+    cyr = len(_CYR_LETTER.findall(sample))
+    lat = len(_LATIN_LETTER.findall(sample))
+    return "ru" if cyr > lat else "en"
 
 
 def stem_words(words: list[str], latin: str = DEFAULT_LATIN) -> list[str | None]:

@@ -6,7 +6,9 @@ or edge cites, or where personalised PageRank mass ends. That evidence says a un
 entities (a list, a hub page) collects a large count while the one sentence that answers is
 cited once. So the candidates are ranked by a fusion of the two signals:
 
-    fused = graph_weight * (graph / max graph) ** power + (1 - graph_weight) * cosine
+    fused = graph_weight * (graph / max graph) ** power + (1 - graph_weight) * relevance
+
+(relevance: the unit's cosine mixed with its BM25 score, IndexTables.unit_relevance).
 
 `power` < 1 compresses the graph score's heavy tail (PageRank mass and citation sums span
 orders of magnitude; a square root keeps their order but lets the question–unit cosine

@@ -3,7 +3,8 @@
 What the modes share and never change: the Parquet tables (read lazily, only what a mode
 needs), the Lance tables' vectors loaded once into numpy matrices aligned with those tables'
 rows (search is an exact cosine matmul, ~6 ms at 100k x 384 against ~140 ms for Lance's
-brute force; Lance stays the store and the full-text engine), id -> row lookups, the
+brute force; Lance stays the store and the full-text engine), the text units' BM25 index
+and their hybrid relevance (pipeline/lexical), id -> row lookups, the
 entity/unit/relationship/report incidences, the name lookups, the query embedder and the LLM
 client. Modes take this view; `GraphIndex` (query/index.py) adds opening, version
 following and one method per mode on top, so no mode imports the facade.
@@ -20,7 +21,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from pipeline.config import Settings
-from pipeline.extract.lexicon import language
+from pipeline.lexical.analysis import language
 from pipeline.lexical.bm25 import LexicalIndex, index_dir
 from pipeline.lexical.fusion import hybrid
 from pipeline.query.names import NameMatch, greedy_match, key_index
