@@ -13,6 +13,7 @@ from pipeline.lexical.analysis import query_terms
 from pipeline.lexical.bm25 import LexicalIndex, corpus_latin, index_dir
 from pipeline.lexical.fusion import hybrid
 from pipeline.query import GraphIndex
+from pipeline.query.rerank import graph_trust
 
 
 def test_russian_case_forms_share_a_term_and_stop_words_go():
@@ -172,3 +173,16 @@ def test_an_edit_and_a_deletion_reach_the_lexical_index(indexed_sample):
     assert set(lex.ids) == set(index.text_units["id"])  # the new version's units, no other
     [top] = index.naive_search("Zyxomir", top_k=1).records
     assert "Zyxomir" in top["text"]
+
+
+@pytest.mark.slow
+def test_graph_weighs_nothing_where_titles_name_no_entity(fault_index, sample_run):
+    out, _ = fault_index
+    index = GraphIndex.open(out)
+    assert graph_trust(index) == 0.0  # "Pump fault E-2204" names no entity of the index
+    query = "Why does the pump stop when the tank is empty?"
+    naive = index.naive_search(query).text_unit_ids
+    assert index.local_search(query).text_unit_ids[:5] == naive[:5]
+    assert index.expand_search(query).text_unit_ids[:5] == naive[:5]
+    # the sample's articles are titled by the people and events they are about
+    assert graph_trust(GraphIndex.open(sample_run[1])) == 1.0

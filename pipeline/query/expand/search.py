@@ -21,7 +21,7 @@ from pipeline.query.expand.graph import (
     valid_types,
 )
 from pipeline.query.expand.params import DEFAULT_PARAMS, ExpandParams
-from pipeline.query.rerank import title_bridges
+from pipeline.query.rerank import graph_trust, title_bridges
 from pipeline.query.result import SearchResult
 from pipeline.query.scoring import top_indices
 from pipeline.query.text import extractive_answer
@@ -227,14 +227,15 @@ def expand_search(
 
     # ---- rank units: own cosine + graph evidence (every unit; not limited to the subgraph) -
     evidence = arrive[off_u:off_e]
-    final = usims + params.evidence_weight * evidence
+    weight = params.evidence_weight * graph_trust(index)
+    final = usims + weight * evidence
     final, bridged = title_bridges(index, final, params.bridge_seeds, params.bridge_weight)
     order = top_indices(final, top_k)
     unit_rank = order.tolist()
     final_of = dict(zip(unit_rank, final[order].tolist(), strict=True))
     trace.append(
         f"ranked {n_u} text units ({int((evidence > 0).sum())} reached over an edge): own "
-        f"relevance + {params.evidence_weight:g} x best arriving path score"
+        f"relevance + {weight:g} x best arriving path score"
         + (f"; second hop to documents titled {', '.join(bridged[:10])}" if bridged else "")
     )
 

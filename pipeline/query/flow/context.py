@@ -13,7 +13,7 @@ import polars as pl
 from pipeline.query.flow.mermaid import mermaid
 from pipeline.query.flow.retrieval import Subgraph
 from pipeline.query.records import entity_record, graph_record, unit_record
-from pipeline.query.rerank import rank_units
+from pipeline.query.rerank import graph_trust, rank_units
 from pipeline.query.result import SearchResult, texts_table
 from pipeline.query.text import extractive_answer
 from pipeline.tokens import count_tokens, truncate_tokens
@@ -130,12 +130,13 @@ def build_result(
         [(g.nodes[r]["score"], ents["text_unit_ids"][r]) for r in node_rows]
         + [(g.edges[r]["score"], rels["text_unit_ids"][r]) for r in edge_rows],
     )
+    weight = UNIT_GRAPH_WEIGHT * graph_trust(index)
     unit_ids, unit_info, bridged = rank_units(
         index,
         query,
         cited,
         cite_scores,
-        graph_weight=UNIT_GRAPH_WEIGHT,
+        graph_weight=weight,
         power=UNIT_GRAPH_POWER,
         dense_candidates=UNIT_DENSE_CANDIDATES,
         bridge_seeds=UNIT_BRIDGE_SEEDS,
@@ -143,8 +144,8 @@ def build_result(
     )
     trace.append(
         f"text units: {len(cited)} cited by the kept nodes and edges + the nearest "
-        f"{UNIT_DENSE_CANDIDATES}, ranked by {UNIT_GRAPH_WEIGHT:g} x citation score "
-        f"(max-normalised) ** {UNIT_GRAPH_POWER:g} + {1 - UNIT_GRAPH_WEIGHT:g} x relevance"
+        f"{UNIT_DENSE_CANDIDATES}, ranked by {weight:g} x citation score "
+        f"(max-normalised) ** {UNIT_GRAPH_POWER:g} + {1 - weight:g} x relevance"
         + (f"; second hop to documents titled {', '.join(bridged[:10])}" if bridged else "")
     )
     sections = [

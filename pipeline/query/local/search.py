@@ -20,7 +20,7 @@ from pipeline.query.local.context import (
     reports_section,
     sources_section,
 )
-from pipeline.query.rerank import fuse, title_bridges
+from pipeline.query.rerank import fuse, graph_trust, title_bridges
 from pipeline.query.result import SearchResult, render_table
 from pipeline.query.scoring import top_indices
 from pipeline.query.text import extractive_answer
@@ -134,11 +134,12 @@ def unit_scores(
     )
     top_ppr = unit_ppr.max() if n_u else 0.0
     if top_ppr > 0:
-        scores = fuse(unit_ppr, sims, params.graph_weight, params.graph_power)
+        weight = params.graph_weight * graph_trust(index)
+        scores = fuse(unit_ppr, sims, weight, params.graph_power)
         trace.append(
             f"personalised PageRank over {int((unit_ppr > 0).sum())} of {n_u} units "
-            f"(damping {params.damping}, {params.hops} hops), fused {params.graph_weight:.2f} "
-            f"x (PPR / max) ** {params.graph_power:g} with cosine"
+            f"(damping {params.damping}, {params.hops} hops), fused {weight:.2f} "
+            f"x (PPR / max) ** {params.graph_power:g} with relevance"
         )
         scores, bridged = title_bridges(index, scores, params.bridge_seeds, params.bridge_weight)
         if bridged:
