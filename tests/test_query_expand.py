@@ -137,6 +137,9 @@ def _build(root: Path, with_units: bool = True) -> GraphIndex:
         vecs[1:, 1] = 1.0  # the others are orthogonal to it
     index.__dict__["unit_vectors"] = vecs
     index.__dict__["entity_vectors"] = np.zeros((1, DIM), dtype=np.float32)
+    # its titles name no entity (rerank.graph_trust would weigh the graph at 0): these tests
+    # are about the expansion itself, at the graph's full weight
+    index._graph_trust = 1.0
     return index
 
 

@@ -121,12 +121,13 @@ def _events(index: GraphIndex, result: SearchResult, failure: type[Exception]) -
 
 def open_index(output_dir: str, settings, llm_fallback: bool = False) -> GraphIndex:
     """The index, with what every query needs read now rather than by the first request:
-    the text units, their vectors and the query embedder."""
+    the text units, their vectors, their BM25 index and the query embedder."""
     from pipeline.query import GraphIndex
 
     index = GraphIndex.open(output_dir, settings, llm_fallback=llm_fallback)
     if not index.is_empty:
         index.unit_vectors  # noqa: B018 - a cached property, read for its side effect
+        index.lexical_scores("warm up")
         index.embedder.embed(["warm up"])
     return index
 
