@@ -13,7 +13,7 @@ from pipeline.config.section import Section
 PACKAGED_MODEL = "packaged:all-MiniLM-L6-v2"
 # all-MiniLM-L6-v2 was trained on English pairs: on Russian questions over Russian paragraphs
 # (xquad_ru) it ranks the gold paragraph in the top 5 for 43 of 100, BM25 for 99.
-PACKAGED_LANGUAGES = ["en"]
+PACKAGED_LANGUAGES = ("en",)
 
 
 class EmbeddingSettings(Section):
