@@ -110,6 +110,12 @@ def test_russian_pattern_layer():
     assert t["коронавирус"] == "DISEASE"
     assert t["полиция"] == "ORGANIZATION"
     assert not any(k.lower().startswith("поэт") for k in t)  # "поэтому" is no poet
+    more = "После Второй мировой войны в МВД работали около 12 тысяч человек, у многих COVID-19."
+    t = _types(_run({"ru": more})[0], "ru")
+    assert t["Второй мировой войны"] == "EVENT"
+    assert t["12 тысяч"] == "NUMBER" and "тысяч" not in t
+    assert t["МВД"] == "ORGANIZATION"  # an acronym keeps its form
+    assert t["COVID-19"] == "DISEASE"
 
 
 def test_accented_latin():
