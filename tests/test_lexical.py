@@ -47,6 +47,18 @@ def test_index_saves_loads_and_scores_the_rare_code_first(tmp_path):
     assert lex.scores("code 4471", rows).tolist() == [0.0, 0.0, scores.max()]
 
 
+@pytest.mark.parametrize("texts", [[], ["и в на !!!"], ["😀 ...", ""]])
+def test_a_corpus_without_a_term_indexes_and_scores_nothing(tmp_path, texts):
+    # no unit, or units of stop words and symbols only: bm25s alone cannot index them
+    ids = [f"u{i}" for i in range(len(texts))]
+    LexicalIndex.build(ids, pl.Series(texts, dtype=pl.Utf8)).save(tmp_path / "units")
+    lex = LexicalIndex.load(tmp_path / "units")
+    assert lex is not None and lex.ids == ids and lex.vocabulary == 0
+    rows = lex.rows_of(pl.Series(["u0", "other"]))
+    assert rows.tolist() == ([0, -1] if texts else [-1, -1])
+    assert not lex.scores("и hello", rows).any() and lex.scores("hello").size == len(texts)
+
+
 def test_corpus_latin_is_the_commonest_non_russian_language_with_a_stemmer():
     assert corpus_latin(pl.Series(["ru", "ru", "de", "en", "de"])) == "de"
     assert corpus_latin(pl.Series(["ru", "xx"])) == "en"

@@ -30,6 +30,7 @@ from pipeline.storage.files import umask
 LEXICAL_DIR = "lexical"
 ANALYSIS = "analysis.json"
 IDS = "ids.parquet"
+PARAMS = "params.index.json"  # bm25s' own file: absent when there was no term to index
 # Okapi BM25 with Lucene's idf, k1 1.5 / b 0.75: bm25s' defaults, the usual ones (Robertson
 # & Zaragoza 2009 give k1 1.2-2.0, b 0.75); not tuned on any set of ours.
 K1, B = 1.5, 0.75
@@ -46,7 +47,7 @@ def index_dir(root: Path, table: str) -> Path:
 class LexicalIndex:
     """BM25 over the texts of one table, rows in `ids` order."""
 
-    retriever: object  # bm25s.BM25
+    retriever: object | None  # bm25s.BM25; None when no text holds a term (nothing to rank)
     ids: list[str]
     latin: str = DEFAULT_LATIN
     languages: dict[str, int] = field(default_factory=dict)  # rows per document language
@@ -70,8 +71,10 @@ class LexicalIndex:
         per_doc: list[np.ndarray] = []
         for at in range(0, len(texts), BUILD_BATCH):
             per_doc += _coded(texts.slice(at, BUILD_BATCH), latin, vocab)
-        retriever = bm25s.BM25(k1=K1, b=B)
-        retriever.index((per_doc, vocab), show_progress=False)
+        retriever = None
+        if vocab:  # bm25s cannot index a corpus without a term (no unit, or stop words only)
+            retriever = bm25s.BM25(k1=K1, b=B)
+            retriever.index((per_doc, vocab), show_progress=False)
         return cls(retriever, list(ids), latin, dict(languages or {}))
 
     def save(self, folder: Path) -> None:
@@ -80,7 +83,8 @@ class LexicalIndex:
         tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
         tmp.chmod(0o777 & ~umask())  # mkdtemp's 0700 is no folder mode a shared index gets
         try:
-            self.retriever.save(str(tmp), show_progress=False)
+            if self.retriever is not None:
+                self.retriever.save(str(tmp), show_progress=False)
             pl.DataFrame({"id": self.ids}, schema={"id": pl.Utf8}).write_parquet(tmp / IDS)
             analysis = {"latin": self.latin, "languages": self.languages}
             (tmp / ANALYSIS).write_text(json.dumps(analysis), encoding="utf-8")
@@ -98,25 +102,30 @@ class LexicalIndex:
             return None
         import bm25s
 
-        retriever = bm25s.BM25.load(str(folder), mmap=True, show_progress=False, verbosity=0)
+        retriever = None
+        if (folder / PARAMS).is_file():
+            retriever = bm25s.BM25.load(str(folder), mmap=True, show_progress=False, verbosity=0)
         ids = pl.read_parquet(folder / IDS)["id"].to_list()
         analysis = json.loads((folder / ANALYSIS).read_text(encoding="utf-8"))
         return cls(retriever, ids, analysis["latin"], analysis.get("languages", {}))
 
     @property
     def vocabulary(self) -> int:
-        return len(self.retriever.vocab_dict)
+        return len(self.retriever.vocab_dict) if self.retriever is not None else 0
 
     def rows_of(self, ids: pl.Series) -> np.ndarray:
         """This index's row of each of `ids` (-1: not in it), for `scores`."""
-        rows = pl.DataFrame({"id": self.ids, "row": np.arange(len(self.ids), dtype=np.int64)})
+        rows = pl.DataFrame(
+            {"id": self.ids, "row": np.arange(len(self.ids), dtype=np.int64)},
+            schema={"id": pl.Utf8, "row": pl.Int64},
+        )
         joined = ids.to_frame("id").join(rows, on="id", how="left", maintain_order="left")
         return joined["row"].fill_null(-1).to_numpy()
 
     def scores(self, query: str, rows: np.ndarray | None = None) -> np.ndarray:
         """BM25 score of every row (in `ids` order, or of each of `rows`: 0 for -1) for the
         query; zeros when no query term is in the index."""
-        known = self.retriever.vocab_dict
+        known = self.retriever.vocab_dict if self.retriever is not None else {}
         tids = [known[t] for t in query_terms(query, self.latin) if t in known]
         out = np.zeros(len(self.ids), dtype=np.float32)
         if tids:
