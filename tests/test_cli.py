@@ -9,6 +9,7 @@ from conftest import write_llm_config
 from test_llm_query import refused_url
 
 from pipeline.cli.main import main
+from pipeline.cli.querying import cited_text
 from pipeline.query import GraphIndex
 
 
@@ -127,6 +128,8 @@ def test_an_unreachable_llm_is_an_error_unless_the_fallback_is_asked(
         assert "connection refused" in err and "--offline-fallback" in err
         code, stdout, err = run_cli(capsys, *argv, "--offline-fallback")
         assert code == 0, err
-        assert stdout == GraphIndex.open(out).local_search(question).answer + "\n"
+        result = GraphIndex.open(out).local_search(question)
+        printed = result.answer if stream else cited_text(result)  # a stream prints text only
+        assert result.citations and stdout == printed + "\n"
         assert err.startswith("docgraph: warning: LLM answer failed (")
         assert "extractive" in err and err.count("\n") == 1

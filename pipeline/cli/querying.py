@@ -76,9 +76,25 @@ def _print_query(index, args: argparse.Namespace) -> None:
     elif stream and args.mode in STREAM_MODES:
         _print_stream(index.stream_answer(result))
     else:
-        print(result.answer)
+        print(cited_text(result))
         if args.show_context:
             print("\n" + result.context_text)
+
+
+def cited_text(result) -> str:
+    """The answer with each sentence's citation: "sentence [n]", then one line per source
+    ("[n] document > section path, p. 3"); the answer alone when it has no citations."""
+    cites = result.citations
+    if not cites:
+        return result.answer
+    lines = [" ".join(f"{c['sentence']} [{c['n']}]" for c in cites), ""]
+    for c in cites:
+        parts = [c.get("document_title") or c.get("source_path") or "?"]
+        parts += [p for p in c.get("section_path") or [] if p != parts[-1]]
+        pages = sorted(set(c.get("pages") or []))
+        page = f", p. {'-'.join(map(str, sorted({pages[0], pages[-1]})))}" if pages else ""
+        lines.append(f"[{c['n']}] {' > '.join(parts)}{page}")
+    return "\n".join(lines)
 
 
 def _print_stream(pieces) -> None:

@@ -24,6 +24,11 @@ class QuerySettings(Section):
         description="every mode's unit relevance = (1 - w) * cosine + w * top cosine * "
         "BM25 / top BM25 (pipeline/lexical/fusion.py); 0 ranks by the dense model alone",
     )
+    answer_units: int = Field(
+        10, ge=1, description="offline answers read the sentences of this many top text units"
+    )
+    answer_sentences: int = Field(3, ge=1, description="offline answers: sentences at most")
+    answer_words: int = Field(80, ge=4, description="offline answers: words at most")
     local_dense_seeds: int = Field(3, description="top dense units that seed local PageRank")
     local_damping: float = Field(0.85, description="local PageRank continuation probability")
     local_graph_weight: float = Field(

@@ -81,7 +81,9 @@ def answer_from_context(
         answer = LlmError(str(exc))
     if isinstance(answer, LlmError):
         return fall_back(result, "LLM answer", answer.reason, fallback)
-    return replace(result, answer=answer, trace=[*result.trace, "answer: LLM over the context"])
+    return replace(
+        result, answer=answer, citations=[], trace=[*result.trace, "answer: LLM over the context"]
+    )
 
 
 def stream_answer(llm: LlmClient, result: SearchResult) -> Iterator[str]:
@@ -191,4 +193,6 @@ def global_map_reduce(llm: LlmClient, result: SearchResult, fallback: bool = Fal
     (final,) = llm.run_many([llm.chat(messages, stage="global_reduce")])
     if isinstance(final, LlmError):
         return fall_back(replace(result, trace=trace), "LLM reduce", final.reason, fallback)
-    return replace(result, answer=final, trace=[*trace, f"reduce: {len(lines)} partial answers"])
+    return replace(
+        result, answer=final, citations=[], trace=[*trace, f"reduce: {len(lines)} partial answers"]
+    )

@@ -5,17 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pipeline.query.extractive import cited_answer
 from pipeline.query.records import unit_record
 from pipeline.query.result import SearchResult, render_table
 from pipeline.query.scoring import top_indices
-from pipeline.query.text import extractive_answer
 from pipeline.tokens import count_tokens
 
 if TYPE_CHECKING:
     from pipeline.query.tables import IndexTables
-
-ANSWER_UNITS = 3  # the extractive answer reads the best sentences of this many top units
-ANSWER_SENTENCES = 3
 
 
 def naive_search(index: IndexTables, query: str, top_k: int | None = None) -> SearchResult:
@@ -42,14 +39,13 @@ def naive_search(index: IndexTables, query: str, top_k: int | None = None) -> Se
         records.append(rec)
         table_rows.append([rec["human_readable_id"], rec["document_title"], rec["text"]])
     context = render_table("Texts", ["id", "document", "text"], table_rows)
-    answer = extractive_answer(
-        query, [r["text"] for r in records[:ANSWER_UNITS]], max_sentences=ANSWER_SENTENCES
-    )
-    trace.append("extractive answer from the top units' best sentences")
+    answer, citations = cited_answer(index, query, records)
+    trace.append(f"extractive answer: {len(citations)} sentences of the top units")
     return SearchResult(
         query=query,
         mode="naive",
         answer=answer or "No sentence of the retrieved text matches the query's words.",
+        citations=citations,
         context_text=context,
         records=records,
         text_unit_ids=[index.text_units["id"][int(r)] for r in rows],

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from pipeline.query.extractive import cited_answer
 from pipeline.query.records import node_record
 from pipeline.query.result import SearchResult, render_table
 from pipeline.query.scoring import top_indices
-from pipeline.query.text import STOPWORDS, extractive_answer, words
+from pipeline.query.text import STOPWORDS, words
 from pipeline.tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -128,7 +129,7 @@ def search_nodes(
         for r in records
     ]
     context = render_table("Nodes", ["id", "type", "document", "section", "pages", "text"], table)
-    answer = extractive_answer(query, [r["text"] for r in records[:ANSWER_NODES]])
+    answer, citations = cited_answer(index, query, records[:ANSWER_NODES])
     unit_ids: list[str] = []
     for r in records:
         unit_ids += [u for u in m.units.get(r["id"], []) if u not in unit_ids]
@@ -136,6 +137,7 @@ def search_nodes(
         query=query,
         mode="nodes",
         answer=answer or "No sentence of the retrieved nodes matches the query's words.",
+        citations=citations,
         context_text=context,
         records=records,
         text_unit_ids=unit_ids,

@@ -31,6 +31,10 @@ class SearchResult:
     # Mode-specific structured output: focus -> the Overall JSON; flow -> query analysis,
     # definitions, facts, Mermaid diagram; expand -> the expanded subgraph.
     data: dict[str, Any] = field(default_factory=dict)
+    # The offline answer's sentences with their sources (pipeline/query/extractive.py): n,
+    # sentence, id and kind of its record, document, section path, pages; empty for an LLM
+    # answer.
+    citations: list[dict[str, Any]] = field(default_factory=list)
     # Why an offline stand-in replaced a failed LLM step (llm_fallback); None when none did.
     fallback: str | None = None
 

@@ -1,16 +1,9 @@
-"""Query-side text helpers: word tokens, name keys, extractive answers.
-
-Offline mode answers by extraction: the sentences of the retrieved text that share the
-most (rarer) words with the query. Cheap (no model call) and always grounded.
-"""
+"""Query-side text helpers: word tokens, name keys, function words."""
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
-
-from pipeline.sentences import split_sentences
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -32,7 +25,6 @@ first last one two many much more most и в во не что он на я с с
 такой им более всегда конечно всю между
 """
 STOPWORDS = frozenset(_STOP_TEXT.split())
-MIN_ANSWER_WORDS = 4
 
 
 def words(text: str) -> list[str]:
@@ -63,48 +55,3 @@ def is_stop_key(key: str) -> bool:
     """A key made only of function words (or too short to name anything)."""
     parts = key.split()
     return not parts or len(key) < 2 or all(p in STOPWORDS for p in parts)
-
-
-def extractive_answer(
-    query: str,
-    passages: list[str],
-    max_sentences: int = 3,
-    must_mention: list[str] | None = None,
-) -> str:
-    """The sentences of `passages` (best first) that best cover the query's content words.
-
-    A sentence scores the idf-like weight of the query words it contains (rarer across
-    the candidates = more telling), plus a bonus when it mentions one of `must_mention`
-    (the query's entities), with earlier passages winning ties. Returns them joined in
-    score order; empty when nothing overlaps.
-    """
-    qwords = {w for w in words(query) if w not in STOPWORDS}
-    mentions = [m for m in (name_key(x) for x in must_mention or []) if m]
-    cands: list[tuple[int, int, str, set[str]]] = []
-    for pi, passage in enumerate(passages):
-        sentences = (s for s in split_sentences(passage) if len(s) > 1)
-        for si, sent in enumerate(sentences):
-            ws = words(sent)
-            # Headings and titles are labels, not answers.
-            if sent.startswith("#") or len(ws) < MIN_ANSWER_WORDS:
-                continue
-            cands.append((pi, si, sent, set(ws)))
-    if not cands or not (qwords or mentions):
-        return ""
-    df = {w: sum(1 for c in cands if w in c[3]) for w in qwords}
-    n = len(cands)
-    scored = []
-    seen: set[str] = set()
-    for pi, si, sent, ws in cands:
-        key = sent.casefold()
-        if key in seen:
-            continue
-        seen.add(key)
-        score = sum(math.log(1 + n / df[w]) for w in qwords & ws if df[w])
-        if mentions:
-            padded = " " + " ".join(words(sent)) + " "
-            score += sum(1.0 for m in mentions if f" {m} " in padded)
-        if score > 0:
-            scored.append((-score, pi, si, sent))
-    scored.sort()
-    return " ".join(s[3] for s in scored[:max_sentences])

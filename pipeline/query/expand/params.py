@@ -36,8 +36,6 @@ class ExpandParams:
     # `bridge_seeds` units name gain bridge_weight x the naming unit's rank score.
     bridge_seeds: int = 2
     bridge_weight: float = 0.3
-    answer_units: int = 3
-    answer_sentences: int = 3
     entity_context: int = 10  # entities listed in the context at most
 
 

@@ -21,10 +21,10 @@ from pipeline.query.expand.graph import (
     valid_types,
 )
 from pipeline.query.expand.params import DEFAULT_PARAMS, ExpandParams
+from pipeline.query.extractive import cited_answer
 from pipeline.query.rerank import graph_trust, title_bridges
 from pipeline.query.result import SearchResult
 from pipeline.query.scoring import top_indices
-from pipeline.query.text import extractive_answer
 from pipeline.tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -285,17 +285,13 @@ def expand_search(
     )
     units = [r for r in records if r["kind"] == "text_unit"]
     units.sort(key=lambda r: r["rank"])
-    answer = extractive_answer(
-        query,
-        [r["text"] for r in units[: params.answer_units]],
-        max_sentences=params.answer_sentences,
-        must_mention=[index.entities["title"][m.row] for m in matched],
-    )
-    trace.append("extractive answer from the top units' best sentences")
+    answer, citations = cited_answer(index, query, units)
+    trace.append(f"extractive answer: {len(citations)} sentences of the context's units")
     return SearchResult(
         query=query,
         mode="expand",
         answer=answer or "No sentence of the retrieved text matches the query's words.",
+        citations=citations,
         context_text=context,
         records=records,
         text_unit_ids=[ids[int(r)] for r in unit_rank],

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from pipeline.query.extractive import cited_answer
 from pipeline.query.flow.mermaid import mermaid
 from pipeline.query.flow.retrieval import Subgraph
 from pipeline.query.records import entity_record, graph_record, unit_record
 from pipeline.query.rerank import graph_trust, rank_units
 from pipeline.query.result import SearchResult, texts_table
-from pipeline.query.text import extractive_answer
 from pipeline.tokens import count_tokens, truncate_tokens
 
 if TYPE_CHECKING:
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
 
 DESC_TOKENS, FACT_TOKENS = 80, 60
-ANSWER_UNITS, ANSWER_SENTENCES = 3, 3
 # Supporting text units: the cited ones plus the nearest few, ranked by relevance (rerank.py);
 # chosen on the first 50 MuSiQue questions (benchmarks/retrieval.py).
 # The unit relevance mixes BM25 in (pipeline/lexical/fusion.py), which halves the spread of
@@ -175,13 +174,7 @@ def build_result(
         f"{len(edge_recs)} facts, {len(unit_recs)} of {len(unit_ids)} supporting text units"
     )
 
-    named = [n["title"] for n in node_recs if n.get("name_match")]
-    answer = extractive_answer(
-        query,
-        [u["text"] for u in unit_recs[:ANSWER_UNITS]],
-        max_sentences=ANSWER_SENTENCES,
-        must_mention=named,
-    )
+    answer, citations = cited_answer(index, query, unit_recs)
     if answer:
         trace.append("answer: extractive, from the top supporting units")
     elif facts:
@@ -194,6 +187,7 @@ def build_result(
         query=query,
         mode=mode,
         answer=answer,
+        citations=citations,
         context_text=context,
         records=[*node_recs, *edge_recs, *unit_recs],
         text_unit_ids=unit_ids,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.config import QuerySettings
+from pipeline.query.extractive import cited_answer
 from pipeline.query.local.context import (
     SECTION_HEADERS,
     entities_section,
@@ -23,7 +24,6 @@ from pipeline.query.local.context import (
 from pipeline.query.rerank import fuse, graph_trust, title_bridges
 from pipeline.query.result import SearchResult, render_table
 from pipeline.query.scoring import top_indices
-from pipeline.query.text import extractive_answer
 from pipeline.tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -57,8 +57,6 @@ class LocalParams:
     bridge_seeds: int = 2
     bridge_weight: float = 0.3
     max_unit_share: float = 0.75  # of the context budget the Texts section may take
-    answer_units: int = 3
-    answer_sentences: int = 3
 
 
 DEFAULT_PARAMS = LocalParams()
@@ -208,19 +206,14 @@ def local_search(
     )
     context = "\n\n".join(sections)
 
-    mention_titles = [index.entities["title"][r] for r in matched]
-    answer = extractive_answer(
-        query,
-        [r["text"] for r in src_records[: params.answer_units]],
-        max_sentences=params.answer_sentences,
-        must_mention=mention_titles,
-    )
-    trace.append("extractive answer from the top units' sentences mentioning the query entities")
+    answer, citations = cited_answer(index, query, src_records)
+    trace.append(f"extractive answer: {len(citations)} sentences of the context's units")
     ids = index.text_units["id"]
     return SearchResult(
         query=query,
         mode="local",
         answer=answer or "No sentence of the retrieved text matches the query.",
+        citations=citations,
         context_text=context,
         records=records,
         text_unit_ids=[ids[int(r)] for r in unit_rows],
