@@ -1,12 +1,14 @@
 """Keyphrases: lower-case phrases that become CONCEPT entities (the capitalised ones would
 duplicate the names). `yake_keyphrases` uses YAKE; `fast_keyphrases` is a RAKE-style
-scorer that reads only YAKE's stopword lists."""
+scorer that reads only YAKE's stopword lists. Both keep only phrases that read as concepts
+(pipeline.extract.concepts: noun phrases, not verb fragments or everyday words)."""
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
 
+from pipeline.extract.concepts import reads_as_concept
 from pipeline.extract.lexicon import FUNCTION_WORDS
 
 
@@ -35,7 +37,7 @@ def yake_keyphrases(text: str, lang: str, k: int, taken: set[str]) -> list[str]:
             continue
         if len(words) == 1 and len(kw) < 5:
             continue
-        if kw in taken:
+        if kw in taken or not reads_as_concept(words, lang):
             continue
         taken.add(kw)
         out.append(kw)
@@ -109,7 +111,8 @@ def fast_keyphrases(text: str, lang: str, k: int, taken: set[str]) -> list[str]:
     used: set[str] = set()
     for ph, _ in sorted(scored.items(), key=lambda kv: kv[1]):
         words = set(ph.split())
-        if ph in taken or words & used:  # diverse phrases, not five variants of one
+        # diverse phrases, not five variants of one
+        if ph in taken or words & used or not reads_as_concept(ph.split(), lang):
             continue
         used |= words
         taken.add(ph)

@@ -39,6 +39,11 @@ def _models():
     return Segmenter(), NewsMorphTagger(emb), NewsNERTagger(emb), Vocab()
 
 
+def morph_vocab():
+    """natasha's morph vocabulary (pymorphy2): a word's lemmas and universal POS tags."""
+    return _models()[3]
+
+
 def russian_names(text: str) -> list[tuple[int, int, str, str]]:
     """(start, end, natasha type, lemma) of every name natasha finds in `text`."""
     from natasha import Doc

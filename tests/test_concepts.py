@@ -1,0 +1,63 @@
+"""CONCEPT entities read as concepts (pipeline/extract/concepts.py): noun phrases, not verb
+fragments, lone plurals or everyday words; English through lemminflect, Russian through
+natasha's morphology, frequencies from wordfreq."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.extract.concepts import reads_as_concept
+from pipeline.extract.keyphrases import fast_keyphrases
+from pipeline.storage import store
+
+
+@pytest.mark.parametrize(
+    ("phrase", "lang"),
+    [
+        ("special relativity", "en"),
+        ("gold foil experiment", "en"),
+        ("radium", "en"),
+        ("soda ash", "en"),
+        ("теория относительности", "ru"),
+        ("радиоактивность", "ru"),
+    ],
+)
+def test_noun_phrases_and_rare_words_are_concepts(phrase, lang):
+    assert reads_as_concept(phrase.split(), lang)
+
+
+@pytest.mark.parametrize(
+    ("phrase", "lang"),
+    [
+        ("laureates knew", "en"),  # ends in a verb
+        ("taught mathematics", "en"),  # a verb inside
+        ("manages", "en"),
+        ("conferences today", "en"),  # ends in an adverb
+        ("objections", "en"),  # a lone plural
+        ("father", "en"),  # everyday words
+        ("women", "en"),
+        ("преподавал математику", "ru"),
+        ("сегодня", "ru"),
+        ("отец", "ru"),
+    ],
+)
+def test_verb_fragments_plurals_and_everyday_words_are_not(phrase, lang):
+    assert not reads_as_concept(phrase.split(), lang)
+
+
+def test_the_keyphrase_scorer_keeps_only_concepts():
+    text = (
+        "The laureates knew one another well. Her father taught mathematics at a school "
+        "for women. Pierre measured the radium emanation with a quartz electrometer."
+    )
+    got = fast_keyphrases(text, "en", 10, set())
+    assert got and all(reads_as_concept(p.split(), "en") for p in got)
+    assert not {"laureates knew", "father", "taught mathematics", "women"} & set(got)
+
+
+def test_the_sample_index_has_no_verb_fragment_concept(sample_run):
+    entities = store.read_table(sample_run[1], "entities")
+    concepts = entities.filter(entities["type"] == "CONCEPT")["title"].to_list()
+    assert concepts
+    lower = [c for c in concepts if c == c.lower()]
+    assert all(reads_as_concept(c.split(), "en") for c in lower), lower
