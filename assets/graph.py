@@ -17,6 +17,7 @@ from pipeline.failures import stage_failures_frame
 from pipeline.graph.mentions import read_mentions
 from pipeline.graph.merge import merge_graph
 from pipeline.graph.summarize_llm import summarize_descriptions
+from pipeline.graph.titles import unit_titles
 from pipeline.ids import carry_short_ids
 from pipeline.storage import store
 from pipeline.vectors.lance import entity_model_texts
@@ -64,8 +65,13 @@ def graph(
         .drop("source_path")
     )
     extracted_entities, extracted_relationships = read_mentions(folder)
+    homes = unit_titles(
+        chunks.select("id", "document_id", "section_id", "seq"),
+        store.read_table(folder, "documents", ["id", "title"]),
+        store.read_table(folder, "sections", ["id", "path"]),
+    )
     ents, rels, units = merge_graph(
-        extracted_entities, extracted_relationships, chunks, settings.graph
+        extracted_entities, extracted_relationships, chunks, settings.graph, homes
     )
     # entities and relationships keep their short ids across runs (what reports cite)
     short = ["id", "human_readable_id"]

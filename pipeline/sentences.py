@@ -13,7 +13,9 @@ punctuation .!?…), read two ways:
   positions, which is why this reading was kept as chunking had it, not merged into the
   strict one.
 Also holds `UPPER_CLASS`, the any-script "uppercase letter" regex class, and `wordset` for
-word lists (the extractor reuses both).
+word lists (the extractor reuses both); and `sentence_kind` / `sentence_kind_expr` (a string,
+a column): whether a sentence can open a description or reads only after another ("It ...",
+"But ...", "…"), what the extractor and the merge rank evidence sentences by.
 """
 
 from __future__ import annotations
@@ -200,3 +202,67 @@ def sentence_ends(text: str) -> list[int]:
     bounds = [m.end() for m in _CUT_END.finditer(text) if _is_cut_end(m, text)]
     bounds += [m.start() for m in _LIST_ITEM.finditer(text)]
     return sorted(bounds)
+
+
+# ---- how a sentence opens: can it lead a description? ----------------------------------
+
+# Words a sentence cannot stand alone after: pronouns and determiners that point back
+# ("It", "These"), conjunctions and linking adverbs that continue a previous sentence ("But",
+# "However"); English, Russian, and the commonest of German, French and Spanish.
+DANGLING_OPENERS = wordset(
+    """it its it's he she they them their theirs his her hers him this these those that
+    i we our us you your my such latter former and but or nor yet so however also then thus
+    therefore moreover furthermore although though because meanwhile instead hence besides
+    whereas nevertheless otherwise
+    он она оно они его её ее их ему ей им него неё нее них это этот эта эти этого этой тот
+    та те того той такой такая такие тогда и а но или однако также поэтому затем потом зато
+    хотя причём причем впрочем
+    er sie es und aber oder il elle ils elles et mais ou donc él ella ellos ellas y pero"""
+)
+# Subject pronouns: one among a sentence's first words makes the sentence another
+# subject's ("In 1911 he travelled to England ... with Rutherford" is Bohr's).
+PRONOUN_SUBJECTS = wordset("he she they it we i он она они оно мы я er sie il elle ils elles")
+# A sentence's lead, as `sentence_kind` grades it: lower is a better opener.
+LEADS, PRONOUN_LEAD, FRAGMENT, DANGLING = 0, 1, 2, 3
+_ENDED = re.compile(rf"{_END}{_CLOSE}*$")
+
+
+def sentence_kind(sentence: str) -> int:
+    """How well `sentence` could open a description (see `sentence_kind_expr`, the same
+    reading over a column): DANGLING when it opens with an ellipsis, a lower-case letter or
+    a word of DANGLING_OPENERS; FRAGMENT without terminal punctuation (a title line, a
+    heading, a cut); PRONOUN_LEAD with a subject pronoun among its first four words; else
+    LEADS."""
+    words = sentence.split(maxsplit=4)
+    head = sentence.lstrip("\"'“‘«„([—–-* ")
+    first = re.match(r"[^\W\d_]+", head)
+    if head[:1] in ("…", ".") or (first and first.group().lower() in DANGLING_OPENERS):
+        return DANGLING
+    if head[:1].islower():
+        return DANGLING
+    if not _ENDED.search(sentence):
+        return FRAGMENT
+    pronoun = any(w.strip(",;:").lower() in PRONOUN_SUBJECTS for w in words[:4])
+    return PRONOUN_LEAD if pronoun else LEADS
+
+
+_SKIP_OPEN = r"^[\"'“‘«„(\[—–*\- ]*"
+
+
+def sentence_kind_expr(sentence: pl.Expr) -> pl.Expr:
+    """`sentence_kind` over a string column (UInt8; null text: DANGLING)."""
+    first = sentence.str.extract(_SKIP_OPEN + r"(\p{L}+)", 1).str.to_lowercase()
+    pronoun = r"(?i)^(?:\S+\s+){0,3}(?:" + _alternation(PRONOUN_SUBJECTS) + r")[\s,;:]"
+    return (
+        pl.when(
+            sentence.str.contains(_SKIP_OPEN + r"(?:…|\.|\p{Ll})").fill_null(True)
+            | first.is_in(list(DANGLING_OPENERS)).fill_null(False)
+        )
+        .then(DANGLING)
+        .when(~sentence.str.contains(_ENDED.pattern))
+        .then(FRAGMENT)
+        .when((sentence + " ").str.contains(pronoun))
+        .then(PRONOUN_LEAD)
+        .otherwise(LEADS)
+        .cast(pl.UInt8)
+    )

@@ -2,10 +2,11 @@
 and each community's best candidate sentences for its summary.
 
 The pool is every sentence of the text units, relationship descriptions and member
-descriptions the communities use; a sentence names an entity when the entity's title or an
-alias occurs in it as whole words, checked only against the entities of its origin. The work
-runs in slices (of sources, of sentences) because at 40k documents the sentence x candidate
-pairs are tens of millions.
+descriptions the communities use, as text (a page's Markdown links, tags and emphasis read as
+what they show); a sentence names an entity when the entity's title or an alias occurs in it
+as whole words, checked only against the entities of its origin. The work runs in slices (of
+sources, of sentences) because at 40k documents the sentence x candidate pairs are tens of
+millions.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import polars as pl
 
 from pipeline.communities.report_text import MAX_SENTENCE_CHARS
 from pipeline.sentences import sentences_expr
+from pipeline.structure.markdown_inline import plain_markup
 
 _CANDIDATES_PER_COMMUNITY = 12
 # sentences matched, sources split per step
@@ -28,11 +30,13 @@ def _norm(expr: pl.Expr) -> pl.Expr:
 
 
 def _sentences(frame: pl.DataFrame, text_col: str) -> pl.DataFrame:
-    """Explode `text_col` into one row per sentence (`sentence`), keeping the other columns."""
+    """Explode `text_col` into one row per sentence (`sentence`, its markup read as text),
+    keeping the other columns."""
     return (
         frame.with_columns(sentences_expr(pl.col(text_col)).alias("sentence"))
         .drop(text_col)
         .explode("sentence")
+        .with_columns(plain_markup(pl.col("sentence")))
         .filter(pl.col("sentence").str.len_chars() >= 15)
     )
 

@@ -19,18 +19,17 @@ class Mention:
 
 
 def evidence(sentence: str, pos: int = 0) -> str:
-    """The sentence, or a ~EVIDENCE_CHARS window of it around `pos` cut at word boundaries."""
+    """The sentence, or a ~EVIDENCE_CHARS window of it cut at word boundaries: from its start
+    when the mention at `pos` lies in its first EVIDENCE_CHARS * 2/3, else from the mention
+    (what the sentence says of it, with no "…" fragment before it to open a description)."""
     if len(sentence) <= EVIDENCE_CHARS:
         return sentence
-    lo = max(0, min(pos - EVIDENCE_CHARS // 3, len(sentence) - EVIDENCE_CHARS))
+    lo = 0 if pos < EVIDENCE_CHARS * 2 // 3 else pos
     hi = lo + EVIDENCE_CHARS
-    if lo > 0:
-        sp = sentence.find(" ", lo)
-        lo = sp + 1 if 0 <= sp < lo + 30 else lo
     if hi < len(sentence):
         sp = sentence.rfind(" ", lo, hi)
         hi = sp if sp > lo else hi
-    return ("…" if lo > 0 else "") + sentence[lo:hi] + ("…" if hi < len(sentence) else "")
+    return sentence[lo:hi] + ("…" if hi < len(sentence) else "")
 
 
 def is_occupied(ranges: list[tuple[int, int]], a: int, b: int) -> bool:

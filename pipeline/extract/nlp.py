@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -54,7 +55,7 @@ from pipeline.extract.russian import (
 )
 from pipeline.extract.spans import named_spans
 from pipeline.lexical.analysis import language
-from pipeline.sentences import split_sentences
+from pipeline.sentences import sentence_kind, split_sentences
 
 MODEL = "patterns+yake"
 
@@ -110,12 +111,34 @@ def _extract_unit(text: str, settings: ExtractionSettings) -> _UnitResult:
                 break
 
     res = _UnitResult()
+    said = _evidence_mentions(sents, mentions)
     for m in ordered:
+        m = said.get(m.title, m)
         res.entities.append((m.title, types[m.title], evidence(sents[m.sent], m.pos)))
     res.relations.extend(
         find_relations(sents, mentions, types, kept, concepts, settings.max_relation_distance)
     )
     return res
+
+
+def _evidence_mentions(sents: list[str], mentions: list[Mention]) -> dict[str, Mention]:
+    """Each title's mention to quote, for titles the unit names more than once: the first in
+    the unit's best sentence naming it, sentences graded by `sentence_kind` (a real sentence
+    rather than a title line or heading, which says nothing of it; one opening "It", "But"
+    or "…" last), earlier ones first."""
+    counts = Counter(m.title for m in mentions)
+    kinds: dict[int, int] = {}
+
+    def kind(si: int) -> int:
+        if si not in kinds:
+            kinds[si] = sentence_kind(sents[si])
+        return kinds[si]
+
+    out: dict[str, Mention] = {}
+    repeated = [m for m in mentions if counts[m.title] > 1]
+    for m in sorted(repeated, key=lambda m: (kind(m.sent), m.sent, m.pos)):
+        out.setdefault(m.title, m)
+    return out
 
 
 def _russian_mentions(s: str, si: int, occupied: list[tuple[int, int]]) -> list[Mention]:

@@ -22,7 +22,9 @@ from pipeline.graph.descriptions import (
     TextOf,
     evidence_codes,
     extractive_descriptions,
-    token_counts,
+    head_lines,
+    name_positions,
+    sentence_features,
 )
 from pipeline.graph.titles import key_map
 from pipeline.ids import stable_id_expr
@@ -137,10 +139,14 @@ def merge_graph(
     extracted_relationships: pl.DataFrame,
     text_units: pl.DataFrame,
     settings: GraphSettings,
+    homes: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(entities, relationships, text_units) — entities/relationships with exactly
     schemas.ENTITIES / RELATIONSHIPS columns; text_units = the input text_units with
-    entity_ids / relationship_ids filled.
+    entity_ids / relationship_ids filled. `homes` (text_unit_id, title, seq: see
+    `titles.unit_titles`): the titles of the document and sections each unit is in; an
+    entity of that name opens its description with a sentence from there, the earliest
+    unit's first (pipeline.graph.descriptions).
 
     Memory: every mention becomes integer codes first (text unit, key, display, type,
     evidence sentence: indices into sorted vocabularies, so codes sort as their strings);
@@ -154,7 +160,7 @@ def merge_graph(
     vocabularies, ee, er, text_of = _mention_codes(extracted_entities, extracted_relationships)
     units, keys, displays, etypes, rtypes = vocabularies
     fallback = etypes.index_of(FALLBACK_TYPE)
-    ntok = token_counts(pl.concat([ee.get_column("d"), er.get_column("d")]), text_of)
+    feats = sentence_features(pl.concat([ee.get_column("d"), er.get_column("d")]), text_of)
 
     # ---- entities: one row per key, numbered in output order (pos)
     title_pick = (
@@ -206,14 +212,20 @@ def merge_graph(
     del title_pick, type_pick, frequency, degree
     pos = ents.select("k", pos=pl.col("human_readable_id").cast(pl.UInt32))
     ev = group_runs(ee.filter(pl.col("d").is_not_null()).select("k", "d", "u"), ["k", "d", "u"])
+    ev = ev.join(_home_units(homes, units, keys), on=["u", "k"], how="left", maintain_order="left")
     ev = (
-        group_runs(ev, ["k", "d"], pl.len().alias("units"), sort=False)  # distinct units
+        group_runs(  # distinct units; the first of them in the entity's own document
+            ev, ["k", "d"], pl.len().alias("units"), pl.col("home").min(), sort=False
+        )
         .with_columns(centrality=pl.col("k").count().over("d"))
         .join(pos, on="k")
     )
+    ev = ev.with_columns(name_positions(ev, "pos", ents.get_column("title"), text_of))
     del ee
     ents = ents.with_columns(
-        description=extractive_descriptions(ev, "pos", ents.height, text_of, ntok, max_tok),
+        description=extractive_descriptions(
+            ev, "pos", ents.height, text_of, feats, max_tok, _heads(ents, "title", "type")
+        ),
         text_unit_ids=code_lists(ent_units.join(pos, on="k"), "pos", "u", units, ents.height),
     )
     del ev, pos
@@ -242,8 +254,15 @@ def merge_graph(
     )
     rel_units = group_runs(er.select("r", "u"), ["r", "u"])
     del er
-    description = extractive_descriptions(rev, "r", rel.height, text_of, ntok, max_tok)
-    del rev, text_of, ntok
+    heads = _heads(
+        rel.select(
+            name=decode(displays, "st") + " – " + decode(displays, "tt"), t=decode(rtypes, "t")
+        ),
+        "name",
+        "t",
+    )
+    description = extractive_descriptions(rev, "r", rel.height, text_of, feats, max_tok, heads)
+    del rev, text_of, feats
     rels = rel.select(
         "id",
         pl.col("r").cast(pl.Int64).alias("human_readable_id"),
@@ -266,6 +285,33 @@ def merge_graph(
         _cast(ents, schemas.ENTITIES),
         _cast(rels, schemas.RELATIONSHIPS),
         tu,
+    )
+
+
+def _heads(frame: pl.DataFrame, name: str, kind: str) -> pl.Series:
+    """Each row's `head_lines` (rows in output order)."""
+    return frame.select(head_lines(pl.col(name), pl.col(kind))).to_series()
+
+
+def _home_units(homes: pl.DataFrame | None, units: pl.Series, keys: pl.Series) -> pl.DataFrame:
+    """(u, k, home): each text unit with the keys of its document's and sections' titles
+    (`homes`: text_unit_id, title, seq) that are entities' keys, and its position in its
+    document (home: seq)."""
+    schema = {"u": pl.UInt32, "k": pl.UInt32, "home": pl.Int64}
+    if homes is None or homes.is_empty():
+        return pl.DataFrame(schema=schema)
+    km = key_map(homes.get_column("title"))
+    key_of = codes_in(km.get_column("key"), keys)  # by surface, null: no entity's key
+    pairs = homes.select(
+        u=codes_in(homes.get_column("text_unit_id").cast(pl.Utf8), units),
+        sc=codes_in(homes.get_column("title").cast(pl.Utf8), km.get_column("surface")),
+        home=pl.col("seq").fill_null(0),
+    )
+    return (
+        pairs.select("u", k=decode(key_of, "sc"), home="home")
+        .drop_nulls()
+        .unique(["u", "k"])
+        .cast(schema)
     )
 
 

@@ -58,3 +58,23 @@ def key_map(titles: pl.Series) -> pl.DataFrame:
         },
         schema={"surface": pl.Utf8, "key": pl.Utf8, "display": pl.Utf8},
     )
+
+
+def unit_titles(
+    units: pl.DataFrame, documents: pl.DataFrame, sections: pl.DataFrame
+) -> pl.DataFrame:
+    """(text_unit_id, title, seq): the titles of the document and of the sections (the
+    section's path, root down) each text unit (id, document_id, section_id, seq) is in,
+    with the unit's position in its document: the names of what the unit is about, for
+    `merge_graph`'s `homes`."""
+    unit = [pl.col("id").alias("text_unit_id"), "seq"]
+    docs = units.join(
+        documents.select(pl.col("id").alias("document_id"), "title"), on="document_id"
+    ).select(*unit, "title")
+    secs = (
+        units.join(sections.select(pl.col("id").alias("section_id"), "path"), on="section_id")
+        .select(*unit, pl.col("path").alias("title"))
+        .explode("title")
+    )
+    both = pl.concat([docs, secs]).with_columns(pl.col("title").cast(pl.Utf8).str.strip_chars())
+    return both.filter(pl.col("title").str.len_chars() > 0).unique(maintain_order=True)

@@ -41,8 +41,9 @@ def shard_of(rel_path: str, n: int) -> str:
 
 
 # What a shard's files hold beyond their columns; a new value re-runs every shard once (the
-# short ids of the per-shard tables are interleaved over the shards since "2").
-SHARD_FORMAT = "2"
+# short ids of the per-shard tables are interleaved over the shards since "2"; "3": mention
+# evidence that opens with its sentence, concepts that read as concepts).
+SHARD_FORMAT = "3"
 
 
 def corpus_short_ids(frame: pl.DataFrame, shard: str, n: int) -> pl.DataFrame:

@@ -36,6 +36,7 @@ import polars as pl
 
 from pipeline.lexical.analysis import DEFAULT_LATIN, term_frame
 from pipeline.sentences import split_sentences
+from pipeline.structure.markdown_inline import plain_markup
 
 if TYPE_CHECKING:
     from pipeline.config.query import QuerySettings
@@ -136,7 +137,8 @@ def _names(texts: list[str], latin: str) -> list[frozenset[str]]:
 def _candidates(
     units: list[dict[str, Any]], query: str, latin: str
 ) -> tuple[Candidate, list[Candidate]]:
-    """The question and the sentences of `units` (the question's unit is -1)."""
+    """The question and the sentences of `units` (the question's unit is -1), Markdown and
+    HTML read as text (a link as its text)."""
     found: list[tuple[int, str]] = [(-1, query)]
     seen: set[str] = set()
     for u, rec in enumerate(units):
@@ -145,7 +147,13 @@ def _candidates(
             if len(sent.split()) >= MIN_WORDS and not sent.startswith("#") and key not in seen:
                 seen.add(key)
                 found.append((u, sent))
-    texts = [s for _, s in found]
+    texts = (
+        pl.DataFrame({"t": [s for _, s in found]}, schema={"t": pl.Utf8})
+        .select(plain_markup(pl.col("t")))
+        .to_series()
+        .to_list()
+    )
+    found = [(u, t) for (u, _), t in zip(found, texts, strict=True)]
     every = [
         Candidate(u, s, frozenset(t), n)
         for (u, s), t, n in zip(found, _terms(texts, latin), _names(texts, latin), strict=True)

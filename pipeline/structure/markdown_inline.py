@@ -2,6 +2,9 @@
 (`{#id}`, `{: #id .cls }`, `{ id="x" }`, Python-Markdown's attr_list) and the links, footnote
 markers and anchor ids of one block, read from markdown-it's inline tokens, so code spans,
 escapes and reference definitions follow CommonMark rather than a regex's guess.
+
+`plain_markup` reads inline Markdown as text over a polars column: what descriptions and
+report sentences taken from a page's text show (a link as its text, no tags, no emphasis).
 """
 
 from __future__ import annotations
@@ -10,9 +13,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import polars as pl
 from markdown_it.common.utils import normalizeReference
 from markdown_it.token import Token
 
+from pipeline.sentences import wordset
 from pipeline.structure.markdown_myst import role_link, role_parts
 from pipeline.structure.markdown_syntax import markdown_parser
 from pipeline.structure.markdown_templates import BLOCK_REF
@@ -200,3 +205,70 @@ def extract_links(text: str, refs: dict[str, str]) -> list[dict[str, str]]:
     `refs`: reference definitions label -> href the text may use."""
     tokens = markdown_parser().parseInline(text, references_env(refs))
     return inline_links(tokens[0].children or [])[0]
+
+
+# ---- inline Markdown as text, over a polars column (no parse: millions of sentences) -----
+
+_CODE = r"(`+[^`]*`+)"  # kept whole while links are read, so a link in code stays code
+_URL = r"\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)"  # `(url "title")`, `(a_(b))`
+_LINKS = "|".join(
+    (
+        _CODE,
+        r"\[\[(?:[^\[\]|]*\|)?([^\[\]|]+)\]\]",  # [[Page|text]] -> text
+        r"!\[([^\[\]]*)\]" + _URL,  # ![alt](src) -> alt
+        r"\[([^\[\]]*)\]" + _URL,  # [text](url) -> text
+        r"\[([^\[\]]+)\]\[[^\[\]]*\]",  # [text][ref] -> text
+    )
+)
+# HTML elements a page's text holds inline; `<DW53>` in a plain-text corpus is a word, not a tag
+HTML_ELEMENTS = wordset(
+    """a abbr b bdi bdo big blockquote br button caption center cite code dd del details dfn
+    div dl dt em figcaption figure font h1 h2 h3 h4 h5 h6 hr i iframe img input ins kbd label
+    li mark ol p picture pre q s samp section small source span strike strong sub summary sup
+    table tbody td th thead tr tt u ul var video wbr"""
+)
+_TAG = "|".join(
+    (
+        r"<!--.*?-->",
+        r"</?(?i:" + "|".join(sorted(HTML_ELEMENTS)) + r")(?:\s[^<>]*)?/?>",  # a known element
+        r"</[A-Za-z][\w.:-]*\s*>",  # any closing tag
+        r"<[A-Za-z][\w.:-]*(?:\s+[\w:.-]+=(?:\"[^\"]*\"|'[^']*'|[^\s<>\"']+))+\s*/?>",  # attrs
+        r"<[A-Za-z][\w.:-]*\s*/>",  # self-closing
+    )
+)
+# an escaped character or a code span: what it holds is no markup
+_KEPT = r"(\\[!-/:-@\[-`{-~]|`+[^`]*`+)"
+_UNKEPT = r"\\([!-/:-@\[-`{-~])|`+([^`]*)`+"
+_INLINE = "|".join(
+    (
+        _KEPT,  # as written, until the last step
+        r"<((?:https?|ftp|mailto):[^<>\s]*)>",  # <https://...> -> the address
+        _TAG,
+        r"\*\*([^*\s](?:[^*]*?[^*\s])?)\*\*",  # **strong**
+        r"__([^_\s](?:[^_]*?[^_\s])?)__",  # __strong__
+        r"~~([^~\s](?:[^~]*?[^~\s])?)~~",  # ~~struck~~
+        r"\*([^*\s](?:[^*]*?[^*\s])?)\*",  # *emphasis*
+        # _emphasis_ (Gutenberg's italics too), never from inside a word (snake_case)
+        r"(^|[^\p{L}\p{N}_])_([^_\s](?:[^_]*?[^_\s])?)_",
+    )
+)
+# a heading's, quote's or list item's marks opening the text
+_BLOCK_MARKS = r"^(?:[ \t]*(?:#{1,6}|>|[-*+•]|\d{1,3}[.)])[ \t]+)+"
+
+
+def plain_markup(text: pl.Expr) -> pl.Expr:
+    """Inline Markdown and HTML in a string column read as text: a link or wikilink as its
+    text, an image as its alt text, an autolink as its address, tags and comments dropped,
+    emphasis marks (`**`, `__`, `*`, `_`, `~~`) and code span backticks dropped (what code
+    spans hold stays as written), a heading's, quote's or list item's marks at the start
+    dropped."""
+    for _ in range(2):  # twice: an image inside a link (a badge) is read first
+        text = text.str.replace_all(_LINKS, "${1}${2}${3}${4}${5}")
+    for _ in range(2):  # twice: emphasis inside emphasis (`**a *b* c**`)
+        text = text.str.replace_all(_INLINE, "${1}${2}${3}${4}${5}${6}${7}${8}")
+    return (
+        text.str.replace_all(_UNKEPT, "${1}${2}")
+        .str.replace_all(_BLOCK_MARKS, "")
+        .str.replace_all(r"\s{2,}", " ")
+        .str.strip_chars()
+    )
