@@ -120,17 +120,23 @@ def _terms(texts: list[str], latin: str) -> list[set[str]]:
     return out
 
 
-def _names(texts: list[str], latin: str) -> list[frozenset[str]]:
-    """Each text's names, as terms: what a bridge can be. Capitalised words past a sentence's
-    first word, the first word too when the texts capitalise it elsewhere (a sentence's
-    first word is capitalised whatever it is), and numbers."""
+def _terms_and_names(texts: list[str], latin: str) -> list[tuple[set[str], frozenset[str]]]:
+    """Each text's terms and names, as terms (one analyser pass for all). Names are what a
+    bridge can be: capitalised words past a sentence's first word, the first word too when
+    the texts capitalise it elsewhere (a sentence's first word is capitalised whatever it
+    is), and numbers."""
     words = [_NAME.findall(t) for t in texts]
-    inner = _terms([" ".join(x for x in w[1:] if x[0].isupper()) for w in words], latin)
-    first = _terms([w[0] if w and w[0][0].isupper() else "" for w in words], latin)
-    known = set().union(*inner)
+    inner = [" ".join(x for x in w[1:] if x[0].isupper()) for w in words]
+    first = [w[0] if w and w[0][0].isupper() else "" for w in words]
+    n = len(texts)
+    every = _terms([*texts, *inner, *first], latin)
+    known = set().union(*every[n : 2 * n])
     return [
-        frozenset(i | (f & known) | set(_NUMBER_TEXT.findall(t)))
-        for i, f, t in zip(inner, first, texts, strict=True)
+        (
+            every[k],
+            frozenset(every[n + k] | (every[2 * n + k] & known) | set(_NUMBER_TEXT.findall(t))),
+        )
+        for k, t in enumerate(texts)
     ]
 
 
@@ -156,7 +162,7 @@ def _candidates(
     found = [(u, t) for (u, _), t in zip(found, texts, strict=True)]
     every = [
         Candidate(u, s, frozenset(t), n)
-        for (u, s), t, n in zip(found, _terms(texts, latin), _names(texts, latin), strict=True)
+        for (u, s), (t, n) in zip(found, _terms_and_names(texts, latin), strict=True)
     ]
     return every[0], every[1:]
 
