@@ -12,8 +12,9 @@ language:
 - `wordfreq` (code Apache-2.0, data CC BY-SA 4.0, inside the wheel): Zipf frequency, log10 of
   occurrences per billion words of general text.
 
-A phrase reads as a concept when every word has a noun or adjective reading (or none), none
-is a number ("sixty dollars") or a possessive ("bishop's face"), its last word has a noun
+A phrase reads as a concept when every word is letters (no "quantum_theory" from a link
+target, no "settlement--one"), has a noun or adjective reading (or none), none is a number
+("sixty dollars") or a possessive ("bishop's face"), its last word has a noun
 reading and no adverb one ("conferences today"); a phrase of one word is also rare (Zipf
 below EVERYDAY_ZIPF), has no adjective reading ("inferior", "gallant") and is not an English
 plural (a lone "objections", "laureates" names members of a class, not a thing; "physics",
@@ -30,6 +31,7 @@ import re
 from functools import cache
 
 EVERYDAY_ZIPF = 4.0
+_WORD = re.compile(r"[^\W\d_]+(?:[-'’][^\W\d_]+)*['’]?$")  # no "_", digit, "--"
 _POSSESSIVE = re.compile(r"['’]s?$")
 _NUMBER_WORD = re.compile(
     r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\w+teen|"
@@ -67,7 +69,7 @@ def reads_as_concept(words: list[str], lang: str) -> bool:
     """Whether the lower-case phrase `words` reads as a concept (module docstring)."""
     if not words or lang not in ("en", "ru"):
         return bool(words)
-    if any(_POSSESSIVE.search(w) or _NUMBER_WORD.match(w) for w in words):
+    if any(not _WORD.match(w) or _POSSESSIVE.search(w) or _NUMBER_WORD.match(w) for w in words):
         return False
     tags = [lemmas(w, lang) for w in words]
     if any(t and (not t.keys() & (THING | MODIFIER) or "NUM" in t) for t in tags):
