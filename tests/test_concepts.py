@@ -18,6 +18,7 @@ from pipeline.storage import store
         ("gold foil experiment", "en"),
         ("radium", "en"),
         ("soda ash", "en"),
+        ("magnetic needle", "en"),  # a relational adjective names a kind
         ("теория относительности", "ru"),
         ("радиоактивность", "ru"),
     ],
@@ -40,6 +41,9 @@ def test_noun_phrases_and_rare_words_are_concepts(phrase, lang):
         ("settlement--one dozen", "en"),
         ("sixty dollars", "en"),
         ("bishop's face", "en"),
+        ("seventh studio album", "en"),
+        ("great hill", "en"),  # a gradable adjective describes
+        ("younger brother", "en"),
         ("преподавал математику", "ru"),
         ("сегодня", "ru"),
         ("отец", "ru"),

@@ -14,15 +14,19 @@ language:
 
 A phrase reads as a concept when every word is letters (no "quantum_theory" from a link
 target, no "settlement--one"), has a noun or adjective reading (or none), none is a number
-("sixty dollars") or a possessive ("bishop's face"), its last word has a noun
-reading and no adverb one ("conferences today"); a phrase of one word is also rare (Zipf
-below EVERYDAY_ZIPF), has no adjective reading ("inferior", "gallant") and is not an English
-plural (a lone "objections", "laureates" names members of a class, not a thing; "physics",
-"data" are their own lemmas). EVERYDAY_ZIPF 4.0 (a word seen about ten times in a million):
-"father" 5.3, "papers" 4.6, "fortune" 4.3 fall above it, "uranium" 3.9, "dynamite" 3.6,
-"radium" 2.8 below; so does "physics" (4.4), a field kept only inside a longer phrase
-("quantum physics"). The figures are wordfreq's; the rules were read off the sample corpus's
-31 concepts and 50 drawn from the `grb_novel` index (the note of session 17).
+or ordinal ("sixty dollars", "seventh album") or a possessive ("bishop's face"), its last
+word has a noun reading and no adverb one ("conferences today"), no English modifier is a
+gradable adjective (lemminflect's lexicon inflects it for degree: "great hill", "strange
+beauty", "younger brother" describe; "magnetic needle", "nuclear model" name a kind); a
+phrase of one word is also rare (Zipf below EVERYDAY_ZIPF), has no adjective reading
+("inferior", "gallant") and is not an English plural (a lone "objections", "laureates" names
+members of a class, not a thing; "physics", "data" are their own lemmas).
+
+EVERYDAY_ZIPF 4.0 (a word seen about ten times in a million): "father" 5.3, "papers" 4.6,
+"fortune" 4.3 fall above it, "uranium" 3.9, "dynamite" 3.6, "radium" 2.8 below; so does
+"physics" (4.4), a field kept only inside a longer phrase ("quantum physics"). The figures
+are wordfreq's; the rules were read off the sample corpus's 31 concepts and 50 drawn from
+the `grb_novel` index (the note of session 17).
 """
 
 from __future__ import annotations
@@ -35,7 +39,9 @@ _WORD = re.compile(r"[^\W\d_]+(?:[-'’][^\W\d_]+)*['’]?$")  # no "_", digit, 
 _POSSESSIVE = re.compile(r"['’]s?$")
 _NUMBER_WORD = re.compile(
     r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\w+teen|"
-    r"(?:twen|thir|for|fif|six|seven|eigh|nine)ty|hundred|thousand|million|billion|dozen)s?$"
+    r"(?:twen|thir|for|fif|six|seven|eigh|nine)ty|hundred|thousand|million|billion|dozen|"
+    r"first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|"
+    r"\w+teenth|\w+ieth|hundredth|thousandth|millionth)s?$"
 )
 THING = frozenset({"NOUN", "PROPN"})
 MODIFIER = frozenset({"ADJ"})
@@ -59,6 +65,21 @@ def lemmas(word: str, lang: str) -> dict[str, frozenset[str]]:
 
 
 @cache
+def gradable(word: str) -> bool:
+    """An English word read as a gradable adjective: one the lexicon inflects for degree
+    ("good", "strange", "lengthy"), or a comparative or superlative form ("younger",
+    "brightest"): what describes a thing rather than names a kind of it."""
+    adj = lemmas(word, "en").get("ADJ")
+    if not adj:
+        return False
+    if word not in adj:
+        return True
+    from lemminflect import getAllInflections
+
+    return "JJR" in getAllInflections(word, upos="ADJ")
+
+
+@cache
 def everyday(word: str, lang: str) -> bool:
     from wordfreq import zipf_frequency
 
@@ -78,6 +99,6 @@ def reads_as_concept(words: list[str], lang: str) -> bool:
     if head and (not head.keys() & THING or "ADV" in head):
         return False
     if len(words) > 1:
-        return True
+        return lang != "en" or not any(gradable(w) for w in words[:-1])
     plural = lang == "en" and "NOUN" in head and words[0] not in head["NOUN"]
     return not plural and "ADJ" not in head and not everyday(words[0], lang)
