@@ -149,8 +149,8 @@ def test_a_rerun_against_a_healthy_endpoint_retries_every_failure(tmp_path, monk
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     inp, out = tmp_path / "input", tmp_path / "out"
     write_sample_corpus(inp)
-    # a seed whose malformed answers (half of them repairable by design) fail every stage
-    with FakeLlm(fault_rate=1.0, faults=("malformed",), seed=5) as srv:
+    # every answer malformed beyond repair: every stage fails, whatever the requests hold
+    with FakeLlm(fault_rate=1.0, faults=("malformed",), repairable=0.0) as srv:
         config = write_llm_config(tmp_path / "a.yaml", srv.base_url, max_retries=1)
         settings = load_settings(config, {"input_dir": str(inp), "output_dir": str(out)})
         assert run_index(config_path=config, input_dir=str(inp), output_dir=str(out)).success

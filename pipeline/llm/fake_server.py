@@ -39,13 +39,14 @@ def default_stall_s() -> float:
     return float(LlmSettings.model_fields["timeout_s"].default) + 5.0
 
 
-def malform(answer: str, rng: random.Random) -> str:
-    """A broken rendering of a JSON answer: fenced with a trailing comma (repairable) or
-    truncated (not). A text answer is returned unchanged (text cannot be malformed JSON)."""
+def malform(answer: str, rng: random.Random, repairable: float = 0.5) -> str:
+    """A broken rendering of a JSON answer: fenced with a trailing comma (repairable; a
+    `repairable` share of them) or truncated (not). A text answer is returned unchanged (text
+    cannot be malformed JSON)."""
     stripped = answer.strip()
     if not stripped.startswith(("{", "[")):
         return answer
-    if rng.random() < 0.5 and stripped.endswith("}"):
+    if rng.random() < repairable and stripped.endswith("}"):
         return "Here is the JSON:\n```json\n" + stripped[:-1] + ",}\n```"
     return stripped[: max(1, len(stripped) // 2)]
 
@@ -118,7 +119,7 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(fake.stall_s)
         answer = fake.responder(messages)
         if fault == "malformed":
-            answer = malform(answer, rng)
+            answer = malform(answer, rng, fake.repairable)
         if fake.latency_s:
             time.sleep(fake.latency_s)
         answer, finish = fake._limit(answer, body)
@@ -218,6 +219,7 @@ class FakeLlm:
         fault_rate: float = 0.0,
         faults: Iterable[str] = FAULTS,
         seed: int = 0,
+        repairable: float = 0.5,
         host: str = "127.0.0.1",
         port: int = 0,
         retry_after: float = 0.0,
@@ -236,6 +238,7 @@ class FakeLlm:
         if unknown:
             raise ValueError(f"unknown faults {sorted(unknown)}; known: {FAULTS}")
         self.seed = seed
+        self.repairable = repairable  # share of malformed answers a client can repair
         self.host, self.port = host, port
         self.retry_after = retry_after
         self.stall_s = stall_s
