@@ -61,6 +61,7 @@ _ASKS_NUMBER = re.compile(
     r"\s*(how many|how much|what percentage|what number|сколько)", re.IGNORECASE
 )
 CITED = (
+    "kind",
     "document_id",
     "document_title",
     "source_path",
@@ -86,7 +87,8 @@ def cited_answer(
     """(answer, citations) from result records `units` (text units or content nodes, rank
     order): the sentences chosen as the module docstring says, in the order picked, and one
     citation per sentence (n, the sentence, its record's id, kind and provenance). ("", [])
-    when no sentence shares a term with the question."""
+    when no sentence scores above 0 (none shares a term with the question, or holds what it
+    asks for in a top unit)."""
     qs = index.settings.query
     latin = _latin(index)
     question, cands = _candidates(units[: qs.answer_units], query, latin)
@@ -98,7 +100,6 @@ def cited_answer(
             "n": n + 1,
             "sentence": text,
             "id": units[cands[i].unit]["id"],
-            "kind": units[cands[i].unit].get("kind"),
             **{k: units[cands[i].unit].get(k) for k in CITED},
         }
         for n, (i, text) in enumerate(picks)
@@ -192,7 +193,9 @@ def _pick(
     total = sum(idf.values()) or 1.0
     kind = np.array([_asks(question, c) for c in cands], dtype=np.float64)
     prior = KIND * kind - RANK * np.log1p([c.unit for c in cands])
+    sizes = [len(c.text.split()) for c in cands]
     picks: list[tuple[int, str]] = []
+    chosen: set[int] = set()
     covered: set[str] = set()
     bridges: set[str] = set()
     used_units: set[int] = set()
@@ -201,8 +204,7 @@ def _pick(
         left = qs.answer_words - words
         best, best_score = -1, -math.inf
         for i, c in enumerate(cands):
-            size = len(c.text.split())
-            if any(i == p for p, _ in picks) or (size > left and left < MIN_WINDOW):
+            if i in chosen or (sizes[i] > left and left < MIN_WINDOW):
                 continue
             cover = sum(idf[t] * (COVERED if t in covered else 1.0) for t in qterms & c.terms)
             score = prior[i] + cover / total + BRIDGE * bool(c.names & bridges)
@@ -212,8 +214,9 @@ def _pick(
         if best < 0 or (best_score <= 0 and not picks):
             break
         c = cands[best]
-        text = c.text if len(c.text.split()) <= left else _window(c.text, left, qterms, latin)
+        text = c.text if sizes[best] <= left else _window(c.text, left, qterms, latin)
         picks.append((best, text))
+        chosen.add(best)
         words += len(text.split())
         covered |= qterms & c.terms
         bridges |= c.names - question.names
