@@ -9,7 +9,7 @@ from assets.shards import SHARD_POLICY, run_shards, shard_partitions, specs
 from pipeline.chunking.documents import chunk_structured
 from pipeline.compat.columns import with_text_unit_ids
 from pipeline.failures import failures_frame
-from pipeline.storage import store
+from pipeline.storage import shard_files
 from pipeline.vectors.texts import embedding_text
 from resources import DocgraphConfig, EmbedderResource
 from resources.output import run_dir
@@ -39,18 +39,18 @@ def chunks_asset(n_shards: int):
 
         def chunk(key: str) -> dict[str, pl.DataFrame]:
             rows: list[dict] = []
-            docs = store.read_shard(folder, "documents", key)
+            docs = shard_files.read_shard(folder, "documents", key)
             df = chunk_structured(
                 docs,
-                store.read_shard(folder, "sections", key),
-                store.read_shard(folder, "content_nodes", key),
+                shard_files.read_shard(folder, "sections", key),
+                shard_files.read_shard(folder, "content_nodes", key),
                 settings,
                 emb,
                 rows,
             )
             # GraphRAG's documents.text_unit_ids is known only now: the shard's documents
             # file is written again with it (pipeline.compat.columns)
-            store.write_shard(folder, "documents", key, with_text_unit_ids(docs, df))
+            shard_files.write_shard(folder, "documents", key, with_text_unit_ids(docs, df))
             # chunk_embeddings runs late (its priority): the worker embeds meanwhile
             texts = embedding_text("text_units", df)
             queued["prefetched"] += embedder.prefetch(context, texts, "chunk_embeddings")

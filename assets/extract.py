@@ -1,17 +1,22 @@
 """Entity and relation extraction, shard by shard: each shard's chunks to raw mentions and
 relations (pipeline.extract; the LLM extractor in LLM mode), failures kept as rows."""
 
+from collections.abc import Iterator
+
 import polars as pl
 from dagster import AssetExecutionContext, multi_asset
 
 from assets.metadata import counts_table, llm_delta
 from assets.shards import SHARD_POLICY, run_shards, shard_partitions, specs
 from pipeline.extract import extract_resilient, get_extractor
-from pipeline.storage import store
+from pipeline.storage import shard_files, store
 from resources import DocgraphConfig, LlmResource
 from resources.llm import llm_mode
 from resources.output import run_dir
 
+# text units extracted and written at a time: a shard's mentions (~25 rows a unit) are never
+# all in memory, whatever the size of its documents; 8 of extract_resilient's batches
+PART_UNITS = 4096
 EXTRACTION_TABLES = {
     "extracted_entities": "Raw entity mentions per text unit.",
     "extracted_relationships": "Raw relations per text unit.",
@@ -41,26 +46,27 @@ def extraction_asset(n_shards: int):
 
         cache = client.cache if client is not None else None
 
-        def extract(key: str) -> dict[str, pl.DataFrame]:
+        def extract(key: str) -> Iterator[dict[str, pl.DataFrame]]:
             first = len(cache.used) if cache is not None else 0
-            ents, rels, failures = extract_resilient(
-                extractor, store.read_shard(folder, "chunks", key)
-            )
+            mentions = relations = 0
+            for units in shard_files.read_shard_parts(folder, "chunks", key, PART_UNITS):
+                ents, rels, failures = extract_resilient(extractor, units)
+                mentions, relations = mentions + ents.height, relations + rels.height
+                for row in failures.iter_rows(named=True):
+                    context.log.warning(
+                        f"extraction failed for unit {row['text_unit_id']}: {row['reason']}"
+                    )
+                    reasons[row["text_unit_id"]] = row["reason"]
+                for kind, count in ents.group_by("type").len().iter_rows():
+                    by_type[kind] = by_type.get(kind, 0) + count
+                yield {
+                    "extracted_entities": ents,
+                    "extracted_relationships": rels,
+                    "extraction_failures": failures,
+                }
             if cache is not None:  # kept by the cache sweep while this shard's rows are
                 store.record_cache_keys(folder, key, cache.used[first:])
-            context.log.info(f"shard {key}: {ents.height} mentions, {rels.height} relations")
-            for row in failures.iter_rows(named=True):
-                context.log.warning(
-                    f"extraction failed for unit {row['text_unit_id']}: {row['reason']}"
-                )
-                reasons[row["text_unit_id"]] = row["reason"]
-            for kind, count in ents.group_by("type").len().iter_rows():
-                by_type[kind] = by_type.get(kind, 0) + count
-            return {
-                "extracted_entities": ents,
-                "extracted_relationships": rels,
-                "extraction_failures": failures,
-            }
+            context.log.info(f"shard {key}: {mentions} mentions, {relations} relations")
 
         def metadata() -> dict:
             llm_meta = llm_delta(before, client.metadata()) if client is not None else {}

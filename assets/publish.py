@@ -14,7 +14,7 @@ from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataV
 from pipeline.ingest.stale import record_tail
 from pipeline.storage import lock, mirror, remote, store, validate
 from pipeline.storage.object_store import RemoteError
-from pipeline.vectors.embed import compact_cache, embedding_cache_dir
+from pipeline.vectors.embed_cache import compact_cache, embedding_cache_dir, sweep_unused
 from resources import DocgraphConfig, output_root_metadata
 from resources.output import run_dir
 
@@ -50,9 +50,12 @@ def published_index_asset(upstream: list):
             settings.output_dir, context.run.run_id, keep=settings.storage.keep_versions
         )
         # the LLM cache entries no kept version used (deleted documents' answers) can go: the
-        # tail refreshed the ones it used, each shard recorded the ones its rows came from
+        # tail refreshed the ones it used, each shard recorded the ones its rows came from;
+        # so can the vectors of text no kept version holds (every run looks up all it holds)
         swept = store.sweep_cache(settings.output_dir)
-        merged = compact_cache(embedding_cache_dir(settings.output_dir))  # no step embeds now
+        vectors = embedding_cache_dir(settings.output_dir)  # no step embeds now
+        unused = sweep_unused(vectors, store.kept_since(settings.output_dir))
+        merged = compact_cache(vectors)
         pushed: dict = {}
         if url is not None:  # upload the version, the caches, index.json last
             try:
@@ -70,6 +73,7 @@ def published_index_asset(upstream: list):
                 "previous": manifest["previous"] or "none",
                 "versions_deleted": ", ".join(pruned) or "none",
                 "llm_cache_entries_swept": swept,
+                "embedding_cache_vectors_swept": unused,
                 "embedding_cache_files_merged": merged,
                 "tables": MetadataValue.json(manifest["tables"]),
                 **({"store": url, **pushed} if url is not None else {}),

@@ -29,7 +29,7 @@ from dagster import (
 from assets.metadata import COLUMN_SCHEMA, PARQUET_KINDS, declared_schema, parquet_metadata
 from pipeline import memory
 from pipeline.ingest.shards import corpus_short_ids, shard_keys
-from pipeline.storage import store
+from pipeline.storage import shard_files
 from resources import output_root_entry
 
 # the single-run policy is what the shards need and is stable in use; Dagster marks it beta
@@ -77,11 +77,13 @@ def run_shards(
     context: AssetExecutionContext,
     folder: Path,
     tables: Iterable[str],
-    work: Callable[[str], dict[str, pl.DataFrame]],
+    work: Callable[[str], dict[str, pl.DataFrame] | Iterable[dict[str, pl.DataFrame]]],
     extra: Callable[[], dict[str, Any]] = dict,
 ) -> list[MaterializeResult]:
     """Run `work(shard)` for every shard of the run's range and write the frames it returns
-    as those shards' files of each table; one materialization per table, with the rows the
+    as those shards' files of each table (or, when it yields them part by part, each part
+    as it comes: a huge document's shard is never whole in memory; a part's short ids must
+    then be numbered over the shard by `work`); one materialization per table, with the rows the
     range holds now, per-shard timing, and the whole table's row count and preview
     (assets.metadata, from its files). Dagster stores it once per shard of the range (16
     copies in a full run), so the column schema is left to the definition (`specs`)."""
@@ -91,14 +93,18 @@ def run_shards(
     all_keys = context.assets_def.partitions_def.get_partition_keys()
     rows = dict.fromkeys(tables, 0)
     for key in keys:
-        frames = work(key)
-        for name in tables:  # short ids unique over the corpus, as the tail's tables'
-            store.write_shard(folder, name, key, corpus_short_ids(frames[name], key, len(all_keys)))
-            rows[name] += frames[name].height
-        del frames
-        memory.release()  # a shard's frames: memory stays that of one shard
+        parts = work(key)
+        with shard_files.shard_parts(folder, tables, key) as write:
+            for frames in [parts] if isinstance(parts, dict) else parts:
+                # short ids unique over the corpus, as the tail's tables'
+                write({n: corpus_short_ids(frames[n], key, len(all_keys)) for n in tables})
+                for name in tables:
+                    rows[name] += frames[name].height
+                del frames
+                memory.release()  # memory stays that of one part (of one shard)
+        del parts
     for name in tables:
-        for gone in store.retain_shards(folder, name, all_keys):
+        for gone in shard_files.retain_shards(folder, name, all_keys):
             context.log.info(f"{name}: removed shard {gone} (shard count changed)")
     elapsed = round(time.perf_counter() - started, 3)
     meta = extra()

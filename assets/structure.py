@@ -16,7 +16,7 @@ from assets.metadata import (
 from assets.shards import SHARD_POLICY, run_shards, shard_partitions, specs
 from pipeline import schemas
 from pipeline.failures import failures_frame
-from pipeline.storage import store
+from pipeline.storage import shard_files, store
 from pipeline.structure import build_structure
 from pipeline.structure.links import resolve_link_table
 from resources import DocgraphConfig
@@ -51,7 +51,7 @@ def structure_asset(n_shards: int):
 
         shards = ReadAhead(  # PDF pages of the next shards read by worker processes
             context.partition_keys,
-            lambda key: store.read_shard(folder, "documents", key),
+            lambda key: shard_files.read_shard(folder, "documents", key),
             settings.input_dir,
             settings.structure.pdf_structure == "layout",
             settings.structure.pdf_workers,

@@ -24,7 +24,7 @@ from assets.metadata import LANCE_KINDS, PARQUET_KINDS, frame_metadata, lance_me
 from assets.shards import SHARD_POLICY, shard_partitions
 from pipeline import schemas
 from pipeline.compat.lance_names import write_alias
-from pipeline.storage import store
+from pipeline.storage import shard_files, store
 from pipeline.vectors.lance import read_vectors
 from pipeline.vectors.same_topic import same_topic_edges as build_same_topic_edges
 from pipeline.vectors.static_titles import static_titles
@@ -99,7 +99,7 @@ def chunk_embeddings_asset(n_shards: int) -> AssetsDefinition:
         static_titles(emb, docgraph.settings().embedding)
         texts: list[str] = []
         for key in context.partition_keys:  # shards' texts together, EMBED_TEXTS at a time
-            texts += embedding_text("text_units", store.read_shard(folder, "chunks", key))
+            texts += embedding_text("text_units", shard_files.read_shard(folder, "chunks", key))
             if len(texts) >= EMBED_TEXTS:
                 emb.embed(texts)
                 texts = []

@@ -127,7 +127,7 @@ DOCUMENT_LINKS = pa.schema(
         ("source_id", _str),  # the content node (or section) holding the link
         ("href", _str),
         ("text", _str),
-        ("kind", _str),  # inline, reference, wikilink, object, autoref
+        ("kind", _str),  # inline, reference, wikilink, object, autoref, image
         ("type", _str),  # edge type when not REFERS_TO (REIFIES)
         ("line", _i64),
     ]

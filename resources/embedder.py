@@ -13,7 +13,8 @@ class EmbedderResource(ConfigurableResource):
     config: DocgraphConfig  # the run's `docgraph` resource (build_resources)
 
     def get(self):
-        from pipeline.vectors.embed import CachedEmbedder, embedding_cache_dir
+        from pipeline.vectors.embed import CachedEmbedder
+        from pipeline.vectors.embed_cache import embedding_cache_dir
         from pipeline.vectors.embed_onnx import index_embedder
         from pipeline.vectors.embed_worker import get_worker
 

@@ -24,7 +24,7 @@ from dagster._config.pythonic_config.io_manager import (
 from dagster._utils.cached_method import cached_method
 
 from pipeline import memory
-from pipeline.storage import remote, store
+from pipeline.storage import remote, shard_files, store
 from resources.config import DocgraphConfig, output_root_metadata
 from resources.output import run_dir
 
@@ -94,7 +94,7 @@ def _published(
     elif context.has_asset_partitions:
         keys = context.asset_partition_keys
         frame = pl.concat(
-            [store.read_shard(root, name, key) for key in keys], how="vertical_relaxed"
+            [shard_files.read_shard(root, name, key) for key in keys], how="vertical_relaxed"
         )
     else:
         return store.read_table(root, name, columns)

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
+import test_lock
 from conftest import write_llm_config
 from test_llm_query import refused_url
 
 from pipeline.cli.main import main
 from pipeline.cli.querying import cited_text
 from pipeline.query import GraphIndex
+
+procs = test_lock.procs  # the fixture: processes that hold the output lock
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
@@ -133,3 +136,21 @@ def test_an_unreachable_llm_is_an_error_unless_the_fallback_is_asked(
         assert result.citations and stdout == printed + "\n"
         assert err.startswith("docgraph: warning: LLM answer failed (")
         assert "extractive" in err and err.count("\n") == 1
+
+
+def test_index_wait_says_once_who_holds_the_lock(tmp_path, capsys, procs):
+    """`--wait` names the holder and says it waits (issue 45), instead of waiting mute."""
+    inp, out = tmp_path / "input", tmp_path / "output"
+    inp.mkdir()
+    (inp / "note.md").write_text("# Note\n\nRadium glows.\n")
+    holder = procs()
+    assert holder("acquire", str(out), "run-aaaa1111", 0) == "ok"
+    argv = ["index", "--input", str(inp), "--output", str(out)]
+    code, _, err = run_cli(capsys, *argv, "--wait", "1")
+    waiting, refused = err.splitlines()
+    assert code == 2 and err.count("waiting") == 1
+    assert waiting.startswith(f"docgraph: output folder {out} is being written by run run-aaaa")
+    assert f"pid {holder.pid} on " in waiting and waiting.endswith("waiting up to 1 s for it")
+    assert "(waited 1 s)" in refused
+    code, _, err = run_cli(capsys, *argv, "--wait", "0")  # no wait: the refusal alone
+    assert code == 2 and "waiting" not in err and f"pid {holder.pid}" in err

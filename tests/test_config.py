@@ -72,6 +72,10 @@ def test_an_unknown_yaml_key_names_it_and_the_nearest_valid_one(tmp_path, body, 
         ("DOCGRAPH_CHUNKNG__CHUNK_SIZE", "DOCGRAPH_CHUNKING__CHUNK_SIZE"),
         ("DOCGRAPH_OUTPUT_DIRS", "DOCGRAPH_OUTPUT_DIR"),
         ("DOCGRAPH_LLM_ENABLED", "DOCGRAPH_LLM__ENABLED"),
+        # the section first, then the field of that section (issue 45): SIZE is nearer to
+        # MIN_SIZE as a name, but CHUNK_SIZE is CHUNKING's size; TOKENS is no section
+        ("DOCGRAPH_CHUNKNG__SIZE", "DOCGRAPH_CHUNKING__CHUNK_SIZE"),
+        ("DOCGRAPH_REPOTRS__TOKENS", "DOCGRAPH_REPORTS__MAX_REPORT_TOKENS"),
     ],
 )
 def test_a_misspelled_environment_variable_is_an_error(var, nearest):

@@ -164,7 +164,7 @@ def test_a_notebook_loads_asset_values_from_the_published_version(sample_run):
     from polars.testing import assert_frame_equal
 
     from definitions import make_definitions
-    from pipeline.storage import lock, store
+    from pipeline.storage import lock, shard_files, store
 
     inp, out = sample_run
     before = sorted(p.relative_to(out) for p in out.rglob("*"))
@@ -179,7 +179,7 @@ def test_a_notebook_loads_asset_values_from_the_published_version(sample_run):
     key = next(p.stem for p in sorted((version / "chunks").glob("*.parquet")))
     shard = loaded.load_asset_value("chunks", partition_key=key)
     assert 0 < shard.height < chunks.height
-    assert_frame_equal(shard, store.read_shard(version, "chunks", key))
+    assert_frame_equal(shard, shard_files.read_shard(version, "chunks", key))
     vectors = loaded.load_asset_value("text_units_vectors")
     assert sorted(vectors["id"]) == sorted(store.read_table(out, "text_units")["id"])
     assert vectors["vector"].dtype.size == 384  # all-MiniLM-L6-v2's width

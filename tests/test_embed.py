@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import time
 
 import lancedb
 import numpy as np
@@ -15,11 +16,12 @@ from pipeline.storage import store
 from pipeline.vectors.embed import (
     CachedEmbedder,
     Embedder,
-    compact_cache,
+    cache_key,
     get_embedder,
     resolve_model,
     token_batches,
 )
+from pipeline.vectors.embed_cache import USED_DIR, compact_cache, sweep_unused
 from pipeline.vectors.lance import (
     build_vector_table,
     build_vector_tables,
@@ -174,6 +176,28 @@ def test_compaction_bounds_the_cache_files_and_keeps_every_vector(tmp_path):
     again = CachedEmbedder(fake, tmp_path)
     np.testing.assert_array_equal(again.embed(texts), before)
     assert len(fake.calls) == 70 and again.hits == 70  # every vector still there
+
+
+def test_the_sweep_keeps_the_vectors_used_since_and_nothing_else(tmp_path):
+    fake = FakeEmbedder()
+    CachedEmbedder(fake, tmp_path).embed(["old", "kept", "other"])  # a run no longer kept
+    CachedEmbedder(FakeEmbedder(model_id="gone"), tmp_path).embed(["kept"])  # another model
+    time.sleep(0.05)
+    since = time.time()
+    time.sleep(0.05)
+    later = CachedEmbedder(fake, tmp_path)
+    later.embed(["kept", "new"])  # a kept version's run: one hit, one new vector
+    assert sweep_unused(tmp_path, None) == 0  # a kept version's start unknown: nothing goes
+    assert sweep_unused(tmp_path, since) == 3  # "old", "other", the other model's "kept"
+    held = pl.read_parquet(list(later.model_dir.glob("*.parquet")))["key"]
+    assert set(held) == {cache_key(fake.model_id, t) for t in ("kept", "new")}
+    assert len(list((later.model_dir / USED_DIR).iterdir())) == 1  # older records went too
+    gone = CachedEmbedder(FakeEmbedder(model_id="gone"), tmp_path).model_dir
+    assert not list(gone.glob("*.parquet")) and not list((gone / USED_DIR).iterdir())
+    assert sweep_unused(tmp_path, since) == 0
+    again = CachedEmbedder(fake, tmp_path)
+    again.embed(["kept", "new"])
+    assert (again.hits, again.misses) == (2, 0)
 
 
 def test_titles_embedded_by_type_and_the_units_they_are_in():

@@ -491,7 +491,7 @@ def test_adding_a_small_document_costs_few_llm_calls(tmp_path, monkeypatch, name
     monkeypatch.setenv("OPENAI_API_KEY", "fake-key")
     inp, out = tmp_path / "input", tmp_path / "out"
     write_sample_corpus(inp)
-    with FakeLlm() as server:
+    with FakeLlm(answers="verbose") as server:  # the whole offline graph: communities to report
         config = _config(tmp_path, server)
         assert run_index(config_path=config, input_dir=str(inp), output_dir=str(out)).success
         assert server.by_stage.get("report", 0) > 0

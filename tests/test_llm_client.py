@@ -189,6 +189,21 @@ def test_reask_recovers(tmp_path):
         assert isinstance(obj, Extraction) and [e.name for e in obj.entities] == ["Bo", "Li"]
 
 
+def test_a_recovered_answer_is_cached_for_its_first_prompt(tmp_path):
+    """A malformed answer that no repair fixes (`repairable=0`: cut in half) is recovered by
+    the re-ask; a re-run with the same inputs then makes no call at all (issue 45)."""
+    msgs = user("Bo Li met Ann.", True)
+    with FakeLlm(repairable=0.0) as srv:
+        srv.queue_faults("malformed", None)  # the first answer broken, the re-ask's fine
+        first = client(srv, tmp_path)
+        [obj] = first.run_many([first.chat_json(msgs, Extraction, stage="j")])
+        assert srv.requests == 2 and srv.by_fault["malformed"] == 1
+        again = client(srv, tmp_path)
+        [same] = again.run_many([again.chat_json(msgs, Extraction, stage="j")])
+        assert srv.requests == 2 and again.counters["j"].cache_hits == 1
+    assert isinstance(obj, Extraction) and same == obj
+
+
 def test_faults_at_20_percent_never_raise(tmp_path):
     with FakeLlm(fault_rate=0.2, seed=7, stall_s=1.0) as srv:
         llm = LlmClient(

@@ -4,7 +4,9 @@ line-based parser got wrong, plus the mkdocs containers it kept."""
 
 from __future__ import annotations
 
+import base64
 import json
+import random
 import time
 
 import polars as pl
@@ -251,3 +253,89 @@ def test_front_matter_left_in_the_text_is_no_content():
     assert [s["title"] for s in doc.sections[1:]] == ["Real title"]
     assert [n["text"] for n in doc.nodes] == ["Real title", "Body."]
     assert _meta(doc.sections[1])["line_start"] == 5
+
+
+# Issue 45, 4: images read as their words, their addresses are links, data URIs are nowhere.
+PAYLOAD = base64.b64encode(random.Random(45).randbytes(600_000)).decode()  # 800 KB of base64
+IMAGES = f"""# Lab
+
+The lab in 1920.
+
+![A photo of the lab](data:image/png;base64,{PAYLOAD} "Cavendish, 1920")
+
+![Logo](https://example.com/logo.png) and a [badge ![CI](https://ci.example.com/b.svg)](ci.md)
+
+![By reference][plan] <img src="data:image/gif;base64,{PAYLOAD[:500]}" alt="An inline one">
+
+<img src="figures/floor.png" alt="The floor plan" title="Ground floor">
+
+| Room | View |
+|------|------|
+| Lab  | ![A cell photo](data:image/png;base64,{PAYLOAD[:500]}){{.wide}} |
+
+[Download](data:application/pdf;base64,{PAYLOAD[:500]})
+
+[plan]: data:image/png;base64,{PAYLOAD[:500]}
+"""
+
+
+def test_images_read_as_their_alt_text_and_their_addresses_are_links():
+    doc = _parse(IMAGES)
+    text = "\n".join(n["text"] for n in doc.nodes)
+    assert "base64" not in text and PAYLOAD[:40] not in text
+    for words in (
+        "A photo of the lab (Cavendish, 1920)",
+        "Logo and a [badge CI](ci.md)",
+        "By reference An inline one",
+        "The floor plan (Ground floor)",
+        "| Lab  | A cell photo |",
+        "[Download]([data])",
+    ):
+        assert words in text, words
+    assert [(link["href"], link["kind"], link["text"]) for link in doc.links] == [
+        ("https://example.com/logo.png", "image", "Logo"),
+        ("https://ci.example.com/b.svg", "image", "CI"),
+        ("ci.md", "inline", "badge"),
+        ("figures/floor.png", "image", "The floor plan"),
+    ]
+
+
+def test_a_data_uri_image_indexes_to_a_few_units_of_its_alt_text(tmp_path):
+    """The real index job: an 800 KB data URI image was 2,000 units of base64 (and as many
+    entities); now the page is a unit or two holding its alt text, the image address a link,
+    and a data URI in a plain-text file reads as `[image]`."""
+    from assets.run import run_index
+    from pipeline.storage import store
+
+    inp, out = tmp_path / "input", tmp_path / "output"
+    inp.mkdir()
+    (inp / "lab.md").write_text(IMAGES, encoding="utf-8")
+    (inp / "notes.txt").write_text(
+        f"Notes on the lab.\n\nIts photo: data:image/png;base64,{PAYLOAD[:100_000]}\n", "utf-8"
+    )
+    assert run_index(input_dir=str(inp), output_dir=str(out), log_level="ERROR").success
+    units = store.read_table(out, "text_units")["text"].to_list()
+    assert len(units) <= 4, len(units)
+    assert any("A photo of the lab (Cavendish, 1920)" in u for u in units)
+    assert any("Its photo: [image]" in u for u in units)
+    entities = store.read_table(out, "entities").select("title", "description")
+    stored = "\n".join([*units, *entities.to_series(0), *entities.to_series(1)])
+    assert "base64" not in stored and PAYLOAD[:40] not in stored
+    links = store.read_table(out, "document_links")
+    assert ("https://example.com/logo.png", "image") in links.select("href", "kind").rows()
+    assert not links["href"].str.starts_with("data:").any()
+
+
+def test_the_plain_chunker_reads_a_data_uri_as_a_placeholder(tmp_path):
+    """chunking.method: simple (and the fallback of a document whose structure failed) cuts
+    the document's text itself: its data URIs too read as `[image]` there."""
+    from pipeline.chunking.documents import chunk_structured
+    from pipeline.config import ChunkingSettings
+
+    (tmp_path / "lab.md").write_text(IMAGES, encoding="utf-8")
+    docs, _ = load_folder(tmp_path)
+    sections, nodes, _, _ = build_structure(docs, tmp_path)
+    units = chunk_structured(docs, sections, nodes, ChunkingSettings(method="simple"))
+    text = "\n".join(units["text"])
+    assert units.height <= 2 and "![A photo of the lab]([image]" in text
+    assert "base64" not in text

@@ -246,6 +246,64 @@ def test_llm_mode_a_deleted_document_leaves_no_text_in_the_caches(corpus, tmp_pa
     assert "Farnsworth-Pike" not in text and MARKER not in text
 
 
+# Every vector of these settings is the model's vector of one row's text (no title vectors, no
+# derived node vectors), so what the cache must hold can be told from the tables alone.
+TEXT_VECTORS = "embedding:\n  node_vectors: text\n  entity_vectors: text\n"
+EMBEDDED_TABLES = ("text_units", "content_nodes", "entities")
+
+
+def _cached_keys(out: Path) -> set[str]:
+    """The keys of the vectors in the embedding cache, read from its files (one model)."""
+    from pipeline.config import PACKAGED_MODEL
+    from pipeline.ids import sha256_hex
+    from pipeline.vectors.embed import resolve_model
+    from pipeline.vectors.embed_cache import embedding_cache_dir
+
+    folders = list(embedding_cache_dir(out).iterdir())
+    assert [p.name for p in folders] == [sha256_hex(resolve_model(PACKAGED_MODEL).encode())[:16]]
+    return set(pl.read_parquet(list(folders[0].glob("*.parquet")))["key"])
+
+
+def _kept_keys(out: Path) -> set[str]:
+    """The cache keys of the texts the kept versions' rows were embedded from."""
+    from pipeline.config import PACKAGED_MODEL
+    from pipeline.vectors.embed import cache_key, resolve_model
+    from pipeline.vectors.texts import embedding_text
+
+    model = resolve_model(PACKAGED_MODEL)
+    keys = set()
+    for version in store.versions(out):
+        folder = out / store.VERSIONS_DIR / version
+        for name in EMBEDDED_TABLES:
+            texts = embedding_text(name, store.read_table(folder, name))
+            keys |= {cache_key(model, text) for text in texts}
+    return keys
+
+
+def test_the_embedding_cache_keeps_only_the_vectors_of_kept_versions(corpus, tmp_path):
+    """Issue 45, 6: vectors of deleted and edited text leave the cache once no kept version
+    (storage.keep_versions: 2) holds that text; those of kept versions stay."""
+    inp, out = corpus
+    config = tmp_path / "vectors.yaml"
+    config.write_text(TEXT_VECTORS, encoding="utf-8")
+
+    def index() -> None:
+        assert run_index(config_path=str(config), input_dir=str(inp), output_dir=str(out)).success
+
+    index()
+    first = _kept_keys(out)
+    assert _cached_keys(out) == first
+    edited = inp / "niels_bohr.md"
+    edited.write_text(edited.read_text(encoding="utf-8").replace("Copenhagen", "Kobenhavn"))
+    (inp / "nobel_prize.md").unlink()
+    index()
+    assert _cached_keys(out) == _kept_keys(out)  # the first version is kept: its vectors too
+    index()  # the first version goes, and with it the vectors of the old and deleted text
+    kept = _kept_keys(out)
+    assert first - kept, "the edit and the deletion left text behind"
+    assert _cached_keys(out) == kept
+
+
 def test_a_killed_cli_run_is_marked_failed_and_its_leftovers_removed(indexed_sample, tmp_path):
     inp, out = indexed_sample
     home = tmp_path / "dagster_home"

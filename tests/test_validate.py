@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline.storage import store, validate
+from pipeline.storage import shard_files, store, validate
 from pipeline.structure.model import DocStructure
 
 
@@ -78,7 +78,7 @@ def test_short_ids_must_be_unique_over_every_shard(tmp_path):
     assert validate.integrity_problems(tmp_path, "documents") == []
     docs = store.read_table(tmp_path, "documents")
     for shard, row in (("000", docs[:1]), ("001", docs[1:])):
-        store.write_shard(tmp_path, "documents", shard, row.with_columns(human_readable_id=0))
+        shard_files.write_shard(tmp_path, "documents", shard, row.with_columns(human_readable_id=0))
     assert validate.integrity_problems(tmp_path, "documents") == [
         "1 duplicate human_readable_id values"
     ]

@@ -9,7 +9,7 @@ choose among them. Structured texts (content nodes joined by blank lines) are se
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from pipeline.sentences import sentence_ends
@@ -66,6 +66,14 @@ class _Segments:
             self.levels[-1] = PIECE
             self._glued = True
 
+    def flush(self, last: bool = False) -> Iterator[tuple[int, int, float]]:
+        """The segments whose level is final (all but the last, which a later boundary or
+        heading may still change; that one too when `last`), dropped from here."""
+        keep = 0 if last else min(1, len(self.starts))
+        done = len(self.starts) - keep
+        yield from zip(self.starts[:done], self.ends[:done], self.levels[:done], strict=True)
+        del self.starts[:done], self.ends[:done], self.levels[:done]
+
     def add_prose(self, text: str, start: int, end: int) -> None:
         block = text[start:end]
         cut = 0
@@ -78,6 +86,23 @@ class _Segments:
 
 def segment(text: str) -> tuple[list[int], list[int], list[float]]:
     """(starts, ends, levels) of the sentences of `text`; levels[i] grades the cut after i."""
+    starts: list[int] = []
+    ends: list[int] = []
+    levels: list[float] = []
+    for a, b, level in iter_segments(text):
+        starts.append(a)
+        ends.append(b)
+        levels.append(level)
+    return starts, ends, levels
+
+
+# Segments held before they are handed on: a long text is segmented in bounded memory.
+_FLUSH_SEGMENTS = 1024
+
+
+def iter_segments(text: str) -> Iterator[tuple[int, int, float]]:
+    """`segment` as a stream of (start, end, level): a huge text without structure never
+    holds all its sentences at once."""
     seg = _Segments()
     pos = 0
     for m in _BLOCKS.finditer(text):
@@ -97,9 +122,11 @@ def segment(text: str) -> tuple[list[int], list[int], list[float]]:
         else:
             seg.boundary(PARAGRAPH)
         pos = m.end()
+        if len(seg.starts) > _FLUSH_SEGMENTS:
+            yield from seg.flush()
     if pos < len(text):
         seg.add_prose(text, pos, len(text))
-    return seg.starts, seg.ends, seg.levels
+    yield from seg.flush(last=True)
 
 
 @dataclass(frozen=True)
@@ -114,27 +141,32 @@ class Span:
     kind: str = "text"
 
 
-def segment_spans(text: str, spans: Sequence[Span]) -> tuple[list[int], list[int], list[float]]:
-    """`segment` of each span on its own (offsets into `text`); boundaries between spans are
-    at least paragraph boundaries, before a heading span a heading boundary."""
-    starts: list[int] = []
-    ends: list[int] = []
-    levels: list[float] = []
-    for sp in spans:
-        if not text[sp.start : sp.end].strip():
+def iter_segment_pieces(
+    pieces: Iterable[tuple[int, str, str]],
+) -> Iterator[tuple[int, int, float, bool]]:
+    """`segment` of each piece (offset, text, kind) on its own, as a stream: (start, end,
+    level, atomic) with offsets into the text the pieces are parts of, each once its level
+    is final (once the next piece is seen). Boundaries between pieces are at least paragraph
+    boundaries, before a heading piece a heading boundary; an atomic or heading piece is one
+    segment."""
+    held: tuple[int, int, float, bool] | None = None
+    for offset, piece, kind in pieces:
+        if not piece.strip():
             continue
-        if levels:
-            before = HEADING if sp.kind == "heading" else PARAGRAPH
-            levels[-1] = max(levels[-1], before) if levels[-1] != PIECE else PIECE
-        if sp.kind in ("atomic", "heading"):
-            piece = text[sp.start : sp.end]
-            a = sp.start + len(piece) - len(piece.lstrip())
-            starts.append(a)
-            ends.append(a + len(piece.strip()))
-            levels.append(PIECE if sp.kind == "heading" else PARAGRAPH)
+        if held is not None:
+            level = held[2]
+            if level != PIECE:
+                level = max(level, HEADING if kind == "heading" else PARAGRAPH)
+            yield held[0], held[1], level, held[3]
+            held = None
+        if kind in ("atomic", "heading"):
+            a = offset + len(piece) - len(piece.lstrip())
+            level = PIECE if kind == "heading" else PARAGRAPH
+            held = (a, a + len(piece.strip()), level, kind == "atomic")
             continue
-        s, e, lv = segment(text[sp.start : sp.end])
-        starts += [x + sp.start for x in s]
-        ends += [x + sp.start for x in e]
-        levels += lv
-    return starts, ends, levels
+        for a, b, level in iter_segments(piece):
+            if held is not None:
+                yield held
+            held = (a + offset, b + offset, level, False)
+    if held is not None:
+        yield held

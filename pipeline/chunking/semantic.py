@@ -11,7 +11,8 @@ import numpy as np
 
 from pipeline.chunking.segments import HEADING, Span
 from pipeline.chunking.simple import SimpleChunker
-from pipeline.chunking.smart import Node, SmartChunker, Tree
+from pipeline.chunking.smart import Node, Nodes, SmartChunker, Tree, as_nodes
+from pipeline.chunking.sources import Text
 from pipeline.config import ChunkingSettings
 
 
@@ -30,6 +31,7 @@ class SemanticChunker(SimpleChunker):
     """
 
     fast_path = False
+    windowed = False  # a boundary's score is a percentile over the whole text: one window
     CANDIDATE = 4.0
 
     def __init__(self, settings: ChunkingSettings, vectors: dict[str, np.ndarray] | None = None):
@@ -42,7 +44,7 @@ class SemanticChunker(SimpleChunker):
         starts, ends, _, _ = self._sentences(text, spans)
         return [text[a:b] for a, b in zip(starts, ends, strict=True)]
 
-    def similarities(self, text: str, starts: list[int], ends: list[int]) -> np.ndarray:
+    def similarities(self, text: Text, starts: list[int], ends: list[int]) -> np.ndarray:
         """Cosine across each boundary i (after sentence i) of the windows around it."""
         n = len(starts)
         if n < 2:
@@ -58,7 +60,7 @@ class SemanticChunker(SimpleChunker):
         sims = np.where(den > 0, num / np.where(den > 0, den, 1.0), 1.0)
         return np.append(sims, 1.0).astype(np.float64)  # the text's end: not a cut
 
-    def _scores(self, text: str, starts: list[int], ends: list[int], levels: list[float]):
+    def _scores(self, text: Text, starts: list[int], ends: list[int], levels: list[float]):
         sims = self.similarities(text, starts, ends)
         lv = np.asarray(levels, dtype=np.float64)
         inner = sims[:-1]
@@ -68,8 +70,9 @@ class SemanticChunker(SimpleChunker):
         scores = np.where(cand, self.CANDIDATE, 0.0) + 0.25 * np.maximum(lv, -2.0) + (1 - sims) / 2
         return scores.tolist()
 
-    def _anchors(self, cum: list[int], scores: list[float]) -> list[int]:
-        return [i for i in super()._anchors(cum, scores) if scores[i] >= self.CANDIDATE - 0.5]
+    def _anchors(self, cum: list[int], scores: list[float], first: int, stop: int) -> list[int]:
+        anchors = super()._anchors(cum, scores, first, stop)
+        return [i for i in anchors if scores[i] >= self.CANDIDATE - 0.5]
 
 
 class SemanticSmart(SmartChunker):
@@ -83,12 +86,14 @@ class SemanticSmart(SmartChunker):
     def _make(self, settings: ChunkingSettings) -> SimpleChunker:
         return SemanticChunker(settings, self.vectors)
 
-    def prepare(self, docs: list[tuple[Tree, list[Node]]]) -> None:
+    def prepare(self, docs: list[tuple[Tree, list[Node] | Nodes]]) -> None:
         """Embed every sentence of every group once, in one batched call."""
         todo: dict[str, None] = {}
-        for tree, nodes in docs:
+        for tree, doc_nodes in docs:
+            nodes = as_nodes(doc_nodes)
             for group in self.groups(tree, nodes):
-                text, spans, gnodes = self.group_text(group)
+                read = nodes.read(group[0].start, group[-1].stop)
+                text, spans, gnodes = self.group_text(list(read))
                 if not gnodes:
                     continue
                 longest = max(self._prefix_tokens(tree, b.section_id) for b in group)

@@ -22,25 +22,57 @@ How:
 4. Each chunk after the first starts with the previous chunk's trailing whole sentences
    totalling <= `overlap` tokens (not across a heading).
 A sentence longer than the budget is split at whitespace near token limits as a fallback.
+
+Memory: whether a boundary is an anchor depends only on the boundaries within `min_size`
+tokens of it, and the spans between anchors are cut on their own, so a text is cut a window of
+sentences at a time (WINDOW_SENTENCES): cuts are made up to the last anchor that the window
+decides, and only the sentences a later decision can reach (`min_size` tokens back, and the
+overlap) are kept. The cuts are the same as over the whole text at once; a huge document is
+chunked in memory bounded by the window, not by its length.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
-from bisect import bisect_right
-from collections.abc import Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import chain, islice
+from typing import Any
 
-from pipeline.chunking.segments import HEADING, PIECE, SENTENCE, Span, segment, segment_spans
+from pipeline.chunking.segments import HEADING, PIECE, SENTENCE, Span
+from pipeline.chunking.sources import (
+    PIECE_SEPARATOR,
+    Piece,
+    PieceSource,
+    Segment,
+    Source,
+    Text,
+    TextSource,
+    Window,
+    page_breaks,
+    pages,
+    placed,
+)
 from pipeline.config import ChunkingSettings
 from pipeline.tokens import count_tokens, count_tokens_batch, token_starts
 
-PAGE_BREAK = "\f"
 # An atomic span (a table, code) is never split unless longer than this many chunks (a 1 MB
 # listing): then it is cut at line ends like an over-long sentence, so no unit is unbounded.
 ATOMIC_MAX_UNITS = 16
+# Sentences read per round of cut selection: what a window holds beyond the few sentences a
+# later decision can still reach. 4,096 sentences are ~100k tokens (~400 KB of text): rounds
+# cost little next to their sentences' token counts, and memory stays a few MB per document.
+WINDOW_SENTENCES = 4096
+# A run without an anchor longer than this many chunks is cut at its best boundary of its
+# second half, so the window stays bounded. Only a text repeating one sentence (equal scores:
+# no local maximum) has such a run: anchors are local maxima of hashed scores, at most a few
+# `min_size` windows apart in any other text, so ordinary texts never reach this.
+FORCED_CUT_CHUNKS = 64
+# The longest o200k_base token, in bytes (so in characters): a text of more than
+# chunk_size * 128 characters has more than chunk_size tokens without counting them
+# (max of the byte lengths in the wheel's rank file; tests/test_chunk_windows.py checks it).
+MAX_TOKEN_CHARS = 128
 
 
 @dataclass(frozen=True)
@@ -52,13 +84,24 @@ class Chunk:
     end: int
 
 
+@dataclass
+class _Cuts:
+    """Where cutting a text stands: the last cut (after sentence `last`), the first body
+    sentence of the last chunk (overlap never reaches before it), and the first boundary
+    whose anchor status is not decided yet; all indices of the whole text's sentences."""
+
+    last: int = -1
+    prev: int = 0
+    decided: int = 0
+
+
 def _stable_hash(text: str) -> int:
     """64-bit hash of the whitespace-normalised text, the same on every run and machine."""
     key = " ".join(text.split()).encode("utf-8")
     return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big")
 
 
-def _split_long(text: str, start: int, end: int, limit: int) -> list[tuple[int, int]]:
+def _split_long(text: Text, start: int, end: int, limit: int) -> list[tuple[int, int]]:
     """Spans of at most `limit` tokens covering text[start:end]: cut at the last newline or
     space before each token limit, else at the token boundary itself."""
     piece = text[start:end]
@@ -86,20 +129,21 @@ def _split_long(text: str, start: int, end: int, limit: int) -> list[tuple[int, 
     return [(a, b) for a, b in trimmed if b > a]
 
 
-def _atomic_starts(text: str, spans: Sequence[Span] | None) -> set[int]:
-    """Char offsets where an atomic span's (trimmed) text starts: those segments never split."""
-    out = set()
-    for sp in spans or ():
-        if sp.kind == "atomic":
-            piece = text[sp.start : sp.end]
-            out.add(sp.start + len(piece) - len(piece.lstrip()))
-    return out
+def _stripped(text: str) -> tuple[int, int]:
+    """text.strip()'s bounds in `text`, without copying a huge text to find them."""
+    a, b = 0, len(text)
+    while a < b and text[a].isspace():
+        a += 1
+    while b > a and text[b - 1].isspace():
+        b -= 1
+    return a, b
 
 
 class SimpleChunker:
     """Sentence-aligned chunks of at most `chunk_size` tokens with content-anchored cuts."""
 
     fast_path = True  # a text that fits is one chunk without segmentation
+    windowed = True  # cuts are decided a window at a time (scores local to a sentence)
 
     def __init__(self, settings: ChunkingSettings):
         if settings.chunk_size <= 0:
@@ -113,36 +157,36 @@ class SimpleChunker:
     def _sentences(
         self, text: str, spans: Sequence[Span] | None = None
     ) -> tuple[list[int], list[int], list[float], list[int]]:
-        starts, ends, levels = segment(text) if spans is None else segment_spans(text, spans)
-        keep = _atomic_starts(text, spans)
+        """(starts, ends, levels, tokens) of all the sentences of `text`, as cut selection
+        sees them (over-long sentences split)."""
+        source = TextSource(text, spans)
+        win = Window()
+        for batch in _batches(source.segments()):
+            self._measure(text, batch, win)
+        return win.starts, win.ends, win.levels, win.toks
+
+    def _measure(self, text: Text, batch: list[Segment], win: Window) -> None:
+        """Add sentences to the window with their tokens, over-long ones split in pieces."""
         # Tokens of each sentence with the whitespace before it: the sum over a run of sentences
         # is (within a token or two, from above) the count of the joined text.
-        pieces = [text[(ends[i - 1] if i else starts[0]) : ends[i]] for i in range(len(starts))]
-        toks = count_tokens_batch(pieces)
-        if max(toks, default=0) <= self.size - self.overlap:
-            return starts, ends, levels, toks
-        s2: list[int] = []
-        e2: list[int] = []
-        l2: list[float] = []
-        t2: list[int] = []
-        for i, n in enumerate(toks):
-            whole = starts[i] in keep and n <= self.size * ATOMIC_MAX_UNITS  # a table stays whole
-            if n <= self.size - self.overlap or whole:
-                s2.append(starts[i])
-                e2.append(ends[i])
-                l2.append(levels[i])
-                t2.append(n)
+        pieces = []
+        prev = win.raw_end
+        for a, b, _, _ in batch:
+            pieces.append(text[a if prev is None else prev : b])
+            prev = b
+        win.raw_end = prev
+        limit = self.size - self.overlap
+        for (a, b, level, atomic), n in zip(batch, count_tokens_batch(pieces), strict=True):
+            if n <= limit or (atomic and n <= self.size * ATOMIC_MAX_UNITS):  # a table stays whole
+                win.add(a, b, level, n)
                 continue
-            parts = _split_long(text, starts[i], ends[i], self.size - self.overlap)
-            for j, (a, b) in enumerate(parts):
-                s2.append(a)
-                e2.append(b)
-                l2.append(levels[i] if j == len(parts) - 1 else PIECE)
-            t2.extend(count_tokens_batch([text[a:b] for a, b in parts]))
-        return s2, e2, l2, t2
+            parts = _split_long(text, a, b, limit)
+            counts = count_tokens_batch([text[x:y] for x, y in parts])
+            for j, ((x, y), m) in enumerate(zip(parts, counts, strict=True)):
+                win.add(x, y, level if j == len(parts) - 1 else PIECE, m)
 
     # -- cut selection -------------------------------------------------------------------------
-    def _scores(self, text: str, starts: list[int], ends: list[int], levels: list[float]):
+    def _scores(self, text: Text, starts: list[int], ends: list[int], levels: list[float]):
         scores = []
         for a, b, lvl in zip(starts, ends, levels, strict=True):
             h = _stable_hash(text[a:b])
@@ -151,15 +195,18 @@ class SimpleChunker:
             scores.append(lvl + (h >> 11) / 2.0**53)  # high bits: a rank in [0, 1)
         return scores
 
-    def _anchors(self, cum: list[int], scores: list[float]) -> list[int]:
-        """Indices i whose boundary (after sentence i) is a local score maximum within
-        `window` tokens; the text's start and end count as unbeatable anchors."""
+    def _anchors(self, cum: list[int], scores: list[float], first: int, stop: int) -> list[int]:
+        """Indices i in first..stop-1 whose boundary (after sentence i) is a local score maximum
+        within `window` tokens; the text's start and end count as unbeatable anchors. cum[-1]
+        is the text's total only in its last window: a boundary the caller asks about here
+        has every boundary within `window` tokens of it in the window, and the window's end
+        more than `window` tokens after it."""
         n = len(scores)
         w = self.window
         total = cum[-1]
         out = []
         lo = 0
-        for i in range(n - 1):
+        for i in range(first, stop):
             p = cum[i + 1]  # token position of the boundary after sentence i
             if p < w or total - p < w:
                 continue
@@ -210,52 +257,130 @@ class SimpleChunker:
             stack += [(i + 1, b), (a, i + 1)]
         return out
 
+    # -- chunking ------------------------------------------------------------------------------
     def chunk(self, text: str, spans: Sequence[Span] | None = None) -> list[Chunk]:
         """Chunks of `text`. `spans`, when given, are the text's pieces (content nodes joined
         by blank lines), each segmented on its own; an atomic piece (a table, code) is one
         segment that is not split up to ATOMIC_MAX_UNITS x `chunk_size` tokens, so its chunk
         may exceed `chunk_size`."""
-        if not text.strip():
+        return list(self.iter_chunks(text, spans))
+
+    def iter_chunks(self, text: str, spans: Sequence[Span] | None = None) -> Iterator[Chunk]:
+        """`chunk`, one chunk at a time: a huge text's chunks are not all held at once."""
+        a, b = _stripped(text)
+        if a == b:
+            return
+        if self.fast_path and b - a <= self.size * MAX_TOKEN_CHARS:
+            whole = count_tokens(text[a:b])
+            if whole <= self.size:  # the common short case: one chunk
+                yield Chunk(text[a:b], whole, pages(page_breaks(text), a, b), a, b)
+                return
+        yield from self._cut(TextSource(text, spans))
+
+    def chunk_pieces(
+        self, pieces: Iterable[Piece], on_piece: Callable[[Span, Any], None]
+    ) -> Iterator[Chunk]:
+        """Chunks of the text that `pieces` (text, Span kind, payload) make joined by blank
+        lines, as `chunk(text, spans)` gives them, reading the pieces as cutting needs them:
+        a huge group of content nodes is never joined into one string. `on_piece(span,
+        payload)` is called for each non-empty piece before any chunk that covers it."""
+        head: list[Piece] = []
+        chars = 0  # at most the stripped joined text's length
+        rest = iter(pieces)
+        for piece in rest:
+            head.append(piece)
+            chars += len(piece[0].strip())
+            if chars > self.size * MAX_TOKEN_CHARS:  # more than chunk_size tokens: no fast path
+                yield from self._cut(PieceSource(chain(head, rest), on_piece))
+                return
+        spans = []
+        for span, _, payload in placed(head):
+            on_piece(span, payload)
+            spans.append(span)
+        yield from self.iter_chunks(PIECE_SEPARATOR.join(p[0] for p in head if p[0]), spans)
+
+    def _cut(self, source: Source) -> Iterator[Chunk]:
+        """Chunks of the source's text, decided a window of sentences at a time."""
+        win = Window()
+        cuts = _Cuts()
+        for batch in _batches(source.segments()):
+            self._measure(source.text, batch, win)
+            if self.windowed:
+                yield from self._advance(source, win, cuts, final=False)
+        yield from self._advance(source, win, cuts, final=True)
+
+    def _advance(self, source: Source, win: Window, cuts: _Cuts, final: bool) -> Iterator[Chunk]:
+        """Chunks up to the last anchor the window decides (to the text's end when `final`),
+        then forget the sentences no later decision reaches."""
+        m = len(win)
+        if not m:
+            return
+        g = win.first
+        k = len(win.scores)
+        win.scores += self._scores(source.text, win.starts[k:], win.ends[k:], win.levels[k:])
+        d = cuts.decided - g
+        stop = m - 1 if final else self._decidable(win, d)
+        bounds = self._anchors(win.cum, win.scores, d, stop)
+        if final:
+            bounds.append(m - 1)
+        elif not bounds:
+            bounds = self._forced(win, cuts.last - g, stop)
+        for y in bounds:
+            yield from self._emit(source, win, cuts, cuts.last - g + 1, y + 1)
+            cuts.last = y + g
+        cuts.decided = stop + g
+        if not final:
+            self._forget(source, win, cuts, stop)
+
+    def _decidable(self, win: Window, d: int) -> int:
+        """End of the boundaries from d on whose anchor test the window can make (before the
+        text's last window): those with every boundary within `window` tokens after them
+        read, the last one read being more than `window` tokens on."""
+        return max(d, bisect_left(win.cum, win.cum[-1] - self.window, d + 1) - 1)
+
+    def _forced(self, win: Window, last: int, stop: int) -> list[int]:
+        """A cut in an anchor-free run of more than FORCED_CUT_CHUNKS chunks (sentences
+        last+1..stop-1 decided): its best boundary (highest score, then earliest) of its
+        second half in tokens, so a forced cut leaves at most half the run undecided."""
+        a, cum = last + 1, win.cum
+        if stop <= a or cum[stop] - cum[a] <= FORCED_CUT_CHUNKS * self.size:
             return []
-        whole = count_tokens(text.strip())
-        if whole <= self.size and self.fast_path:  # the common short case: one chunk
-            a = len(text) - len(text.lstrip())
-            b = len(text.rstrip())
-            return [Chunk(text[a:b], whole, _pages(_page_breaks(text), a, b), a, b)]
-        starts, ends, levels, toks = self._sentences(text, spans)
-        cum = [0, *accumulate(toks)]
-        scores = self._scores(text, starts, ends, levels)
-        bounds = [-1, *self._anchors(cum, scores), len(starts) - 1]
-        todo: list[tuple[int, int]] = []
-        for x, y in zip(bounds, bounds[1:], strict=False):
-            todo += self._fit(x + 1, y + 1, cum, scores, toks, levels)
+        half = (cum[stop] - cum[a]) // 2
+        inner = [i for i in range(a, stop) if cum[i + 1] - cum[a] >= half]
+        return [max(inner, key=lambda i: (win.scores[i], -i))]
+
+    def _forget(self, source: Source, win: Window, cuts: _Cuts, stop: int) -> None:
+        """Drop the sentences before both the next chunk's overlap and the first boundary
+        within `window` tokens of the first undecided one (what its anchor test reads)."""
+        reach = bisect_left(win.cum, win.cum[stop + 1] - self.window, 1) - 1
+        keep = min(self._overlap_start(cuts.last - win.first + 1, win.toks, win.levels), reach)
+        win.drop(keep)
+        source.release(win.starts[0])
+
+    def _emit(self, source: Source, win: Window, cuts: _Cuts, a: int, b: int) -> Iterator[Chunk]:
+        """Chunks of body sentences a..b-1 (window indices), between two cuts."""
+        cum, toks, levels, scores = win.cum, win.toks, win.levels, win.scores
+        text = source.text
+        todo = self._fit(a, b, cum, scores, toks, levels)
         todo.reverse()
-        breaks = _page_breaks(text)
-        chunks: list[Chunk] = []
-        prev = 0
         while todo:
             a, b = todo.pop()
             # Overlap: the previous chunk's trailing sentences (its own, not its overlap).
-            first = max(self._overlap_start(a, toks, levels), prev)
-            s, e = starts[first], ends[b - 1]
+            first = max(self._overlap_start(a, toks, levels), cuts.prev - win.first)
+            s, e = win.starts[first], win.ends[b - 1]
             n = count_tokens(text[s:e])
             while n > self.size and first < a:  # the estimate was low: give up overlap first
                 first += 1
-                s = starts[first]
+                s = win.starts[first]
                 n = count_tokens(text[s:e])
             if n > self.size and b - a > 1:  # still too long: split it further
                 i = self._best_split(a, b, cum, scores)
                 todo += [(i + 1, b), (a, i + 1)]
                 continue
-            prev = a
-            chunks.append(Chunk(text[s:e], n, _pages(breaks, s, e), s, e))
-        return chunks
+            cuts.prev = a + win.first
+            yield Chunk(text[s:e], n, source.pages(s, e), s, e)
 
 
-def _page_breaks(text: str) -> list[int]:
-    return [m.start() for m in re.finditer(PAGE_BREAK, text)] if PAGE_BREAK in text else []
-
-
-def _pages(breaks: list[int], start: int, end: int) -> list[int]:
-    """1-based pages (separated by "\\f" at offsets `breaks`) that text[start:end] touches."""
-    return list(range(bisect_right(breaks, start) + 1, bisect_right(breaks, end - 1) + 2))
+def _batches(segments: Iterator[Segment]) -> Iterator[list[Segment]]:
+    while batch := list(islice(segments, WINDOW_SENTENCES)):
+        yield batch

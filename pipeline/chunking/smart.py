@@ -7,16 +7,18 @@ each group's text is cut by a SimpleChunker (or a subclass) with nodes as spans.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import polars as pl
 
 from pipeline.chunking.segments import Span
-from pipeline.chunking.simple import SimpleChunker
+from pipeline.chunking.simple import Chunk, SimpleChunker
+from pipeline.chunking.sources import PIECE_SEPARATOR
 from pipeline.chunking.units import Unit
 from pipeline.config import ChunkingSettings
-from pipeline.tokens import count_tokens, count_tokens_batch
+from pipeline.tokens import count_tokens
 
 # Node types that are never split (a chunk holds all of one or none of it), up to
 # simple.ATOMIC_MAX_UNITS chunks.
@@ -34,13 +36,82 @@ class Node:
     pages: list[int]
 
 
+class Nodes(Protocol):
+    """One document's content nodes in reading order, read twice: their sections and texts
+    (to group them), then the nodes of each group. A list is one; chunk_structured reads a
+    huge document's from its frame a batch at a time."""
+
+    def sections_and_texts(self) -> Iterator[tuple[str, str]]: ...
+
+    def read(self, start: int, stop: int) -> Iterator[Node]: ...
+
+
+class ListNodes:
+    """Nodes held in a list."""
+
+    def __init__(self, nodes: list[Node]):
+        self.nodes = nodes
+
+    def sections_and_texts(self) -> Iterator[tuple[str, str]]:
+        return ((n.section_id, n.text) for n in self.nodes)
+
+    def read(self, start: int, stop: int) -> Iterator[Node]:
+        return iter(self.nodes[start:stop])
+
+
+def as_nodes(nodes: list[Node] | Nodes) -> Nodes:
+    return ListNodes(nodes) if isinstance(nodes, list) else nodes
+
+
 @dataclass
 class _Block:
-    """A run of consecutive nodes (reading order) of one section."""
+    """A run of consecutive nodes (reading order) of one section: nodes start..stop-1, and
+    its tokens (its nodes' and a blank line's between each two; once over chunk_size, only
+    that it is)."""
 
     section_id: str
-    nodes: list[Node]
+    start: int
+    stop: int
     tokens: int
+
+
+def _kind(node_type: str) -> str:
+    """The Span kind of a node: tables and code are atomic, headings open a section."""
+    if node_type in ATOMIC_TYPES:
+        return "atomic"
+    return "heading" if node_type in HEADING_TYPES else "text"
+
+
+class _Placed:
+    """The nodes of a group whose place in its text is known and that a later chunk may still
+    cover (chunks start in order, so a node before the first one the last chunk covers is
+    forgotten)."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.spans: list[Span] = []
+        self.nodes: list[Node] = []
+
+    def add(self, span: Span, node: Node) -> None:
+        self.starts.append(span.start)
+        self.spans.append(span)
+        self.nodes.append(node)
+
+    def covering(self, c: Chunk) -> tuple[list[Node], bool]:
+        """The nodes chunk c overlaps, and whether c starts where the node it starts in does
+        (then that node's heading line may stand for the last title of the unit's prefix)."""
+        lo = max(0, bisect_right(self.starts, c.start) - 1)
+        hi = bisect_right(self.starts, c.end - 1)
+        covered = [
+            node
+            for span, node in zip(self.spans[lo:hi], self.nodes[lo:hi], strict=True)
+            if span.end > c.start and span.start < c.end
+        ]
+        at_start = c.start <= self.spans[lo].start
+        if lo > len(self.starts) // 2:  # forget in bulk: cheap per chunk
+            for column in (self.starts, self.spans, self.nodes):
+                del column[:lo]
+        return covered, at_start
 
 
 class Tree:
@@ -94,6 +165,15 @@ class Tree:
 
 def node_rows(content_nodes: pl.DataFrame) -> pl.DataFrame:
     """Nodes in reading order with their pages (sorted unique pages of their positions)."""
+    return node_columns(content_nodes).sort("document_id", "seq_major", "seq_minor", "id")
+
+
+# The content_nodes columns a Node is made of.
+NODE_INPUTS = ["document_id", "id", "section_id", "node_type", "text", "positions"]
+
+
+def node_columns(content_nodes: pl.DataFrame) -> pl.DataFrame:
+    """`node_rows` without the sort: the Node fields of the rows as they are."""
     pages = (
         pl.col("positions")
         .list.eval(pl.element().struct.field("page"))
@@ -106,11 +186,14 @@ def node_rows(content_nodes: pl.DataFrame) -> pl.DataFrame:
         "id",
         "section_id",
         pl.col("node_type").fill_null("PARAGRAPH"),
-        pl.col("text").fill_null("").str.strip_chars(),
+        node_text(),
         pages.alias("pages"),
-        "seq_major",
-        "seq_minor",
-    ).sort("document_id", "seq_major", "seq_minor", "id")
+        *(c for c in ("seq_major", "seq_minor") if c in content_nodes.columns),
+    )
+
+
+def node_text() -> pl.Expr:
+    return pl.col("text").fill_null("").str.strip_chars()
 
 
 class SmartChunker:
@@ -145,19 +228,21 @@ class SmartChunker:
         return self.chunker_cls(settings)
 
     # -- grouping ------------------------------------------------------------------------------
-    def groups(self, tree: Tree, nodes: list[Node]) -> list[list[_Block]]:
-        blocks: list[_Block] = []
-        for n in nodes:
-            if blocks and blocks[-1].section_id == n.section_id:
-                blocks[-1].nodes.append(n)
-            else:
-                blocks.append(_Block(n.section_id, [n], 0))
-        toks = count_tokens_batch([n.text for n in nodes])
-        k = 0
-        for b in blocks:
-            b.tokens = sum(toks[k : k + len(b.nodes)]) + 2 * (len(b.nodes) - 1)
-            k += len(b.nodes)
+    def groups(self, tree: Tree, nodes: list[Node] | Nodes) -> list[list[_Block]]:
+        """The document's blocks, tiny ones glued to a related neighbour: each list is one
+        text to cut (nodes group[0].start..group[-1].stop-1)."""
         small, size = self.settings.min_size, self.settings.chunk_size
+        blocks: list[_Block] = []
+        for i, (sid, text) in enumerate(as_nodes(nodes).sections_and_texts()):
+            if blocks and blocks[-1].section_id == sid:
+                b = blocks[-1]
+                b.stop = i + 1
+                # A block over chunk_size glues to nothing, whatever its size: its nodes are
+                # not counted further (a one-section book is counted a few nodes in).
+                if b.tokens <= size:
+                    b.tokens += count_tokens(text) + len(PIECE_SEPARATOR)  # a blank line
+            else:
+                blocks.append(_Block(sid, i, i + 1, count_tokens(text)))
         out: list[list[_Block]] = []
         for i, b in enumerate(blocks):
             prev = blocks[i - 1] if i else None
@@ -177,62 +262,48 @@ class SmartChunker:
         return count_tokens(tree.prefix(sid))
 
     @staticmethod
-    def group_text(group: list[_Block]) -> tuple[str, list[Span], list[Node]]:
+    def group_text(nodes: list[Node]) -> tuple[str, list[Span], list[Node]]:
+        """The group's text (its non-empty nodes joined by blank lines), their spans, them."""
         parts: list[str] = []
         spans: list[Span] = []
-        nodes: list[Node] = []
+        kept: list[Node] = []
         pos = 0
-        for b in group:
-            for n in b.nodes:
-                if not n.text:
-                    continue
-                if parts:
-                    parts.append("\n\n")
-                    pos += 2
-                kind = (
-                    "atomic"
-                    if n.node_type in ATOMIC_TYPES
-                    else "heading"
-                    if n.node_type in HEADING_TYPES
-                    else "text"
-                )
-                spans.append(Span(pos, pos + len(n.text), kind))
-                nodes.append(n)
-                parts.append(n.text)
-                pos += len(n.text)
-        return "".join(parts), spans, nodes
+        for n in nodes:
+            if not n.text:
+                continue
+            if parts:
+                parts.append(PIECE_SEPARATOR)
+                pos += len(PIECE_SEPARATOR)
+            spans.append(Span(pos, pos + len(n.text), _kind(n.node_type)))
+            kept.append(n)
+            parts.append(n.text)
+            pos += len(n.text)
+        return "".join(parts), spans, kept
 
     # -- chunking -----------------------------------------------------------------------------
-    def chunk_document(self, document_id: str, tree: Tree, nodes: list[Node]) -> list[Unit]:
-        units: list[Unit] = []
+    def chunk_document(
+        self, document_id: str, tree: Tree, nodes: list[Node] | Nodes
+    ) -> Iterator[Unit]:
+        """The document's units in reading order, a group at a time; a group's nodes are read
+        as its chunks need them, so a huge document is never held whole."""
+        nodes = as_nodes(nodes)
         for group in self.groups(tree, nodes):
-            text, spans, gnodes = self.group_text(group)
-            if not gnodes:
-                continue
             longest = max(self._prefix_tokens(tree, b.section_id) for b in group)
             chunker = self.chunker(self.settings.chunk_size - longest)
-            starts = [sp.start for sp in spans]
-            for c in chunker.chunk(text, spans):
-                lo = max(0, bisect_right(starts, c.start) - 1)
-                hi = bisect_right(starts, c.end - 1)
-                covered = [
-                    gnodes[j]
-                    for j in range(lo, hi)
-                    if spans[j].end > c.start and spans[j].start < c.end
-                ]
-                sid = tree.common([n.section_id for n in covered])
-                first = covered[0]
-                first_text = first.text if first.text and c.start <= spans[lo].start else None
-                body = tree.prefix(sid, first_text) + c.text
-                pages = sorted({p for n in covered for p in n.pages})
-                units.append(
-                    Unit(
-                        document_id,
-                        body,
-                        count_tokens(body),
-                        pages,
-                        sid,
-                        tuple(n.id for n in covered),
-                    )
-                )
-        return units
+            read = nodes.read(group[0].start, group[-1].stop)
+            yield from self._units(document_id, tree, chunker, read)
+
+    def _units(
+        self, document_id: str, tree: Tree, chunker: SimpleChunker, nodes: Iterator[Node]
+    ) -> Iterator[Unit]:
+        placed = _Placed()
+        pieces = ((n.text, _kind(n.node_type), n) for n in nodes)
+        for c in chunker.chunk_pieces(pieces, placed.add):
+            covered, at_start = placed.covering(c)
+            sid = tree.common([n.section_id for n in covered])
+            first = covered[0]
+            prefix = tree.prefix(sid, first.text if first.text and at_start else None)
+            body = prefix + c.text
+            n_tokens = count_tokens(body) if prefix else c.n_tokens  # c.text's count
+            pages = sorted({p for n in covered for p in n.pages})
+            yield Unit(document_id, body, n_tokens, pages, sid, tuple(n.id for n in covered))

@@ -51,6 +51,7 @@ def cmd_fake_llm(args: argparse.Namespace) -> int:
         port=args.port,
         stall_s=default_stall_s() if args.stall_s is None else args.stall_s,
         require_key=key,
+        answers=args.answers,
         quiet=False,
     )
     # Both stop it, even where it started with SIGINT ignored: a non-interactive shell's

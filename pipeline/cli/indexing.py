@@ -24,7 +24,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     url = mirror.url_of(settings.output_dir)  # s3://…: output_dir is its local mirror
     if url is not None:  # the store's current version decides which shards are stale
         remote.refresh(settings.output_dir, force=True)
-    lock.acquire(settings.output_dir, "docgraph-index", wait_s)
+    _take_lock(settings.output_dir, wait_s)
     from assets.run import run_index
     from pipeline import progress
     from pipeline.ingest.stale import plan_run
@@ -61,6 +61,26 @@ def cmd_index(args: argparse.Namespace) -> int:
     print(f"index written to {url or settings.output_dir}")
     _prepare_queries(settings)
     return 0
+
+
+def _take_lock(output_dir: str, wait_s: float) -> None:
+    """The output lock for this run. When another run holds it and we may wait, say so once
+    on stderr, naming the holder, before waiting (silence looks like a hang)."""
+    try:
+        lock.acquire(output_dir, "docgraph-index", 0)
+        return
+    except lock.OutputLocked:
+        if wait_s <= 0:
+            raise
+    holder = lock.holder(output_dir)
+    who = lock.describe(holder) if holder else "another run"
+    print(
+        f"docgraph: output folder {output_dir} is being written by {who}; "
+        f"waiting up to {wait_s:g} s for it",
+        file=sys.stderr,
+        flush=True,
+    )
+    lock.acquire(output_dir, "docgraph-index", wait_s)
 
 
 def _prepare_queries(settings) -> None:

@@ -118,6 +118,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--require-key", action="store_true", help="answer 401 unless given $OPENAI_API_KEY"
     )
+    p.add_argument(
+        "--answers",
+        choices=["model", "verbose"],
+        default="model",
+        help="extraction answers as long as a real model's (default), or the whole offline "
+        "graph (verbose: answers cut at max_tokens, split and asked again)",
+    )
     p.set_defaults(func=cmd_fake_llm)
     return parser
 

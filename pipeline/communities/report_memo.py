@@ -4,7 +4,7 @@ Why its own module: the reuse test (same members, every entity the report names 
 graph, a context changed by at most `ReportSettings.llm_reuse_max_change` of its lines) and
 what is kept on disk for it (line digests, never document text) are one policy; see
 pipeline.communities.reports_llm for how the stage applies it. Memos live in the LLM
-summaries' store (pipeline.graph.summarize_llm.memo_store).
+summaries' store (pipeline.llm.cache.memo_store).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import polars as pl
 
 from pipeline.communities.report_answer import ReportAnswer
 from pipeline.config import ReportSettings
-from pipeline.graph.summarize_llm import memo_store
 from pipeline.ids import sha256_hex
+from pipeline.llm.cache import memo_store
 
 if TYPE_CHECKING:  # openai's import (~0.45 s) waits until a run calls a model
     from pipeline.llm.client import LlmClient
@@ -63,7 +63,7 @@ class Memo:
 
 def memo_get(llm: LlmClient, key: str) -> Memo | None:
     """The report remembered for this community, if any (and whole)."""
-    memo = memo_store(llm)
+    memo = memo_store(llm.cache)
     entry = memo.get(key) if memo is not None else None
     if entry is None or entry.get("kind") != MEMO_KIND:
         return None
@@ -78,7 +78,7 @@ def memo_get(llm: LlmClient, key: str) -> Memo | None:
 
 
 def memo_put(llm: LlmClient, key: str, memo: Memo) -> None:
-    store = memo_store(llm)
+    store = memo_store(llm.cache)
     if store is None:
         return
     entry = {

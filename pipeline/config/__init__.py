@@ -9,7 +9,7 @@ with the nearest valid name) instead of a silently ignored setting.
 
 This package is the one import point of the settings: `Settings`, `load_settings` and the
 loading live here; each stage group's section models live in a module of their own
-(documents, graph, vectors, query, storage, llm) and are imported from here.
+(documents, graph, vectors, query, storage, serve, llm) and are imported from here.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from pipeline.config.graph import GraphSettings, ReportSettings
 from pipeline.config.llm import LlmSettings
 from pipeline.config.query import QuerySettings
 from pipeline.config.section import Section
+from pipeline.config.serve import ServeSettings
 from pipeline.config.storage import StorageSettings
 from pipeline.config.vectors import PACKAGED_MODEL, EmbeddingSettings, SameTopicSettings
 
@@ -52,6 +53,7 @@ __all__ = [
     "QuerySettings",
     "ReportSettings",
     "SameTopicSettings",
+    "ServeSettings",
     "Settings",
     "StorageSettings",
     "StructureSettings",
@@ -75,6 +77,7 @@ class Settings(Section):
     same_topic: SameTopicSettings = SameTopicSettings()
     structure: StructureSettings = StructureSettings()
     storage: StorageSettings = StorageSettings()
+    serve: ServeSettings = ServeSettings()
     llm: LlmSettings = Field(default_factory=LlmSettings)
 
     @model_validator(mode="after")
@@ -110,6 +113,7 @@ ENV_NOT_SETTINGS = frozenset(
 )
 ENV_NESTED = "__"
 _SHOWN_INPUT_CHARS = 40
+_NEAR_CUTOFF = 0.6  # difflib's ratio a suggested name must reach
 
 
 class _SettingsSources(Settings, BaseSettings):
@@ -182,6 +186,49 @@ def _env_names() -> dict[str, tuple[str, ...]]:
     return names
 
 
+def _nearest_env_name(var: str, valid: Mapping[str, Any]) -> str | None:
+    """The valid variable a misspelt one meant. DOCGRAPH_<SECTION>__<FIELD>: the closest
+    section first, then the closest field of that section (DOCGRAPH_CHUNKNG__SIZE: CHUNKING,
+    then CHUNK_SIZE), since a field name alone is often closer to another section's field;
+    otherwise, or when nothing is close, the closest whole name."""
+    section, nested, field = var.removeprefix(ENV_PREFIX).partition(ENV_NESTED)
+    sections = {
+        name.upper(): [name.upper()]
+        for name, info in Settings.model_fields.items()
+        if _section_model(info.annotation)
+    }
+    near_section = _closest(section, sections) if nested else None
+    if near_section:
+        fields = _model_at((near_section.lower(),)).model_fields
+        near_field = _closest(field, _field_spellings(near_section, fields))
+        if near_field:
+            return f"{ENV_PREFIX}{near_section}{ENV_NESTED}{near_field}"
+    near = difflib.get_close_matches(var, [*valid, ENV_CONFIG], n=1, cutoff=_NEAR_CUTOFF)
+    return near[0] if near else None
+
+
+def _field_spellings(section: str, fields: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Each field's upper-case name, and that name without the words that repeat the
+    section's (CHUNK_SIZE of CHUNKING is also SIZE): users leave them out of the variable."""
+    out = {}
+    for name in fields:
+        upper = name.upper()
+        words = [w for w in upper.split("_") if not (len(w) >= 3 and section.startswith(w))]
+        out[upper] = [upper, "_".join(words)] if words else [upper]
+    return out
+
+
+def _closest(word: str, spellings: Mapping[str, list[str]]) -> str | None:
+    """The name one of whose spellings is closest to `word` (difflib's ratio, at least
+    the cutoff of difflib.get_close_matches used elsewhere), or None."""
+
+    def score(name: str) -> float:
+        return max(difflib.SequenceMatcher(None, word, s).ratio() for s in spellings[name])
+
+    best = max(spellings, key=score, default=None)
+    return best if best is not None and score(best) >= _NEAR_CUTOFF else None
+
+
 def _check_env_names(environ: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
     """{variable: settings path} of the DOCGRAPH_ variables set; ConfigError for one that sets
     nothing (pydantic-settings would ignore it silently), naming the nearest valid one."""
@@ -192,8 +239,8 @@ def _check_env_names(environ: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
         if not upper.startswith(ENV_PREFIX) or upper in ENV_NOT_SETTINGS:
             continue
         if upper not in valid:
-            near = difflib.get_close_matches(upper, [*valid, ENV_CONFIG], n=1, cutoff=0.6)
-            hint = f"did you mean {near[0]}?" if near else "see pipeline/config/"
+            near = _nearest_env_name(upper, valid)
+            hint = f"did you mean {near}?" if near else "see pipeline/config/"
             raise ConfigError(f"unknown environment variable {var} ({hint})")
         found[var] = valid[upper]
     return found

@@ -86,6 +86,15 @@ class ChunkingSettings(Section):
     )
 
 
+# Answer tokens per text token a real extractor writes on dense text: HippoRAG 2 (Gutiérrez et
+# al. 2025, arXiv:2502.14802) reports 3.0M completion tokens indexing MuSiQue's 11,656
+# passages, 1.26M text tokens at their mean of 108 o200k tokens (HippoRAG's own MuSiQue
+# passages, ../shared/data/musique): 2.4. (Its 9.2M prompt tokens hold its prompt templates
+# too, so 3.0 / 9.2 is no answer ratio.) Prose holds fewer facts a token and gets less: a
+# safe first guess, which the answers then correct.
+MODEL_ANSWER_RATIO = 2.4
+
+
 class ExtractionSettings(Section):
     extractor: str = "nlp"
     max_entities_per_unit: int = 40
@@ -100,10 +109,11 @@ class ExtractionSettings(Section):
         2400, description="llm: short units of one document are packed into one call up to this"
     )
     llm_answer_ratio: float = Field(
-        4.0,
-        description="llm: expected answer tokens per text token; a pack holds at most "
-        "llm.max_tokens / this many text tokens so its answer fits (measured: 3.1 on prose, "
-        "10-14 on dense text, whose cut answers are split and retried; see extract/llm.py)",
+        MODEL_ANSWER_RATIO,
+        description="llm: answer tokens per text token assumed until the run's answers measure "
+        "their own (packs are then sized by what they measure, so that answers fit in "
+        "llm.max_tokens; see extract/llm_packing.py); default: a real extractor's on dense "
+        "text (HippoRAG 2 on MuSiQue)",
     )
     llm_pack_max_units: int = Field(16, description="llm: at most this many units per call")
     gleanings: int = Field(0, description="llm: extra 'what was missed?' rounds per call")

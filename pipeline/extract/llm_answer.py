@@ -12,6 +12,7 @@ strength/10 (the offline extractor's weights are <= 1).
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from typing import Any
@@ -24,8 +25,16 @@ from pipeline.extract.llm_labels import (
     normalize_entity_type,
     normalize_relation_type,
 )
+from pipeline.tokens import count_tokens
 
-__all__ = ["ExtractionAnswer", "UnitGraph", "merge_graphs", "parse_answer", "unit_rows"]
+__all__ = [
+    "ExtractionAnswer",
+    "UnitGraph",
+    "answer_tokens",
+    "merge_graphs",
+    "parse_answer",
+    "unit_rows",
+]
 
 _SPACE_RE = re.compile(r"\s+")
 
@@ -108,6 +117,25 @@ def parse_answer(answer: ExtractionAnswer | dict | str) -> dict[str, UnitGraph]:
     elif isinstance(answer, dict):
         answer = ExtractionAnswer.model_validate(answer)
     return {str(k).strip(): v for k, v in answer.documents.items()}
+
+
+def answer_tokens(answer: ExtractionAnswer) -> int:
+    """Tokens of the answer as a model writes it (the bare mapping, JSON with spaces after
+    separators, whole strengths without ".0"): what a cached answer cost, and close to what a
+    fresh one did (the client hands back the parsed answer, not its usage)."""
+    out = {
+        k: {
+            "entities": [e.model_dump() for e in g.entities],
+            "relationships": [
+                {**r.model_dump(), "strength": int(r.strength)}
+                if r.strength == int(r.strength)
+                else r.model_dump()
+                for r in g.relationships
+            ],
+        }
+        for k, g in answer.documents.items()
+    }
+    return count_tokens(json.dumps(out, ensure_ascii=False))
 
 
 def merge_graphs(a: UnitGraph, b: UnitGraph) -> UnitGraph:

@@ -10,9 +10,9 @@ Cost: items are packed several per call (`summarize_descriptions_batch.txt`, ans
 ITEM_TOKENS of its descriptions (most repeated first). Packs are formed in id order, so an
 unchanged graph re-runs from the client's disk cache.
 
-Incremental: every summary is also remembered per item (`memo_store`, next to the call
-cache), keyed by a hash of what the item's summary reads (model, prompt, name, descriptions
-sent, token cap). On a re-run only the items whose input changed are packed, so a small
+Incremental: every summary is also remembered per item (pipeline.llm.cache.memo_store, next
+to the call cache), keyed by a hash of what the item's summary reads (model, prompt, name,
+descriptions sent, token cap). On a re-run only the items whose input changed are packed, so a small
 addition costs one call instead of re-sending every pack that a shifted pack boundary touched.
 (Pack-level cache entries still make a re-run after a crash repeat no completed call.)
 
@@ -37,14 +37,14 @@ from pipeline.graph.merge import SYMMETRIC_TYPES
 from pipeline.graph.titles import key_map
 from pipeline.ids import sha256_hex, stable_id_expr
 from pipeline.llm.batches import ask_in_halves
-from pipeline.llm.cache import DiskCache
+from pipeline.llm.cache import memo_store
 from pipeline.llm.prompts import data_block, load_prompt
 from pipeline.tokens import count_tokens, truncate_tokens
 
 if TYPE_CHECKING:  # openai's import (~0.45 s) waits until a run calls a model
     from pipeline.llm.client import LlmClient
 
-__all__ = ["STAGE", "SummaryAnswer", "memo_store", "summarize_descriptions"]
+__all__ = ["STAGE", "SummaryAnswer", "summarize_descriptions"]
 
 STAGE = "summarize"
 PACK_TOKENS = 1500
@@ -127,14 +127,6 @@ def _item_text(descriptions: list[str]) -> str:
     return "\n".join(out)
 
 
-def memo_store(llm: LlmClient) -> DiskCache | None:
-    """Per-item memories (summaries, reports) next to the client's call cache, not inside it:
-    that folder holds exactly one file per call made. None when the client caches nothing."""
-    if llm.cache is None:
-        return None
-    return DiskCache(llm.cache.root.parent / f"{llm.cache.root.name}_memo")
-
-
 def _memo_key(llm: LlmClient, prompt_hash: str, name: str, text: str, max_tok: int) -> str:
     """Disk-cache key of one item's summary: everything its answer depends on but its
     pack-mates (a different pack gives an equally valid summary)."""
@@ -205,7 +197,7 @@ def summarize_descriptions(
         )
 
     keys = [_memo_key(llm, prompt.hash, names[i], texts[i], max_tok) for i in range(len(ids))]
-    memo = memo_store(llm)
+    memo = memo_store(llm.cache)
     new: dict[str, str] = {}
     todo: list[int] = []
     for i, key in enumerate(keys):

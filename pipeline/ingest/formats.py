@@ -49,6 +49,6 @@ def load_bytes(path: Path, data: bytes) -> LoadedDoc:
         raise LoadError(
             f"unsupported file type {suffix}" if suffix else "unsupported file type (no extension)"
         )
-    if not data.strip():
+    if not data or data.isspace():  # (not `strip()`: a copy of a file that may be huge)
         raise LoadError("empty file")
     return loader(path, data)

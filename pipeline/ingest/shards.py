@@ -42,8 +42,9 @@ def shard_of(rel_path: str, n: int) -> str:
 
 # What a shard's files hold beyond their columns; a new value re-runs every shard once (the
 # short ids of the per-shard tables are interleaved over the shards since "2"; "3": mention
-# evidence that opens with its sentence, concepts that read as concepts).
-SHARD_FORMAT = "3"
+# evidence that opens with its sentence, concepts that read as concepts; "4": an image reads
+# as its alt text, its address is a link, a data URI's payload is in no text).
+SHARD_FORMAT = "4"
 
 
 def corpus_short_ids(frame: pl.DataFrame, shard: str, n: int) -> pl.DataFrame:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import re
 from pathlib import Path
 
 from pipeline.ingest.formats import LoadedDoc, LoadError, register
@@ -31,21 +32,29 @@ def decode_text(data: bytes) -> str:
         raise LoadError(f"invalid {name or 'UTF-8'} at byte {e.start}") from None
     if "\x00" in text:
         raise LoadError("binary content")
-    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
-    if not text.strip():
+    text = text.removeprefix("\ufeff")
+    if "\r" in text:  # each replace copies the text: only when there is something to replace
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if not text or text.isspace():  # (not `strip()`: a copy of a file that may be huge)
         raise LoadError("empty file")
     return text
 
 
 TITLE_MAX_CHARS = 100
+_LEADING_SPACE = re.compile(r"\s*")
+_NON_SPACE = re.compile(r"\S")
 
 
 def first_line_title(text: str) -> str | None:
     """A short first line that is not a sentence, followed by more text, reads as the title
     (as a person reads "The Solvay Conferences\n\nThe Solvay Conferences are..."); else None."""
-    head, _, rest = text.strip().partition("\n")
-    head = head.strip()
-    if rest.strip() and 0 < len(head) <= TITLE_MAX_CHARS and head[-1] not in ".!?;:,…":
+    start = _LEADING_SPACE.match(text).end()  # offsets, not strip(): no copy of the text
+    end = text.find("\n", start)
+    if end < 0:
+        return None
+    head = text[start:end].strip()
+    rest = _NON_SPACE.search(text, end) is not None
+    if rest and 0 < len(head) <= TITLE_MAX_CHARS and head[-1] not in ".!?;:,…":
         return head
     return None
 

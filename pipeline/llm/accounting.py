@@ -18,7 +18,11 @@ STAGE_HEADER = "X-Docgraph-Stage"
 
 @dataclass
 class StageCounters:
-    """Per stage. Tokens count real calls only (what was paid for), not cache hits."""
+    """Per stage. Tokens count real calls only (what was paid for), not cache hits; except
+    `text_tokens` and `answer_tokens`, which a stage that sizes its calls by its answers
+    records for every answer it gets (extraction: the packs' text, the answers' tokens, a cut
+    answer as max_tokens), so answer_tokens / text_tokens is the ratio it sized them by.
+    `memo_hits`: items answered from a per-item memory, with no call (extraction: units)."""
 
     calls: int = 0
     cache_hits: int = 0
@@ -28,6 +32,18 @@ class StageCounters:
     repairs: int = 0
     failures: int = 0
     truncations: int = 0
+    text_tokens: int = 0
+    answer_tokens: int = 0
+    memo_hits: int = 0
+
+
+def add_counts(counters: dict[str, StageCounters] | None, stage: str, **counts: int) -> None:
+    """Add `counts` (StageCounters fields) to `stage`'s counters; a no-op without counters (a
+    stand-in client)."""
+    if counters is not None:
+        c = counters.setdefault(stage, StageCounters())
+        for field, n in counts.items():
+            setattr(c, field, getattr(c, field) + n)
 
 
 def estimate_prompt_tokens(messages: list[dict]) -> int:
@@ -41,9 +57,9 @@ def usage_metadata(
     chat_model: str,
     prices: dict[str, tuple[float, float]] | None,
 ) -> dict[str, Any]:
-    """Totals and per-stage counters (plus USD cost where `prices` covers the model), as
-    plain values fit for Dagster metadata. No key, no endpoint. `model_tokens`: (stage,
-    model) -> [prompt, completion] tokens."""
+    """Totals and per-stage counters (plus USD cost where `prices` covers the model, and the
+    answer ratio of the stages that record one), as plain values fit for Dagster metadata. No
+    key, no endpoint. `model_tokens`: (stage, model) -> [prompt, completion] tokens."""
     totals = StageCounters()
     by_stage: dict[str, dict[str, Any]] = {}
     for stage, c in sorted(counters.items()):
@@ -64,5 +80,14 @@ def usage_metadata(
         out["llm_cost_usd"] = round(total_cost, 6)
         if unpriced:
             out["llm_unpriced_models"] = ", ".join(sorted(unpriced))
+    # the ratio per stage over the client's answers so far (a run's); a dict, no number, so
+    # a step's metadata carries it whole (assets.metadata.llm_delta subtracts numbers)
+    ratios = {
+        stage: round(c.answer_tokens / c.text_tokens, 3)
+        for stage, c in sorted(counters.items())
+        if c.text_tokens
+    }
+    if ratios:
+        out["llm_answer_ratio"] = ratios
     out["llm_by_stage"] = by_stage
     return out

@@ -2,7 +2,8 @@
 
 Keyed by (model, messages, params), never the api key or the endpoint; written atomically so
 a SIGKILL leaves no partial entry; it holds only usable answers (the client caches what its
-check accepted, or a remembered cut), so a re-run asks again what failed.
+check accepted, or a remembered cut), so a re-run asks again what failed. An answer recovered by
+a re-ask is held under the first prompt's key too, so a re-run pays for neither call.
 """
 
 from __future__ import annotations
@@ -66,3 +67,12 @@ def cache_entry(model: str, stage: str, text: str, prompt: int, completion: int)
     """One cache entry: the answer text with what produced it and its token usage."""
     usage = {"prompt_tokens": prompt, "completion_tokens": completion}
     return {"model": model, "stage": stage, "text": text, "usage": usage}
+
+
+def memo_store(cache: DiskCache | None) -> DiskCache | None:
+    """Per-item memories (extracted graphs, summaries, reports) next to a client's call
+    cache, not inside it: that folder holds exactly one file per call made. None when the
+    client caches nothing."""
+    if cache is None:
+        return None
+    return DiskCache(cache.root.parent / f"{cache.root.name}_memo")

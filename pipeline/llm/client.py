@@ -7,9 +7,9 @@ usable answers (a JSON answer that validated), so a re-run asks again what faile
 429/5xx/timeouts with its own counted retries (the SDK's are disabled); (3) turn near-JSON into
 validated pydantic objects (`pipeline.llm.json_repair`), with one re-ask before a failure;
 (4) report failures as values from `run_many`, so one bad chunk never kills a run — except a
-fatal one (`pipeline.llm.errors.LlmFatalError`: a refused key, an unknown model), which every
-call would repeat, so it stops the run. The api key is never part of a cache key, a cache file,
-a log line, an error or the metadata.
+fatal one (`pipeline.llm.errors.LlmFatalError`: a refused key, an unknown model, an endpoint no
+call could reach), which every call would repeat, so it stops the run. The api key is never
+part of a cache key, a cache file, a log line, an error or the metadata.
 """
 
 from __future__ import annotations
@@ -172,7 +172,8 @@ class LlmClient(LlmConnection):
     ) -> M:
         """A validated `schema` instance: the answer as is, else repaired, else one re-ask
         (the bad answer and a correction appended), else LlmError. Only answers that validate
-        are cached, so a re-run asks again what failed. An answer cut at the token limit
+        are cached, so a re-run asks again what failed; a re-ask's answer is cached under the
+        first prompt's key too, so a re-run pays for neither. An answer cut at the token limit
         raises LlmTruncated at once (a re-ask would be cut too); `remember_cut`: see `_answer`."""
         counters = self._stage(stage)
 
@@ -195,9 +196,18 @@ class LlmClient(LlmConnection):
         ]
         _, (obj, _, error) = await self._answer(reask, stage, params, check, remember_cut)
         if obj is not None:
+            self._cache_as(messages, reask, params)
             return obj
         counters.failures += 1
         raise LlmError(f"invalid JSON for {schema.__name__} after one re-ask: {error}")
+
+    def _cache_as(self, messages: list[dict], reask: list[dict], params: dict[str, Any]) -> None:
+        """Hold the re-ask's validated answer under `messages`' key too: a re-run with the same
+        inputs asks `messages` first, and would otherwise pay for it (and its re-ask) again."""
+        if self.cache is not None:
+            entry = self.cache.get(self._request(reask, params)[2])
+            if entry is not None:
+                self.cache.put(self._request(messages, params)[2], entry)
 
     async def stream(
         self, messages: list[dict], *, stage: str, **params: Any
@@ -228,6 +238,7 @@ class LlmClient(LlmConnection):
                         extra_headers={STAGE_HEADER: stage},
                         **merged,
                     )
+                    self.reached = True
                     async for chunk in resp:
                         usage = chunk.usage or usage
                         for choice in chunk.choices:
@@ -242,6 +253,7 @@ class LlmClient(LlmConnection):
                 counters.failures += 1
                 raise fatal_error(exc, model, self.settings.base_url) from None
             except openai.OpenAIError as exc:
+                self.reached |= isinstance(exc, openai.APIStatusError)
                 counters.failures += 1
                 raise LlmError(f"stream: {self._describe(exc)}") from None
         text = "".join(pieces)

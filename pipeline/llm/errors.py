@@ -1,9 +1,10 @@
 """How a failed LLM call is told apart and reported.
 
 Why its own module: every stage that calls a model catches these exceptions (LlmError per item,
-LlmFatalError for the whole run, LlmTruncated for an answer cut at the token limit), and the
-client classifies openai's errors into them. The helpers here describe a failure without
-request details (no headers, so never the api key) and name only the endpoint's host.
+LlmFatalError for the whole run: a refused key, an unknown model, an endpoint never reached;
+LlmTruncated for an answer cut at the token limit), and the client classifies openai's errors
+into them. The helpers here describe a failure without request details (no headers, so never
+the api key) and name only the endpoint's host.
 """
 
 from __future__ import annotations
@@ -57,6 +58,11 @@ class LlmAuthError(LlmFatalError):
     """The endpoint refused the API key (HTTP 401/403)."""
 
 
+class LlmUnreachableError(LlmFatalError):
+    """No call reached the endpoint (connection refused, unknown host, connect timeout) and
+    none ever had: a wrong `llm.base_url`, or a server that is not running."""
+
+
 class LlmTruncated(LlmError):
     """The answer was cut at the token limit (finish_reason "length"): never parsed or cached.
     Asking again the same way gets the same cut, so the caller asks for less (a smaller pack)."""
@@ -92,13 +98,34 @@ def retry_after(headers: Any) -> float | None:
     return None
 
 
-def connection_refused(exc: BaseException | None) -> bool:
-    """Whether a ConnectionRefusedError lies in the exception's cause chain."""
+def unreachable_error(base_url: str | None, reason: str) -> LlmUnreachableError:
+    """What to check, naming the endpoint's host (never the key)."""
+    return LlmUnreachableError(
+        f"the LLM endpoint {endpoint_host(base_url)} cannot be reached ({reason}) and no call "
+        "has reached it: check llm.base_url / OPENAI_BASE_URL and that the server is running"
+    )
+
+
+def unreachable_reason(exc: BaseException | None) -> str | None:
+    """Why a request never reached a server (from the exception's cause chain), or None when
+    one was there: a read timeout or a dropped answer means the endpoint is reachable."""
+    import socket
+
+    import httpx
+
+    chain = []
     while exc is not None:
-        if isinstance(exc, ConnectionRefusedError):
-            return True
+        chain.append(exc)
         exc = exc.__cause__ or exc.__context__
-    return False
+    for kind, reason in (
+        (ConnectionRefusedError, "connection refused"),
+        (socket.gaierror, "unknown host"),
+        (httpx.ConnectTimeout, "connect timeout"),
+        (httpx.ConnectError, "cannot connect"),
+    ):
+        if any(isinstance(e, kind) for e in chain):
+            return reason
+    return None
 
 
 def describe_error(exc: Exception) -> str:

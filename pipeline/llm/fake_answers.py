@@ -3,9 +3,10 @@ as deterministic functions of the messages.
 
 Why apart from the server: the HTTP side (faults, token limits, streaming) is the same for
 every prompt, while these responders know the prompts (their marker lines and data blocks) and
-give answers realistic in kind and size: extraction answers come from the offline extractor,
-report, summary and query answers from the context they are sent. Tests use them directly to
-build expected answers or wrap them in a custom responder.
+give answers realistic in kind and size: extraction answers come from the offline extractor
+(as long as a real model's, or its whole graph: `extraction_answer`), report, summary and query
+answers from the context they are sent. Tests use them directly to build expected answers or
+wrap them in a custom responder.
 """
 
 from __future__ import annotations
@@ -35,21 +36,34 @@ def message_text(message: dict) -> str:
 _DOC_BLOCK = re.compile(r'<document id="([^"]+)">\n(.*?)\n</document>', re.S)
 
 
+ANSWERS = ("model", "verbose")  # how the fake answers extraction (see `extraction_answer`)
 DESCRIPTION_WORDS = 15
+MODEL_DESCRIPTION_WORDS = 8  # the prompt's example descriptions run 5-6 words
+# The share of its compact graph the model-like fake answers: at 0.28 it answers HippoRAG's
+# 1,890 MuSiQue passages (../shared/data/musique, packs of 12) with 2.37 answer tokens per text
+# token, what HippoRAG 2's model wrote on MuSiQue (pipeline.config.documents.MODEL_ANSWER_RATIO,
+# 2.4: the offline extractor finds more than a model names, every capitalised span and every
+# co-occurring pair). A Christmas Carol then gets 0.5: prose holds fewer facts a token.
+MODEL_KEEP = 0.28
 
 
-def _brief(text: str) -> str:
-    """A description as a model writes one when asked for "one sentence": at most
-    DESCRIPTION_WORDS words (the offline extractor's are whole evidence sentences)."""
-    return " ".join(str(text or "").split()[:DESCRIPTION_WORDS])
+def check_answers(answers: str) -> str:
+    """`answers` when it names a way to answer extraction (ANSWERS), else ValueError."""
+    if answers not in ANSWERS:
+        raise ValueError(f"unknown answers {answers!r}; known: {ANSWERS}")
+    return answers
 
 
-def extraction_answer(blocks: list[tuple[str, str]]) -> str:
-    """What a capable model would answer to the extraction prompt: per data block, typed
-    entities and relationships — here found by the offline extractor, so the answer is
-    deterministic and realistic in kind (types, evidence descriptions, strengths) and in size:
-    short descriptions, and no more relationships than entities (the strongest), where the
-    offline extractor relates every co-occurring pair."""
+def _brief(text: str, words: int = DESCRIPTION_WORDS) -> str:
+    """A description as a model writes one when asked for "one sentence": at most `words`
+    words (the offline extractor's are whole evidence sentences)."""
+    return " ".join(str(text or "").split()[:words])
+
+
+def _offline_graph(blocks: list[tuple[str, str]]):
+    """(entities, strongest relationships) of the offline extractor per block id: no more
+    relationships than entities per block (the strongest, in their order), where the offline
+    extractor relates every co-occurring pair."""
     import polars as pl
 
     from pipeline.config import ExtractionSettings
@@ -57,11 +71,6 @@ def extraction_answer(blocks: list[tuple[str, str]]) -> str:
 
     units = pl.DataFrame({"id": [k for k, _ in blocks], "text": [t for _, t in blocks]})
     ents, rels = NlpExtractor(ExtractionSettings()).extract(units)
-    out: dict[str, dict[str, list]] = {k: {"entities": [], "relationships": []} for k, _ in blocks}
-    for row in ents.iter_rows(named=True):
-        out[row["text_unit_id"]]["entities"].append(
-            {"title": row["title"], "type": row["type"], "description": _brief(row["description"])}
-        )
     n_ents = ents.group_by("text_unit_id").len()
     strongest = (
         rels.with_columns(order=pl.int_range(pl.len()).over("text_unit_id"))
@@ -70,17 +79,89 @@ def extraction_answer(blocks: list[tuple[str, str]]) -> str:
         .filter(pl.int_range(pl.len()).over("text_unit_id") < pl.col("len").fill_null(0))
         .sort(["text_unit_id", "order"])
     )
-    for row in strongest.iter_rows(named=True):
-        out[row["text_unit_id"]]["relationships"].append(
-            {
-                "source": row["source"],
-                "target": row["target"],
-                "type": row["type"],
-                "description": _brief(row["description"]),
-                "strength": max(1, min(10, round(row["weight"] * 5))),
-            }
-        )
+    return ents, strongest
+
+
+def _entity(row: dict, words: int) -> dict:
+    description = _brief(row["description"], words)
+    return {"title": row["title"], "type": row["type"], "description": description}
+
+
+def _relationship(row: dict, words: int) -> dict:
+    return {
+        "source": row["source"],
+        "target": row["target"],
+        "type": row["type"],
+        "description": _brief(row["description"], words),
+        "strength": max(1, min(10, round(row["weight"] * 5))),
+    }
+
+
+def extraction_answer(blocks: list[tuple[str, str]], answers: str = "model") -> str:
+    """What the fake answers to the extraction prompt: per data block, typed entities and
+    relationships found by the offline extractor, so the answer is deterministic and realistic
+    in kind (types, evidence descriptions, strengths).
+
+    "verbose": the whole offline graph, descriptions of DESCRIPTION_WORDS words (2.6 answer
+    tokens per text token on A Christmas Carol, 11 on MuSiQue: more than a model writes; what
+    the truncation tests need). "model": as long as a real extractor's answer
+    (`model_records`): 2.4 answer tokens per text token on dense text (MuSiQue), 0.5 on the
+    Carol."""
+    ents, rels = _offline_graph(blocks)
+    if check_answers(answers) == "model":
+        return json.dumps({k: model_records(ents, rels, k) for k, _ in blocks}, ensure_ascii=False)
+    out: dict[str, dict[str, list]] = {k: {"entities": [], "relationships": []} for k, _ in blocks}
+    for row in ents.iter_rows(named=True):
+        out[row["text_unit_id"]]["entities"].append(_entity(row, DESCRIPTION_WORDS))
+    for row in rels.iter_rows(named=True):
+        out[row["text_unit_id"]]["relationships"].append(_relationship(row, DESCRIPTION_WORDS))
     return json.dumps(out, ensure_ascii=False)
+
+
+def model_records(ents, rels, key: str) -> dict[str, list]:
+    """One block's graph as a model writes it: its most salient compact records
+    (`_salient_records`), only the first MODEL_KEEP of them in tokens (at least one record), as
+    a model names what matters most and stops."""
+    from pipeline.tokens import count_tokens
+
+    records = _salient_records(ents, rels, key)
+    sizes = [count_tokens(json.dumps(r, ensure_ascii=False)) + 1 for _, r in records]
+    budget, used = MODEL_KEEP * sum(sizes), 0
+    out: dict[str, list] = {"entities": [], "relationships": []}
+    for (kind, record), size in zip(records, sizes, strict=True):
+        if used and used + size > budget:
+            break
+        out[kind].append(record)
+        used += size
+    return out
+
+
+def _salient_records(ents, rels, key: str) -> list[tuple[str, dict]]:
+    """(kind, record) of one block, descriptions of MODEL_DESCRIPTION_WORDS words, most salient
+    first: each relationship (strongest first) after its two entities, then the other named
+    entities; a concept (CONCEPT) only where it is related (an unrelated keyphrase is no
+    fact)."""
+    import polars as pl
+
+    unit_ents = {r["title"]: r for r in ents.filter(pl.col("text_unit_id") == key).to_dicts()}
+    rel_rows = (
+        rels.filter(pl.col("text_unit_id") == key)
+        .sort("weight", descending=True, maintain_order=True)
+        .to_dicts()
+    )
+    ordered: list[tuple[str, str]] = []  # (kind, entity title or relationship index)
+    for i, rel in enumerate(rel_rows):
+        if rel["source"] in unit_ents and rel["target"] in unit_ents:
+            ordered += [("entities", rel["source"]), ("entities", rel["target"])]
+            ordered.append(("relationships", str(i)))
+    ordered += [("entities", t) for t, r in unit_ents.items() if r["type"] != "CONCEPT"]
+    records = []
+    for kind, ref in dict.fromkeys(ordered):
+        if kind == "entities":
+            records.append((kind, _entity(unit_ents[ref], MODEL_DESCRIPTION_WORDS)))
+        else:
+            records.append((kind, _relationship(rel_rows[int(ref)], MODEL_DESCRIPTION_WORDS)))
+    return records
 
 
 REPORT_MARKER = "You write a report on one community of a knowledge graph"
@@ -188,11 +269,12 @@ def reduce_answer(text: str) -> str:
     return f"Combined from {len(analyses)} analysts: {first}" if first else "Nothing relevant."
 
 
-def default_responder(messages: list[dict]) -> str:
+def default_responder(messages: list[dict], answers: str = "model") -> str:
     """Deterministic answer from the last user message (of the first turn).
 
     Document data blocks (`<document id="k">`, the extraction prompt) get the extraction
-    answer keyed by block id (see `extraction_answer`). The community-report prompt (its
+    answer keyed by block id, as long as a model's ("model") or the whole offline graph
+    ("verbose"; see `extraction_answer`). The community-report prompt (its
     system line) gets `report_answer`; `<item id="k">` blocks (description summaries) get
     `summaries_answer`. The query-analysis prompt gets `analysis_answer`, the flow answer
     prompt `flow_answer`, the focus prompt `focus_answer`, global search's map and reduce
@@ -229,7 +311,7 @@ def default_responder(messages: list[dict]) -> str:
         return summaries_answer(items)
     blocks = _DOC_BLOCK.findall(text)
     if blocks:  # the extraction prompt: documents as data blocks, answer keyed by block id
-        return extraction_answer(blocks)
+        return extraction_answer(blocks, answers)
     if any(JSON_MARKER in message_text(m).lower() for m in messages):
         names: list[str] = []
         for word in _WORD.findall(text):

@@ -2,7 +2,8 @@
 a key (`docgraph fake-llm`).
 
 Answers are deterministic functions of the messages (a pluggable responder; the default one,
-which knows the project's prompts, is `pipeline.llm.fake_answers`). Like a real
+which knows the project's prompts, is `pipeline.llm.fake_answers`: extraction answers as long
+as a real model's, or with `answers="verbose"` the whole offline graph). Like a real
 server it enforces the request's `max_tokens` (the answer is cut there and `finish_reason` is
 "length") and can require an API key (401 otherwise). Faults (429 with Retry-After, 500, a
 stall of `stall_s` seconds — a real timeout when it outlasts the client's, malformed JSON
@@ -21,11 +22,17 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from pipeline.llm.accounting import STAGE_HEADER
-from pipeline.llm.fake_answers import Responder, default_responder, message_text
+from pipeline.llm.fake_answers import (
+    Responder,
+    check_answers,
+    default_responder,
+    message_text,
+)
 from pipeline.tokens import count_tokens, truncate_tokens
 
 FAULTS = ("429", "500", "timeout", "malformed")
@@ -198,6 +205,9 @@ class _Server(ThreadingHTTPServer):
 class FakeLlm:
     """OpenAI-compatible chat server: `with FakeLlm() as srv: OpenAI(base_url=srv.base_url)`.
 
+    `answers`: how the default responder answers extraction — "model" (as long as a real
+    extractor's answer) or "verbose" (the whole offline graph: answers cut at max_tokens, for
+    the truncation tests); a given `responder` replaces it;
     `stall_s`: how long a "timeout" fault stalls before answering (past the client's timeout,
     it times out for real); `require_key`: answer 401 unless the request carries this key;
     `models`: answer 404 (model_not_found) for any other model (None: any model);
@@ -216,6 +226,7 @@ class FakeLlm:
         self,
         responder: Responder | None = None,
         *,
+        answers: str = "model",
         fault_rate: float = 0.0,
         faults: Iterable[str] = FAULTS,
         seed: int = 0,
@@ -231,7 +242,8 @@ class FakeLlm:
         enforce_max_tokens: bool = True,
         quiet: bool = True,
     ) -> None:
-        self.responder: Responder = responder or default_responder
+        default = partial(default_responder, answers=check_answers(answers))
+        self.responder: Responder = responder or default
         self.fault_rate = fault_rate
         self.faults = tuple(faults)
         unknown = set(self.faults) - set(FAULTS)

@@ -14,8 +14,25 @@ A query answers `SearchResult.to_json(indent=2)`, the very text `docgraph query 
 prints. With `"stream": true` in LLM mode (naive, local, expand, flow) the answer comes as
 Server-Sent Events: one `answer` event per piece (a JSON string), then one `result` event
 holding the whole result (its answer the joined pieces), or an `error` event. Offline,
-`stream` is ignored, as in the CLI. Errors: a bad request 400 (422 for a malformed body), a
-failed LLM answer 502, an index version deleted under a search 503.
+`stream` is ignored, as in the CLI. Errors are JSON `{"detail": "one line"}`: a bad request
+400 (422 for a malformed body or a field over its bound), a failed LLM answer 502, an index
+version deleted under a search 503.
+
+Bounds (settings `serve`, applied by pipeline/serve/limits.py): a body over
+`max_body_bytes` is 413 before it is read (by its Content-Length, or as soon as a
+chunked body passes it); `query` and `question` over `max_query_chars`, a
+`publication` id or edge type over `max_name_chars`, or lists over `max_list_items`, are
+422. A message quotes user input as its first characters and an ellipsis, never whole.
+
+Concurrent work: at most `max_concurrent_queries` searches run at once (default one a usable
+CPU: a search is CPU-bound, so more at once only makes each slower). A query that finds them
+all busy waits for one, in a queue of at most `max_queued_queries`, for at most
+`queue_wait_s`; one that finds the queue full, or waits that long in vain, is answered 503
+with `Retry-After`, which clients and load balancers retry, rather than held until the
+client's own timeout. The bounded wait absorbs bursts (8 clients on 2 slots all get their
+answers); the 503 keeps a flood from growing the queue, and every answer's latency, without
+bound. Waiting holds no worker thread, so /health answers under load. A streamed LLM answer
+holds its slot for the search only; its LLM calls are bounded by `llm.concurrency`.
 
 There is no authentication: it binds to 127.0.0.1 unless told otherwise.
 """
@@ -29,37 +46,39 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, HTTPException
-from fastapi.responses import Response, StreamingResponse
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.concurrency import run_in_threadpool
 
+from pipeline.serve.limits import (
+    RETRY_AFTER_S,
+    BodyLimit,
+    Busy,
+    WorkSlots,
+    request_inputs,
+    scrub,
+    size_problem,
+    validation_message,
+)
 from pipeline.serve.request import QUERY_MODES, STREAM_MODES, QueryRequest, run_query
 
 if TYPE_CHECKING:
+    from pipeline.config import ServeSettings
     from pipeline.query import GraphIndex, SearchResult
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 SCOPED_VIEWS = 16  # publication filters kept open
 
 
-def create_app(index: GraphIndex) -> FastAPI:
-    """The API over an open index (one endpoint per mode, and /health)."""
-    from pipeline.query.answer import LlmAnswerError
-
+def create_app(index: GraphIndex, limits: ServeSettings | None = None) -> FastAPI:
+    """The API over an open index (one endpoint per mode, and /health), within `limits`
+    (default: the index's settings `serve`)."""
+    limits = limits or index.settings.serve
     app = FastAPI(title="docgraph", summary="Graph-RAG queries over one docgraph index")
-    scoped: dict[tuple[str, ...], GraphIndex] = {}  # publication filters, newest last
-    scoped_lock = threading.Lock()
-
-    def target(request: QueryRequest) -> GraphIndex:
-        """The index, or its view through `request.publication` (kept for the next
-        requests: a view reads and filters its tables once)."""
-        if not request.publication:
-            return index
-        key = tuple(sorted(set(request.publication)))
-        with scoped_lock:
-            if key not in scoped:
-                if len(scoped) >= SCOPED_VIEWS:
-                    del scoped[next(iter(scoped))]
-                scoped[key] = index.for_publications(list(key))
-            return scoped[key]
+    app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    slots = WorkSlots.from_settings(limits)
+    answer = _answerer(index)
 
     @app.get("/health")
     def health() -> dict:
@@ -73,24 +92,18 @@ def create_app(index: GraphIndex) -> FastAPI:
         }
 
     def endpoint(mode: str):
-        # a plain `def`: FastAPI runs it in its thread pool, so a long search or LLM call
-        # never blocks the event loop (health checks, other queries)
-        def query(request: QueryRequest) -> Response:
-            stream = request.stream and index.llm is not None and mode in STREAM_MODES
+        # the bounds are checked and the slot waited for on the event loop; the search runs
+        # in the thread pool, so it never blocks the loop (health checks, other queries)
+        async def query(request: QueryRequest) -> Response:
+            problem = size_problem(request, limits)
+            if problem:
+                raise HTTPException(422, problem)
             try:
-                searched = target(request)
-                result = run_query(searched, mode, request, llm_answer=not stream)
-            except LlmAnswerError as exc:
-                raise HTTPException(502, str(exc)) from None
-            except FileNotFoundError as exc:  # the version read was pruned by a newer run
-                raise HTTPException(503, str(exc)) from None
-            except ValueError as exc:  # an empty question, an unknown uri or edge type, ...
-                raise HTTPException(400, str(exc)) from None
-            if stream:
-                return StreamingResponse(
-                    _events(searched, result, LlmAnswerError), media_type="text/event-stream"
-                )
-            return Response(result.to_json(indent=2), media_type="application/json")
+                async with slots.slot():
+                    return await run_in_threadpool(answer, mode, request)
+            except Busy as exc:
+                retry = {"Retry-After": str(RETRY_AFTER_S)}
+                raise HTTPException(503, str(exc), headers=retry) from None
 
         query.__name__ = f"query_{mode}"
         query.__doc__ = f"{mode} search: the SearchResult as `docgraph query --json` prints it"
@@ -101,19 +114,76 @@ def create_app(index: GraphIndex) -> FastAPI:
     return app
 
 
+async def _validation_error(_request, exc: RequestValidationError) -> JSONResponse:
+    """422 as one line quoting a short prefix of the input (FastAPI's own echoes it whole)."""
+    return JSONResponse({"detail": validation_message(list(exc.errors()))}, status_code=422)
+
+
+def _answerer(index: GraphIndex):
+    """`answer(mode, request)`: the search's response (JSON, or the streamed LLM answer), or
+    an HTTPException whose message quotes no more than a prefix of the request."""
+    from pipeline.query.answer import LlmAnswerError
+
+    # a version pruned by a newer run under the search: 503; an empty question, an unknown
+    # uri or edge type, ...: 400
+    statuses = ((LlmAnswerError, 502), (FileNotFoundError, 503), (ValueError, 400))
+    target = _scoped(index)
+
+    def answer(mode: str, request: QueryRequest) -> Response:
+        stream = request.stream and index.llm is not None and mode in STREAM_MODES
+        inputs = request_inputs(request)
+        try:
+            searched = target(request)
+            result = run_query(searched, mode, request, llm_answer=not stream)
+        except Exception as exc:
+            status = next((code for kind, code in statuses if isinstance(exc, kind)), None)
+            if status is None:
+                raise
+            raise HTTPException(status, scrub(str(exc), inputs)) from None
+        if stream:
+            events = _events(searched, result, LlmAnswerError, inputs)
+            return StreamingResponse(events, media_type="text/event-stream")
+        return Response(result.to_json(indent=2), media_type="application/json")
+
+    return answer
+
+
+def _scoped(index: GraphIndex):
+    """`target(request)`: the index, or its view through `request.publication` (kept for
+    the next requests: a view reads and filters its tables once)."""
+    scoped: dict[tuple[str, ...], GraphIndex] = {}  # publication filters, newest last
+    scoped_lock = threading.Lock()
+
+    def target(request: QueryRequest) -> GraphIndex:
+        if not request.publication:
+            return index
+        key = tuple(sorted(set(request.publication)))
+        with scoped_lock:
+            if key not in scoped:
+                if len(scoped) >= SCOPED_VIEWS:
+                    del scoped[next(iter(scoped))]
+                scoped[key] = index.for_publications(list(key))
+            return scoped[key]
+
+    return target
+
+
 def _event(name: str, data: str) -> str:
     """One Server-Sent Event; `data` is one line of JSON (its newlines are escaped)."""
     return f"event: {name}\ndata: {data}\n\n"
 
 
-def _events(index: GraphIndex, result: SearchResult, failure: type[Exception]) -> Iterator[str]:
+def _events(
+    index: GraphIndex, result: SearchResult, failure: type[Exception], inputs: list[str]
+) -> Iterator[str]:
     pieces: list[str] = []
     try:
         for piece in index.stream_answer(result):
             pieces.append(piece)
             yield _event("answer", json.dumps(piece, ensure_ascii=False))
     except failure as exc:  # the status line is sent: the failure is an event
-        yield _event("error", json.dumps({"detail": str(exc)}, ensure_ascii=False))
+        detail = scrub(str(exc), inputs)
+        yield _event("error", json.dumps({"detail": detail}, ensure_ascii=False))
         return
     result.answer = "".join(pieces)
     yield _event("result", result.to_json())

@@ -86,7 +86,7 @@ PULLED = (
 VERSIONS_DIR = "versions"
 CACHE_DIR = "cache"
 LLM_CACHE_DIRS = ("cache/llm", "cache/llm_memo")  # = store.LLM_CACHE_DIRS
-EMBEDDING_CACHE_DIR = "cache/embeddings"  # = pipeline.vectors.embed.embedding_cache_dir
+EMBEDDING_CACHE_DIR = "cache/embeddings"  # = pipeline.vectors.embed_cache.embedding_cache_dir
 REFRESH_EVERY_S = 1.0  # a reader asks the store for index.json at most this often per mirror
 
 _last_refresh: dict[str, float] = {}

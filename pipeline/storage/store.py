@@ -243,6 +243,20 @@ def record_cache_keys(folder: str | Path, shard: str, keys: list[str]) -> None:
     atomic_write_text(Path(folder) / LLM_KEYS_DIR / f"{shard}.txt", text + "\n" if text else "")
 
 
+def kept_since(root: str | Path) -> float | None:
+    """When the run of the oldest kept version started (by the file system's clock, as cache
+    entries' mtimes are): whatever a kept version's run used, it used since then. None when
+    a kept version's start is unknown (then no cache may be swept)."""
+    root = Path(root)
+    starts = [
+        _read_json(root / VERSIONS_DIR / v / VERSION_INFO).get("run_started")
+        for v in versions(root)
+    ]
+    if not starts or not all(isinstance(t, int | float) for t in starts):
+        return None
+    return min(starts)
+
+
 def sweep_cache(root: str | Path) -> int:
     """Delete LLM cache and memo entries that no kept version used: neither refreshed by a
     kept version's run (a hit refreshes an entry's mtime: pipeline.llm.cache.DiskCache) nor
@@ -250,14 +264,12 @@ def sweep_cache(root: str | Path) -> int:
     documents since deleted or edited. Returns how many went; none when a kept version's
     start is unknown."""
     root = Path(root)
-    kept = [root / VERSIONS_DIR / v for v in versions(root)]
-    starts = [_read_json(v / VERSION_INFO).get("run_started") for v in kept]
-    if not starts or not all(isinstance(t, int | float) for t in starts):
+    cutoff = kept_since(root)
+    if cutoff is None:
         return 0
-    cutoff = min(starts)
     listed: set[str] = set()
-    for version in kept:
-        for path in (version / LLM_KEYS_DIR).glob("*.txt"):
+    for version in versions(root):
+        for path in (root / VERSIONS_DIR / version / LLM_KEYS_DIR).glob("*.txt"):
             listed.update(path.read_text(encoding="utf-8").split())
     removed = 0
     for folder in LLM_CACHE_DIRS:
@@ -307,27 +319,6 @@ def write_arrow(root: str | Path, name: str, table: pa.Table) -> Path:
     return path
 
 
-def write_shard(root: str | Path, name: str, shard: str, df: pl.DataFrame) -> Path:
-    """Write shard `shard` of the sharded table `name`, atomically (the other shards stay)."""
-    if read_manifest(root) is not None:
-        raise ValueError(f"{root} is a published output folder: write into a run's staging")
-    table = schemas.conform(df, name)
-    path = Path(root) / name / f"{shard}.parquet"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_with(path, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
-    (Path(root) / f"{name}.parquet").unlink(missing_ok=True)  # it was one file before
-    return path
-
-
-def retain_shards(root: str | Path, name: str, keys: list[str]) -> list[str]:
-    """Delete the files of shards not in `keys` (left by a different shard count)."""
-    folder = Path(root) / name
-    doomed = [p for p in folder.glob("*.parquet") if p.stem not in set(keys)]
-    for p in doomed:
-        p.unlink(missing_ok=True)
-    return sorted(p.stem for p in doomed)
-
-
 def read_table(root: str | Path, name: str, columns: list[str] | None = None) -> pl.DataFrame:
     """Table `name` of `root` (an output folder's current version, or that folder), all its
     shards; only `columns` when given; its empty frame when it was never written."""
@@ -342,12 +333,6 @@ def scan_table(root: str | Path, name: str) -> pl.LazyFrame:
     """Table `name` as a lazy frame (nothing read until collected: filter and select first)."""
     files = table_files(root, name)
     return pl.scan_parquet(files) if files else schemas.empty(name).lazy()
-
-
-def read_shard(root: str | Path, name: str, shard: str) -> pl.DataFrame:
-    """One shard of the sharded table `name` (its empty frame when never written)."""
-    path = Path(root) / name / f"{shard}.parquet"
-    return pl.read_parquet(path) if path.exists() else schemas.empty(name)
 
 
 def import_lance() -> None:

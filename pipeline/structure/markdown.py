@@ -19,6 +19,9 @@ A caption paragraph ("Table 1: ...", "**Table 1.** ...", "Таблица 1 — .
 after a table of the same section gets an IS_CAPTIONED_BY edge from the table, as in PDFs.
 Image paragraphs stay PARAGRAPH nodes (there are no FIGURE nodes), so figure captions
 ("Figure 2: ...", "Рисунок 2 — ...") are recognised but link only once a FIGURE node exists.
+An image (`![alt](src "title")`, by reference, or an HTML `<img>`) reads as its alt text and
+title where it stands, its address is a link of kind `image`, and a data URI is neither text
+nor link (pipeline.structure.images).
 Content nested past markdown_syntax.FLAT_LEVEL (a list 1,000 deep) is read flat: a
 LIST_ITEM per list-marker line, no recursion.
 """

@@ -1,7 +1,7 @@
 """Inline Markdown: heading text as rendered (what toc slugs are made of), attribute lists
 (`{#id}`, `{: #id .cls }`, `{ id="x" }`, Python-Markdown's attr_list) and the links, footnote
-markers and anchor ids of one block, read from markdown-it's inline tokens, so code spans,
-escapes and reference definitions follow CommonMark rather than a regex's guess.
+markers, anchor ids and images of one block, read from markdown-it's inline tokens, so code
+spans, escapes and reference definitions follow CommonMark rather than a regex's guess.
 
 `plain_markup` reads inline Markdown as text over a polars column: what descriptions and
 report sentences taken from a page's text show (a link as its text, no tags, no emphasis).
@@ -18,6 +18,7 @@ from markdown_it.common.utils import normalizeReference
 from markdown_it.token import Token
 
 from pipeline.sentences import wordset
+from pipeline.structure.images import image_link, image_words, is_data_uri
 from pipeline.structure.markdown_myst import role_link, role_parts
 from pipeline.structure.markdown_syntax import markdown_parser
 from pipeline.structure.markdown_templates import BLOCK_REF
@@ -26,6 +27,7 @@ from pipeline.structure.model import slugify
 # An attribute list closing a line: `{#id}`, `{: #id .cls }`, `{ id="x" key=v }`.
 ATTR_LIST = re.compile(r"[ \t]*\{:?[ \t]*([^{}\n]*)\}[ \t]*$")
 _AFTER_ATTR = re.compile(r"(?<=[)\]`:])\{:?[ \t]*([^{}\n]*)\}")
+_ATTR_AT = re.compile(r"\{:?[ \t]*([^{}\n]*)\}")  # an attribute list where it starts
 # mkdocs-material's icons (pymdownx.emoji): decoration, no text
 ICON = re.compile(r"(?<![\w:]):(?:material|octicons|fontawesome|simple|twemoji)-[\w-]+:(?![\w:])")
 _LINE_ATTR = re.compile(r"[ \t]*\{:?[ \t]*([^{}\n]*)\}[ \t]*$", re.M)
@@ -142,15 +144,17 @@ def heading_ids(raw: str) -> list[str]:
 def inline_links(children: Sequence[Token]) -> tuple[list[dict[str, str]], list[str], list[str]]:
     """(links, footnote labels referenced, anchor ids set by inline attributes) of one
     inline token's children. Links: {href, text, kind} with kind inline, reference,
-    wikilink, block_ref (Logseq's `((uuid))`) or autoref (MyST's `{doc}` role inline,
-    `{ref}` autoref, an HTML `<a href>` inline); images and `[](){#id}` anchors are no
-    links."""
+    wikilink, block_ref (Logseq's `((uuid))`), autoref (MyST's `{doc}` role inline,
+    `{ref}` autoref, an HTML `<a href>` inline) or image (its alt text the link's text);
+    `[](){#id}` anchors and anything at a data URI are no links."""
     links: list[dict[str, str]] = []
     notes: list[str] = []
     ids: list[str] = []
     open_link: dict[str, str] | None = None
     text: list[Token] = []
     for t in children:
+        if t.type == "image":  # an image in a link (a badge) too
+            links += image_link(str(t.attrs.get("src", "")), plain_text(t.children or []))
         html_a = t.type == "html_inline" and t.content[:2].lower() in ("<a", "</")
         closing = t.type in ("link_close", "autoref_close") or (
             html_a and HTML_LINK_CLOSE.match(t.content) is not None
@@ -190,7 +194,23 @@ def inline_links(children: Sequence[Token]) -> tuple[list[dict[str, str]], list[
             ids.append(str(t.attrs["id"]))
         elif kind == "html_inline" and (m := HTML_ANCHOR.match(t.content)):
             ids.append(m.group(1))
-    return links, notes, ids
+    return [lk for lk in links if not is_data_uri(lk.get("href", ""))], notes, ids
+
+
+def markdown_images(text: str, children: Sequence[Token]) -> str:
+    """`text` (a block's inline Markdown) with each image markdown-it found in it
+    (`children`, the source each keeps in `meta["markup"]`) as its words: alt text and
+    title (pipeline.structure.images); its address is a link (`inline_links`), not text."""
+    for t in children:
+        markup = t.meta.get("markup") if t.type == "image" else None
+        if not markup or (at := text.find(markup)) < 0:
+            continue
+        end = at + len(markup)
+        if (m := _ATTR_AT.match(text, end)) and _is_attr_list(m.group(1)):
+            end = m.end()  # `![x](y){.big}`: its attributes (their id is the image's) go too
+        words = image_words(plain_text(t.children or []), str(t.attrs.get("title") or ""))
+        text = text[:at] + words + text[end:]
+    return text
 
 
 def references_env(refs: dict[str, str]) -> dict[str, Any]:

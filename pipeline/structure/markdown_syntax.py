@@ -36,7 +36,9 @@ GFM tables) and the rules no plugin covers as mkdocs does, written here:
   tokens keep no children, which halves the inline parse time of a typical page.
 
 Link destinations are kept as written (no percent-encoding, no scheme filter): resolution
-across documents reads them, nothing is rendered.
+across documents reads them, nothing is rendered. An image token keeps its source as written
+(`meta["markup"]`), which a block's text replaces by the image's words (pipeline.structure.images).
+`alert_opened` reads a GitHub alert or Obsidian callout (`> [!NOTE]`) at a quote's start.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_block import StateBlock
 from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline
+from markdown_it.rules_inline import image as image_rule
+from markdown_it.token import Token
 from mdit_py_plugins.attrs import attrs_plugin
 from mdit_py_plugins.container import container_plugin
 from mdit_py_plugins.deflist import deflist_plugin
@@ -277,6 +281,17 @@ def _autoref(state: StateInline, silent: bool) -> bool:
     return True
 
 
+def _image(state: StateInline, silent: bool) -> bool:
+    """markdown-it's image rule, keeping the image's source as written (`meta["markup"]`):
+    where it stands in a block's text it reads as its words (markdown_inline.markdown_images)."""
+    start = state.pos
+    if not image_rule(state, silent):
+        return False
+    if not silent:
+        state.tokens[-1].meta["markup"] = state.src[start : state.pos]
+    return True
+
+
 def _inline_where_read(state: StateCore) -> None:
     """markdown-it's core `inline` rule, for the inline tokens anything is read from."""
     tokens = state.tokens
@@ -314,4 +329,22 @@ def markdown_parser(myst: bool = False) -> MarkdownIt:
     md.core.ruler.at("inline", _inline_where_read)
     md.inline.ruler.before("link", "wikilink", _wikilink)
     md.inline.ruler.after("link", "autoref", _autoref)
+    md.inline.ruler.at("image", _image)
     return md
+
+
+ALERT = re.compile(r"\[!([\w-]+)\][+-]?[ \t]*([^\n]*)(?:\n|$)")
+
+
+def alert_opened(tokens: list[Token], i: int) -> tuple[str, str] | None:
+    """(kind, title) of a GitHub alert or Obsidian callout opened at tokens[i] (`> [!NOTE]`,
+    `> [!tip]- Title` first in a quote), its marker line taken out of the first
+    paragraph's text; None for any other quote."""
+    if i + 2 >= len(tokens) or tokens[i + 1].type != "paragraph_open":
+        return None
+    inline = tokens[i + 2]
+    m = ALERT.match(inline.content)
+    if m is None:
+        return None
+    inline.content = inline.content[m.end() :]
+    return m.group(1).lower(), m.group(2).strip()

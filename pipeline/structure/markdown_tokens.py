@@ -31,16 +31,18 @@ from typing import Any
 
 from markdown_it.token import Token
 
+from pipeline.structure.images import html_images, is_data_uri
 from pipeline.structure.markdown_inline import (
     HTML_ANCHOR,
     HTML_LINK_OPEN,
     ICON,
     heading_ids,
     inline_links,
+    markdown_images,
     strip_line_attrs,
 )
 from pipeline.structure.markdown_myst import render_roles, uses_myst
-from pipeline.structure.markdown_syntax import code_info, fenced_tag, markdown_parser
+from pipeline.structure.markdown_syntax import alert_opened, code_info, fenced_tag, markdown_parser
 from pipeline.structure.markdown_templates import BLOCK_ID, included, link_tags, strip_markup
 
 _LIST_MARK = re.compile(r"^(?:[ \t]*>)*[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
@@ -122,6 +124,8 @@ class _Reader:
         part; anchors-only text ([](){#id}, {#id}) is an ANCHOR block. `anchors`: ids it
         has besides those in its text (a heading's slug)."""
         links, notes, ids = inline_links(children)
+        text, pictures = _imaged(text, children)
+        links += pictures
         if "::" in text:  # Logseq's `id:: uuid`: the block `((uuid))` refers to
             ids += BLOCK_ID.findall(text)
         text = self.rendered(text)
@@ -170,11 +174,15 @@ class _Reader:
                 flat = _QUOTE_MARKS.sub("", t.content)
                 parser = markdown_parser(self.env["myst"])
                 self.gather(block, parser.parseInline(flat, self.env)[0].children)
+        block.text, pictures = html_images(block.text)
+        block.links += pictures
         return end
 
     @staticmethod
     def gather(block: Block, children: list[Token] | None) -> None:
-        """Adds the links, footnote markers and anchor ids of inline tokens to `block`."""
+        """Adds the links, footnote markers and anchor ids of inline tokens to `block`, and
+        reads their Markdown images in its text as their words."""
+        block.text = markdown_images(block.text, children or [])
         links, notes, ids = inline_links(children or [])
         block.links += links
         block.notes += notes
@@ -189,8 +197,10 @@ class _Reader:
             if t.type == "tr_open":
                 rows.append([])
             elif t.type == "inline":
-                rows[-1].append(t.content)
+                rows[-1].append(_imaged(t.content, t.children)[0])
                 self.gather(block, t.children)
+        block.text, pictures = html_images(block.text)
+        block.links += pictures
         block.meta["rows"] = rows
         if self.tokens[i].meta.get("synthetic"):  # a MyST list-table: no table lines to show
             title = self.tokens[i].meta.get("title", "")
@@ -221,8 +231,10 @@ class _Reader:
             text = "\n".join(body)
             children = parser.parseInline(text, self.env)[0].children or []
             meta = {"depth": level} if kind == "LIST_ITEM" else {}
+            text, pictures = _imaged(text, children)
             block = self.add(kind, text, (start, start + len(body) - 1), **meta)
             block.links, block.notes, block.ids = inline_links(children)
+            block.links += pictures
 
     def read(self) -> list[Block]:
         tokens, i = self.tokens, 0
@@ -269,7 +281,7 @@ class _Reader:
                 self.html(t)
             elif kind == "flat":
                 self.flat(t)
-            elif kind == "blockquote_open" and (alert := _alert(tokens, i)) is not None:
+            elif kind == "blockquote_open" and (alert := alert_opened(tokens, i)) is not None:
                 name = f"admonition:{alert[0]}"  # `> [!NOTE]`: a note, not a quote
                 self.open_container(name, alert[1], t, alert=True)
                 if not tokens[i + 2].content.strip():
@@ -305,7 +317,8 @@ class _Reader:
             elif kind == "dl_open":
                 self.stack.append(("dl", {"term": "", "term_line": 0}))
             elif kind == "dt_open":
-                term, term_ids = strip_line_attrs(self.rendered(tokens[i + 1].content.strip()))
+                term = _imaged(tokens[i + 1].content, tokens[i + 1].children)[0]
+                term, term_ids = strip_line_attrs(self.rendered(term.strip()))
                 term_links = inline_links(tokens[i + 1].children or [])[0]
                 self.stack[-1][1].update(
                     term=term, term_line=(t.map or [0])[0], term_links=term_links, term_ids=term_ids
@@ -322,35 +335,31 @@ class _Reader:
         """Raw HTML (and MDX's JSX): comments, `<style>` and `<script>` are skipped, tags
         alone (`</details>`, `<Tabs>`) hold no text, `<a id=...></a>`-only blocks are
         anchors (of the heading after them, like `{#id}` lines), other HTML is a paragraph
-        of its text (its tags left out), with the links of its `<a href>` tags."""
+        of its text (its tags left out, an `<img>` read as its alt text), with the links of
+        its `<a href>` and `<img src>` tags."""
         text = t.content.strip()
         if text.startswith("<!--") or _NOT_TEXT.match(text):
             return
+        text, pictures = html_images(text)  # `<img alt="...">`: its words
         ids = HTML_ANCHOR.findall(text)
         rest = "\n".join(x.strip() for x in _TAG.sub("", HTML_ANCHOR.sub("", text)).split("\n"))
         rest = rest.strip()
-        block = self.add("ANCHOR" if not rest else "PARAGRAPH", rest, _span(t, self.lines))
-        block.ids = ids
+        kind = "PARAGRAPH" if rest else "SNIPPET" if pictures else "ANCHOR"  # an image's links
+        block = self.add(kind, rest, _span(t, self.lines))
+        block.ids, block.links = ids, pictures
         for m in _HTML_LINK.finditer(text):  # `<a href="x">text</a>`: a link of the block
             label = " ".join(_TAG.sub("", m.group(2)).split())
-            block.links.append({"href": m.group(1), "text": label, "kind": "inline"})
+            if not is_data_uri(m.group(1)):
+                block.links.append({"href": m.group(1), "text": label, "kind": "inline"})
 
 
-def _alert(tokens: list[Token], i: int) -> tuple[str, str] | None:
-    """(kind, title) of a GitHub alert or Obsidian callout opened at tokens[i] (`> [!NOTE]`,
-    `> [!tip]- Title` first in a quote), its marker line taken out of the first
-    paragraph's text; None for any other quote."""
-    if i + 2 >= len(tokens) or tokens[i + 1].type != "paragraph_open":
-        return None
-    inline = tokens[i + 2]
-    m = _ALERT.match(inline.content)
-    if m is None:
-        return None
-    inline.content = inline.content[m.end() :]
-    return m.group(1).lower(), m.group(2).strip()
+def _imaged(text: str, children: list[Token] | None) -> tuple[str, list[dict[str, str]]]:
+    """`text` with its images as their words (the Markdown ones markdown-it found in
+    `children`, and `<img>` tags), and the links of its `<img>` tags (inline_links has
+    those of the Markdown ones)."""
+    return html_images(markdown_images(text, children or []))
 
 
-_ALERT = re.compile(r"\[!([\w-]+)\][+-]?[ \t]*([^\n]*)(?:\n|$)")
 _CONTENT = frozenset({"inline", "fence", "code_block"})
 _TAG = re.compile(r"<[^<>]*>")
 _HTML_LINK = re.compile(HTML_LINK_OPEN.pattern + r"(.*?)</a\s*>", re.I | re.S)

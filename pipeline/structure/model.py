@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.ids import stable_id
+from pipeline.structure.images import without_data
 
 
 def slugify(title: str) -> str:
@@ -62,7 +63,7 @@ class DocStructure:
     nodes: list[dict[str, Any]] = field(default_factory=list)
     edges: list[dict[str, Any]] = field(default_factory=list)
     # Links to resolve across documents: {source_id, href, text, kind ("inline", "reference",
-    # "wikilink")}; pipeline.structure.links turns them into REFERS_TO edges.
+    # "wikilink", "image", ...)}; pipeline.structure.links turns them into REFERS_TO edges.
     links: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     # Parts the parser could not read, as (reason, what was done instead): a scanned page
@@ -109,7 +110,7 @@ class DocStructure:
     ) -> str:
         """A new section under `parent_id` (None only for the root); returns its id.
         Slugs repeat-suffixed like Markdown renderers do ("intro", "intro_1")."""
-        title = short_title(title)
+        title = short_title(without_data(title))
         parent = self.section(parent_id) if parent_id else None
         seq = self._children.get(parent_id or "", 0)
         self._children[parent_id or ""] = seq + 1
@@ -153,7 +154,10 @@ class DocStructure:
         seq_minor: int = 0,
         metadata: dict[str, Any] | None = None,
     ) -> str:
-        """A content node in reading order; its pages extend its section's page range."""
+        """A content node in reading order; its pages extend its section's page range. A data
+        URI in its text reads as a placeholder (pipeline.structure.images): whatever the
+        format, no payload reaches a text unit."""
+        text = without_data(text)
         positions = positions or [position()]
         nid = self._id("node", text)
         self.nodes.append(

@@ -3,7 +3,9 @@
 Loading the model (and even importing sentence_transformers, ~6 s) is deferred to the
 first `embed` call so the CLI and tests that never embed stay fast. `CachedEmbedder`
 keeps every vector it computed in append-only Parquet shards keyed by
-sha256(model_id + text), so re-indexing unchanged text costs no model call.
+sha256(model_id + text), so re-indexing unchanged text costs no model call. Each call also
+records the keys it used (`used/`, dated by the file's mtime), which the cache's upkeep
+(pipeline.vectors.embed_cache) reads to drop the vectors no kept version used.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pipeline import memory, progress
 from pipeline.config import PACKAGED_MODEL, EmbeddingSettings
 from pipeline.ids import sha256_hex
 from pipeline.storage.files import atomic_write_with
+from pipeline.vectors.embed_cache import USED_DIR
 
 # all-MiniLM-L6-v2's width; lets callers size empty outputs without loading the model.
 KNOWN_DIMS = {PACKAGED_MODEL: 384}
@@ -189,7 +192,8 @@ class CachedEmbedder:
 
     The cache is a folder of Parquet shards (key, vector) written atomically and never
     modified, so concurrent writers cannot corrupt it; duplicate keys across shards are
-    harmless (identical vectors). Lookups are one polars join, not a per-row dict.
+    harmless (identical vectors). Lookups are one polars join, not a per-row dict. Every
+    call records the keys it used, hits and new ones (`_record_use`): what the sweep keeps.
     """
 
     def __init__(self, embedder: Embedder, cache_dir: str | Path):
@@ -240,6 +244,15 @@ class CachedEmbedder:
         frame = pl.DataFrame({"key": keys, "vector": _vector_series(vecs)})
         name = f"{time.time_ns():020d}-{sha256_hex(''.join(keys).encode())[:12]}.parquet"
         atomic_write_with(folder / name, lambda tmp: frame.write_parquet(tmp, compression="zstd"))
+
+    def _record_use(self, keys: pl.DataFrame) -> None:
+        """Record that this call used `keys` (a file of `used/`, dated by its mtime, as an LLM
+        cache hit refreshes its entry's): `sweep_unused` keeps the vectors a kept version's
+        run used. A call per table or batch of shards, so few and small files."""
+        folder = self.model_dir / USED_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        name = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}.parquet"
+        atomic_write_with(folder / name, lambda tmp: keys.write_parquet(tmp, compression="zstd"))
 
     def prefetch(self, texts: list[str]) -> int:
         """Queue the texts the cache lacks on the model and return at once (a worker only:
@@ -300,6 +313,7 @@ class CachedEmbedder:
         model_id = self.model_id
         keys = pl.DataFrame({"key": [cache_key(model_id, t) for t in texts]}).with_row_index("i")
         uniq = keys.select("key").unique(maintain_order=True)
+        self._record_use(uniq)
         found = self._lookup(uniq)
         missing = uniq.join(found.select("key"), on="key", how="anti")
         if missing.height:
@@ -315,37 +329,6 @@ class CachedEmbedder:
         ordered = keys.join(found, on="key", how="left").sort("i")
         out = ordered["vector"].to_numpy()
         return np.ascontiguousarray(out, dtype=np.float32).reshape(len(texts), dim)
-
-
-def embedding_cache_dir(output_dir: str | Path) -> Path:
-    """The embedding cache of an output folder (one sub-folder per model)."""
-    return Path(output_dir) / "cache" / "embeddings"
-
-
-# Files of one model's cache above which `compact_cache` merges: each embed call that met a new
-# text wrote one, and every lookup scans them all (a nightly run adds 2-4).
-CACHE_MAX_FILES = 64
-
-
-def compact_cache(cache_dir: str | Path, max_files: int = CACHE_MAX_FILES) -> int:
-    """Merge the smallest files of each model's cache into one once it holds more than
-    `max_files`, leaving max_files / 2: the file count stays bounded and a compaction
-    rewrites only small files, never the whole cache. The merged file is written (streamed)
-    before the others go, so a crash leaves duplicates (harmless), never a gap. Run it with
-    no other writer (the output lock held, no step embedding). Returns files removed."""
-    removed = 0
-    for folder in sorted(p for p in Path(cache_dir).glob("*") if p.is_dir()):
-        files = sorted(folder.glob("*.parquet"), key=lambda f: (f.stat().st_size, f.name))
-        if len(files) <= max_files:
-            continue
-        small = files[: len(files) - max_files // 2 + 1]
-        name = f"{time.time_ns():020d}-merged-{len(small)}.parquet"
-        scan = pl.scan_parquet(small).select("key", "vector")
-        atomic_write_with(folder / name, lambda tmp, scan=scan: scan.sink_parquet(tmp))
-        for path in small:
-            path.unlink()
-        removed += len(small)
-    return removed
 
 
 # Texts queued by `CachedEmbedder.prefetch`, by cache key: (their request's future, row).

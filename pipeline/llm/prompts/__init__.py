@@ -14,7 +14,9 @@ Security: document text is data. `data_block` wraps it in a `<tag>` block and ne
 `<context>`), so a document cannot close the block and speak as the prompt; each system message
 says to ignore instructions inside such blocks. A fence is matched as a model would read it:
 whitespace or invisible characters around `<` and `/`, any case, and the NFKC/look-alike forms
-of the brackets and letters (full-width `＜／ｄｏｃｕｍｅｎｔ＞`, small `﹤`, angle quotes `‹`).
+of the brackets and letters (full-width `＜／ｄｏｃｕｍｅｎｔ＞`, small `﹤`, angle quotes `‹`), and
+the escaped forms a model decodes as it reads: JSON's `<\\/document>` (backslashes before the
+slash) and its unicode escapes `\\u003c` and `\\u002f`.
 """
 
 from __future__ import annotations
@@ -138,6 +140,12 @@ _OPENERS = "<\uff1c\ufe64\u2039\u3008\u2329\u27e8\u276e\u02c2\u1438"
 _SLASHES = "/\uff0f\u2044\u2215\u29f8"
 _INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u2060\ufeff"
 _GAP = rf"[\s{_INVISIBLE}]*"
+# Escaped forms a model decodes as it reads (JSON's `\/` and `\u003c`/`\u002f`, text quoted
+# once or twice): a backslash (ASCII, full-width, small) may precede the slash, and the JSON
+# unicode escapes stand for "<" and "/".
+_BACKSLASHES = re.escape("\\") + "\uff3c\ufe68"  # in a character class
+_OPENER = rf"(?:[{_OPENERS}]|\\u003[cC])"
+_SLASH = rf"(?:[{_BACKSLASHES}]{_GAP})*(?:[{_SLASHES}]|\\u002[fF])"
 _FENCE_MENTION = re.compile(r"</([A-Za-z][\w-]*)>|<([A-Za-z][\w-]*)> blocks?\b")
 
 
@@ -165,7 +173,7 @@ def prompt_fences() -> frozenset[str]:
 @cache
 def _fence_re(tags: tuple[str, ...]) -> re.Pattern[str]:
     names = "|".join(f"[{_INVISIBLE}]*".join(_letter(c) for c in t) for t in tags)
-    return re.compile(rf"[{_OPENERS}](?={_GAP}(?:[{_SLASHES}]{_GAP})?(?:{names}))")
+    return re.compile(rf"{_OPENER}(?={_GAP}(?:{_SLASH}{_GAP})?(?:{names}))")
 
 
 def neutralise(text: str, *tags: str) -> str:
