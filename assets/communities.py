@@ -12,7 +12,12 @@ from dagster import AssetExecutionContext, AssetIn, AssetOut, Output, asset, mul
 
 from assets.metadata import PARQUET_KINDS, community_sizes, frame_metadata, llm_delta
 from pipeline.communities.leiden import INPUT_COLUMNS as COMMUNITY_INPUTS
-from pipeline.communities.leiden import hierarchical_leiden, next_state, plan_communities
+from pipeline.communities.leiden import (
+    PREVIOUS_COLUMNS,
+    hierarchical_leiden,
+    next_state,
+    plan_communities,
+)
 from pipeline.communities.report_reuse import read_sidecar, write_sidecar
 from pipeline.communities.reports import INPUT_COLUMNS as REPORT_INPUTS
 from pipeline.communities.reports import report_table
@@ -50,7 +55,7 @@ def communities(
     # accumulated since the last full recompute (counted in the state sidecar) or new
     # partition settings recompute; see pipeline.communities.leiden
     folder = run_dir(docgraph, context)
-    previous = store.read_table(folder, "communities")
+    previous = store.read_table(folder, "communities", PREVIOUS_COLUMNS)
     state_path = folder / COMMUNITIES_STATE
     plan = plan_communities(
         entities, relationships, settings.graph, previous, _read_state(state_path)

@@ -27,16 +27,31 @@ from resources.executors import ENV_EXECUTOR, IN_PROCESS_EXECUTORS, executor_for
 
 
 def executor_by_size(settings: Settings, entries: list[Entry]) -> str | None:
-    """`multiprocess` for an input of `storage.multiprocess_from_documents` files or more
-    (unless $DOCGRAPH_EXECUTOR names an executor), else None (the job's default). In one
-    process every step starts on what the steps before it left behind (allocator pools,
-    parsers' and tokenizers' tables): at 40k documents the reports step peaked at 1.54 GB
-    there and the largest step at 1.39 GB in a process of its own."""
-    limit = settings.storage.multiprocess_from_documents
-    if os.environ.get(ENV_EXECUTOR) or not limit:
+    """`multiprocess` for an input of `storage.multiprocess_from_documents` files or more,
+    or with a file of `storage.multiprocess_from_file_mb` MB or more (unless
+    $DOCGRAPH_EXECUTOR names an executor), else None (the job's default). In one process
+    every step starts on what the steps before it left behind (allocator pools, parsers' and
+    tokenizers' tables): at 40k documents the reports step peaked at 1.54 GB there and the
+    largest step at 1.39 GB in a process of its own."""
+    if os.environ.get(ENV_EXECUTOR):
         return None
-    files = sum(1 for e in entries if e.path is not None and not e.hidden)
-    return "multiprocess" if files >= limit else None
+    files = [e.path for e in entries if e.path is not None and not e.hidden]
+    many, large_mb = (
+        settings.storage.multiprocess_from_documents,
+        settings.storage.multiprocess_from_file_mb,
+    )
+    if many and len(files) >= many:
+        return "multiprocess"
+    if large_mb and any(_size(p) >= large_mb * 1e6 for p in files):
+        return "multiprocess"
+    return None
+
+
+def _size(path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # gone since the walk: the documents step says so
+        return 0
 
 
 # The job `run_index` built, by index_job's arguments, while it runs: execute_job rebuilds

@@ -96,10 +96,11 @@ def run_shards(
         parts = work(key)
         with shard_files.shard_parts(folder, tables, key) as write:
             for frames in [parts] if isinstance(parts, dict) else parts:
-                # short ids unique over the corpus, as the tail's tables'
-                write({n: corpus_short_ids(frames[n], key, len(all_keys)) for n in tables})
                 for name in tables:
                     rows[name] += frames[name].height
+                # short ids unique over the corpus, as the tail's tables'; taken out of the
+                # part, so that `write` frees each frame once it is Arrow
+                write({n: corpus_short_ids(frames.pop(n), key, len(all_keys)) for n in tables})
                 del frames
                 memory.release()  # memory stays that of one part (of one shard)
         del parts

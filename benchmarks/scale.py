@@ -186,7 +186,9 @@ class TreeRssSampler(threading.Thread):
         self.root, self.interval = root, interval
         self.max_one_kb = self.max_tree_kb = 0
         self.commands: dict[int, str] = {}  # pid -> its command, shortened
-        self.timeline: list[tuple[float, int]] = []  # (wall clock, the root process's KB)
+        # (wall clock, KB of the largest process that runs steps: the root, or a step's own
+        # process under the multiprocess executor; the embedding worker left out)
+        self.timeline: list[tuple[float, int]] = []
         self.peak_kb: dict[int, int] = {}  # pid -> its largest RSS
         self._halt = threading.Event()
 
@@ -203,8 +205,12 @@ class TreeRssSampler(threading.Thread):
                 self.commands[pid] = _command(pid)
             self.peak_kb[pid] = max(self.peak_kb.get(pid, 0), kb)
         self.max_one_kb = max(self.max_one_kb, *rss)
-        self.timeline.append((time.time(), rss[0]))
+        steps = [kb for pid, kb in zip(tree, rss, strict=True) if not self._worker(pid)]
+        self.timeline.append((time.time(), max(steps, default=0)))
         self.max_tree_kb = max(self.max_tree_kb, sum(rss))
+
+    def _worker(self, pid: int) -> bool:
+        return "embed_worker" in self.commands.get(pid, "")
 
     def run(self) -> None:
         while not self._halt.is_set():

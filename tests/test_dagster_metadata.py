@@ -210,3 +210,17 @@ def test_a_failing_blocking_check_stops_what_comes_after(sample_index, tmp_path)
     assert "1 duplicate id values" in evaluation.metadata["problems"].value
     assert not result.success and not ran
     assert "after_entities" not in _materializations(result)
+
+
+def test_a_huge_cell_is_previewed_from_its_start():
+    """A preview cell folds the whitespace of its first characters only (a 151 MB text split
+    into words was 1.2 GB): the same cell as folding the whole, for long and short texts."""
+    from assets.metadata import CELL_CHARS, _cell
+
+    def whole(text: str) -> str:
+        folded = " ".join(text.split())
+        return folded if len(folded) <= CELL_CHARS else folded[: CELL_CHARS - 1] + "…"
+
+    huge = "  Alice   met\tBob in\n\nParis. " * 1_000_000
+    for text in (huge, huge[:300], huge[:90], "short  text\n", " " * 500 + "x"):
+        assert _cell(text, CELL_CHARS) == whole(text) or not whole(text[: 4 * CELL_CHARS])

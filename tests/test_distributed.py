@@ -258,3 +258,27 @@ def test_large_inputs_run_each_step_in_its_own_process(tmp_path, monkeypatch):
     )
     events = [e.event_type_value for e in result.all_events]
     assert result.success and "STEP_WORKER_STARTED" not in events
+
+
+def test_one_large_file_runs_each_step_in_its_own_process(tmp_path, monkeypatch):
+    """A file of `storage.multiprocess_from_file_mb` MB or more takes the multiprocess
+    executor whatever the number of files: one file is one shard, and its steps' memory
+    grows with it."""
+    from assets.run import executor_by_size
+    from pipeline.config import load_settings
+    from pipeline.ingest.stale import input_entries
+
+    inp = tmp_path / "in"
+    inp.mkdir()
+    (inp / "small.txt").write_text("A short note on Alice Smith.\n")
+    (inp / "large.txt").write_text("Alice Smith met Bob Jones in Paris.\n\n" * 60_000)  # 2.2 MB
+    monkeypatch.delenv("DOCGRAPH_EXECUTOR", raising=False)
+
+    def settings(mb: int):
+        storage = {"multiprocess_from_file_mb": mb}
+        return load_settings(None, {"input_dir": str(inp), "storage": storage})
+
+    entries = input_entries(settings(2))
+    assert executor_by_size(settings(2), entries) == "multiprocess"
+    assert executor_by_size(settings(3), entries) is None
+    assert executor_by_size(settings(0), entries) is None  # 0: never

@@ -195,6 +195,13 @@ def test_vector_copies_match_lance_and_follow_its_table(sample_index, monkeypatc
     cached = vector_cache.load(version, "text_units")
     assert cached is not None
     assert cached[0] == ids and np.array_equal(cached[1], mat)
+    # the index's copy, made block by block, is the same file's content
+    copy.unlink()
+    monkeypatch.setattr(vector_cache, "READ_ROWS", 7)  # blocks of 7 rows, a short last one
+    vector_cache.copy_table(version, "text_units")
+    streamed = vector_cache.load(version, "text_units")
+    assert streamed is not None and len(ids) % 7
+    assert streamed[0] == ids and np.array_equal(streamed[1], mat)
     # a copy that does not match its Lance table (recreated: new file names) is not used
     monkeypatch.setattr(vector_cache, "fingerprint", lambda *_: "another table")
     assert vector_cache.load(version, "text_units") is None

@@ -1,11 +1,13 @@
 """Chunking entry points: documents (with sections and content nodes) in, `text_units` out.
 
 `chunk_structured` picks the chunker by `settings.method` and falls back, per document, to the
-plain SimpleChunker over its text; `chunk_documents` is that plain path for a whole frame."""
+plain SimpleChunker over its text; `chunk_units` gives its units a frame part at a time (the
+chunks step writes each as it comes, one huge document being one shard); `chunk_documents`
+is the plain path for a whole frame."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 import polars as pl
@@ -32,18 +34,17 @@ from pipeline.structure.images import without_data
 # its chunker (`FrameNodes`); smaller ones are read together, one frame call for many.
 READ_NODES = 8192
 READ_BYTES = 8 << 20
+# The content_nodes columns chunking reads: a node's fields and its place in reading order
+# (`_reading_order`); a shard's reader need not load the others.
+NODE_COLUMNS = [*NODE_INPUTS, "seq_major", "seq_minor"]
 
 
 def chunk_documents(documents: pl.DataFrame, settings: ChunkingSettings) -> pl.DataFrame:
     """text_units frame with exactly schemas.TEXT_UNITS columns, ids as in `units_frame`;
-    human_readable_id 0..n-1 in (document human_readable_id, seq) order."""
-    chunker = SimpleChunker(settings)
-    texts = documents.get_column("text")
-    out = UnitFrames(id_anchors(documents))
-    for doc_id, row in _in_order(documents).select("id", "_row").iter_rows():
-        chunks = chunker.iter_chunks(without_data(texts[row] or ""))
-        out.extend(Unit(doc_id, c.text, c.n_tokens, c.pages) for c in chunks)
-    return out.frame()
+    human_readable_id 0..n-1 in (document human_readable_id, seq) order; no section."""
+    simple = settings.model_copy(update={"method": "simple"})
+    nothing = schemas.empty("sections"), schemas.empty("content_nodes")
+    return chunk_units(documents, *nothing, simple).frame()
 
 
 def chunk_structured(
@@ -56,7 +57,7 @@ def chunk_structured(
 ) -> pl.DataFrame:
     """Text units of the documents by `settings.method`: "smart" (default; SmartChunker),
     "semantic" (SmartChunker's structure with SemanticChunker cuts; needs `embedder`) or
-    "simple" (chunk_documents: the document text alone, no sections).
+    "simple" (the document text alone, chunk_documents' units, each in its root section).
 
     A document without content nodes (no structure parsed) falls back to the SimpleChunker
     over its text, with section_id its root section when it has one; so does a document
@@ -67,33 +68,89 @@ def chunk_structured(
     Memory: documents are read and chunked one at a time, a large one's nodes a batch at a
     time (READ_NODES), and units become frame parts as they come, so a huge document costs
     its output and a bounded working set (smart and simple; semantic embeds every sentence
-    of the shard up front, so it holds them all)."""
-    method = settings.method
-    if method == "simple":
-        return _simple(documents, sections, settings)
-    if method == "semantic":
-        if embedder is None:
-            raise ValueError("chunking method 'semantic' needs an embedder")
-        smart: SmartChunker = SemanticSmart(settings, embedder)
-    elif method == "smart":
-        smart = SmartChunker(settings)
-    else:
-        raise ValueError(f"unknown chunking method {method!r}")
+    of the shard up front, so it holds them all). `chunk_units` gives the parts one by one."""
+    return chunk_units(documents, sections, content_nodes, settings, embedder, failures).frame()
 
+
+def chunk_units(
+    documents: pl.DataFrame,
+    sections: pl.DataFrame,
+    content_nodes: pl.DataFrame,
+    settings: ChunkingSettings,
+    embedder=None,
+    failures: list[dict] | None = None,
+    texts: Texts | None = None,
+) -> UnitFrames:
+    """`chunk_structured`'s units, chunked but not finished: `.finished()` hands them out a
+    frame part at a time (the chunks step writes each as it comes), `.frame()` whole. It
+    keeps nothing of `content_nodes`. `texts`: the documents' texts by row when `documents`
+    has no text column (`LazyTexts`: read only if a document is chunked as plain text)."""
+    texts = documents.get_column("text") if texts is None else texts
     docs = _in_order(documents)
     secs_by_doc: dict[str, list[dict]] = {}
     for sec in sections.select("document_id", "id", "parent_id", "title", "path").iter_rows(
         named=True
     ):
         secs_by_doc.setdefault(sec["document_id"], []).append(sec)
-    work: Iterable[tuple[dict, Tree | None, list[Node] | Nodes | None]]
+    out = UnitFrames(id_anchors(documents))
+    if settings.method == "simple":
+        simple = SimpleChunker(settings)
+        for doc in docs.iter_rows(named=True):
+            root = _root_id(secs_by_doc.get(doc["id"]))
+            out.extend(_plain_units(simple, doc, texts[doc["_row"]], root))
+        return out
+    smart = _smart_chunker(settings, embedder)
     work = _work(docs, content_nodes, secs_by_doc, settings)
+    _chunk_each(smart, work, secs_by_doc, texts, settings, out, failures)
+    return out
+
+
+class LazyTexts:
+    """The documents' texts by row, read (`load`) when one is first asked for: a shard
+    whose documents all have content nodes never reads them (one huge document's text is
+    150 MB, what its content nodes hold again)."""
+
+    def __init__(self, load: Callable[[], pl.Series]):
+        self._load = load
+        self._texts: pl.Series | None = None
+
+    def __getitem__(self, row: int) -> str | None:
+        if self._texts is None:
+            self._texts = self._load()
+        return self._texts[row]
+
+
+# the documents' texts by row: their frame's column or LazyTexts
+Texts = pl.Series | LazyTexts
+
+
+def _smart_chunker(settings: ChunkingSettings, embedder) -> SmartChunker:
+    method = settings.method
+    if method == "semantic":
+        if embedder is None:
+            raise ValueError("chunking method 'semantic' needs an embedder")
+        return SemanticSmart(settings, embedder)
+    if method == "smart":
+        return SmartChunker(settings)
+    raise ValueError(f"unknown chunking method {method!r}")
+
+
+def _chunk_each(
+    smart: SmartChunker,
+    work: Iterable[tuple[dict, Tree | None, list[Node] | Nodes | None]],
+    secs_by_doc: dict[str, list[dict]],
+    texts: Texts,
+    settings: ChunkingSettings,
+    out: UnitFrames,
+    failures: list[dict] | None,
+) -> None:
+    """Each document's units into `out`: structured, or plain text (no structure, or its
+    structured chunking raised: a failure row then)."""
     if isinstance(smart, SemanticSmart):
         work = list(work)  # every sentence of the shard is embedded up front
         smart.prepare([(t, n) for _, t, n in work if t is not None and n is not None])
     simple = SimpleChunker(settings)
-    out = UnitFrames(id_anchors(documents))
-    texts = documents.get_column("text")
+    method = settings.method
     for doc, tree, nodes in work:
         root = _root_id(secs_by_doc.get(doc["id"]))
         mark = out.mark()
@@ -113,24 +170,6 @@ def chunk_structured(
             row = failure_row(doc, "chunking", exc, "none", "plain chunking")
         if failures is not None:
             failures.append(row)
-    return out.frame()
-
-
-def _simple(
-    documents: pl.DataFrame, sections: pl.DataFrame, settings: ChunkingSettings
-) -> pl.DataFrame:
-    """chunk_documents, each unit in its document's root section."""
-    units = chunk_documents(documents, settings)
-    if sections.height == 0 or units.height == 0:
-        return units
-    roots = (
-        sections.filter(pl.col("parent_id").is_null())
-        .select(pl.col("document_id"), pl.col("id").alias("_root"))
-        .unique("document_id", keep="first")
-    )
-    units = units.join(roots, on="document_id", how="left", maintain_order="left")
-    units = units.with_columns(section_id=pl.col("_root"))
-    return pl.from_arrow(schemas.conform(units, "text_units"))  # type: ignore[return-value]
 
 
 def _in_order(documents: pl.DataFrame) -> pl.DataFrame:

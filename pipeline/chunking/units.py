@@ -7,7 +7,7 @@ and the occurrence of that text in the document, so a unit an edit left alone ke
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import polars as pl
@@ -80,21 +80,27 @@ class UnitFrames:
         del self.parts[parts + 1 :]
         self.pending = []
 
-    def frame(self) -> pl.DataFrame:
-        """The text_units frame. Each part is finished and let go in turn, so the units'
-        texts are held about once, not twice."""
+    def finished(self) -> Iterator[pl.DataFrame]:
+        """The text_units frame a part at a time, in order (nothing when there are no units):
+        each part is finished and let go in turn, so the units' texts are held about once,
+        not twice, and a caller that writes each part as it comes never holds them all
+        finished. The numbers (occurrence, seq, human_readable_id) count over every part."""
         if self.pending:
             self.parts.append(_columns(self.pending, self.anchors))
             self.pending = []
         if not self.parts:
-            return schemas.empty("text_units")
+            return
         numbers = _numbers(pl.concat([p.select("document_id", "_digest") for p in self.parts]))
-        out, at = [], 0
+        at = 0
         while self.parts:
             part = self.parts.pop(0)
-            out.append(_finish(part, numbers.slice(at, part.height)))
             at += part.height
-        return pl.concat(out, rechunk=False)
+            yield _finish(part, numbers.slice(at - part.height, part.height))
+
+    def frame(self) -> pl.DataFrame:
+        """The text_units frame: `finished`'s parts together."""
+        out = list(self.finished())
+        return pl.concat(out, rechunk=False) if out else schemas.empty("text_units")
 
 
 def units_frame(units: list[Unit], anchors: dict[str, str]) -> pl.DataFrame:

@@ -88,11 +88,13 @@ def _prepare_queries(settings) -> None:
     (pipeline.vectors.cache) and export the query embedder to ONNX
     (pipeline.vectors.embed_onnx; once per model, ~10 s). Best effort: a query without them is only
     slower."""
-    from pipeline.vectors import lance as vectors
+    from pipeline.storage import store
+    from pipeline.vectors import cache as vector_cache
     from pipeline.vectors.embed_onnx import ensure_exported
 
+    version = store.resolve(settings.output_dir)
     for name in ("text_units", "entities", "community_reports", "content_nodes"):
-        vectors.read_vectors(settings.output_dir, name)
+        vector_cache.copy_table(version, name)
     try:
         ensure_exported(settings.embedding)
     except Exception as exc:  # an optional speed-up must not fail the index
@@ -120,7 +122,7 @@ def _summary(output_dir: str) -> str:
     for name in TABLES:
         path = store.table_path(output_dir, name)
         if path.exists():
-            rows.append(f"  {name:<24} {store.read_table(output_dir, name).height:>8} rows")
+            rows.append(f"  {name:<24} {store.table_rows(output_dir, name):>8} rows")
     return "tables:\n" + "\n".join(rows)
 
 

@@ -14,8 +14,11 @@ import polars as pl
 from pipeline.communities.report_mentions import candidates, hrid, sentence_mentions
 from pipeline.config import ReportSettings
 
-# Community members scored against all mentions at once, at most (whole communities).
-CANDIDATE_BATCH_MEMBERS = 50_000
+# Pairs of a community member and a sentence naming it scored at once, at most (whole
+# communities): a batch's group-by holds ~150 bytes a pair (+0.15 GB). Counted in members
+# (50k), a 151 MB file repeating its text 15 times made one batch of 15.9M pairs, +2.6 GB;
+# batches of 1M pairs took no longer there than batches of 2M.
+CANDIDATE_BATCH_PAIRS = 1_000_000
 
 
 def gather(
@@ -89,7 +92,8 @@ def gather(
     )
     # each community's candidate sentences, for a batch of communities at a time (a
     # community's pairs of member x mention are all in one batch: exact, and the group-by
-    # over them peaked at +1.2 GB at 40k documents when done at once)
+    # over them peaked at +1.2 GB at 40k documents when done at once); a batch is
+    # CANDIDATE_BATCH_PAIRS pairs, counted from each member's mentions
     scored = (
         members.select(
             "community",
@@ -101,12 +105,14 @@ def gather(
         .join(codes, on="entity_id")
         .drop("entity_id")
     )
+    pairs = scored.join(mentions.group_by("e").len(), on="e", how="left")
     batch = (
-        scored.group_by("community")
-        .len()
+        pairs.group_by("community")
+        .agg(pl.col("len").sum())
         .sort("community")
-        .select("community", (pl.col("len").cum_sum() // CANDIDATE_BATCH_MEMBERS).alias("b"))
+        .select("community", (pl.col("len").cum_sum() // CANDIDATE_BATCH_PAIRS).alias("b"))
     )
+    del pairs
     scored = scored.join(batch, on="community")
     cand = pl.concat(
         [

@@ -212,7 +212,10 @@ def merge_graph(
     del title_pick, type_pick, frequency, degree
     pos = ents.select("k", pos=pl.col("human_readable_id").cast(pl.UInt32))
     ev = group_runs(ee.filter(pl.col("d").is_not_null()).select("k", "d", "u"), ["k", "d", "u"])
-    ev = ev.join(_home_units(homes, units, keys), on=["u", "k"], how="left", maintain_order="left")
+    # joined on (u, k) as one integer: on the two columns the join took +270 MB over 4M rows
+    uk = pl.col("u").cast(pl.UInt64) * 2**32 + pl.col("k").cast(pl.UInt64)
+    home = _home_units(homes, units, keys).select(uk=uk, home="home")
+    ev = ev.with_columns(uk=uk).join(home, on="uk", how="left", maintain_order="left").drop("uk")
     ev = (
         group_runs(  # distinct units; the first of them in the entity's own document
             ev, ["k", "d"], pl.len().alias("units"), pl.col("home").min(), sort=False
@@ -340,9 +343,6 @@ def _text_unit_ids(
             "row": pl.int_range(tu.height, dtype=pl.UInt32, eager=True),
         }
     )
-    none = pl.lit([], dtype=pl.List(pl.Utf8))
-    tu = tu.with_columns(
-        entity_ids=code_lists(unit_ents.join(at, on="u"), "row", "idc", ent_ids, tu.height),
-        relationship_ids=code_lists(unit_rels.join(at, on="u"), "row", "ridc", rel_ids, tu.height),
-    ).with_columns(pl.col("entity_ids").fill_null(none), pl.col("relationship_ids").fill_null(none))
-    return tu
+    ents = code_lists(unit_ents.join(at, on="u"), "row", "idc", ent_ids, tu.height, empty=True)
+    rels = code_lists(unit_rels.join(at, on="u"), "row", "ridc", rel_ids, tu.height, empty=True)
+    return tu.with_columns(entity_ids=ents, relationship_ids=rels)

@@ -13,11 +13,12 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import schemas
 from pipeline.storage.files import atomic_path
-from pipeline.storage.store import read_manifest
+from pipeline.storage.store import parquet_options, read_manifest
 
 # Parquet row groups of a shard file: a reader can stream a shard a group at a time (a huge
 # document is one shard); 16k rows of chunks is ~13 MB of text
@@ -36,9 +37,26 @@ def shard_parts(
     root: str | Path, names: Iterable[str], shard: str
 ) -> Iterator[Callable[[dict[str, pl.DataFrame]], None]]:
     """Write shard `shard` of the sharded tables `names` a part at a time: `write(frames)`
-    appends each frame (conformed to its table's schema) to its table's file, so a shard's rows
+    takes each frame out of `frames` and appends it (conformed to its table's schema) to its
+    table's file, so a shard's rows
     need never be in memory at once (one huge document is one shard). Each file replaces the
     shard's old one atomically when the block ends cleanly; on an error none is replaced."""
+    names = list(names)
+    with arrow_parts(root, names, shard) as write_table:
+
+        def write(frames: dict[str, pl.DataFrame]) -> None:
+            for name in names:  # taken out of `frames`: a huge frame is freed once it is Arrow
+                write_table(name, schemas.conform(frames.pop(name), name))
+
+        yield write
+
+
+@contextlib.contextmanager
+def arrow_parts(
+    root: str | Path, names: Iterable[str], shard: str
+) -> Iterator[Callable[[str, pa.Table], None]]:
+    """`shard_parts` for Arrow tables: `write(name, table)` appends `table`, of exactly
+    table `name`'s schema, to its file."""
     if read_manifest(root) is not None:
         raise ValueError(f"{root} is a published output folder: write into a run's staging")
     names = list(names)
@@ -46,17 +64,33 @@ def shard_parts(
         writers = {}
         for name in names:  # renames at exit run after the writers close (LIFO)
             tmp = stack.enter_context(atomic_path(Path(root) / name / f"{shard}.parquet"))
-            writer = pq.ParquetWriter(tmp, schemas.TABLES[name], compression="zstd")
+            schema = schemas.TABLES[name]
+            writer = pq.ParquetWriter(tmp, schema, **parquet_options(schema))
             stack.callback(writer.close)
             writers[name] = writer
 
-        def write(frames: dict[str, pl.DataFrame]) -> None:
-            for name in names:
-                writers[name].write_table(schemas.conform(frames[name], name), ROW_GROUP_ROWS)
+        def write(name: str, table: pa.Table) -> None:
+            writers[name].write_table(table, ROW_GROUP_ROWS)
 
         yield write
     for name in names:
         (Path(root) / f"{name}.parquet").unlink(missing_ok=True)  # it was one file before
+
+
+def rewrite_shard(
+    root: str | Path, name: str, shard: str, change: Callable[[pa.Table], pa.Table]
+) -> None:
+    """Write shard `shard` of the sharded table `name` again, with `change` made to each of
+    its row groups, read and written one at a time as Arrow tables: no column is copied into
+    a frame and back (a huge document's text, 150 MB, twice). Never written: written empty."""
+    path = Path(root) / name / f"{shard}.parquet"
+    schema = schemas.TABLES[name]
+    with arrow_parts(root, [name], shard) as write:
+        if path.exists():  # read to the end before the new file replaces it
+            with pq.ParquetFile(path) as source:
+                for group in range(source.num_row_groups):
+                    table = change(source.read_row_group(group))
+                    write(name, table.select(schema.names).cast(schema))
 
 
 def retain_shards(root: str | Path, name: str, keys: list[str]) -> list[str]:
@@ -68,10 +102,15 @@ def retain_shards(root: str | Path, name: str, keys: list[str]) -> list[str]:
     return sorted(p.stem for p in doomed)
 
 
-def read_shard(root: str | Path, name: str, shard: str) -> pl.DataFrame:
-    """One shard of the sharded table `name` (its empty frame when never written)."""
+def read_shard(
+    root: str | Path, name: str, shard: str, columns: list[str] | None = None
+) -> pl.DataFrame:
+    """One shard of the sharded table `name`, its `columns` or all (its empty frame when
+    never written)."""
     path = Path(root) / name / f"{shard}.parquet"
-    return pl.read_parquet(path) if path.exists() else schemas.empty(name)
+    if not path.exists():
+        return schemas.empty(name).select(columns or pl.all())
+    return pl.read_parquet(path, columns=columns)
 
 
 def read_shard_parts(

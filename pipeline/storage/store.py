@@ -57,6 +57,18 @@ LLM_CACHE_DIRS = ("cache/llm", "cache/llm_memo")  # per-entry files, refreshed o
 LLM_KEYS_DIR = "llm_keys"  # in a version: <shard>.txt, the LLM cache keys the shard used
 FORMAT = 1
 LANCE_BATCH_ROWS = 16_384
+# Columns of free text written without Parquet min/max statistics: a statistic holds a copy
+# of the value in the writer and in the footer, and no reader filters text by range (writing
+# a 151 MB document's shard took +1.0 GB and 5.6 s with them, +0.35 GB and 1.8 s without).
+FREE_TEXT = frozenset({"text", "full_content", "description", "summary", "raw_data"})
+
+
+def parquet_options(schema: pa.Schema) -> dict[str, Any]:
+    """The options every table's Parquet files are written with."""
+    ranked = [n for n in schema.names if n not in FREE_TEXT]
+    return {"compression": "zstd", "write_statistics": ranked}
+
+
 # Lance's Rust logger warns on every first write of a table; keep real errors only. Read
 # when lancedb is first imported, which happens after this module is.
 os.environ.setdefault("LANCEDB_LOG", "error")
@@ -314,7 +326,8 @@ def write_arrow(root: str | Path, name: str, table: pa.Table) -> Path:
     if read_manifest(root) is not None:
         raise ValueError(f"{root} is a published output folder: write into a run's staging")
     path = Path(root) / f"{name}.parquet"
-    atomic_write_with(path, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
+    options = parquet_options(table.schema)
+    atomic_write_with(path, lambda tmp: pq.write_table(table, tmp, **options))
     shutil.rmtree(Path(root) / name, ignore_errors=True)  # it was sharded before
     return path
 

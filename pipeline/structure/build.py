@@ -5,6 +5,7 @@ gathered into the sections, content_nodes and structure_edges frames."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +51,9 @@ def parse_document(
     structure, and when even that raises, the root section alone (chunking then reads the
     document's text). Each fallback is a row appended to `failures`."""
     parser = PARSERS.get(doc["mime_type"], _plain)
+    raw = None if parser is _plain else _raw_bytes(doc, input_dir)  # plain text reads no file
     try:
-        out = parser(doc, _raw_bytes(doc, input_dir), settings or StructureSettings())
+        out = parser(doc, raw, settings or StructureSettings())
         if failures is not None:  # parts of the document the parser had to leave out
             failures.extend(_part_failure(doc, why, fallback) for why, fallback in out.failures)
         return out
@@ -94,11 +96,33 @@ def _cross_references(doc: DocStructure, failures: list[dict[str, Any]] | None) 
     return [e for e in found if (e["source_id"], e["target_id"]) not in linked]
 
 
+def _rows(documents: pl.DataFrame) -> Iterator[dict[str, Any]]:
+    """The documents as dicts, each text converted when its row is reached: as one Python
+    string (`iter_rows` held a second copy meanwhile: +250 MB for a 151 MB text)."""
+    texts = documents.get_column("text")
+    for i, row in enumerate(documents.drop("text").iter_rows(named=True)):
+        yield {**row, "text": texts[i]}
+
+
+# Rows made a frame at a time, the dicts of each freed as it is made: a huge document's
+# 618k content nodes were held as dicts, Arrow and polars at once (+0.5 GB)
+FRAME_ROWS = 16_384
+
+
 def _frame(rows: list[dict[str, Any]], name: str) -> pl.DataFrame:
+    """The rows (emptied: this consumes them) as table `name`'s frame."""
     schema = schemas.TABLES[name]
-    if name != "structure_edges":
-        rows = [{**r, "human_readable_id": i} for i, r in enumerate(rows)]
-    return pl.from_arrow(schemas.pa.Table.from_pylist(rows, schema=schema))  # type: ignore[return-value]
+    numbered = name != "structure_edges"
+    parts, done = [], 0
+    while rows or not parts:
+        part = rows[:FRAME_ROWS]
+        del rows[:FRAME_ROWS]
+        if numbered:
+            for i, row in enumerate(part, start=done):
+                row["human_readable_id"] = i
+        parts.append(pl.from_arrow(schemas.pa.Table.from_pylist(part, schema=schema)))
+        done += len(part)
+    return pl.concat(parts, rechunk=False)  # type: ignore[arg-type]
 
 
 def build_structure(
@@ -119,7 +143,7 @@ def build_structure(
     from pipeline.structure.links import link_rows, resolve_links
 
     root = Path(input_dir) if input_dir is not None else None
-    docs = [parse_document(d, root, settings, failures) for d in documents.iter_rows(named=True)]
+    docs = [parse_document(d, root, settings, failures) for d in _rows(documents)]
     if links is None:
         link_edges = resolve_links(docs)
     else:
@@ -128,6 +152,8 @@ def build_structure(
     sections = [s for d in docs for s in d.sections]
     nodes = [n for d in docs for n in d.nodes]
     edges = [e for d in docs for e in (*d.edges, *_cross_references(d, failures))] + link_edges
+    for d in docs:  # `nodes` holds them now: _frame frees them as it goes
+        d.nodes = []
     warnings = {d.source_path: d.warnings for d in docs if d.warnings}
     if stats is not None:
         for d in docs:

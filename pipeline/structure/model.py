@@ -54,6 +54,13 @@ def position(
     return {"page": page, "page_label": page_label, "x0": x0, "y0": y0, "x1": x1, "y1": y1}
 
 
+NO_METADATA = "{}"  # one string for every row without metadata (most of them)
+
+
+def _json(metadata: dict[str, Any] | None) -> str:
+    return json.dumps(metadata, sort_keys=True, ensure_ascii=False) if metadata else NO_METADATA
+
+
 @dataclass
 class DocStructure:
     document_id: str
@@ -138,7 +145,7 @@ class DocStructure:
                 "uri": uri,
                 "page_start": page_start,
                 "page_end": page_start,
-                "metadata": json.dumps(metadata or {}, sort_keys=True, ensure_ascii=False),
+                "metadata": _json(metadata),
             }
         )
         self._index[sid] = row
@@ -171,7 +178,7 @@ class DocStructure:
                 "seq_major": len(self.nodes),
                 "seq_minor": seq_minor,
                 "positions": positions,
-                "metadata": json.dumps(metadata or {}, sort_keys=True, ensure_ascii=False),
+                "metadata": _json(metadata),
             }
         )
         pages = [p["page"] for p in positions if p.get("page")]
@@ -199,6 +206,6 @@ class DocStructure:
                 "type": type,
                 "weight": weight,
                 "marker_text": marker_text,
-                "metadata": json.dumps(metadata or {}, sort_keys=True, ensure_ascii=False),
+                "metadata": _json(metadata),
             }
         )

@@ -14,8 +14,11 @@ _PARAGRAPHS = re.compile(r"\n[ \t]*\n+")
 def parse_text(document_id: str, source_path: str, title: str, text: str) -> DocStructure:
     doc = DocStructure(document_id, source_path, title)
     for page_no, page in enumerate(text.split("\f"), start=1):
+        # one positions list for the page's nodes (nothing edits a node's positions): a
+        # 151 MB text has 618k paragraphs, and a list and dict each were 200 MB of them
+        on_page = [position(page_no)]
         for para in _PARAGRAPHS.split(page):
             para = para.strip()
             if para:
-                doc.add_node(doc.root_id, "PARAGRAPH", para, [position(page_no)])
+                doc.add_node(doc.root_id, "PARAGRAPH", para, on_page)
     return doc

@@ -29,12 +29,13 @@ from typing import Protocol
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import scipy.sparse as sp
 
 from pipeline import schemas
 from pipeline.config import EmbeddingSettings
 from pipeline.storage import store
 from pipeline.vectors import cache as vector_cache
-from pipeline.vectors.derive import embedded_titles, lookup, mean_vectors, normalise
+from pipeline.vectors.derive import embedded_titles, incidence, lookup, mean_vectors, normalise
 from pipeline.vectors.static_titles import title_vectors
 from pipeline.vectors.static_titles import wanted as static_wanted
 from pipeline.vectors.texts import embedding_text, row_text
@@ -165,41 +166,84 @@ def node_vectors(
     text_units: pl.DataFrame | None = None,
     known: Known | None = None,
 ) -> np.ndarray:
-    """(n, dim) content-node vectors: PARAGRAPH/LIST_ITEM nodes derived from the text units
-    holding them (units' `content_node_ids`, vectors from the text_units Lance table), other
-    nodes (and prose held by no unit) embedded; everything embedded when node_vectors="text"."""
-    dim = embedder.dim
-    n = nodes.height
-    out = np.zeros((n, dim), dtype=np.float32)
-    embed_rows = np.arange(n)
+    """(n, dim) content-node vectors (`_node_blocks`, whole)."""
+    blocks = list(_node_blocks(output_dir, nodes, embedder, settings, text_units, known))
+    return np.concatenate(blocks) if blocks else np.zeros((0, embedder.dim), dtype=np.float32)
+
+
+def _node_blocks(
+    output_dir: str | Path,
+    nodes: pl.DataFrame,
+    embedder: EmbedderLike,
+    settings: EmbeddingSettings,
+    text_units: pl.DataFrame | None = None,
+    known: Known | None = None,
+) -> Iterator[np.ndarray]:
+    """Content-node vectors, BLOCK_ROWS rows at a time: PARAGRAPH/LIST_ITEM nodes derived
+    from the text units holding them (units' `content_node_ids`, vectors from the text_units
+    Lance table), other nodes (and prose held by no unit) embedded, in one call; everything
+    embedded when node_vectors="text". A block at a time: a 151 MB file's 618k nodes were
+    950 MB of vectors, held three times over while they were normalised."""
+    dim, n = embedder.dim, nodes.height
+    held = sp.csr_matrix((n, 0), dtype=np.float32)  # the units holding each derived node
+    unit_vecs = np.zeros((0, dim), dtype=np.float32)
     if settings.node_vectors == "derived" and n:
-        if text_units is None:
-            text_units = store.read_table(output_dir, "text_units", ["id", "content_node_ids"])
         unit_ids, unit_vecs = _vectors_of(output_dir, "text_units", known)
-        holders = (
-            text_units.select(pl.col("id").alias("unit"), pl.col("content_node_ids").alias("node"))
-            .explode("node")
-            .drop_nulls("node")
-            .group_by("node")
-            .agg(pl.col("unit").sort())
-        )
-        members = (
-            nodes.select(pl.col("id").alias("node"), "node_type")
-            .join(holders, on="node", how="left", maintain_order="left")
-            .with_columns(
-                pl.when(pl.col("node_type").is_in(DERIVED_NODE_TYPES))
-                .then(pl.col("unit"))
-                .otherwise(pl.lit(None, dtype=pl.List(pl.Utf8)))
-                .alias("unit")
-            )
-        )["unit"]
         if unit_ids:
-            out = mean_vectors(members.fill_null([]), unit_ids, unit_vecs, dim)
-        embed_rows = np.flatnonzero(~out.any(axis=1))
-    if len(embed_rows):
-        vecs = embedder.embed(embedding_text("content_nodes", nodes[embed_rows]))
-        out[embed_rows] = np.asarray(vecs, dtype=np.float32).reshape(len(embed_rows), dim)
-    return out
+            held = incidence(_node_units(output_dir, nodes, text_units), unit_ids)
+    # a node with no unit's vector to average is embedded (all of them at once, as a node
+    # whose mean is zero would be: never seen, but embedded in its block if it were)
+    embed_rows = np.flatnonzero(np.diff(held.indptr) == 0) if held.shape[1] else np.arange(n)
+    embedded = _embed_nodes(nodes, embed_rows, embedder)
+    for at in range(0, n, BLOCK_ROWS):
+        part = held[at : at + BLOCK_ROWS]
+        block = (
+            normalise(np.asarray(part @ unit_vecs))
+            if held.shape[1]
+            else np.zeros((part.shape[0], dim), dtype=np.float32)
+        )
+        ahead = np.searchsorted(embed_rows, [at, at + len(block)])
+        rows = embed_rows[ahead[0] : ahead[1]]
+        block[rows - at] = embedded[ahead[0] : ahead[1]]
+        zero = np.flatnonzero(~block.any(axis=1))
+        if len(zero):
+            block[zero] = _embed_nodes(nodes, zero + at, embedder)
+        yield block
+
+
+def _node_units(
+    output_dir: str | Path, nodes: pl.DataFrame, text_units: pl.DataFrame | None
+) -> pl.Series:
+    """Per node, the ids of the text units holding it (sorted) when its type is derived
+    (DERIVED_NODE_TYPES), else none."""
+    if text_units is None:
+        text_units = store.read_table(output_dir, "text_units", ["id", "content_node_ids"])
+    holders = (
+        text_units.select(pl.col("id").alias("unit"), pl.col("content_node_ids").alias("node"))
+        .explode("node")
+        .drop_nulls("node")
+        .group_by("node")
+        .agg(pl.col("unit").sort())
+    )
+    return (
+        nodes.select(pl.col("id").alias("node"), "node_type")
+        .join(holders, on="node", how="left", maintain_order="left")
+        .with_columns(
+            pl.when(pl.col("node_type").is_in(DERIVED_NODE_TYPES))
+            .then(pl.col("unit"))
+            .otherwise(pl.lit(None, dtype=pl.List(pl.Utf8)))
+            .alias("unit")
+        )["unit"]
+        .fill_null([])
+    )
+
+
+def _embed_nodes(nodes: pl.DataFrame, rows: np.ndarray, embedder: EmbedderLike) -> np.ndarray:
+    """The model's vectors of the nodes at `rows` (their text, else their description)."""
+    if not len(rows):
+        return np.zeros((0, embedder.dim), dtype=np.float32)
+    vecs = embedder.embed(embedding_text("content_nodes", nodes[rows]))
+    return np.asarray(vecs, dtype=np.float32).reshape(len(rows), embedder.dim)
 
 
 def lance_schema(name: str, dim: int) -> pa.Schema:
@@ -270,6 +314,8 @@ def build_vector_table(
         # the largest table (501k rows at 40k documents): vectors made a block at a time,
         # never whole in memory
         blocks = _relationship_blocks(output_dir, frame, dim, known) if frame.height else iter(())
+    elif vectors is None and name == "content_nodes":  # the same, for the nodes
+        blocks = _node_blocks(output_dir, frame, embedder, settings, known=known)
     else:
         if vectors is None:
             vectors = compute_vectors(
@@ -319,19 +365,16 @@ def read_vectors(output_dir: str | Path, name: str) -> tuple[list[str], np.ndarr
         return [], np.zeros((0, 0), dtype=np.float32)
     if (copy := vector_cache.load(path.parent, name)) is not None:
         return copy  # no lancedb import: most of a cold query's time (pipeline.vectors.cache)
-    import lancedb
-
-    db = lancedb.connect(str(path))
-    if name not in lance_table_names(db):
+    if (found := vector_cache.lance_blocks(path, name)) is None:
         return [], np.zeros((0, 0), dtype=np.float32)
-    # only the two columns: the text column of a large table is most of its bytes
-    arrow = db.open_table(name).search().select(["id", "vector"]).limit(None).to_arrow()
-    ids = arrow["id"].to_pylist()
-    vec = arrow["vector"].combine_chunks()
-    dim = vec.type.list_size
-    mat = vec.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
-    vector_cache.save(path.parent, name, ids, mat.reshape(len(ids), dim))
-    return ids, mat.reshape(len(ids), dim)
+    (n, dim), blocks = found
+    ids: list[str] = []
+    mat = np.empty((n, dim), dtype=np.float32)  # filled a block at a time: held once
+    for block_ids, block in blocks:
+        mat[len(ids) : len(ids) + len(block_ids)] = block
+        ids += block_ids
+    vector_cache.save(path.parent, name, ids, mat[: len(ids)])
+    return ids, mat[: len(ids)]
 
 
 def lance_table_names(db) -> list[str]:

@@ -55,7 +55,7 @@ def build_vector_tables_at_once(
     if read is None:
 
         def read(table: str) -> pl.DataFrame:
-            return store.read_table(output_dir, table, INPUT_COLUMNS.get(table))
+            return read_source(output_dir, table)
 
     names = [name for name in VECTOR_TABLES if name in set(names)]
     rows = sum(store.table_rows(output_dir, name) for name in names)
@@ -68,11 +68,24 @@ def build_vector_tables_at_once(
         for name in (name for name in names if name != "relationships"):
             frame = read(name)
             groups = read("communities") if name == "community_reports" else None
-            vectors = compute_vectors(output_dir, name, frame, embedder, settings, groups, known)
+            # one after another, the nodes' vectors are made as their table is written, a
+            # block at a time (pipeline.vectors.lance): no other table is made from them
+            vectors = (
+                None
+                if name == "content_nodes" and not side_by_side
+                else compute_vectors(output_dir, name, frame, embedder, settings, groups, known)
+            )
             if name in ("text_units", "entities"):  # the later tables are made from these
                 known[name] = (frame["id"].to_list(), vectors)
             written[name] = submit(
-                build_vector_table, output_dir, name, frame, embedder, settings, vectors=vectors
+                build_vector_table,
+                output_dir,
+                name,
+                frame,
+                embedder,
+                settings,
+                known=known,
+                vectors=vectors,
             )
             del frame, groups, vectors  # one after another: gone once written
         if "relationships" in names:
@@ -82,6 +95,21 @@ def build_vector_tables_at_once(
             )  # fmt: skip
         for name in names:  # in dependency order, as Dagster wants them
             yield name, written[name].result()
+
+
+# A source table's list of text unit ids, read as codes (Categorical: one string per distinct
+# id), streamed: only their means read them (pipeline.vectors.derive), and a 151 MB file's
+# relationships list 5.4M ids, 0.26 GB as strings, held while their Lance table is written.
+CODED_LIST = "text_unit_ids"
+
+
+def read_source(output_dir: str | Path, table: str) -> pl.DataFrame:
+    """Source table `table`'s INPUT_COLUMNS, its CODED_LIST as codes."""
+    columns, files = INPUT_COLUMNS.get(table), store.table_files(output_dir, table)
+    if not files or columns is None or CODED_LIST not in columns:
+        return store.read_table(output_dir, table, columns)
+    coded = pl.col(CODED_LIST).cast(pl.List(pl.Categorical))
+    return pl.scan_parquet(files).select(columns).with_columns(coded).collect(engine="streaming")
 
 
 def _now(fn: Callable[..., int], *args, **kwargs) -> Future:
