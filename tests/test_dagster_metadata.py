@@ -8,6 +8,8 @@ checks must pass, and a blocking check that fails must keep the assets after it 
 # No `from __future__ import annotations`: Dagster reads the probe assets' resource
 # annotations as classes.
 import shutil
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -36,15 +38,30 @@ def _materializations(result) -> dict[str, list[dict]]:
     return out
 
 
-def test_code_location_is_named_once_for_dg_and_dagster_dev():
+def test_code_location_is_the_same_for_dg_dagster_dev_and_the_workspace_file():
+    from dagster._core.workspace.load import location_origins_from_yaml_paths
     from dagster._core.workspace.load_target import ModuleTarget, get_target_from_toml_data
 
     data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert "dagster" not in data["tool"]  # it would win over [tool.dg] for `dagster dev`
-    assert not (ROOT / "workspace.yaml").exists()  # ignored by both: a second, stale place
     target = get_target_from_toml_data(data)  # what `dagster dev` (no -w) loads
     assert isinstance(target, ModuleTarget)
     assert (target.module_name, target.location_name) == ("definitions", "docgraph")
+    # `dagster dev -w workspace.yaml`: the same module as the same location, from the root
+    (origin,) = location_origins_from_yaml_paths([str(ROOT / "workspace.yaml")])
+    loadable = origin.loadable_target_origin
+    assert (loadable.module_name, origin.location_name) == ("definitions", "docgraph")
+    dagster = Path(sys.executable).with_name("dagster")  # and it loads, from the root
+    done = subprocess.run(
+        [str(dagster), "definitions", "validate", "-w", "workspace.yaml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0 and "Validation successful for code location docgraph" in (
+        done.stdout + done.stderr
+    ), done.stderr[-2000:]
     dg = pytest.importorskip("dagster_dg_core.context")  # dagster-dg-cli: `dg dev`
     context = dg.DgContext.for_project_environment(ROOT, {})
     assert context.code_location_target_module_name == "definitions"
