@@ -8,12 +8,12 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from test_chunk_windows import _corpus, book  # noqa: F401 - the fixture
+from test_chunk_windows import _corpus, book, fail_half_way  # noqa: F401 - the fixture
 from test_smart_chunking import _frames
 
 from assets.chunking import CHUNK_TABLES, ShardChunks, _row_groups
 from pipeline import schemas
-from pipeline.chunking import smart, units
+from pipeline.chunking import units
 from pipeline.chunking.documents import chunk_structured
 from pipeline.compat.columns import set_text_unit_ids, with_text_unit_ids
 from pipeline.config import ChunkingSettings
@@ -97,15 +97,7 @@ def test_a_shard_written_in_parts_holds_what_it_held_whole(
 def test_a_failing_document_and_an_empty_shard(book, tmp_path, small_parts, monkeypatch):  # noqa: F811
     """A document whose smart chunking raises half-way: its plain units and its failure row,
     as whole; a shard without documents: empty tables."""
-    real = smart.SmartChunker._units
-
-    def failing(self, document_id, tree, chunker, read):
-        for k, unit in enumerate(real(self, document_id, tree, chunker, read)):
-            if document_id == "doc-book" and k == 30:
-                raise IndexError("list index out of range")
-            yield unit
-
-    monkeypatch.setattr(smart.SmartChunker, "_units", failing)
+    fail_half_way(monkeypatch)
     frames = _corpus(book)
     whole = _whole(_folder(tmp_path, "whole", *frames), ChunkingSettings())
     parts = _in_parts(_folder(tmp_path, "parts", *frames), ChunkingSettings())

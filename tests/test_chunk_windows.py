@@ -225,11 +225,8 @@ def test_units_of_a_failed_try_are_taken_back_across_parts(monkeypatch):
     assert units_frame(same, {})["id"].n_unique() == 7
 
 
-def test_a_document_failing_half_way_falls_back_to_its_text_alone(book, monkeypatch):
-    """Its smart units made so far (several frame parts) are dropped for the plain ones."""
-    docs, sections, nodes = _corpus(book)
-    monkeypatch.setattr(units, "UNITS_PER_PART", 5)
-    normal = chunk_structured(docs, sections, nodes, ChunkingSettings())
+def fail_half_way(monkeypatch) -> None:
+    """Smart chunking of "doc-book" raises at its 31st unit (after several frame parts)."""
     real = smart.SmartChunker._units
 
     def failing(self, document_id, tree, chunker, read):
@@ -239,6 +236,14 @@ def test_a_document_failing_half_way_falls_back_to_its_text_alone(book, monkeypa
             yield unit
 
     monkeypatch.setattr(smart.SmartChunker, "_units", failing)
+
+
+def test_a_document_failing_half_way_falls_back_to_its_text_alone(book, monkeypatch):
+    """Its smart units made so far (several frame parts) are dropped for the plain ones."""
+    docs, sections, nodes = _corpus(book)
+    monkeypatch.setattr(units, "UNITS_PER_PART", 5)
+    normal = chunk_structured(docs, sections, nodes, ChunkingSettings())
+    fail_half_way(monkeypatch)
     failures: list[dict] = []
     out = chunk_structured(docs, sections, nodes, ChunkingSettings(), failures=failures)
     assert [(f["document_id"], f["fallback"]) for f in failures] == [
