@@ -97,7 +97,7 @@ def _client_stages(result) -> dict[str, dict[str, int]]:
 
 
 def _index(server, config: str, inp: Path, out: Path) -> dict:
-    from assets.run import run_index
+    from app.run import run_index
 
     server.reset_counters()
     started = time.perf_counter()

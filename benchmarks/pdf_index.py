@@ -62,7 +62,7 @@ def build(corpus: str, folder: Path) -> int:
 
 def index(inp: Path, out: Path, env: dict[str, str], code: Path = ROOT) -> float:
     shutil.rmtree(out, ignore_errors=True)
-    cmd = [sys.executable, "-m", "pipeline.cli", "index", "--input", str(inp), "--output", str(out)]
+    cmd = [sys.executable, "-m", "app.cli", "index", "--input", str(inp), "--output", str(out)]
     env = {**os.environ, **env, "PYTHONPATH": str(code)}
     started = time.perf_counter()
     done = subprocess.run(cmd, cwd=code, env=env, capture_output=True, text=True)

@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--work", type=Path, default=None)
     args = ap.parse_args(argv)
 
-    from assets.run import run_index
+    from app.run import run_index
     from pipeline.query import GraphIndex
     from pipeline.storage import store, validate
 

@@ -117,7 +117,7 @@ t0, marks = time.perf_counter(), {}
 def mark(name):
     global t0
     now = time.perf_counter(); marks[name] = round((now - t0) * 1000); t0 = now
-import pipeline.cli.main
+import app.cli.main
 mark("import cli ms")
 from pipeline.config import load_settings
 from pipeline.query import GraphIndex
@@ -139,12 +139,12 @@ QUESTION = "Who did Einstein work with?"
 
 
 def cold(out: Path, runs: int) -> list[dict]:
-    from pipeline.cli.indexing import _prepare_queries
+    from app.cli.indexing import _prepare_queries
     from pipeline.config import load_settings
     from pipeline.vectors import cache as vector_cache
 
     _prepare_queries(load_settings(None, {"output_dir": str(out)}))  # ONNX + copies
-    cli = [sys.executable, "-m", "pipeline.cli", "query", "--output", str(out), "local", QUESTION]
+    cli = [sys.executable, "-m", "app.cli", "query", "--output", str(out), "local", QUESTION]
     rows = []
     for label, slow in (("ONNX + vector copies", False), ("torch + lancedb (before)", True)):
         env = dict(os.environ, XDG_CACHE_HOME=tempfile.mkdtemp()) if slow else dict(os.environ)
@@ -193,14 +193,14 @@ def serve_latency(out: Path, n: int) -> list[dict]:
     side has seen (no query-vector cache hit on either side)."""
     import socket
 
+    from app.serve.request import QueryRequest, run_query
+    from app.serve.server import open_index
     from pipeline.config import load_settings
-    from pipeline.serve.request import QueryRequest, run_query
-    from pipeline.serve.server import open_index
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cmd = [sys.executable, "-m", "pipeline.cli", "serve", "--output", str(out), "--port", str(port)]
+    cmd = [sys.executable, "-m", "app.cli", "serve", "--output", str(out), "--port", str(port)]
     server = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
     index = open_index(str(out), load_settings(None, {"output_dir": str(out)}))
     uri = index.table("sections").filter(pl.col("uri").is_not_null())["uri"][0]

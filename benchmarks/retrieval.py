@@ -12,7 +12,7 @@ of ../shared/data (`norm_corpus.json` + `norm_questions.json`: grb_novel, xquad_
     python benchmarks/retrieval.py --data DIR [--name hotpotqa_train] --work /tmp/hq
 
 Each corpus passage is one document, `<work>/input/{i:05d}.txt` = title + "\\n" + text,
-indexed by the same asset graph `docgraph index` runs (assets.run.run_index). Gold
+indexed by the same asset graph `docgraph index` runs (app.run.run_index). Gold
 passages are the paragraphs with is_supporting == true, matched to the corpus on
 (title, text). Recall@k per question = |gold ∩ top-k distinct passages| / |gold|,
 averaged, x100. Ranked text units map to passages through document -> source_path.
@@ -134,7 +134,7 @@ def write_inputs(corpus: list[dict], input_dir: Path) -> None:
 
 
 def build_index(work: Path, corpus: list[dict]) -> Path:
-    from assets.run import run_index
+    from app.run import run_index
 
     write_inputs(corpus, work / "input")
     t0 = time.perf_counter()

@@ -4,7 +4,7 @@
     python benchmarks/scale.py --sizes 300 600        # a quick check
 
 For each size a corpus is written (see `write_corpus`) and indexed by `docgraph index`
-(`python -m pipeline.cli index`) in a child process into a fresh output folder. Measured:
+(`python -m app.cli index`) in a child process into a fresh output folder. Measured:
 
 - wall time of the whole command (model load, Dagster start-up and publish included), and
   its CPU time (user + sys of the command and its descendants);
@@ -227,7 +227,7 @@ class TreeRssSampler(threading.Thread):
 
 def run_index(inp: Path, out: Path, log: Path) -> dict:
     """`docgraph index` in a child process: wall s, peak RSS (one process, tree) in MB."""
-    cmd = [sys.executable, "-m", "pipeline.cli", "index", "--input", str(inp)]
+    cmd = [sys.executable, "-m", "app.cli", "index", "--input", str(inp)]
     cmd += ["--output", str(out), "--log-level", "WARNING"]
     env = dict(os.environ)
     # an instance of its own (not the user's), to read the run's step times from

@@ -24,7 +24,7 @@ from benchmarks.throughput import SHARED, write_musique  # noqa: E402
 
 
 def write_sample(target: Path) -> None:
-    from pipeline.cli.demo import write_sample_corpus
+    from app.cli.demo import write_sample_corpus
 
     write_sample_corpus(target)
 
@@ -35,7 +35,7 @@ CORPORA = {"musique": write_musique, "sample": write_sample}
 def bench(n: int, inp: Path, work: Path) -> dict:
     from dagster import DagsterInstance
 
-    from assets.run import run_index
+    from app.run import run_index
     from pipeline.ingest import shards
     from pipeline.storage import store
 

@@ -108,7 +108,7 @@ def children_cpu_seconds() -> float:
 def bench(name: str, work: Path) -> dict:
     from dagster import DagsterInstance
 
-    from assets.run import run_index
+    from app.run import run_index
     from pipeline.config import load_settings
     from pipeline.cpu import usable_cpus
     from pipeline.storage import store

@@ -73,7 +73,7 @@ class _HoldsOutputLock:
         lock.acquire(root, lock_owner(run), self._lock_wait_s)
         try:
             yield from super().execute(plan_context, execution_plan)  # type: ignore[misc]
-        finally:  # a run that failed before publishing held it too (as assets.run does)
+        finally:  # a run that failed before publishing held it too (as app.run does)
             lock.release(root)
 
 

@@ -5,7 +5,7 @@ Builds the module import graph from the source with ``ast`` (every ``import`` an
 a lazy import still counts) and prints each strongly connected component with more than
 one module.  Exit status 1 when there is a cycle, so CI and a test can run it.
 
-    python scripts/import_cycles.py            # packages: pipeline assets resources
+    python scripts/import_cycles.py            # packages: app pipeline assets resources
     python scripts/import_cycles.py --graph    # also print every module's imports
 """
 
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("pipeline", "assets", "resources")
+PACKAGES = ("app", "pipeline", "assets", "resources")
 
 
 def module_name(path: Path) -> str:

@@ -70,8 +70,8 @@ def write_llm_config(path: Path, base_url: str, **llm: object) -> str:
 @pytest.fixture(scope="session")
 def sample_index(tmp_path_factory):
     """The sample corpus plus bad files, indexed once by the real index job."""
-    from assets.run import run_index
-    from pipeline.cli.demo import write_sample_corpus
+    from app.cli.demo import write_sample_corpus
+    from app.run import run_index
 
     root = tmp_path_factory.mktemp("index")
     inp, out = root / "input", root / "output"
@@ -86,8 +86,8 @@ def sample_index(tmp_path_factory):
 def sample_run(tmp_path_factory) -> tuple[Path, Path]:
     """The sample corpus indexed once by the real index job, default settings: the index a
     test starts from or compares with (copy it with `indexed_sample`, never change it)."""
-    from assets.run import run_index
-    from pipeline.cli.demo import write_sample_corpus
+    from app.cli.demo import write_sample_corpus
+    from app.run import run_index
 
     root = tmp_path_factory.mktemp("sample-run")
     inp, out = root / "input", root / "output"

@@ -4,7 +4,7 @@
 Dask workers rebuild the very same job (`dagster.build_reconstructable_job` records the
 module, the function and its arguments). It is definitions.make_definitions' `index_job`,
 with the Dask executor of resources.executors in place of the in-process one.
-`run_on_dask` launches it as assets.run.run_index launches the in-process run.
+`run_on_dask` launches it as app.run.run_index launches the in-process run.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ import pytest
 from conftest import write_bad_inputs
 from test_long_documents import _book, _nested_list
 
-from assets.run import run_index
-from pipeline.cli.demo import write_sample_corpus
+from app.cli.demo import write_sample_corpus
+from app.run import run_index
 from pipeline.storage import store, validate
 
 OUTSIDE = ("/etc/passwd", "/proc/self/status")

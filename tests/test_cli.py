@@ -9,8 +9,8 @@ import test_lock
 from conftest import write_llm_config
 from test_llm_query import refused_url
 
-from pipeline.cli.main import main
-from pipeline.cli.querying import cited_text
+from app.cli.main import main
+from app.cli.querying import cited_text
 from pipeline.query import GraphIndex
 
 procs = test_lock.procs  # the fixture: processes that hold the output lock

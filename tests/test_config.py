@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli.main import main
+from app.cli.main import main
 from pipeline.config import ConfigError, Settings, load_settings
 
 SECRET = "sk-test-0123456789-do-not-print"

@@ -220,7 +220,7 @@ def test_large_inputs_run_each_step_in_its_own_process(tmp_path, monkeypatch):
     from dagster._core.executor.multiprocess import MultiprocessExecutor
     from dagster._core.system_config.objects import ResolvedRunConfig
 
-    from assets.run import executor_by_size, index_job, run_index
+    from app.run import executor_by_size, index_job, run_index
     from pipeline.config import load_settings
     from pipeline.ingest.stale import input_entries
 
@@ -264,7 +264,7 @@ def test_one_large_file_runs_each_step_in_its_own_process(tmp_path, monkeypatch)
     """A file of `storage.multiprocess_from_file_mb` MB or more takes the multiprocess
     executor whatever the number of files: one file is one shard, and its steps' memory
     grows with it."""
-    from assets.run import executor_by_size
+    from app.run import executor_by_size
     from pipeline.config import load_settings
     from pipeline.ingest.stale import input_entries
 

@@ -159,7 +159,7 @@ def test_an_in_process_index_queues_chunks_ahead(sample_index):
 def test_titles_for_the_model_are_queued_by_the_graph_step(tmp_path, monkeypatch):
     """embedding.title_vectors: model: the graph step queues the entity titles on the worker
     and entities_vectors takes them."""
-    from assets.run import run_index
+    from app.run import run_index
 
     monkeypatch.setenv("DOCGRAPH_EMBEDDING__TITLE_VECTORS", "model")
     (tmp_path / "in").mkdir()

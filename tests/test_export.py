@@ -16,7 +16,7 @@ import networkx as nx
 import polars as pl
 import pytest
 
-from pipeline.cli.main import main
+from app.cli.main import main
 from pipeline.export import export_graphml, export_html, mermaid_svg
 from pipeline.export.html import script_json
 from pipeline.export.mermaid_svg import parse

@@ -13,8 +13,8 @@ import polars as pl
 import pytest
 from conftest import write_llm_config
 
-from assets.run import run_index
-from pipeline.cli.demo import write_sample_corpus
+from app.cli.demo import write_sample_corpus
+from app.run import run_index
 from pipeline.communities.leiden import hierarchical_leiden, next_state, plan_communities
 from pipeline.config import GraphSettings
 from pipeline.ids import stable_id

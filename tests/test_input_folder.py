@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from assets.run import run_index
-from pipeline.cli.main import main
+from app.cli.main import main
+from app.run import run_index
 from pipeline.ingest import InputFolderError, load_folder
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from assets.run import run_index
+from app.run import run_index
 from pipeline.ingest import folder_fingerprint, load_folder
 from pipeline.storage import store
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -39,7 +41,7 @@ def test_cycle_finder_finds_a_cycle():
 def test_modules_stay_small():
     big = {
         str(p.relative_to(REPO)): n
-        for folder in ("pipeline", "assets", "resources")
+        for folder in ("app", "pipeline", "assets", "resources")
         for p in (REPO / folder).rglob("*.py")
         if (n := len(p.read_text().splitlines())) > MAX_LINES
     }
@@ -47,7 +49,8 @@ def test_modules_stay_small():
 
 
 def test_every_package_says_what_goes_in_and_out():
-    for init in [*(REPO / "pipeline").rglob("__init__.py"), REPO / "assets/__init__.py"]:
+    inits = [*(REPO / "pipeline").rglob("__init__.py"), *(REPO / "app").rglob("__init__.py")]
+    for init in [*inits, REPO / "assets/__init__.py"]:
         docstring = ast.get_docstring(ast.parse(init.read_text()))
         assert docstring and len(docstring.split()) >= 12, init
 
@@ -68,3 +71,93 @@ def test_readme_layout_names_every_module():
         if p.parent.name not in named
     ]
     assert missing == []
+
+
+# The layers, top down: the application (CLI, HTTP API, job runner), the Dagster definitions,
+# the assets and resources over the library, the library. An import may point down or
+# across one layer, never up.
+LAYERS = {"app": 3, "definitions": 2, "assets": 1, "resources": 1, "pipeline": 0}
+
+
+def _layer(module: str) -> int:
+    return LAYERS[module.split(".")[0]]
+
+
+def upward_imports(edges: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{source} -> {target}"
+        for source, targets in edges.items()
+        for target in targets
+        if _layer(target) > _layer(source)
+    )
+
+
+def test_no_import_points_up_across_the_layers():
+    """Lazy imports inside functions count too (the graph is read from the source)."""
+    edges = _import_cycles_script().graph()
+    assert {name.split(".")[0] for name in edges} == set(LAYERS)
+    assert upward_imports(edges) == []
+
+
+def test_upward_import_check_can_fail():
+    edges = {"pipeline.a": {"assets.b"}, "assets.b": {"pipeline.a"}, "app.c": {"definitions"}}
+    assert upward_imports(edges) == ["pipeline.a -> assets.b"]
+
+
+def _dagster_imports(path: Path) -> list[int]:
+    """Lines of `path` importing dagster (or a dagster_* package), lazily or not."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        if any(n.split(".")[0] == "dagster" or n.startswith("dagster_") for n in names):
+            found.append(node.lineno)
+    return found
+
+
+def test_library_source_names_no_dagster_import():
+    found = {
+        str(p.relative_to(REPO)): lines
+        for p in (REPO / "pipeline").rglob("*.py")
+        if (lines := _dagster_imports(p))
+    }
+    assert found == {}
+    assert _dagster_imports(REPO / "app/run.py")  # the check sees a real Dagster import
+
+
+BLOCK_DAGSTER = """
+import importlib, pkgutil, sys
+
+class NoDagster:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "dagster" or name.startswith("dagster_"):
+            raise ImportError(f"dagster is not importable here ({name})")
+        return None
+
+sys.meta_path.insert(0, NoDagster())
+import pipeline
+names = [m.name for m in pkgutil.walk_packages(pipeline.__path__, "pipeline.")]
+for name in names:
+    importlib.import_module(name)
+try:
+    import dagster  # noqa: F401
+except ImportError:
+    print(len(names), "modules imported without dagster")
+"""
+
+
+def test_every_library_module_imports_with_dagster_unimportable():
+    """`pipeline` is a library: usable where Dagster is not installed."""
+    done = subprocess.run(
+        [sys.executable, "-c", BLOCK_DAGSTER],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    count = int(done.stdout.split()[0])
+    assert count > 150, done.stdout  # every module, not a handful

@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from assets.run import run_index
+from app.run import run_index
 from pipeline.config import load_settings
 from pipeline.lexical.analysis import query_terms
 from pipeline.lexical.bm25 import LexicalIndex, corpus_latin, index_dir

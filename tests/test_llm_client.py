@@ -307,7 +307,7 @@ def test_no_secret_anywhere(server, tmp_path, caplog, monkeypatch):
 
 def test_cli_fake_llm_serves_until_interrupted(tmp_path):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pipeline.cli", "fake-llm", "--port", "0", "--seed", "1"],
+        [sys.executable, "-m", "app.cli", "fake-llm", "--port", "0", "--seed", "1"],
         stdout=subprocess.PIPE,
         text=True,
         cwd=Path(__file__).resolve().parents[1],

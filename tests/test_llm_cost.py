@@ -12,9 +12,9 @@ import polars as pl
 import pytest
 from conftest import write_llm_config
 
-from assets.run import run_index
-from pipeline.cli.demo import write_sample_corpus
-from pipeline.cli.main import build_parser
+from app.cli.demo import write_sample_corpus
+from app.cli.main import build_parser
+from app.run import run_index
 from pipeline.config import ExtractionSettings, LlmSettings
 from pipeline.config.documents import MODEL_ANSWER_RATIO
 from pipeline.extract.llm import STAGE, LlmExtractor

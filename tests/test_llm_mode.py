@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 from conftest import write_llm_config
 
-from assets.run import run_index
-from pipeline.cli.demo import write_sample_corpus
+from app.cli.demo import write_sample_corpus
+from app.run import run_index
 from pipeline.llm.fake_server import FakeLlm
 from pipeline.schemas import SEMANTIC_TABLES, TABLES
 from pipeline.storage import store, validate

@@ -16,8 +16,8 @@ from pathlib import Path
 import polars as pl
 from conftest import write_llm_config
 
-from assets.run import run_index
-from pipeline.cli.demo import write_sample_corpus
+from app.cli.demo import write_sample_corpus
+from app.run import run_index
 from pipeline.config import LlmSettings
 from pipeline.llm.cache import cache_key
 from pipeline.llm.fake_answers import default_responder
@@ -110,7 +110,7 @@ def test_killed_run_resumes_without_repeating_completed_calls(tmp_path, monkeypa
         recorder.keys.clear()
         server.latency_s = 0.3
         code = (
-            "from assets.run import run_index; "
+            "from app.run import run_index; "
             f"run_index(config_path={config!r}, input_dir={str(inp)!r}, "
             f"output_dir={str(out)!r}, log_level='ERROR')"
         )

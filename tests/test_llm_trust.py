@@ -22,9 +22,9 @@ from test_llm_client import Extraction, user
 from test_llm_query import refused_url
 from test_reports_llm import SMALL, Recorder, _client, _graph, _reports
 
-from assets.run import run_index
-from pipeline.cli.demo import write_sample_corpus
-from pipeline.cli.main import build_parser, main
+from app.cli.demo import write_sample_corpus
+from app.cli.main import build_parser, main
+from app.run import run_index
 from pipeline.communities.reports import build_reports
 from pipeline.config import ExtractionSettings, GraphSettings, LlmSettings, ReportSettings
 from pipeline.extract import extract_resilient
@@ -280,7 +280,7 @@ def test_a_cut_summary_pack_is_split_and_retried():
 def _serve(*args: str, env: dict | None = None) -> tuple[subprocess.Popen, str]:
     """`docgraph fake-llm --port 0 ARGS` in a subprocess, and its base URL."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pipeline.cli", "fake-llm", "--port", "0", *args],
+        [sys.executable, "-m", "app.cli", "fake-llm", "--port", "0", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

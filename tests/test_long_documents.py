@@ -312,7 +312,7 @@ def test_a_real_run_indexes_long_documents_and_records_a_failure(tmp_path, monke
     """The index job (Dagster) on the 1.1 MB book, the 1,000-deep list, a normal document
     and one whose parser raises: the run succeeds, every document has text units, the
     failure is a table row and is listed in the Dagster metadata."""
-    from assets.run import run_index
+    from app.run import run_index
     from pipeline import structure
     from pipeline.storage import store
 
@@ -375,7 +375,7 @@ def test_a_huge_documents_shard_is_extracted_and_written_a_part_at_a_time(
     import pyarrow.parquet as pq
 
     import assets.extract
-    from assets.run import run_index
+    from app.run import run_index
     from pipeline.extract import extract_resilient, get_extractor
     from pipeline.storage import shard_files, store
 

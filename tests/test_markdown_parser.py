@@ -304,7 +304,7 @@ def test_a_data_uri_image_indexes_to_a_few_units_of_its_alt_text(tmp_path):
     """The real index job: an 800 KB data URI image was 2,000 units of base64 (and as many
     entities); now the page is a unit or two holding its alt text, the image address a link,
     and a data URI in a plain-text file reads as `[image]`."""
-    from assets.run import run_index
+    from app.run import run_index
     from pipeline.storage import store
 
     inp, out = tmp_path / "input", tmp_path / "output"

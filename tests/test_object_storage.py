@@ -112,7 +112,7 @@ def test_an_s3_output_equals_the_local_run_and_publishes_incrementally(
 ):
     from dagster import DagsterInstance
 
-    from assets.run import run_index
+    from app.run import run_index
     from pipeline import schemas
     from pipeline.config import load_settings
     from pipeline.ingest.stale import stale_shards

@@ -118,7 +118,7 @@ def test_a_failed_worker_leaves_its_pages_to_the_parse(tmp_path, monkeypatch, tw
 
 
 def test_the_index_job_reads_pdfs_ahead(tmp_path, monkeypatch, two_cpus):
-    from assets.run import run_index
+    from app.run import run_index
 
     inp = tmp_path / "in"
     inp.mkdir()

@@ -59,7 +59,7 @@ BAD_LINES = [json.dumps({"id": "P1", "title": "again"}), '{"id": "P3", "title": 
 
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory):
-    from assets.run import run_index
+    from app.run import run_index
 
     root = tmp_path_factory.mktemp("pubs")
     inp, out = root / "in", root / "out"
@@ -157,7 +157,7 @@ def test_queries_filtered_by_publication(indexed):
 
 
 def test_cli_publication_option(indexed, capsys):
-    from pipeline.cli.main import main
+    from app.cli.main import main
 
     _, out, _ = indexed
     args = ["query", "naive", "radium and polonium", "--output", str(out), "--json"]

@@ -18,8 +18,8 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from assets.run import run_index
-from pipeline.cli.demo import write_sample_corpus
+from app.cli.demo import write_sample_corpus
+from app.run import run_index
 from pipeline.query import GraphIndex
 from pipeline.storage import lock, store, validate
 
@@ -34,7 +34,7 @@ MARKER = "xylophonic"  # a word no other document holds
 
 def _index_cli(inp: Path, out: Path, *extra: str, env: dict | None = None) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "pipeline.cli", "index", "--input", str(inp), "--output", str(out)]
+        [sys.executable, "-m", "app.cli", "index", "--input", str(inp), "--output", str(out)]
         + ["--log-level", "ERROR", *extra],
         cwd=REPO,
         env={**os.environ, **(env or {})},
@@ -339,7 +339,7 @@ def test_a_killed_cli_run_is_marked_failed_and_its_leftovers_removed(indexed_sam
 def test_output_files_follow_the_umask(corpus):
     inp, out = corpus
     proc = subprocess.run(
-        ["bash", "-c", 'umask 022 && exec "$@"', "_", sys.executable, "-m", "pipeline.cli"]
+        ["bash", "-c", 'umask 022 && exec "$@"', "_", sys.executable, "-m", "app.cli"]
         + ["index", "--input", str(inp), "--output", str(out), "--log-level", "ERROR"],
         cwd=REPO,
         capture_output=True,
@@ -353,7 +353,7 @@ def test_output_files_follow_the_umask(corpus):
 
 
 def test_check_compares_the_vector_tables_with_the_tables(indexed_sample, capsys):
-    from pipeline.cli.main import main
+    from app.cli.main import main
 
     inp, out = indexed_sample
     assert validate.lance_problems(out) == []

@@ -15,14 +15,15 @@ from contextlib import contextmanager
 import pytest
 import uvicorn
 
-from pipeline.cli.main import build_parser
+from app.cli.main import build_parser
+from app.serve.request import QueryRequest, run_query
+from app.serve.server import create_app, open_index
 from pipeline.config import LlmSettings, load_settings
 from pipeline.llm.client import LlmClient
 from pipeline.llm.fake_answers import message_text
 from pipeline.llm.fake_server import FakeLlm
 from pipeline.query import GraphIndex
-from pipeline.serve.request import QUERY_MODES, QueryRequest, run_query
-from pipeline.serve.server import create_app, open_index
+from pipeline.query.modes import QUERY_MODES
 
 QUESTION = "Who attended the Solvay Conference in Brussels?"
 BODIES = {

@@ -17,10 +17,10 @@ import pytest
 import test_serve
 from test_serve import QUESTION, post, running
 
+from app.serve.limits import Busy, WorkSlots, shorten
+from app.serve.server import open_index
 from pipeline.config import load_settings
 from pipeline.config.serve import ServeSettings
-from pipeline.serve.limits import Busy, WorkSlots, shorten
-from pipeline.serve.server import open_index
 
 offline = test_serve.offline  # the fixture: the real server over the sample index
 LIMITS = ServeSettings()

@@ -92,7 +92,7 @@ def indexed(tmp_path_factory):
     config.write_text(f"storage:\n  shards: {N}\n")
     (base / "dagster").mkdir()
     instance = DagsterInstance.local_temp(str(base / "dagster"))
-    from assets.run import run_index
+    from app.run import run_index
 
     def run():
         result = run_index(str(config), str(inp), str(out), instance=instance, log_level="ERROR")
@@ -225,7 +225,7 @@ def test_the_sensor_asks_for_the_changed_shard_only(indexed):
 def test_the_index_does_not_depend_on_the_shard_count(tmp_path):
     """Links resolve across shards and the tail reads shards in path order: 1 shard and 4
     shards give the same tables (SAME_TOPIC weights up to float summation order)."""
-    from assets.run import run_index
+    from app.run import run_index
 
     inp = tmp_path / "in"
     for i in range(12):
@@ -278,7 +278,7 @@ def test_the_nightly_schedule_runs_what_changed_and_nothing_when_up_to_date(inde
         return schedule(context)
 
     def launch(request: RunRequest) -> dict:
-        job = reconstructable("assets.run", "index_job", reconstructable_args=args)
+        job = reconstructable("app.run", "index_job", reconstructable_args=args)
         with execute_job(
             job, instance, tags=request.tags, asset_selection=request.asset_selection
         ) as result:
@@ -312,7 +312,7 @@ def test_the_nightly_schedule_runs_what_changed_and_nothing_when_up_to_date(inde
 
 
 def test_the_cli_leaves_an_up_to_date_index_alone(indexed, capsys):
-    from pipeline.cli.main import main
+    from app.cli.main import main
     from pipeline.config import load_settings
     from pipeline.ingest.stale import plan_run
 

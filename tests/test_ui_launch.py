@@ -79,7 +79,7 @@ def test_launchpad_output_override_moves_every_output(tmp_path):
     from dagster import DagsterInstance
     from dagster._core.instance.ref import InstanceRef
 
-    from pipeline.cli.demo import write_sample_corpus
+    from app.cli.demo import write_sample_corpus
     from pipeline.storage import store
 
     inp, default, moved = tmp_path / "input", tmp_path / "default", tmp_path / "moved"

@@ -2,7 +2,7 @@
 
 Why: without them one request (a 10 MB question) takes seconds of CPU and is echoed back
 whole, and a few at once take every core from the others. Each bound says why its default
-is what it is; pipeline/serve/limits.py applies them.
+is what it is; app/serve/limits.py applies them.
 """
 
 from __future__ import annotations

@@ -15,8 +15,10 @@ In: an output folder (its published version). Out: SearchResults. Layout, bottom
 tables.py (the read-only view of the index tables every mode reads; names.py, scoring.py,
 ppr.py under it), records.py (the one builder of result records), the modes (naive.py,
 local/, global_search.py, expand/, focus/, flow/, nodes.py; rerank.py and answer.py shared),
-scope.py (tables restricted to publications), index.py (`GraphIndex`: open, follow the
-newest version, one method per mode). Modes never import index.py or scope.py.
+scope.py (tables restricted to publications), modes.py (the one list of modes and their
+options, which GraphIndex, the CLI and the HTTP API read), index.py (`GraphIndex`: open,
+follow the newest version, `search(mode, query, **options)` and one method per mode made
+from that list). Modes never import index.py or scope.py.
 """
 
 from pipeline.query.index import GraphIndex

@@ -1,7 +1,8 @@
 """Offline answers: a few sentences of the retrieved text, chosen to answer, each with its source.
 
 Why its own module: every mode ends its offline run the same way, so one selector reads the
-context's text units (records in rank order) and returns the answer and its citations. An
+context's text units (records in rank order) and returns the answer and its citations, and
+one builder (`answered_result`) makes the mode's SearchResult with them. An
 answer is at most `query.answer_sentences` sentences and `query.answer_words` words, picked
 greedily; each pick maximises
 
@@ -35,8 +36,10 @@ import numpy as np
 import polars as pl
 
 from pipeline.lexical.analysis import DEFAULT_LATIN, term_frame
+from pipeline.query.result import SearchResult
 from pipeline.sentences import split_sentences
 from pipeline.structure.markdown_inline import plain_markup
+from pipeline.tokens import count_tokens
 
 if TYPE_CHECKING:
     from pipeline.config.query import QuerySettings
@@ -242,3 +245,39 @@ def _window(text: str, size: int, qterms: frozenset[str], latin: str) -> str:
     head = "… " if start > 0 else ""
     tail = " …" if start + size < len(words) else ""
     return f"{head}{piece}{tail}"
+
+
+NOTHING_MATCHES = "No sentence of the retrieved text matches the query's words."
+
+
+def answered_result(
+    index: IndexTables,
+    query: str,
+    mode: str,
+    answer_from: list[dict[str, Any]],
+    *,
+    context: str,
+    records: list[dict[str, Any]],
+    text_unit_ids: list[str],
+    trace: list[str],
+    data: dict[str, Any] | None = None,
+    nothing: str = NOTHING_MATCHES,
+) -> SearchResult:
+    """How a mode's search ends: the extractive answer with its citations from the records
+    `answer_from` (best first; pipeline/query/extractive.py), the trace line saying so, and
+    the SearchResult with the context's token count. `nothing` is the answer when no
+    sentence matches."""
+    answer, citations = cited_answer(index, query, answer_from)
+    trace.append(f"extractive answer: {len(citations)} sentences of the context's records")
+    return SearchResult(
+        query=query,
+        mode=mode,
+        answer=answer or nothing,
+        citations=citations,
+        context_text=context,
+        records=records,
+        text_unit_ids=text_unit_ids,
+        trace=trace,
+        context_tokens=count_tokens(context),
+        data=data or {},
+    )

@@ -9,6 +9,7 @@ the tables view, never this module.
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 from collections.abc import Iterable
 from dataclasses import replace
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config import Settings, load_settings
+from pipeline.query.modes import MODES, OPTIONS, QueryMode, checked_query, get_mode
 from pipeline.query.result import SearchResult
 from pipeline.query.scope import PublicationScope
 from pipeline.query.tables import IndexTables
@@ -116,96 +118,31 @@ class GraphIndex(IndexTables):
                 self._newer = newer
             return newer
 
-    # ---- search modes -------------------------------------------------------------------
-
-    def _check_query(self, query: str) -> str:
-        if query is None or not str(query).strip():
-            raise ValueError("empty query")
-        return str(query).strip()
+    # ---- search modes (one method per mode is added from query/modes.py below) ----------
 
     @_on_latest
-    def naive_search(
-        self, query: str, top_k: int | None = None, llm_answer: bool = True
+    def search(
+        self, mode: str, query: str, llm_answer: bool = True, **options: Any
     ) -> SearchResult:
-        """Dense retrieval over text units. In LLM mode the LLM answers from the context
-        unless `llm_answer=False` (e.g. to stream it with `stream_answer`)."""
-        from pipeline.query.naive import naive_search
+        """Run the query mode `mode` (pipeline/query/modes.py) with its options, None ones
+        from the settings `query`. In LLM mode the LLM answers from the context unless
+        `llm_answer=False` (e.g. to stream it with `stream_answer`)."""
+        chosen = get_mode(mode)
+        query = chosen.check_query(query)
+        arguments = chosen.arguments(self.settings.query, options)
+        question = arguments.pop("question", None)
+        if chosen.answer == "inside":
+            arguments["llm_answer"] = llm_answer
+        result = chosen.run(self, query, arguments)
+        if chosen.answer == "context":
+            return self._answer(result) if llm_answer else result
+        if chosen.answer == "reduce" and self.llm is not None:
+            from pipeline.query.answer import global_map_reduce
 
-        result = naive_search(self, self._check_query(query), top_k)
-        return self._answer(result) if llm_answer else result
-
-    @_on_latest
-    def local_search(
-        self, query: str, top_k: int | None = None, llm_answer: bool = True
-    ) -> SearchResult:
-        """Entities -> relations, neighbours, reports -> text units (see query/local/).
-        In LLM mode the LLM answers from the context unless `llm_answer=False`."""
-        from pipeline.query.local.search import local_search
-
-        result = local_search(self, self._check_query(query), top_k)
-        return self._answer(result) if llm_answer else result
-
-    @_on_latest
-    def global_search(self, query: str, level: int | None = None) -> SearchResult:
-        from pipeline.query.global_search import global_search
-
-        result = global_search(self, self._check_query(query), level)
-        if self.llm is None:
-            return result
-        from pipeline.query.answer import global_map_reduce
-
-        return global_map_reduce(self.llm, result, self.llm_fallback)
-
-    @_on_latest
-    def expand_search(
-        self,
-        query: str,
-        max_hops: int | None = None,
-        max_nodes: int | None = None,
-        edge_types: list[str] | None = None,
-        weights: dict[str, float] | None = None,
-        top_k: int | None = None,
-        llm_answer: bool = True,
-    ) -> SearchResult:
-        """Vector seeds over sections / content nodes / units, expanded over structure and
-        entity edges, reranked, context grouped by document and section (query/expand/)."""
-        from pipeline.query.expand.search import expand_search
-
-        result = expand_search(
-            self,
-            self._check_query(query),
-            max_hops=max_hops,
-            max_nodes=max_nodes,
-            edge_types=edge_types,
-            weights=weights,
-            top_k=top_k,
-        )
-        return self._answer(result) if llm_answer else result
-
-    @_on_latest
-    def focus_context(
-        self, uri: str, budget_tokens: int | None = None, question: str | None = None
-    ) -> SearchResult:
-        """The focus note (or section) `uri` and its related notes by priority within a token
-        budget (query/focus/); `data` holds the Overall JSON, `context_text` the prompt.
-        In LLM mode with a `question`, the LLM answers it from that context."""
-        from pipeline.query.focus.context import focus_context
-
-        if uri is None or not str(uri).strip():
-            raise ValueError("empty uri: give the uri of a note or section")
-        result = focus_context(self, str(uri).strip(), budget_tokens)
-        if question and str(question).strip():
-            result = replace(result, query=str(question).strip())
-            return self._answer(result)
+            return global_map_reduce(self.llm, result, self.llm_fallback)
+        if chosen.answer == "question" and question and str(question).strip():
+            return self._answer(replace(result, query=str(question).strip()))
         return result
-
-    @_on_latest
-    def flow_search(self, query: str, quick: bool = False, llm_answer: bool = True) -> SearchResult:
-        """Knowledge flow (query/flow/): query analysis, lexical + trigram + vector
-        retrieval with scoring, definitions / facts / Mermaid; quick: semantic + growth."""
-        from pipeline.query.flow.search import flow_search
-
-        return flow_search(self, self._check_query(query), quick=quick, llm_answer=llm_answer)
 
     def _answer(self, result: SearchResult) -> SearchResult:
         if self.llm is None:
@@ -238,9 +175,36 @@ class GraphIndex(IndexTables):
         """Content nodes nearest the query, optionally only of `node_types` (e.g. TABLE)."""
         from pipeline.query.nodes import search_nodes
 
-        return search_nodes(self, self._check_query(query), node_types, top_k)
+        return search_nodes(self, checked_query(query), node_types, top_k)
 
 
 class ScopedIndex(PublicationScope, GraphIndex):
     """A GraphIndex whose tables hold only what the given publications' documents hold
     (the restriction is query/scope.py's; every mode runs on it unchanged)."""
+
+
+def _mode_method(mode: QueryMode):
+    """GraphIndex.<mode.method>(query, *options, llm_answer=True): `search` for one mode,
+    with the mode's options as named parameters (positional in the registry's order)."""
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    params = [inspect.Parameter(name, positional) for name in ("self", mode.query_name)]
+    for name in mode.options:
+        option = OPTIONS[name]
+        params.append(inspect.Parameter(option.parameter, positional, default=option.default))
+    if mode.streams:
+        params.append(inspect.Parameter("llm_answer", positional, default=True))
+    signature = inspect.Signature(params, return_annotation=SearchResult)
+
+    def method(self: GraphIndex, *args: Any, **kwargs: Any) -> SearchResult:
+        arguments = signature.bind(self, *args, **kwargs).arguments
+        del arguments["self"]
+        return self.search(mode.name, arguments.pop(mode.query_name), **arguments)
+
+    method.__name__ = method.__qualname__ = mode.method
+    method.__signature__ = signature
+    method.__doc__ = mode.summary
+    return method
+
+
+for _mode in MODES.values():
+    setattr(GraphIndex, _mode.method, _mode_method(_mode))

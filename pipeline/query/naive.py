@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipeline.query.extractive import cited_answer
+from pipeline.query.extractive import answered_result
 from pipeline.query.records import unit_record
 from pipeline.query.result import SearchResult, render_table
 from pipeline.query.scoring import top_indices
@@ -15,11 +15,10 @@ if TYPE_CHECKING:
     from pipeline.query.tables import IndexTables
 
 
-def naive_search(index: IndexTables, query: str, top_k: int | None = None) -> SearchResult:
+def naive_search(index: IndexTables, query: str, top_k: int) -> SearchResult:
     if index.is_empty:
         return index.empty_result(query, "naive")
     qs = index.settings.query
-    top_k = top_k or qs.top_k_units
     trace = [f"embedded query with {index.embedder.model_id}"]
     sims = index.unit_relevance(query)
     rows = top_indices(sims, top_k)
@@ -39,16 +38,14 @@ def naive_search(index: IndexTables, query: str, top_k: int | None = None) -> Se
         records.append(rec)
         table_rows.append([rec["human_readable_id"], rec["document_title"], rec["text"]])
     context = render_table("Texts", ["id", "document", "text"], table_rows)
-    answer, citations = cited_answer(index, query, records)
-    trace.append(f"extractive answer: {len(citations)} sentences of the top units")
-    return SearchResult(
-        query=query,
-        mode="naive",
-        answer=answer or "No sentence of the retrieved text matches the query's words.",
-        citations=citations,
-        context_text=context,
+    ids = index.text_units["id"]
+    return answered_result(
+        index,
+        query,
+        "naive",
+        records,
+        context=context,
         records=records,
-        text_unit_ids=[index.text_units["id"][int(r)] for r in rows],
+        text_unit_ids=[ids[int(r)] for r in rows],
         trace=trace,
-        context_tokens=count_tokens(context),
     )

@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from pipeline.query.extractive import cited_answer
+from pipeline.query.extractive import answered_result
 from pipeline.query.records import node_record
 from pipeline.query.result import SearchResult, render_table
 from pipeline.query.scoring import top_indices
 from pipeline.query.text import STOPWORDS, words
-from pipeline.tokens import count_tokens
 
 if TYPE_CHECKING:
     from pipeline.query.tables import IndexTables
@@ -129,18 +128,17 @@ def search_nodes(
         for r in records
     ]
     context = render_table("Nodes", ["id", "type", "document", "section", "pages", "text"], table)
-    answer, citations = cited_answer(index, query, records[:ANSWER_NODES])
     unit_ids: list[str] = []
     for r in records:
         unit_ids += [u for u in m.units.get(r["id"], []) if u not in unit_ids]
-    return SearchResult(
-        query=query,
-        mode="nodes",
-        answer=answer or "No sentence of the retrieved nodes matches the query's words.",
-        citations=citations,
-        context_text=context,
+    return answered_result(
+        index,
+        query,
+        "nodes",
+        records[:ANSWER_NODES],
+        context=context,
         records=records,
         text_unit_ids=unit_ids,
         trace=trace,
-        context_tokens=count_tokens(context),
+        nothing="No sentence of the retrieved nodes matches the query's words.",
     )

@@ -88,9 +88,9 @@ def _fit_focus(g: NoteGraph, row: int, budget: int) -> tuple[dict[str, Any], str
 
 
 # ---- the query -------------------------------------------------------------------------
-def focus_context(index: IndexTables, uri: str, budget_tokens: int | None) -> SearchResult:
-    """Focus note `uri` and its related notes by priority within `budget_tokens`
-    (default settings.query.focus_budget_tokens); `data` is the Overall JSON."""
+def focus_context(index: IndexTables, uri: str, budget_tokens: int) -> SearchResult:
+    """Focus note `uri` and its related notes by priority within `budget_tokens`;
+    `data` is the Overall JSON."""
     g = note_graph(index)
     if g.n == 0:
         return index.empty_result(uri, "focus")
@@ -100,8 +100,7 @@ def focus_context(index: IndexTables, uri: str, budget_tokens: int | None) -> Se
             f"no note or section with uri {uri!r} in the index at {index.root} "
             "(a note's own uri, a section's 'path#slug', or a document's path)"
         )
-    budget = index.settings.query.focus_budget_tokens if budget_tokens is None else budget_tokens
-    return focus_result(g, row, int(budget), query=uri)
+    return focus_result(g, row, int(budget_tokens), query=uri)
 
 
 def focus_result(g: NoteGraph, row: int, budget: int, query: str) -> SearchResult:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipeline.config import QuerySettings
-from pipeline.query.extractive import cited_answer
+from pipeline.query.extractive import answered_result
 from pipeline.query.local.context import (
     SECTION_HEADERS,
     entities_section,
@@ -154,14 +154,13 @@ def unit_scores(
 def local_search(
     index: IndexTables,
     query: str,
-    top_k: int | None = None,
+    top_k: int,
     params: LocalParams | None = None,
 ) -> SearchResult:
     if index.is_empty:
         return index.empty_result(query, "local")
     qs = index.settings.query
     params = params or params_from_settings(qs)
-    top_k = top_k or qs.top_k_units
     trace = [f"embedded query with {index.embedder.model_id}"]
     qvec = index.embed_query(query)
     scores, sims, ent_scores, matched = unit_scores(index, query, qvec, params, trace)
@@ -206,19 +205,16 @@ def local_search(
     )
     context = "\n\n".join(sections)
 
-    answer, citations = cited_answer(index, query, src_records)
-    trace.append(f"extractive answer: {len(citations)} sentences of the context's units")
     ids = index.text_units["id"]
-    return SearchResult(
-        query=query,
-        mode="local",
-        answer=answer or "No sentence of the retrieved text matches the query.",
-        citations=citations,
-        context_text=context,
+    return answered_result(
+        index,
+        query,
+        "local",
+        src_records,
+        context=context,
         records=records,
         text_unit_ids=[ids[int(r)] for r in unit_rows],
         trace=trace,
-        context_tokens=count_tokens(context),
     )
 
 

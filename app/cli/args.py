@@ -41,3 +41,8 @@ def seconds(text: str) -> float:
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds >= 0")
     return value
+
+
+def comma_list(text: str) -> list[str] | None:
+    """argparse type: comma-separated names (an empty text: none given)."""
+    return text.split(",") if text else None

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pipeline.cli.args import folder_overrides
+from app.cli.args import folder_overrides
 from pipeline.config import load_settings
 from pipeline.storage import lock, mirror, remote
 
@@ -25,7 +25,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     if url is not None:  # the store's current version decides which shards are stale
         remote.refresh(settings.output_dir, force=True)
     _take_lock(settings.output_dir, wait_s)
-    from assets.run import run_index
+    from app.run import run_index
     from pipeline import progress
     from pipeline.ingest.stale import plan_run
 

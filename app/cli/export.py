@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pipeline.cli.args import folder_overrides
+from app.cli.args import folder_overrides
 from pipeline.config import load_settings
 
 

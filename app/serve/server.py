@@ -18,7 +18,7 @@ holding the whole result (its answer the joined pieces), or an `error` event. Of
 400 (422 for a malformed body or a field over its bound), a failed LLM answer 502, an index
 version deleted under a search 503.
 
-Bounds (settings `serve`, applied by pipeline/serve/limits.py): a body over
+Bounds (settings `serve`, applied by app/serve/limits.py): a body over
 `max_body_bytes` is 413 before it is read (by its Content-Length, or as soon as a
 chunked body passes it); `query` and `question` over `max_query_chars`, a
 `publication` id or edge type over `max_name_chars`, or lists over `max_list_items`, are
@@ -50,7 +50,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from pipeline.serve.limits import (
+from app.serve.limits import (
     RETRY_AFTER_S,
     BodyLimit,
     Busy,
@@ -60,7 +60,8 @@ from pipeline.serve.limits import (
     size_problem,
     validation_message,
 )
-from pipeline.serve.request import QUERY_MODES, STREAM_MODES, QueryRequest, run_query
+from app.serve.request import QueryRequest, run_query
+from pipeline.query.modes import MODES, QUERY_MODES, STREAM_MODES
 
 if TYPE_CHECKING:
     from pipeline.config import ServeSettings
@@ -106,7 +107,9 @@ def create_app(index: GraphIndex, limits: ServeSettings | None = None) -> FastAP
                 raise HTTPException(503, str(exc), headers=retry) from None
 
         query.__name__ = f"query_{mode}"
-        query.__doc__ = f"{mode} search: the SearchResult as `docgraph query --json` prints it"
+        query.__doc__ = (
+            f"{MODES[mode].summary} Answers the SearchResult as `docgraph query --json` prints it."
+        )
         return query
 
     for mode in QUERY_MODES:

@@ -8,12 +8,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pipeline.cli.args import non_negative_int, positive_int, seconds
-from pipeline.cli.demo import cmd_fake_llm, cmd_sample
-from pipeline.cli.export import cmd_export
-from pipeline.cli.indexing import cmd_check, cmd_index
-from pipeline.cli.querying import cmd_query, cmd_serve
-from pipeline.serve.request import QUERY_MODES
+from app.cli.args import comma_list, non_negative_int, positive_int, seconds
+from app.cli.demo import cmd_fake_llm, cmd_sample
+from app.cli.export import cmd_export
+from app.cli.indexing import cmd_check, cmd_index
+from app.cli.querying import cmd_query, cmd_serve
+from pipeline.query.modes import OPTIONS, QUERY_MODES
 from pipeline.storage import lock
 from pipeline.storage.object_store import RemoteError
 
@@ -50,14 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("mode", choices=QUERY_MODES)
     p.add_argument("query", help="the question (focus: the uri of a note or section)")
-    p.add_argument("--top-k", type=positive_int, default=None, help="results kept")
-    p.add_argument("--level", type=non_negative_int, default=None, help="community level (global)")
-    p.add_argument("--max-hops", type=positive_int, default=None, help="expand: graph hops")
-    p.add_argument("--max-nodes", type=positive_int, default=None, help="expand: nodes kept")
-    p.add_argument("--edge-types", default=None, help="expand: comma-separated edge types")
-    p.add_argument("--budget", type=positive_int, default=None, help="focus: token budget")
-    p.add_argument("--question", default=None, help="focus, LLM mode: a question to answer")
-    p.add_argument("--quick", action="store_true", help="flow: semantic search + graph growth")
+    add_mode_options(p)
     p.add_argument(
         "--publication",
         action="append",
@@ -103,6 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("target")
     p.set_defaults(func=cmd_sample)
 
+    _add_fake_llm(sub)
+    return parser
+
+
+def _add_fake_llm(sub) -> None:
+    """`docgraph fake-llm`: the fake OpenAI-compatible server tests and benchmarks use."""
     p = sub.add_parser("fake-llm", help="serve a fake OpenAI-compatible LLM (Ctrl-C stops)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8765, help="0: any free port")
@@ -126,7 +125,23 @@ def build_parser() -> argparse.ArgumentParser:
         "graph (verbose: answers cut at max_tokens, split and asked again)",
     )
     p.set_defaults(func=cmd_fake_llm)
-    return parser
+
+
+def add_mode_options(p: argparse.ArgumentParser) -> None:
+    """One --flag per exposed option of the query modes (pipeline/query/modes.py)."""
+    for name, option in OPTIONS.items():
+        if not option.exposed:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if option.annotation is bool:
+            p.add_argument(flag, action="store_true", help=option.help)
+        elif option.annotation is int:
+            kind = positive_int if option.minimum == 1 else non_negative_int
+            p.add_argument(flag, type=kind, default=None, help=option.help)
+        elif option.annotation is str:
+            p.add_argument(flag, default=None, help=option.help)
+        else:  # a list of names
+            p.add_argument(flag, type=comma_list, default=None, help=f"{option.help} (a,b,...)")
 
 
 def main(argv: list[str] | None = None) -> int:

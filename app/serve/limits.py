@@ -21,8 +21,8 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from app.serve.request import QueryRequest
     from pipeline.config import ServeSettings
-    from pipeline.serve.request import QueryRequest
 
 SHOWN_CHARS = 60  # user input shown in a message at most, then an ellipsis
 MESSAGE_CHARS = 400  # an error message at most

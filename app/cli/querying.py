@@ -7,7 +7,7 @@ import argparse
 import sys
 import warnings
 
-from pipeline.cli.args import folder_overrides
+from app.cli.args import folder_overrides
 from pipeline.config import load_settings
 
 
@@ -54,20 +54,12 @@ def _show_warnings(caught: list[warnings.WarningMessage], fallback: type[Warning
 
 
 def _print_query(index, args: argparse.Namespace) -> None:
-    from pipeline.serve.request import STREAM_MODES, QueryRequest, run_query
+    from app.serve.request import QueryRequest, run_query
+    from pipeline.query.modes import OPTIONS, STREAM_MODES
 
     stream = args.stream and index.llm is not None and not args.json
-    request = QueryRequest(
-        query=args.query,
-        top_k=args.top_k,
-        level=args.level,
-        max_hops=args.max_hops,
-        max_nodes=args.max_nodes,
-        edge_types=args.edge_types.split(",") if args.edge_types else None,
-        budget=args.budget,
-        question=args.question,
-        quick=args.quick,
-    )
+    given = {name: getattr(args, name) for name, o in OPTIONS.items() if o.exposed}
+    request = QueryRequest(query=args.query, **given)
     result = run_query(index, args.mode, request, llm_answer=not stream)
     if args.json:  # the same text `docgraph serve` answers
         print(result.to_json(indent=2))
@@ -110,8 +102,8 @@ def _print_stream(pieces) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """Serve the query modes over HTTP until Ctrl-C (pipeline/serve/server.py)."""
-    from pipeline.serve.server import open_index, serve
+    """Serve the query modes over HTTP until Ctrl-C (app/serve/server.py)."""
+    from app.serve.server import open_index, serve
 
     settings = load_settings(args.config, folder_overrides(args))
     index = open_index(settings.output_dir, settings, llm_fallback=args.offline_fallback)
