@@ -1,5 +1,5 @@
-"""The layout the README describes (issue 12): no import cycle, small modules, packages that
-say what goes in and comes out."""
+"""The layout docs/architecture.md describes (issue 12): no import cycle, small modules,
+packages that say what goes in and comes out; and a README that stays a front door (issue 47)."""
 
 from __future__ import annotations
 
@@ -55,19 +55,20 @@ def test_every_package_says_what_goes_in_and_out():
         assert docstring and len(docstring.split()) >= 12, init
 
 
-def test_readme_layout_names_every_module():
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("## Layout") :]
+def test_architecture_doc_names_every_module():
+    doc = (REPO / "docs/architecture.md").read_text()
+    section = doc[doc.index("## Layout") :]
     tree = section.split("```")[1]
     named = set(re.findall(r"[a-z][a-z0-9_]*", tree))
     missing = [
         str(p.relative_to(REPO))
-        for folder in ("pipeline", "assets", "resources")
+        for folder in ("app", "pipeline", "assets", "resources")
         for p in (REPO / folder).rglob("*.py")
         if p.stem not in ("__init__", "__main__") and p.stem not in named
     ] + [
         str(p.parent.relative_to(REPO))
-        for p in (REPO / "pipeline").rglob("__init__.py")
+        for folder in ("app", "pipeline")
+        for p in (REPO / folder).rglob("__init__.py")
         if p.parent.name not in named
     ]
     assert missing == []
@@ -161,3 +162,24 @@ def test_every_library_module_imports_with_dagster_unimportable():
     assert done.returncode == 0, done.stderr[-3000:]
     count = int(done.stdout.split()[0])
     assert count > 150, done.stdout  # every module, not a handful
+
+
+README_MAX_LINES = 150
+
+
+def _relative_links(markdown: str) -> list[str]:
+    """Targets of the Markdown links and images that are not URLs or in-page anchors."""
+    text = re.sub(r"```.*?```", "", markdown, flags=re.S)  # code blocks hold no links
+    text = re.sub(r"`[^`\n]*`", "", text)  # nor do code spans
+    targets = re.findall(r'!?\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)', text)
+    return [t for t in targets if not re.match(r"[a-z][a-z0-9+.-]*:|#", t)]
+
+
+def test_readme_is_a_front_door():
+    """The README stays short (the design lives in docs/), and every file it links exists."""
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.splitlines()) <= README_MAX_LINES
+    links = _relative_links(readme)
+    assert "docs/architecture.md" in links and "docs/graph-view.png" in links
+    missing = [t for t in links if not (REPO / t.split("#")[0]).is_file()]
+    assert missing == []
