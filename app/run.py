@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import os
 import tempfile
+from pathlib import Path
 
 from dagster import DagsterInstance, JobExecutionResult, build_reconstructable_job, execute_job
 
+from assets.ingest import LISTING_TAG
 from assets.shards import range_tags, tail_keys
 from pipeline import memory
 from pipeline.config import Settings
 from pipeline.ingest.stale import input_entries, plan_run
-from pipeline.ingest.walk import Entry
+from pipeline.ingest.walk import Entry, write_listing
 from resources.executors import ENV_EXECUTOR, IN_PROCESS_EXECUTORS, executor_for
 
 
@@ -84,12 +86,14 @@ def run_index(
     raise_on_error: bool = True,
     log_level: str = "INFO",
     full: bool = False,
+    entries: list[Entry] | None = None,
 ) -> JobExecutionResult:
     """Materialize the shards to run (pipeline.ingest.stale.plan_run; every shard when
     `full`), then the corpus-wide tail, and run every check; with no shard to run, the tail
     alone. Uses DAGSTER_HOME's instance if set, so CLI runs show up in the UI; otherwise an
     ephemeral one. `log_level` (default: the CLI's) filters the console log only; the run's
-    event log keeps everything."""
+    event log keeps everything. `entries`: the input folder's walk when the caller made it
+    (else it is made here); the run's steps read it from a file named in the run's tags."""
     from definitions import make_definitions
 
     if instance is None and os.environ.get("DAGSTER_HOME"):
@@ -99,7 +103,7 @@ def run_index(
 
     config = DocgraphConfig(config_path=config_path, input_dir=input_dir, output_dir=output_dir)
     settings = config.settings()
-    entries = input_entries(settings)
+    entries = input_entries(settings) if entries is None else entries
     executor = executor_by_size(settings, entries)
     if executor and instance is not None and instance.is_ephemeral:
         executor = None  # steps in other processes need a persistent instance: the caller's
@@ -127,12 +131,8 @@ def run_index(
     run_config: dict = {"loggers": {"console": {"config": {"log_level": log_level}}}}
     if executor == "multiprocess":  # one step at a time: the memory of one step in all
         run_config["execution"] = {"config": {"max_concurrent": 1}}
-    scratch = None
-    if instance is None:  # no DAGSTER_HOME: in memory, or a temporary folder for processes
-        scratch = tempfile.TemporaryDirectory(prefix="docgraph-dagster-") if executor else None
-        instance = (
-            DagsterInstance.local_temp(scratch.name) if scratch else DagsterInstance.ephemeral()
-        )
+    instance, scratch = _instance(instance, executor)
+    listing = _save_listing(entries)
     key = (config_path, input_dir, output_dir, executor)
     _BUILT[key] = job
     try:
@@ -142,7 +142,7 @@ def run_index(
                 job_ref,
                 instance=instance,
                 run_config=run_config,
-                tags=range_tags(stale),
+                tags={**range_tags(stale), LISTING_TAG: str(listing)},
                 raise_on_error=raise_on_error,
                 asset_selection=selection,
             ) as result,
@@ -151,9 +151,30 @@ def run_index(
     finally:  # a run that failed before publishing still held the output lock
         _BUILT.pop(key, None)
         lock.release(settings.output_dir)
+        listing.unlink(missing_ok=True)
         if scratch is not None:
             instance.dispose()
             scratch.cleanup()
+
+
+def _instance(instance: DagsterInstance | None, executor: str | None):
+    """(the instance to run on, the temporary folder to remove after or None): the caller's;
+    without one, in memory, or in a temporary folder when steps run in processes of their
+    own (they need a persistent instance)."""
+    if instance is not None:
+        return instance, None
+    if not executor:
+        return DagsterInstance.ephemeral(), None
+    scratch = tempfile.TemporaryDirectory(prefix="docgraph-dagster-")
+    return DagsterInstance.local_temp(scratch.name), scratch
+
+
+def _save_listing(entries: list[Entry]) -> Path:
+    """The walk in a temporary file the run's steps read (assets.ingest.run_entries)."""
+    handle, name = tempfile.mkstemp(prefix="docgraph-listing-", suffix=".jsonl")
+    os.close(handle)
+    write_listing(name, entries)
+    return Path(name)
 
 
 __all__ = ["executor_by_size", "index_job", "run_index"]

@@ -13,14 +13,28 @@ from pipeline.ingest import check_input_folder, own_folders, shards, walk_input
 from pipeline.ingest.loader import load_entries
 from pipeline.ingest.pdf_ocr import ocr_setting
 from pipeline.ingest.publications import failures_frame, publications_frame, read_manifest
+from pipeline.ingest.walk import Entry, read_listing
 from pipeline.storage import store
 from resources import DocgraphConfig
 from resources.output import run_dir
+
+# A run tag naming the file where the process that launched the run saved the input
+# folder's walk (app/run.py): the steps read it instead of walking the folder again.
+LISTING_TAG = "docgraph/input_listing"
 
 TABLES = {
     "documents": "One row per loaded document (id = hash of relative path and bytes).",
     "rejected_documents": "Files that could not be loaded, and why.",
 }
+
+
+def run_entries(context: AssetExecutionContext, root: Path, own: tuple[str, ...]) -> list[Entry]:
+    """The input folder's walk this run started from (LISTING_TAG), or a walk now (a run
+    launched without it: from the UI, a schedule or a sensor)."""
+    listing = context.run.tags.get(LISTING_TAG)
+    if listing and Path(listing).is_file():
+        return read_listing(listing)
+    return walk_input(root, own)
 
 
 def documents_asset(n_shards: int):
@@ -36,7 +50,7 @@ def documents_asset(n_shards: int):
         # a missing or empty folder stops the run before anything is written
         root = check_input_folder(settings.input_dir, own)
         folder = run_dir(docgraph, context)
-        entries = walk_input(root, own)
+        entries = run_entries(context, root, own)
         mapping = read_manifest(root, entries).files  # its failures: the publications asset
         n = n_shards
         groups = shards.by_shard(entries, n)
@@ -93,7 +107,7 @@ def publications(context: AssetExecutionContext, docgraph: DocgraphConfig):
     settings = docgraph.settings()
     own = own_folders(settings.output_dir)
     root = Path(settings.input_dir)
-    manifest = read_manifest(root, walk_input(root, own) if root.is_dir() else [])
+    manifest = read_manifest(root, run_entries(context, root, own) if root.is_dir() else [])
     docs = store.read_table(run_dir(docgraph, context), "documents", ["id", "publication_id"])
     pubs, failed = publications_frame(manifest, docs), failures_frame(manifest)
     for row in failed.iter_rows(named=True):

@@ -143,3 +143,44 @@ def test_the_sensor_ignores_writes_to_an_output_folder_inside_the_input(tmp_path
     (out / "documents.parquet").write_bytes(b"a run's output")
     again, same = tick(cursor)  # nothing published yet: the same request, the same run key
     assert isinstance(again, RunRequest) and again.run_key == first.run_key and same == cursor
+
+
+def _count_walks(monkeypatch) -> list[str]:
+    """Every walk of an input folder from now on, in this process (each module that imported
+    walk_input by name gets the counting wrapper)."""
+    import sys
+
+    from pipeline.ingest import walk
+
+    original, calls = walk.walk_input, []
+
+    def counted(input_dir, exclude=()):
+        calls.append(str(input_dir))
+        return original(input_dir, exclude)
+
+    for module in list(sys.modules.values()):
+        if getattr(module, "walk_input", None) is original:
+            monkeypatch.setattr(module, "walk_input", counted)
+    return calls
+
+
+def test_one_docgraph_index_walks_the_input_folder_once(tmp_path, monkeypatch):
+    """The CLI's plan, the runner and the documents and publications steps share one walk."""
+    import assets.ingest  # noqa: F401 - imported before the wrappers go in
+    from app.cli.main import main
+
+    inp, out = tmp_path / "in", tmp_path / "out"
+    inp.mkdir()
+    (inp / "a.md").write_text("# Ada\n\n" + BODY)
+    (inp / "b.txt").write_text("Charles Babbage designed the Difference Engine.\n")
+    monkeypatch.setenv("DOCGRAPH_EXECUTOR", "in_process")
+    walks = _count_walks(monkeypatch)
+    assert main(["index", "--input", str(inp), "--output", str(out)]) == 0
+    assert walks == [str(inp)]
+    assert sorted(store.read_table(out, "documents")["source_path"]) == ["a.md", "b.txt"]
+    # run_index called without a walk makes the one walk itself
+    (inp / "c.txt").write_text("Babbage met Lovelace in 1833.\n")
+    walks.clear()
+    run_index(None, str(inp), str(out))
+    assert walks == [str(inp)]
+    assert store.read_table(out, "documents").height == 3

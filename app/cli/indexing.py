@@ -27,10 +27,11 @@ def cmd_index(args: argparse.Namespace) -> int:
     _take_lock(settings.output_dir, wait_s)
     from app.run import run_index
     from pipeline import progress
-    from pipeline.ingest.stale import plan_run
+    from pipeline.ingest.stale import input_entries, plan_run
 
     try:
-        if not args.full and (plan := plan_run(settings)).up_to_date:
+        entries = input_entries(settings)  # the one walk of the input folder this run makes
+        if not args.full and (plan := plan_run(settings, entries)).up_to_date:
             # no run and no new version: a nightly run over an unchanged folder costs a walk
             print(f"index up to date: {plan.reason}; nothing to run (--full rebuilds it)")
             return 0
@@ -42,6 +43,7 @@ def cmd_index(args: argparse.Namespace) -> int:
                 raise_on_error=False,
                 log_level=args.log_level,
                 full=args.full,
+                entries=entries,
             )
     finally:
         lock.release(settings.output_dir)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 import stat
 from collections.abc import Iterable
@@ -141,6 +142,29 @@ def walk_input(input_dir: str | Path, exclude: Iterable[str | Path] = ()) -> lis
             else:
                 entries.append(Entry(rel, reason=SPECIAL))
     return sorted(entries, key=lambda e: e.rel)
+
+
+def write_listing(path: str | Path, entries: Iterable[Entry]) -> None:
+    """Save a walk (one JSON object per line) for the steps of the same run to read with
+    `read_listing`, so a run walks its input folder once."""
+    lines = (
+        json.dumps(
+            {"rel": e.rel, "path": e.path and str(e.path), "reason": e.reason, "hidden": e.hidden}
+        )
+        for e in entries
+    )
+    Path(path).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+
+
+def read_listing(path: str | Path) -> list[Entry]:
+    """The walk `write_listing` saved."""
+    entries = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        entries.append(
+            Entry(row["rel"], row["path"] and Path(row["path"]), row["reason"], row["hidden"])
+        )
+    return entries
 
 
 def manifest_entries(input_dir: str | Path) -> list[Entry]:
