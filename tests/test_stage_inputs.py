@@ -13,8 +13,8 @@ import polars as pl
 import pytest
 
 from pipeline.communities import leiden as communities
-from pipeline.communities import reports
-from pipeline.communities.reports_llm import build_reports_llm
+from pipeline.communities.reports import offline as reports
+from pipeline.communities.reports.with_llm import build_reports_llm
 from pipeline.config import EmbeddingSettings, GraphSettings, LlmSettings, ReportSettings
 from pipeline.llm.client import LlmClient
 from pipeline.llm.fake_server import FakeLlm

@@ -27,7 +27,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     _take_lock(settings.output_dir, wait_s)
     from assets.run import run_index
     from pipeline import progress
-    from pipeline.ingest.stale import plan_run
+    from pipeline.ingest.find_stale import plan_run
 
     try:
         if not args.full and (plan := plan_run(settings)).up_to_date:
