@@ -14,7 +14,7 @@ from pipeline.communities.leiden import hierarchical_leiden
 from pipeline.communities.reports import gather_frames
 from pipeline.communities.reports.offline import build_reports
 from pipeline.config import EmbeddingSettings, GraphSettings, ReportSettings
-from pipeline.graph.mentions import read_mentions
+from pipeline.graph.mention_tables import read_mentions
 from pipeline.storage import shard_files
 from pipeline.vectors import lance
 from pipeline.vectors.derive_vectors import mean_vectors

@@ -89,7 +89,7 @@ def _prepare_queries(settings) -> None:
     (pipeline.vectors.embed_onnx; once per model, ~10 s). Best effort: a query without them is only
     slower."""
     from pipeline.storage import store
-    from pipeline.vectors import cache as vector_cache
+    from pipeline.vectors import npz_copies as vector_cache
     from pipeline.vectors.embed_onnx import ensure_exported
 
     version = store.resolve(settings.output_dir)

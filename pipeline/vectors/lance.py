@@ -34,7 +34,7 @@ import scipy.sparse as sp
 from pipeline import schemas
 from pipeline.config import EmbeddingSettings
 from pipeline.storage import store
-from pipeline.vectors import cache as vector_cache
+from pipeline.vectors import npz_copies as vector_cache
 from pipeline.vectors.derive_vectors import (
     embedded_titles,
     incidence,
@@ -370,7 +370,7 @@ def read_vectors(output_dir: str | Path, name: str) -> tuple[list[str], np.ndarr
     if not path.exists():
         return [], np.zeros((0, 0), dtype=np.float32)
     if (copy := vector_cache.load(path.parent, name)) is not None:
-        return copy  # no lancedb import: most of a cold query's time (pipeline.vectors.cache)
+        return copy  # no lancedb import: most of a cold query's time (pipeline.vectors.npz_copies)
     if (found := vector_cache.lance_blocks(path, name)) is None:
         return [], np.zeros((0, 0), dtype=np.float32)
     (n, dim), blocks = found
