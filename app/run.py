@@ -2,8 +2,9 @@
 
 It is the same `index_job` over the same assets that the Dagster UI, schedules and
 sensors run (no second code path); only the resources get the caller's folders. A run
-covers the document shards whose files changed since the current version (pipeline.ingest.stale)
-and then the corpus-wide tail; the other shards' tables carry over from that version.
+covers the document shards whose files changed since the current version
+(pipeline.ingest.find_stale) and then the corpus-wide tail; the other shards' tables carry
+over from that version.
 
 It executes the job with `execute_job`, not `JobDefinition.execute_in_process`: the latter
 keeps every step's output value for the result object, so a run's process held every table
@@ -23,7 +24,7 @@ from assets.ingest import LISTING_TAG
 from assets.shards import range_tags, tail_keys
 from pipeline import memory
 from pipeline.config import Settings
-from pipeline.ingest.stale import input_entries, plan_run
+from pipeline.ingest.find_stale import input_entries, plan_run
 from pipeline.ingest.walk import Entry, write_listing
 from resources.executors import ENV_EXECUTOR, IN_PROCESS_EXECUTORS, executor_for
 
@@ -88,7 +89,7 @@ def run_index(
     full: bool = False,
     entries: list[Entry] | None = None,
 ) -> JobExecutionResult:
-    """Materialize the shards to run (pipeline.ingest.stale.plan_run; every shard when
+    """Materialize the shards to run (pipeline.ingest.find_stale.plan_run; every shard when
     `full`), then the corpus-wide tail, and run every check; with no shard to run, the tail
     alone. Uses DAGSTER_HOME's instance if set, so CLI runs show up in the UI; otherwise an
     ephemeral one. `log_level` (default: the CLI's) filters the console log only; the run's

@@ -22,7 +22,7 @@ from pipeline.ingest import (
     folder_fingerprint,
     own_folders,
 )
-from pipeline.ingest.stale import plan_run, stale_shards
+from pipeline.ingest.find_stale import plan_run, stale_shards
 from resources import DocgraphConfig
 
 INDEX_JOB = "index_job"

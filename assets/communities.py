@@ -18,10 +18,10 @@ from pipeline.communities.leiden import (
     next_state,
     plan_communities,
 )
-from pipeline.communities.report_reuse import read_sidecar, write_sidecar
-from pipeline.communities.reports import INPUT_COLUMNS as REPORT_INPUTS
-from pipeline.communities.reports import report_table
-from pipeline.communities.reports_llm import build_reports_llm
+from pipeline.communities.reports.offline import INPUT_COLUMNS as REPORT_INPUTS
+from pipeline.communities.reports.offline import report_table
+from pipeline.communities.reports.reuse_unchanged import read_sidecar, write_sidecar
+from pipeline.communities.reports.with_llm import build_reports_llm
 from pipeline.compat.columns import stamp_period
 from pipeline.failures import stage_failures_frame
 from pipeline.storage import store
@@ -127,7 +127,7 @@ def community_reports(
     started = time.perf_counter()
     settings = docgraph.settings()
     # the last run's extractive reports whose inputs did not change are kept (the run's
-    # folder starts as the last version; pipeline.communities.report_reuse)
+    # folder starts as the last version; pipeline.communities.reports.reuse_unchanged)
     folder = run_dir(docgraph, context)
     sidecar = read_sidecar(folder)
     previous = store.read_table(folder, "community_reports") if sidecar is not None else None

@@ -14,7 +14,7 @@ from assets.metadata import (
     llm_delta,
 )
 from pipeline.failures import stage_failures_frame
-from pipeline.graph.mentions import read_mentions
+from pipeline.graph.mention_tables import read_mentions
 from pipeline.graph.merge import merge_graph
 from pipeline.graph.summarize_llm import summarize_descriptions
 from pipeline.graph.titles import unit_titles

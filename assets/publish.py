@@ -11,7 +11,7 @@ import time
 
 from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue, asset
 
-from pipeline.ingest.stale import record_tail
+from pipeline.ingest.find_stale import record_tail
 from pipeline.storage import lock, mirror, remote, store, validate
 from pipeline.storage.object_store import RemoteError
 from pipeline.vectors.embed_cache import compact_cache, embedding_cache_dir, sweep_unused

@@ -3,7 +3,7 @@
 Text units are embedded first, a shard at a time (chunk_embeddings, into the embedding
 cache); content node, entity, relationship and report vectors are derived from them by
 default (see pipeline.vectors.lance), hence the chain of dependencies. The Lance tables are
-one step (vector_tables, pipeline.vectors.tables), each table an asset of its own.
+one step (vector_tables, pipeline.vectors.build_tables), each table an asset of its own.
 """
 
 import time
@@ -25,10 +25,10 @@ from assets.shards import SHARD_POLICY, shard_partitions
 from pipeline import schemas
 from pipeline.compat.lance_names import write_alias
 from pipeline.storage import shard_files, store
+from pipeline.vectors.build_tables import VECTOR_TABLES, build_vector_tables_at_once
 from pipeline.vectors.lance import read_vectors
 from pipeline.vectors.same_topic import same_topic_edges as build_same_topic_edges
 from pipeline.vectors.static_titles import static_titles
-from pipeline.vectors.tables import VECTOR_TABLES, build_vector_tables_at_once
 from pipeline.vectors.texts import embedding_text
 from resources import DocgraphConfig, EmbedderResource, output_root_metadata
 from resources.output import run_dir
@@ -157,7 +157,7 @@ def vector_tables(
     context: AssetExecutionContext, docgraph: DocgraphConfig, embedder: EmbedderResource
 ) -> Iterator[MaterializeResult]:
     """Every Lance table in one step, written side by side while they are small
-    (pipeline.vectors.tables): the run's last seconds on both cores."""
+    (pipeline.vectors.build_tables): the run's last seconds on both cores."""
     started = time.perf_counter()
     emb = embedder.get()
     folder = run_dir(docgraph, context)

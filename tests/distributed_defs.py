@@ -34,7 +34,7 @@ def run_on_dask(input_dir: str, output_dir: str, scheduler: str, instance: Dagst
     """The run `run_index(input_dir=..., output_dir=...)` makes, on the Dask scheduler: the
     stale shards (all of them into a new output folder), then the tail."""
     from assets.shards import range_tags
-    from pipeline.ingest.stale import stale_shards
+    from pipeline.ingest.find_stale import stale_shards
     from resources import DocgraphConfig
 
     settings = DocgraphConfig(input_dir=input_dir, output_dir=output_dir).settings()

@@ -222,7 +222,7 @@ def test_large_inputs_run_each_step_in_its_own_process(tmp_path, monkeypatch):
 
     from app.run import executor_by_size, index_job, run_index
     from pipeline.config import load_settings
-    from pipeline.ingest.stale import input_entries
+    from pipeline.ingest.find_stale import input_entries
 
     inp = tmp_path / "in"
     inp.mkdir()
@@ -266,7 +266,7 @@ def test_one_large_file_runs_each_step_in_its_own_process(tmp_path, monkeypatch)
     grows with it."""
     from app.run import executor_by_size
     from pipeline.config import load_settings
-    from pipeline.ingest.stale import input_entries
+    from pipeline.ingest.find_stale import input_entries
 
     inp = tmp_path / "in"
     inp.mkdir()

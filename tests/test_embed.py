@@ -201,7 +201,7 @@ def test_the_sweep_keeps_the_vectors_used_since_and_nothing_else(tmp_path):
 
 
 def test_titles_embedded_by_type_and_the_units_they_are_in():
-    from pipeline.vectors.derive import embedded_titles
+    from pipeline.vectors.derive_vectors import embedded_titles
 
     entities = pl.DataFrame(
         {

@@ -14,9 +14,9 @@ import pytest
 
 from pipeline.config import EmbeddingSettings
 from pipeline.storage import store
-from pipeline.vectors import cache as vector_cache
 from pipeline.vectors import embed_onnx
 from pipeline.vectors import lance as vectors
+from pipeline.vectors import npz_copies as vector_cache
 from pipeline.vectors.embed import Embedder, get_embedder, resolve_model
 from pipeline.vectors.embed_onnx import (
     OnnxEmbedder,

@@ -6,7 +6,7 @@ import polars as pl
 
 from pipeline import schemas
 from pipeline.config import GraphSettings
-from pipeline.graph import codes as graph
+from pipeline.graph import encode_strings as graph
 from pipeline.graph.merge import merge_graph
 from pipeline.graph.titles import normalize_title, title_key
 from pipeline.ids import stable_id

@@ -467,7 +467,8 @@ def test_asset_keeps_the_state_sidecar_and_reports_the_mode(sample_index, tmp_pa
     meta = _communities_metadata(rerun)
     assert meta["incremental"] == "carried_over" and meta["cumulative_change"] == 0.0
     assert store.read_table(again, "communities").equals(store.read_table(out, "communities"))
-    # and every report is kept from the last run (pipeline.communities.report_reuse), as is
+    # and every report is kept from the last run (pipeline.communities.reports.reuse_unchanged),
+    # as is
     reports = store.read_table(out, "community_reports")
     assert store.read_table(again, "community_reports").equals(reports)
     [event] = [

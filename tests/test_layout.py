@@ -183,3 +183,21 @@ def test_readme_is_a_front_door():
     assert "docs/architecture.md" in links and "docs/graph-view.png" in links
     missing = [t for t in links if not (REPO / t.split("#")[0]).is_file()]
     assert missing == []
+
+
+def test_architecture_doc_entry_functions_exist():
+    """Each `pipeline.module.function` the stage table names is there (renames keep it right)."""
+    doc = (REPO / "docs/architecture.md").read_text()
+    table = doc[doc.index("## Stages in DAG order") : doc.index("## How the offline")]
+    named = re.findall(r"`(pipeline(?:\.[a-z_0-9]+)+)`", table)
+    assert len(named) >= 15
+    missing = []
+    for dotted in named:
+        module, _, name = dotted.rpartition(".")
+        try:
+            found = hasattr(importlib.import_module(module), name)
+        except ImportError:
+            found = False
+        if not found:
+            missing.append(dotted)
+    assert missing == []

@@ -25,7 +25,7 @@ from test_reports_llm import SMALL, Recorder, _client, _graph, _reports
 from app.cli.demo import write_sample_corpus
 from app.cli.main import build_parser, main
 from app.run import run_index
-from pipeline.communities.reports import build_reports
+from pipeline.communities.reports.offline import build_reports
 from pipeline.config import ExtractionSettings, GraphSettings, LlmSettings, ReportSettings
 from pipeline.extract import extract_resilient
 from pipeline.extract.llm import LlmExtractor
@@ -165,7 +165,7 @@ def test_a_rerun_against_a_healthy_endpoint_retries_every_failure(tmp_path, monk
     holding extraction failures and the tail's summary and report failures; once none is
     left, the index is up to date (a nightly run does nothing)."""
     from pipeline.config import load_settings
-    from pipeline.ingest.stale import plan_run
+    from pipeline.ingest.find_stale import plan_run
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     inp, out = tmp_path / "input", tmp_path / "out"

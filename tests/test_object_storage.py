@@ -115,7 +115,7 @@ def test_an_s3_output_equals_the_local_run_and_publishes_incrementally(
     from app.run import run_index
     from pipeline import schemas
     from pipeline.config import load_settings
-    from pipeline.ingest.stale import stale_shards
+    from pipeline.ingest.find_stale import stale_shards
     from pipeline.query import GraphIndex
     from pipeline.storage import remote, store
     from pipeline.vectors.embed_cache import USED_DIR, compact_cache

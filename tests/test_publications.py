@@ -186,7 +186,7 @@ def test_lance_tables_record_model_and_time(indexed):
 def test_a_manifest_edit_makes_only_the_remapped_files_shard_stale(indexed):
     inp, out, _ = indexed
     settings = Settings(input_dir=str(inp), output_dir=str(out))
-    from pipeline.ingest.stale import stale_shards
+    from pipeline.ingest.find_stale import stale_shards
 
     assert stale_shards(settings) == []
     before = folder_fingerprint(inp)

@@ -21,7 +21,7 @@ from pipeline.query.flow.duckdb_store import FlowStore, flow_store
 from pipeline.query.flow.mermaid import mermaid, mermaid_label
 from pipeline.query.flow.retrieval import BOTH_ENDS, FACT_SCORE, NAME_SCORE
 from pipeline.query.flow.search import flow_messages, flow_search, stream_flow_answer
-from pipeline.query.text import fold
+from pipeline.query.word_keys import fold
 from pipeline.storage import store
 
 RELATION_Q = "How is Albert Einstein related to Niels Bohr?"

@@ -19,7 +19,7 @@ from pipeline.ingest import load_folder
 from pipeline.query import GraphIndex
 from pipeline.query.focus.context import FOCUS_DETAILS_SHARE, focus_result
 from pipeline.query.focus.graph import FOCUS_DETAILS_TOKENS, build_graph
-from pipeline.query.focus.notes import RELATED_DETAILS_TOKENS
+from pipeline.query.focus.note_shapes import RELATED_DETAILS_TOKENS
 from pipeline.storage import store
 from pipeline.structure import build_structure
 from pipeline.tokens import count_tokens

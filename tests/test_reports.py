@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from pipeline.communities.leiden import hierarchical_leiden
-from pipeline.communities.reports import build_reports
+from pipeline.communities.reports.offline import build_reports
 from pipeline.config import GraphSettings, ReportSettings
 from pipeline.ids import stable_id
 from pipeline.schemas import TABLES, conform
@@ -392,9 +392,9 @@ def test_reports_of_unchanged_communities_are_kept_from_the_last_run(
     run's report of every community whose digest is unchanged, gathers only the others, and
     the result is the table a full build writes. The sidecar must describe the very rows of the last
     table (an LLM run's reports, a table never written) and come from this polars."""
-    from pipeline.communities import reports as reports_module
-    from pipeline.communities.report_reuse import DIGESTS, read_sidecar, write_sidecar
-    from pipeline.communities.reports import report_table
+    from pipeline.communities.reports import offline as reports_module
+    from pipeline.communities.reports.offline import report_table
+    from pipeline.communities.reports.reuse_unchanged import DIGESTS, read_sidecar, write_sidecar
 
     entities, relationships, text_units = graph
     communities = hierarchical_leiden(entities, relationships, GraphSettings(max_cluster_size=3))

@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 
 from pipeline import schemas
-from pipeline.communities.reports import build_reports
-from pipeline.communities.reports_llm import ReportAnswer, build_reports_llm
+from pipeline.communities.reports.offline import build_reports
+from pipeline.communities.reports.with_llm import ReportAnswer, build_reports_llm
 from pipeline.config import GraphSettings, LlmSettings, ReportSettings
 from pipeline.graph.merge import merge_graph
 from pipeline.graph.summarize_llm import summarize_descriptions

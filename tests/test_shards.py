@@ -179,7 +179,7 @@ def test_editing_adding_and_deleting_one_file_rematerialize_its_shard_and_the_ta
 def _check_reports(indexed) -> None:
     """The reports of an incremental run (those of unchanged communities kept from the last
     run) are the ones a full build writes from the run's own tables."""
-    from pipeline.communities.reports import build_reports
+    from pipeline.communities.reports.offline import build_reports
     from pipeline.config import load_settings
 
     out = indexed["out"]
@@ -314,7 +314,7 @@ def test_the_nightly_schedule_runs_what_changed_and_nothing_when_up_to_date(inde
 def test_the_cli_leaves_an_up_to_date_index_alone(indexed, capsys):
     from app.cli.main import main
     from pipeline.config import load_settings
-    from pipeline.ingest.stale import plan_run
+    from pipeline.ingest.find_stale import plan_run
 
     inp, out, config = indexed["inp"], indexed["out"], indexed["config"]
     argv = ["index", "--config", str(config), "--input", str(inp), "--output", str(out)]

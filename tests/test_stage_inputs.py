@@ -13,8 +13,8 @@ import polars as pl
 import pytest
 
 from pipeline.communities import leiden as communities
-from pipeline.communities import reports
-from pipeline.communities.reports_llm import build_reports_llm
+from pipeline.communities.reports import offline as reports
+from pipeline.communities.reports.with_llm import build_reports_llm
 from pipeline.config import EmbeddingSettings, GraphSettings, LlmSettings, ReportSettings
 from pipeline.llm.client import LlmClient
 from pipeline.llm.fake_server import FakeLlm
@@ -146,7 +146,7 @@ def test_vector_tables_read_only_their_columns(
 
 def test_merge_of_coded_mentions_equals_merge_of_strings(sample_index) -> None:
     """The graph step reads mentions as Categorical (graph.read_mentions): same tables."""
-    from pipeline.graph.mentions import MENTION_COLUMNS, read_mentions
+    from pipeline.graph.mention_tables import MENTION_COLUMNS, read_mentions
     from pipeline.graph.merge import merge_graph
 
     _, out, _, _ = sample_index
@@ -172,7 +172,7 @@ def test_vector_tables_made_in_one_step_equal_the_tables_made_one_by_one(
     derives node, entity, relationship and report vectors from vectors in memory, writing
     the tables side by side while small, else one after another: the same tables as one at
     a time, each reading the earlier from Lance; a subset reads what it lacks from Lance."""
-    from pipeline.vectors import tables as together
+    from pipeline.vectors import build_tables as together
 
     if not side_by_side:
         monkeypatch.setattr(together, "SIDE_BY_SIDE_BYTES", 0)

@@ -13,7 +13,7 @@ import pytest
 
 from pipeline.config import EmbeddingSettings
 from pipeline.vectors import embed_onnx, static_titles
-from pipeline.vectors.derive import mean_vectors, normalise
+from pipeline.vectors.derive_vectors import mean_vectors, normalise
 from pipeline.vectors.embed import resolve_model
 from pipeline.vectors.embed_onnx import (
     TOKEN_STATES_FILE,

@@ -10,14 +10,14 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline.communities import report_frames
 from pipeline.communities.leiden import hierarchical_leiden
-from pipeline.communities.reports import build_reports
+from pipeline.communities.reports import gather_frames
+from pipeline.communities.reports.offline import build_reports
 from pipeline.config import EmbeddingSettings, GraphSettings, ReportSettings
-from pipeline.graph.mentions import read_mentions
+from pipeline.graph.mention_tables import read_mentions
 from pipeline.storage import shard_files
 from pipeline.vectors import lance
-from pipeline.vectors.derive import mean_vectors
+from pipeline.vectors.derive_vectors import mean_vectors
 
 DIM = 8
 
@@ -121,7 +121,7 @@ def test_report_candidates_in_small_batches_are_the_same(monkeypatch) -> None:
     communities = hierarchical_leiden(entities, relationships, GraphSettings(max_cluster_size=4))
     args = (communities, entities, relationships, units, ReportSettings())
     expected = build_reports(*args)
-    monkeypatch.setattr(report_frames, "CANDIDATE_BATCH_PAIRS", 3)
+    monkeypatch.setattr(gather_frames, "CANDIDATE_BATCH_PAIRS", 3)
     assert build_reports(*args).equals(expected)
 
 

@@ -27,7 +27,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     _take_lock(settings.output_dir, wait_s)
     from app.run import run_index
     from pipeline import progress
-    from pipeline.ingest.stale import input_entries, plan_run
+    from pipeline.ingest.find_stale import input_entries, plan_run
 
     try:
         entries = input_entries(settings)  # the one walk of the input folder this run makes
@@ -87,11 +87,11 @@ def _take_lock(output_dir: str, wait_s: float) -> None:
 
 def _prepare_queries(settings) -> None:
     """Make the next cold `docgraph query` fast (issue 13): copy the vectors out of Lance
-    (pipeline.vectors.cache) and export the query embedder to ONNX
+    (pipeline.vectors.npz_copies) and export the query embedder to ONNX
     (pipeline.vectors.embed_onnx; once per model, ~10 s). Best effort: a query without them is only
     slower."""
     from pipeline.storage import store
-    from pipeline.vectors import cache as vector_cache
+    from pipeline.vectors import npz_copies as vector_cache
     from pipeline.vectors.embed_onnx import ensure_exported
 
     version = store.resolve(settings.output_dir)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from pipeline.graph.codes import SLICE_ROWS, aligned, codes_in, row_slices, sorted_vocab
+from pipeline.graph.encode_strings import SLICE_ROWS, aligned, codes_in, row_slices, sorted_vocab
 from pipeline.sentences import DANGLING, FRAGMENT, LEADS, sentence_kind_expr
 from pipeline.structure.markdown_inline import plain_markup
 from pipeline.tokens import count_tokens, truncate_tokens

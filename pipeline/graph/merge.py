@@ -4,7 +4,7 @@ units they come from.
 
 Entities merge on a normalised key (pipeline.graph.titles). The displayed title is the most
 frequent cleaned surface form, the others are aliases. Everything is vectorised polars on
-integer codes of the strings (pipeline.graph.codes; see `merge_graph`); the only per-string
+integer codes of the strings (pipeline.graph.encode_strings; see `merge_graph`); the only per-string
 Python is the key function over *distinct* surface forms and token counting over *distinct*
 evidence sentences (pipeline.graph.descriptions).
 """
@@ -17,7 +17,6 @@ import polars as pl
 
 from pipeline import schemas
 from pipeline.config import GraphSettings
-from pipeline.graph.codes import code_lists, codes_in, decode, dense_codes, group_runs, sorted_vocab
 from pipeline.graph.descriptions import (
     TextOf,
     evidence_codes,
@@ -25,6 +24,14 @@ from pipeline.graph.descriptions import (
     head_lines,
     name_positions,
     sentence_features,
+)
+from pipeline.graph.encode_strings import (
+    code_lists,
+    codes_in,
+    decode,
+    dense_codes,
+    group_runs,
+    sorted_vocab,
 )
 from pipeline.graph.titles import key_map
 from pipeline.ids import stable_id_expr

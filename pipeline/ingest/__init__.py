@@ -6,7 +6,7 @@ modules here registers them, the PDF one deferred: pipeline.lazy), `publications
 the manifest onto files, and `pdf_ocr.py` reads scanned PDF pages when the OCR extra is
 installed."""
 
-from pipeline.ingest import markdown, notes, text  # noqa: F401  (registers loaders)
+from pipeline.ingest import load_notebooks, markdown, text  # noqa: F401  (registers loaders)
 from pipeline.ingest.formats import LOADERS, LoadedDoc, LoadError, load_bytes, register
 from pipeline.ingest.loader import load_folder
 from pipeline.ingest.walk import (

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from pipeline.query.text import fold, is_stop_key, name_key, raw_words
+from pipeline.query.word_keys import fold, is_stop_key, name_key, raw_words
 
 # Longest entity name (in words) tried when matching query n-grams against names.
 MAX_NAME_WORDS = 8

@@ -19,7 +19,7 @@ from pipeline.query.extractive import answered_result
 from pipeline.query.records import node_record
 from pipeline.query.result import SearchResult, render_table
 from pipeline.query.scoring import top_indices
-from pipeline.query.text import STOPWORDS, words
+from pipeline.query.word_keys import STOPWORDS, words
 
 if TYPE_CHECKING:
     from pipeline.query.tables import IndexTables

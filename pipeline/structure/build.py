@@ -16,7 +16,7 @@ from pipeline.config import StructureSettings
 from pipeline.failures import failure_row
 from pipeline.ids import sha256_hex
 from pipeline.lazy import deferred
-from pipeline.structure import markdown, notes  # noqa: F401  (register their parsers)
+from pipeline.structure import markdown, notebook_sections  # noqa: F401  (register their parsers)
 from pipeline.structure.model import DocStructure
 from pipeline.structure.parsers import PARSERS
 from pipeline.structure.text import parse_text

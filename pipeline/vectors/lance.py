@@ -15,7 +15,7 @@ HEADING, FIGURE, CODE, NOTE, ...) embeds its own text (its description when it h
 
 Here: each table's vectors (embedded or derived), its Lance table (schema, rows, writing
 in blocks) and reading vectors back; the text a row embeds is pipeline.vectors.texts, the
-arithmetic of derived vectors pipeline.vectors.derive.
+arithmetic of derived vectors pipeline.vectors.derive_vectors.
 """
 
 from __future__ import annotations
@@ -34,8 +34,14 @@ import scipy.sparse as sp
 from pipeline import schemas
 from pipeline.config import EmbeddingSettings
 from pipeline.storage import store
-from pipeline.vectors import cache as vector_cache
-from pipeline.vectors.derive import embedded_titles, incidence, lookup, mean_vectors, normalise
+from pipeline.vectors import npz_copies as vector_cache
+from pipeline.vectors.derive_vectors import (
+    embedded_titles,
+    incidence,
+    lookup,
+    mean_vectors,
+    normalise,
+)
 from pipeline.vectors.static_titles import title_vectors
 from pipeline.vectors.static_titles import wanted as static_wanted
 from pipeline.vectors.texts import embedding_text, row_text
@@ -364,7 +370,7 @@ def read_vectors(output_dir: str | Path, name: str) -> tuple[list[str], np.ndarr
     if not path.exists():
         return [], np.zeros((0, 0), dtype=np.float32)
     if (copy := vector_cache.load(path.parent, name)) is not None:
-        return copy  # no lancedb import: most of a cold query's time (pipeline.vectors.cache)
+        return copy  # no lancedb import: most of a cold query's time (pipeline.vectors.npz_copies)
     if (found := vector_cache.lance_blocks(path, name)) is None:
         return [], np.zeros((0, 0), dtype=np.float32)
     (n, dim), blocks = found

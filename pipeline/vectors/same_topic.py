@@ -216,7 +216,7 @@ def unit_section_vectors(
     """(sections id/document_id, vectors): the mean of the vectors of the text units cut in
     each section — free once text units are embedded, and the same text they were cut from.
     Sections holding no unit of their own (bare chapters, merged tiny sections) get none."""
-    from pipeline.vectors.derive import mean_vectors
+    from pipeline.vectors.derive_vectors import mean_vectors
 
     members = (
         text_units.select("section_id", "id")

@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pipeline.config import EmbeddingSettings
-from pipeline.vectors.derive import normalise
+from pipeline.vectors.derive_vectors import normalise
 from pipeline.vectors.embed import resolve_model
 from pipeline.vectors.embed_onnx import TOKEN_STATES_FILE, max_length, onnx_path
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 
 from pipeline.llm.prompts import load_prompt, neutralise
-from pipeline.query.text import STOPWORDS, fold, raw_words
+from pipeline.query.word_keys import STOPWORDS, fold, raw_words
 
 if TYPE_CHECKING:
     from pipeline.query.tables import IndexTables

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pipeline.query.text import fold
+from pipeline.query.word_keys import fold
 from pipeline.storage import store
 
 if TYPE_CHECKING:

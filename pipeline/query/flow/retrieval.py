@@ -16,7 +16,7 @@ import polars as pl
 from pipeline.query.flow.analysis import MIN_TERM_CHARS
 from pipeline.query.flow.duckdb_store import FlowStore, flow_store
 from pipeline.query.scoring import top_indices
-from pipeline.query.text import fold
+from pipeline.query.word_keys import fold
 
 if TYPE_CHECKING:
     from pipeline.query.tables import IndexTables

@@ -1,8 +1,8 @@
 """Focus context (the Doughnut "notes seed"): one note or section and its related notes.
 
 In: a uri and the index tables (query/tables.py). Out: a SearchResult whose `data` is the
-Overall JSON. Modules: graph (the note graph), priority (related notes by class), notes
-(note shapes), context (budgeted context, answer).
+Overall JSON. Modules: graph (the note graph), priority (related notes by class),
+note_shapes (the note shapes), context (budgeted context, answer).
 
 Given a uri (a notebook note's own uri, or a Markdown/PDF section's `path#slug`, or a
 document's path), the context holds the focus node itself — title, details, parent,

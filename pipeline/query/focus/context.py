@@ -12,7 +12,12 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from pipeline.query.focus.graph import FOCUS_DETAILS_TOKENS, NoteGraph, note_graph
-from pipeline.query.focus.notes import bare_note, focus_note, note_with_path, truncated_details
+from pipeline.query.focus.note_shapes import (
+    bare_note,
+    focus_note,
+    note_with_path,
+    truncated_details,
+)
 from pipeline.query.focus.priority import (
     PRIORITIES,
     WITH_PATH,

@@ -6,7 +6,8 @@ note per line, each an object with at least `uri` and `title` (optional `details
 document of mime type application/x-notes+json. Its text is the notes rendered as
 Markdown-ish text (a heading per note, its details below, in tree order) so chunking and
 extraction work on it like on any other text; the tree itself is rebuilt from the file by
-pipeline.structure.notes. A `.json` that is not a notes export is rejected with the reason.
+pipeline.structure.notebook_sections. A `.json` that is not a notes export is rejected with
+the reason.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.communities.report_mentions import hrid
+from pipeline.communities.reports.find_evidence import hrid
 from pipeline.config import ReportSettings
 from pipeline.ids import stable_id_expr
 from pipeline.storage.files import atomic_write_with

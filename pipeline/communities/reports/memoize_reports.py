@@ -3,7 +3,7 @@
 Why its own module: the reuse test (same members, every entity the report names still in the
 graph, a context changed by at most `ReportSettings.llm_reuse_max_change` of its lines) and
 what is kept on disk for it (line digests, never document text) are one policy; see
-pipeline.communities.reports_llm for how the stage applies it. Memos live in the LLM
+pipeline.communities.reports.with_llm for how the stage applies it. Memos live in the LLM
 summaries' store (pipeline.llm.cache.memo_store).
 """
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from pipeline.communities.report_answer import ReportAnswer
+from pipeline.communities.reports.model_answer import ReportAnswer
 from pipeline.config import ReportSettings
 from pipeline.ids import sha256_hex
 from pipeline.llm.cache import memo_store

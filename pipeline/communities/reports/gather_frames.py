@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline.communities.report_mentions import candidates, hrid, sentence_mentions
+from pipeline.communities.reports.find_evidence import candidates, hrid, sentence_mentions
 from pipeline.config import ReportSettings
 
 # Pairs of a community member and a sentence naming it scored at once, at most (whole

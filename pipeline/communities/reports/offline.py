@@ -7,17 +7,17 @@ Every report is built from evidence that already exists in the index, so it need
   and entity descriptions) by how many community members they mention, so that together they
   cover as many members as possible.
 - rating: 0-10, a deterministic importance score from size, total internal relationship weight
-  and number of text units, normalised over all communities (see `report_frames`).
+  and number of text units, normalised over all communities (see `gather_frames`).
 - findings: one per key member (its type, strongest neighbours, its evidence sentence), then the
   strongest relationships, each with GraphRAG-style references to human_readable_ids:
   "[Data: Entities (12, 7); Relationships (40); Sources (3)]".
 
-Gathering (membership, internal edges, rankings: `report_frames`; sentence mentions and
-candidates: `report_mentions`) is vectorised in polars; only the final per-community assembly
-of strings (`report_text`, rows here) is a Python loop, linear in the number of communities.
+Gathering (membership, internal edges, rankings: `gather_frames`; sentence mentions and
+candidates: `find_evidence`) is vectorised in polars; only the final per-community assembly
+of strings (`compose_text`, rows here) is a Python loop, linear in the number of communities.
 Parent communities are summarised from their members exactly like leaves; a bottom-up summary
 of child reports is for LLM mode. On a re-run the text of a report whose inputs did not change
-is kept (`report_reuse`), and only the others are gathered and assembled.
+is kept (`reuse_unchanged`), and only the others are gathered and assembled.
 """
 
 from __future__ import annotations
@@ -29,9 +29,18 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline import progress
-from pipeline.communities.report_frames import community_head, gather
-from pipeline.communities.report_reuse import CONTENT_COLUMNS, input_digests, kept_reports
-from pipeline.communities.report_text import findings_of, join_titles, report_markdown, summary_of
+from pipeline.communities.reports.compose_text import (
+    findings_of,
+    join_titles,
+    report_markdown,
+    summary_of,
+)
+from pipeline.communities.reports.gather_frames import community_head, gather
+from pipeline.communities.reports.reuse_unchanged import (
+    CONTENT_COLUMNS,
+    input_digests,
+    kept_reports,
+)
 from pipeline.config import ReportSettings
 from pipeline.ids import stable_id_expr
 from pipeline.schemas import TABLES, conform, empty
@@ -88,7 +97,7 @@ def report_table(
 ) -> ReportTable:
     """`build_reports` with the digests of the reports' inputs, keeping the last run's text
     of every report whose inputs did not change (`previous`, the last table, and `sidecar`,
-    its digests: pipeline.communities.report_reuse); ratings and numbers are today's."""
+    its digests: pipeline.communities.reports.reuse_unchanged); ratings and numbers are today's."""
     if communities.is_empty():
         return ReportTable(empty("community_reports"), None, 0)
     head = community_head(communities, entities, relationships)
@@ -137,7 +146,7 @@ def _report_texts(
     cand: pl.DataFrame,
     settings: ReportSettings,
 ) -> pl.DataFrame:
-    """The content columns (report_reuse.CONTENT_COLUMNS) of the communities in `head`."""
+    """The content columns (reuse_unchanged.CONTENT_COLUMNS) of the communities in `head`."""
     members_of = _by_community(top_members)
     rels_of = _by_community(top_rels)
     sentences_of = _by_community(cand)

@@ -98,7 +98,7 @@ def build_vector_tables_at_once(
 
 
 # A source table's list of text unit ids, read as codes (Categorical: one string per distinct
-# id), streamed: only their means read them (pipeline.vectors.derive), and a 151 MB file's
+# id), streamed: only their means read them (pipeline.vectors.derive_vectors), and a 151 MB file's
 # relationships list 5.4M ids, 0.26 GB as strings, held while their Lance table is written.
 CODED_LIST = "text_unit_ids"
 

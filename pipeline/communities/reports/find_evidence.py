@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline.communities.report_text import MAX_SENTENCE_CHARS
+from pipeline.communities.reports.compose_text import MAX_SENTENCE_CHARS
 from pipeline.sentences import sentences_expr
 from pipeline.structure.markdown_inline import plain_markup
 

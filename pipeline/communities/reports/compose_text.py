@@ -1,9 +1,9 @@
 """The strings of an extractive report: summary, findings with their quoted evidence and
 GraphRAG-style references, the title's list of names, and the markdown of `full_content`.
 
-Pure Python over one community's rows as `reports` hands them over (members, relationships and
+Pure Python over one community's rows as `offline` hands them over (members, relationships and
 candidate sentences, best first); no frames. `report_markdown` also renders the LLM reports
-(`report_answer`), so both modes write the same `full_content` layout.
+(`model_answer`), so both modes write the same `full_content` layout.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 from pipeline.sentences import split_sentences
 
 _SUMMARY_SENTENCES = 3
-# a summary sentence is clipped to this (report_mentions discounts longer candidates)
+# a summary sentence is clipped to this (find_evidence discounts longer candidates)
 MAX_SENTENCE_CHARS = 320
 _MAX_EVIDENCE_CHARS = 240
 _MAX_REFS = 5

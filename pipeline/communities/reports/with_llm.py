@@ -1,5 +1,5 @@
 """LLM community reports (stage "report"), bottom-up, in the seed schema of
-pipeline.communities.reports.
+pipeline.communities.reports.offline.
 
 Leaves (no children) are written from their members, relationships and text excerpts; a parent
 from its children's reports plus its own members that no child covers — level by level, deepest
@@ -14,8 +14,8 @@ title rather than by row or community numbers, so an unchanged community re-runs
 client's disk cache.
 
 Re-runs: every LLM report is remembered per community (number and level; see
-pipeline.communities.report_memo, kept in `summarize_llm.memo_store`) with digests of the
-context lines it was written from (no text: a deleted document's excerpts must not stay on
+pipeline.communities.reports.memoize_reports, kept in `summarize_llm.memo_store`) with digests
+of the context lines it was written from (no text: a deleted document's excerpts must not stay on
 disk), a digest of its member entities and the entities its text names (entity titles found in
 it, as ids). A remembered report is kept with no call only when it can still be true of today's
 data: the same members, every entity it names still in the graph (deleted content never
@@ -40,9 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipeline.communities.report_answer import ReportAnswer, report_row
-from pipeline.communities.report_context import child_reports, render_context, report_contexts
-from pipeline.communities.report_memo import (
+from pipeline.communities.reports.memoize_reports import (
     STAGE,
     Memo,
     answer_text,
@@ -54,6 +52,12 @@ from pipeline.communities.report_memo import (
     memo_put,
     named_entities,
     title_index,
+)
+from pipeline.communities.reports.model_answer import ReportAnswer, report_row
+from pipeline.communities.reports.prompt_context import (
+    child_reports,
+    render_context,
+    report_contexts,
 )
 from pipeline.config import ReportSettings
 from pipeline.llm.prompts import data_block, load_prompt
@@ -75,7 +79,7 @@ def build_reports_llm(
     settings: ReportSettings,
 ) -> tuple[pl.DataFrame, list[dict], dict[str, int]]:
     """(community_reports, failures, counts): see the module docstring. Same columns as
-    `reports.build_reports`; failures are [{community, reason}]; counts are `sent`
+    `offline.build_reports`; failures are [{community, reason}]; counts are `sent`
     (communities sent to the client: a call, or the exact-prompt cache), `reused` (kept their
     remembered report with no call) and `failed_kept` (failed, kept their remembered report)."""
     schema = TABLES["community_reports"]

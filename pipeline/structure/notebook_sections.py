@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
-from pipeline.ingest.notes import MIME_TYPE, note_tree, parse_notes
+from pipeline.ingest.load_notebooks import MIME_TYPE, note_tree, parse_notes
 from pipeline.structure.markdown import extract_links, parse_markdown
 from pipeline.structure.model import DocStructure, position
 from pipeline.structure.parsers import register

@@ -2,7 +2,7 @@
 
 Why its own module: what the model must return (lenient on types, strict on a title and a
 summary) and how an accepted answer fills a `community_reports` row are the same for a fresh
-call and for a remembered report (pipeline.communities.report_memo).
+call and for a remembered report (pipeline.communities.reports.memoize_reports).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, field_validator, model_validator
 
-from pipeline.communities.report_text import report_markdown
+from pipeline.communities.reports.compose_text import report_markdown
 from pipeline.config import ReportSettings
 from pipeline.tokens import count_tokens, truncate_tokens
 
