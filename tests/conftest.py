@@ -73,7 +73,7 @@ def _note_skip(report: pytest.TestReport | pytest.CollectReport) -> None:
     longrepr = report.longrepr
     reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
     if not allowed_skip(reason):
-        _disallowed.append((report.nodeid, reason))
+        _disallowed.append((report.nodeid, reason.removeprefix("Skipped: ")))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
