@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -22,7 +21,6 @@ from pipeline.structure import DocStructure, position
 from pipeline.structure.text import parse_text
 from pipeline.tokens import _rank_lengths, count_tokens
 
-BOOK = Path(__file__).resolve().parents[2] / "shared" / "data" / "christmas_carol" / "mock_data.txt"
 SMALL = ChunkingSettings(chunk_size=120, overlap=20, min_size=40)  # ~3x the cuts per text
 ONE_WINDOW = 10**9  # WINDOW_SENTENCES that holds any test text whole: the reference
 # sha256 of the chunks' (start, end, n_tokens) of the book x3 (SimpleChunker, default and
@@ -36,10 +34,8 @@ BEFORE_WINDOWS = {
 
 
 @pytest.fixture(scope="module")
-def book() -> str:
-    if not BOOK.is_file():
-        pytest.skip("shared data absent")
-    return decode_text(BOOK.read_bytes())
+def book(shared_data) -> str:
+    return decode_text((shared_data / "christmas_carol" / "mock_data.txt").read_bytes())
 
 
 def _structured(book: str, copies: int, doc_id: str = "doc-book") -> DocStructure:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 import time
-from pathlib import Path
 
 import polars as pl
 import pytest
@@ -19,8 +18,6 @@ from pipeline.ids import stable_id
 from pipeline.ingest.text import decode_text
 from pipeline.tokens import count_tokens
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-BOOK = DATA / "christmas_carol" / "mock_data.txt"
 SETTINGS = ChunkingSettings()
 
 WORDS = [
@@ -70,10 +67,8 @@ def _check_aligned(text: str, chunks: list[Chunk], sents: list[str]) -> None:
 
 
 @pytest.fixture(scope="module")
-def book() -> str:
-    if not BOOK.is_file():
-        pytest.skip("shared data absent")
-    return decode_text(BOOK.read_bytes())
+def book(shared_data) -> str:
+    return decode_text((shared_data / "christmas_carol" / "mock_data.txt").read_bytes())
 
 
 def test_sentence_boundaries_and_token_limit():
@@ -351,11 +346,10 @@ def test_chunk_documents_frame():
     assert chunk_documents(docs.clear(), SETTINGS).height == 0
 
 
-@pytest.mark.skipif(not (DATA / "musique").is_dir(), reason="shared data absent")
-def test_many_short_documents_fast():
+def test_many_short_documents_fast(shared_data):
     import json
 
-    corpus = json.loads((DATA / "musique" / "musique_train_corpus.json").read_text("utf-8"))
+    corpus = json.loads((shared_data / "musique" / "musique_train_corpus.json").read_text("utf-8"))
     docs = pl.DataFrame(
         {
             "id": [str(i) for i in range(len(corpus))],

@@ -16,8 +16,8 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 from dagster import AssetCheckSeverity, asset, materialize
+from dagster_dg_core.context import DgContext
 
 from assets.checks import integrity_checks, lance_table_problems
 from assets.metadata import COLUMN_SCHEMA, ROW_COUNT
@@ -62,8 +62,7 @@ def test_code_location_is_the_same_for_dg_dagster_dev_and_the_workspace_file():
     assert done.returncode == 0 and "Validation successful for code location docgraph" in (
         done.stdout + done.stderr
     ), done.stderr[-2000:]
-    dg = pytest.importorskip("dagster_dg_core.context")  # dagster-dg-cli: `dg dev`
-    context = dg.DgContext.for_project_environment(ROOT, {})
+    context = DgContext.for_project_environment(ROOT, {})  # dagster-dg-cli: `dg dev`
     assert context.code_location_target_module_name == "definitions"
     assert context.code_location_name == "docgraph"
 

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import dagster_dask  # noqa: F401 - the `distributed` extra, installed by scripts/setup.sh
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
@@ -19,8 +20,6 @@ from polars.testing import assert_frame_equal
 from pipeline import schemas
 from pipeline.storage import lock, store
 from resources import executors
-
-pytest.importorskip("dagster_dask")
 
 REPO = Path(__file__).resolve().parents[1]
 WORKERS = 2

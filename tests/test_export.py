@@ -15,6 +15,7 @@ import igraph as ig
 import networkx as nx
 import polars as pl
 import pytest
+from conftest import needs_system_tool
 
 from app.cli.main import main
 from pipeline.export import export_graphml, export_html, mermaid_svg
@@ -136,9 +137,7 @@ CHROMIUM = next(
     (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)),
     None,
 )
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="no chromium binary (Debian: apt-get install chromium)"
-)
+needs_chromium = needs_system_tool("chromium", CHROMIUM is not None)
 
 
 class _Dom(HTMLParser):

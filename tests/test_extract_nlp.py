@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import polars as pl
 import pytest
@@ -13,8 +12,6 @@ from pipeline import schemas
 from pipeline.config import ExtractionSettings
 from pipeline.extract import NlpExtractor, get_extractor
 from pipeline.sentences import split_sentences
-
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 EN = (
     "Mr. John Smith, a lawyer at Goldman Sachs Group, was born in Chicago, Illinois on "
@@ -203,9 +200,8 @@ def test_yake_keyphrases_option():
     assert concepts and all(c == c.lower() for c in concepts)
 
 
-@pytest.mark.skipif(not (DATA / "musique").exists(), reason="shared data absent")
-def test_musique_speed_and_yield():
-    corpus = json.loads((DATA / "musique" / "musique_train_corpus.json").read_text("utf-8"))
+def test_musique_speed_and_yield(shared_data):
+    corpus = json.loads((shared_data / "musique" / "musique_train_corpus.json").read_text("utf-8"))
     units = pl.DataFrame(
         {
             "id": [str(i) for i in range(len(corpus))],

@@ -14,8 +14,6 @@ from pipeline import schemas
 from pipeline.ids import sha256_hex, stable_id
 from pipeline.ingest import load_folder
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-
 RU_TEXT = "Съешь же ещё этих мягких французских булок, да выпей чаю. Москва — столица России.\n"
 
 
@@ -193,11 +191,10 @@ def test_a_folder_of_rejected_files_gives_typed_empty_documents(tmp_path):
     assert docs.schema == schemas.empty("documents").schema
 
 
-@pytest.mark.skipif(not (DATA / "pdfs").is_dir(), reason="shared data absent")
-def test_shared_pdfs():
-    docs, rejected = load_folder(DATA / "pdfs")
+def test_shared_pdfs(shared_data):
+    docs, rejected = load_folder(shared_data / "pdfs")
     pdfs = docs.filter(pl.col("mime_type") == "application/pdf")
-    assert pdfs.height == len(list((DATA / "pdfs").glob("*.pdf"))) >= 1
+    assert pdfs.height == len(list((shared_data / "pdfs").glob("*.pdf"))) >= 1
     assert rejected.filter(pl.col("source_path").str.ends_with(".pdf")).height == 0
     for row in pdfs.iter_rows(named=True):
         assert row["n_pages"] > 0 and row["text"].strip()

@@ -18,6 +18,7 @@ from pipeline.extract.llm_answer import parse_answer, unit_rows
 from pipeline.extract.llm_labels import normalize_entity_type, normalize_relation_type
 from pipeline.extract.llm_packing import pack_units
 from pipeline.ids import sha256_hex
+from pipeline.llm import fake_server as fake_llm
 from pipeline.llm.prompts import (
     NEREL_ENTITY_TYPES,
     NEREL_RELATION_TYPES,
@@ -330,8 +331,6 @@ def _client(fake, tmp_path, **kw):
 
 
 def test_end_to_end_against_the_fake_server(tmp_path):
-    fake_llm = pytest.importorskip("pipeline.llm.fake_server")
-    pytest.importorskip("pipeline.llm.client")
     units = pl.concat([_units(7, "d1"), _units(3, "d2")])
     with fake_llm.FakeLlm(responder=capitalised_responder) as fake:
         settings = ExtractionSettings(extractor="llm", llm_pack_max_units=4)
@@ -352,8 +351,6 @@ def test_end_to_end_against_the_fake_server(tmp_path):
 
 
 def test_failed_packs_fall_back_to_nlp_and_are_recorded(tmp_path):
-    fake_llm = pytest.importorskip("pipeline.llm.fake_server")
-    pytest.importorskip("pipeline.llm.client")
     units = _units(12)
     with fake_llm.FakeLlm(
         responder=capitalised_responder, fault_rate=0.5, faults=("500",), seed=3

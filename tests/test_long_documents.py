@@ -308,7 +308,9 @@ def test_chunking_that_raises_falls_back_to_the_documents_text(tmp_path, monkeyp
     assert _units_of(docs, units, "curie.md")["content_node_ids"].list.len().sum() == 4
 
 
-def test_a_real_run_indexes_long_documents_and_records_a_failure(tmp_path, monkeypatch):
+def test_a_real_run_indexes_long_documents_and_records_a_failure(
+    tmp_path, shared_data, monkeypatch
+):
     """The index job (Dagster) on the 1.1 MB book, the 1,000-deep list, a normal document
     and one whose parser raises: the run succeeds, every document has text units, the
     failure is a table row and is listed in the Dagster metadata."""
@@ -316,11 +318,8 @@ def test_a_real_run_indexes_long_documents_and_records_a_failure(tmp_path, monke
     from pipeline import structure
     from pipeline.storage import store
 
-    shared = Path(__file__).resolve().parents[2] / "shared" / "data"
-    if not shared.is_dir():
-        pytest.skip("shared data absent")
     inp = tmp_path / "in"
-    write_long_inputs(inp, shared)
+    write_long_inputs(inp, shared_data)
     (inp / "one_line.md").unlink()
     (inp / "image.md").unlink()
     (inp / "odd.md").write_text("# Odd\n\nMarie Curie met Einstein.\n", encoding="utf-8")

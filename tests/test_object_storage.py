@@ -15,14 +15,14 @@ import urllib.request
 from functools import partial
 from pathlib import Path
 
+import boto3
+import moto  # noqa: F401 - the dev extra (moto[server]), installed by scripts/setup.sh
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
 pytestmark = pytest.mark.slow
 
-boto3 = pytest.importorskip("boto3")
-pytest.importorskip("moto")
 
 BUCKET = "docgraph-test"
 URL = f"s3://{BUCKET}/idx"

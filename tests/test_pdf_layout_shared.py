@@ -1,5 +1,5 @@
-"""The layout-model path on the shared PDFs with docling's ground truth (skipped where the
-shared data is absent): the acceptance figures of issue 11, as benchmarks/structure.py
+"""The layout-model path on the shared PDFs with docling's ground truth (the `shared_data`
+fixture: ../shared/data): the acceptance figures of issue 11, as benchmarks/structure.py
 prints them."""
 
 from __future__ import annotations
@@ -8,12 +8,15 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+from conftest import SHARED_DATA
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
+# the cases, found when collecting; none found (no shared data), one case that asks for it
 GROUND_TRUTH = sorted(
-    p for folder in ("pdfs", "pdf-layout") for p in (DATA / folder).glob("*.groundtruth.md")
-)
+    p.relative_to(SHARED_DATA).as_posix()
+    for folder in ("pdfs", "pdf-layout")
+    for p in (SHARED_DATA / folder).glob("*.groundtruth.md")
+) or ["no-ground-truth-found"]
 
 
 def _bench():
@@ -25,11 +28,11 @@ def _bench():
     return mod
 
 
-@pytest.mark.parametrize("gt", GROUND_TRUTH, ids=lambda p: p.name.split(".groundtruth")[0])
-def test_headings_and_reading_order_against_docling(gt: Path):
+@pytest.mark.parametrize("name", GROUND_TRUTH, ids=lambda n: n.split("/")[-1].split(".ground")[0])
+def test_headings_and_reading_order_against_docling(shared_data: Path, name: str):
+    gt = shared_data / name
     pdf = gt.with_name(gt.name.replace(".groundtruth.md", ".pdf"))
-    if not pdf.exists():
-        pytest.skip("PDF absent")
+    assert gt.is_file() and pdf.is_file(), f"{gt} and its PDF"
     bench = _bench()
     st, _ = bench.parse_file(pdf, "layout")
     pred = [bench.norm(n["text"]) for n in st.nodes if n["node_type"] in ("HEADING", "TITLE")]
@@ -39,10 +42,8 @@ def test_headings_and_reading_order_against_docling(gt: Path):
     assert order >= 0.9, (order, found)
 
 
-def test_multi_column_footnotes_all_linked():
-    pdf = DATA / "pdfs" / "multi-column.pdf"
-    if not pdf.exists():
-        pytest.skip("shared data absent")
+def test_multi_column_footnotes_all_linked(shared_data: Path):
+    pdf = shared_data / "pdfs" / "multi-column.pdf"
     st, _ = _bench().parse_file(pdf, "layout")
     notes = {n["id"] for n in st.nodes if n["node_type"] == "NOTE"}
     linked = {e["target_id"] for e in st.edges if e["type"] == "REFERENCES_NOTE"}

@@ -9,7 +9,6 @@ import pytest
 from pipeline.ingest import load_folder
 from pipeline.ingest.pdf_title import is_placeholder
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 BODY = "The gauges were read every hour and the readings were checked twice."
 
 
@@ -95,12 +94,10 @@ def test_placeholder_titles(title: str, placeholder: bool) -> None:
     assert is_placeholder(title) is placeholder
 
 
-def test_shared_cover_and_running_header(tmp_path: Path) -> None:
+def test_shared_cover_and_running_header(tmp_path: Path, shared_data: Path) -> None:
     """An IBM Redpaper's cover (no metadata title; its first line is 'ibm.com/redbooks' and
     'Redpaper' is its largest type) and an arXiv paper."""
-    pdfs = DATA / "pdfs"
-    if not pdfs.is_dir():
-        pytest.skip(f"shared data not found at {pdfs}")
+    pdfs = shared_data / "pdfs"
     for name in ("redp5110_sampled.pdf", "multi-column.pdf"):
         (tmp_path / name).write_bytes((pdfs / name).read_bytes())
     titles = _titles(tmp_path)

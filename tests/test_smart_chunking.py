@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import random
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -18,7 +17,6 @@ from pipeline.structure import DocStructure, position
 from pipeline.structure.text import parse_text
 from pipeline.tokens import count_tokens
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 WORDS = [
     "river",
     "mountain",
@@ -272,10 +270,8 @@ def test_simple_method_and_fallback_without_structure():
 
 
 @pytest.fixture(scope="module")
-def book() -> str:
-    path = DATA / "christmas_carol" / "mock_data.txt"
-    if not path.exists():
-        pytest.skip(f"shared data absent: {path}")
+def book(shared_data) -> str:
+    path = shared_data / "christmas_carol" / "mock_data.txt"
     return path.read_text(encoding="utf-8")
 
 

@@ -4,18 +4,14 @@ unresolvable and self references, other works' tables, and docling's shared PDFs
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pymupdf
-import pytest
 
 from pipeline.ingest import load_folder
 from pipeline.structure import build_structure
 from pipeline.structure.crossrefs import cross_references
 from pipeline.structure.markdown import parse_markdown
 from pipeline.structure.pdf import parse_pdf
-
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pdfs"
 
 MD = """# Report
 
@@ -168,11 +164,10 @@ def test_pdf_references():
     ]
 
 
-@pytest.mark.skipif(not DATA.exists(), reason="shared data absent")
-def test_shared_pdfs_cross_references():
+def test_shared_pdfs_cross_references(shared_data):
     from benchmarks.structure import parse_file
 
-    st, _ = parse_file(DATA / "multi-column.pdf")
+    st, _ = parse_file(shared_data / "pdfs" / "multi-column.pdf")
     text = {n["id"]: n["text"] for n in st.nodes} | {s["id"]: s["title"] for s in st.sections}
     edges = cross_references(st)
     assert len(edges) == 29
@@ -187,7 +182,7 @@ def test_shared_pdfs_cross_references():
         or e["marker_text"].startswith(("Section", "Appendix"))
         for e in edges
     )
-    st, _ = parse_file(DATA / "redp5110_sampled.pdf")
+    st, _ = parse_file(shared_data / "pdfs" / "redp5110_sampled.pdf")
     text = {n["id"]: n["text"] for n in st.nodes} | {s["id"]: s["title"] for s in st.sections}
     edges = cross_references(st)
     figs = [e for e in edges if e["marker_text"].startswith(("Figure", "Table"))]

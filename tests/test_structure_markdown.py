@@ -287,11 +287,7 @@ def test_fences_and_tildes_are_opaque():
     assert [(b.kind, b.text) for b in blocks] == [("CODE", "# no\n```"), ("HEADING", "Yes")]
 
 
-DOCS = Path(__file__).resolve().parents[1].parent / "shared/data/markdown/pydantic/docs"
-
-
-@pytest.mark.skipif(not DOCS.is_dir(), reason="shared pydantic docs absent")
-def test_pydantic_docs_link_acceptance():
+def test_pydantic_docs_link_acceptance(shared_data):
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
@@ -299,7 +295,7 @@ def test_pydantic_docs_link_acceptance():
     )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    text = "\n".join(mod.run(DOCS))
+    text = "\n".join(mod.run(shared_data / "markdown" / "pydantic" / "docs"))
     import re
 
     found, right = map(

@@ -13,7 +13,6 @@ from pipeline.structure import PARSERS
 from pipeline.structure.pdf import parse_pdf
 from pipeline.structure.pdf_bullets import mark_bullets
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pdfs"
 LOREM = (
     "Structured documents carry their meaning in layout as well as in words, and a parser "
     "has to recover paragraphs, headings and notes before anything else can use them."
@@ -223,12 +222,10 @@ def test_caption_versus_sentence_about_a_figure():
     ("name", "n_captions"),
     [("multi-column", 8), ("redp5110_sampled", 14), ("2305.03393v1-pg9", 1)],
 )
-def test_shared_pdf_captions(name, n_captions):
+def test_shared_pdf_captions(shared_data, name, n_captions):
     """No sentence about a table/figure ("Table 3-1 summarizes ...") is a caption; every real
     caption is one."""
-    pdf = DATA / f"{name}.pdf"
-    if not pdf.exists():
-        pytest.skip("shared data absent")
+    pdf = shared_data / "pdfs" / f"{name}.pdf"
     st, _ = _bench().parse_file(pdf)
     caps = [n["text"] for n in st.nodes if n["node_type"] == "CAPTION"]
     assert len(caps) == n_captions, caps
@@ -251,10 +248,8 @@ def _bench():
 
 
 @pytest.mark.parametrize("name", ["redp5110_sampled", "2305.03393v1-pg9"])
-def test_docling_headings(name):
-    pdf, gt = DATA / f"{name}.pdf", DATA / f"{name}.groundtruth.md"
-    if not pdf.exists() or not gt.exists():
-        pytest.skip("shared data absent")
+def test_docling_headings(shared_data, name):
+    pdf, gt = shared_data / "pdfs" / f"{name}.pdf", shared_data / "pdfs" / f"{name}.groundtruth.md"
     bench = _bench()
     st, _ = bench.parse_file(pdf)
     pred = [bench.norm(n["text"]) for n in st.nodes if n["node_type"] in ("HEADING", "TITLE")]
