@@ -58,25 +58,24 @@ def structure_asset(n_shards: int):
         )
 
         def parse(key: str) -> dict[str, pl.DataFrame]:
-            rows: list[dict] = []
-            links: list[dict] = []
-            documents = shards.documents(key)
-            sections, nodes, edges, warnings = build_structure(
-                documents, settings.input_dir, settings.structure, stats, rows, links
+            built = build_structure(
+                shards.documents(key), settings.input_dir, settings.structure, resolve_links=False
             )
-            for path, found in warnings.items():
+            for name, value in built.stats.items():
+                stats[name] = stats.get(name, 0.0) + value
+            for path, found in built.warnings.items():
                 for note in found:
                     context.log.warning(f"{path}: {note}")
                 notes.append(f"- {path}: {'; '.join(found)}")
-            for kind, count in nodes.group_by("node_type").len().iter_rows():
+            for kind, count in built.content_nodes.group_by("node_type").len().iter_rows():
                 node_types[kind] = node_types.get(kind, 0) + count
-            failed.append(failures_frame(rows, "structure_failures"))
+            failed.append(failures_frame(built.failures, "structure_failures"))
             return {
-                "sections": sections,
-                "content_nodes": nodes,
-                "document_edges": edges,
+                "sections": built.sections,
+                "content_nodes": built.content_nodes,
+                "document_edges": built.structure_edges,
                 "document_links": pl.from_arrow(
-                    schemas.pa.Table.from_pylist(links, schema=schemas.DOCUMENT_LINKS)
+                    schemas.pa.Table.from_pylist(built.links, schema=schemas.DOCUMENT_LINKS)
                 ),
                 "structure_failures": failed[-1],
             }

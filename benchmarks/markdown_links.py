@@ -119,7 +119,9 @@ def run(folder: str | Path = DEFAULT, kinds: tuple[str, ...] = ("inline",)) -> l
     checked = "/".join(kinds)
     t0 = time.perf_counter()
     docs, rejected = load_folder(folder)
-    sections, nodes, edges, warnings = build_structure(docs, folder)
+    built = build_structure(docs, folder)
+    sections, nodes, edges = built.tables
+    warnings = built.warnings
     seconds = time.perf_counter() - t0
 
     paths = dict(zip(docs["id"], docs["source_path"], strict=True))

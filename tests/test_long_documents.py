@@ -78,12 +78,10 @@ def write_long_inputs(folder: Path, shared_data: Path) -> dict[str, int]:
 def _index(folder: Path):
     docs, rejected = load_folder(folder)
     assert rejected.is_empty(), rejected.to_dicts()
-    failures: list[dict] = []
-    sections, nodes, edges, warnings = build_structure(
-        docs, folder, SETTINGS.structure, failures=failures
-    )
+    built = build_structure(docs, folder, SETTINGS.structure)
+    sections, nodes, failures = built.sections, built.content_nodes, built.failures
     units = chunk_structured(docs, sections, nodes, SETTINGS.chunking, failures=failures)
-    return docs, sections, nodes, units, warnings, failures
+    return docs, sections, nodes, units, built.warnings, failures
 
 
 def _units_of(docs: pl.DataFrame, units: pl.DataFrame, name: str) -> pl.DataFrame:
@@ -166,9 +164,9 @@ def test_counting_tokens_does_not_build_the_packages_rank_tables():
 def test_a_list_nested_1000_deep_parses_into_list_items(tmp_path):
     (tmp_path / "nested.md").write_text(_nested_list(1000), encoding="utf-8")
     docs, _ = load_folder(tmp_path)
-    failures: list[dict] = []
-    _, nodes, _, warnings = build_structure(docs, tmp_path, failures=failures)
-    assert warnings == {} and failures == []
+    built = build_structure(docs, tmp_path)
+    nodes = built.content_nodes
+    assert built.warnings == {} and built.failures == []
     items = nodes.filter(pl.col("node_type") == "LIST_ITEM")["text"].to_list()
     assert items == [f"level {i} item" for i in range(1000)]
 

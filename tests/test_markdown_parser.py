@@ -146,7 +146,9 @@ def test_a_front_matter_only_page_is_a_document_its_links_reach(tmp_path):
     assert rejected.is_empty(), rejected.to_dicts()
     titles = dict(zip(docs["source_path"], docs["title"], strict=True))
     assert titles["moved.md"] == "Moved page" and titles["bare.md"] == "bare"
-    sections, nodes, edges, warnings = build_structure(docs, tmp_path)
+    built = build_structure(docs, tmp_path)
+    sections, nodes, edges = built.tables
+    warnings = built.warnings
     assert warnings == {}
     moved_id = docs.filter(pl.col("source_path") == "moved.md")["id"].item()
     root = sections.filter(pl.col("document_id") == moved_id)
@@ -334,7 +336,7 @@ def test_the_plain_chunker_reads_a_data_uri_as_a_placeholder(tmp_path):
 
     (tmp_path / "lab.md").write_text(IMAGES, encoding="utf-8")
     docs, _ = load_folder(tmp_path)
-    sections, nodes, _, _ = build_structure(docs, tmp_path)
+    sections, nodes, _ = build_structure(docs, tmp_path).tables
     units = chunk_structured(docs, sections, nodes, ChunkingSettings(method="simple"))
     text = "\n".join(units["text"])
     assert units.height <= 2 and "![A photo of the lab]([image]" in text

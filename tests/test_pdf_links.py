@@ -62,7 +62,7 @@ def test_pdf_links_become_cross_references_and_refers_to_edges(tmp_path):
     other.save(tmp_path / "notes" / "b.pdf")
     docs, rejected = load_folder(tmp_path)
     assert rejected.is_empty()
-    sections, nodes, edges, _ = build_structure(docs, tmp_path)
+    sections, nodes, edges = build_structure(docs, tmp_path).tables
 
     text = dict(zip(nodes["id"], nodes["text"], strict=True))
     text |= dict(zip(sections["id"], sections["title"], strict=True))

@@ -115,9 +115,9 @@ def test_scanned_pdf_is_read_by_ocr(loaded):
 
 def _nodes(docs: pl.DataFrame, folder: Path, name: str, **cfg: str) -> tuple[list[dict], dict]:
     """Content nodes of document `name` and its root section's metadata."""
-    sections, nodes, _, _ = build_structure(
+    sections, nodes, _ = build_structure(
         docs.filter(pl.col("source_path") == name), folder, StructureSettings(**cfg)
-    )
+    ).tables
     root = sections.filter(pl.col("level") == 0).row(0, named=True)
     return nodes.to_dicts(), json.loads(root["metadata"])
 
@@ -200,9 +200,8 @@ def test_ocr_failure_is_recorded(folder: Path, monkeypatch: pytest.MonkeyPatch):
         "page 2 image-only, not OCR'd: OCR failed (RuntimeError: inference failed)"
         in (mixed["warnings"])
     )
-    failures: list[dict] = []
-    build_structure(docs, folder, StructureSettings(pdf_structure="heuristic"), failures=failures)
-    assert failures == [
+    built = build_structure(docs, folder, StructureSettings(pdf_structure="heuristic"))
+    assert built.failures == [
         {
             "document_id": mixed["id"],
             "source_path": "mixed.pdf",

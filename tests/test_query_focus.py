@@ -148,7 +148,7 @@ def notes_index(tmp_path_factory):
     for name, book in [("science", SCIENCE), ("chemistry", CHEMISTRY), ("history", HISTORY)]:
         (inp / f"{name}.json").write_text(json.dumps(book, ensure_ascii=False), encoding="utf-8")
     docs, _ = load_folder(inp)
-    sections, nodes, edges, _ = build_structure(docs, inp)
+    sections, nodes, edges = build_structure(docs, inp).tables
     store.write_table(out, "sections", sections)
     store.write_table(out, "content_nodes", nodes)
     store.write_table(out, "structure_edges", edges)

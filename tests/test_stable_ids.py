@@ -21,7 +21,7 @@ SETTINGS = Settings()
 
 def _index(folder: Path) -> tuple[pl.DataFrame, ...]:
     docs, _ = load_folder(folder)
-    sections, nodes, edges, _ = build_structure(docs, folder, SETTINGS.structure)
+    sections, nodes, edges = build_structure(docs, folder, SETTINGS.structure).tables
     units = chunk_structured(docs, sections, nodes, SETTINGS.chunking)
     return docs, sections, nodes, edges, units
 

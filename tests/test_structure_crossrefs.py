@@ -118,7 +118,7 @@ def test_build_structure_stores_edges_with_existing_endpoints(tmp_path):
     (tmp_path / "r.md").write_text(MD, encoding="utf-8")
     (tmp_path / "ru.md").write_text(RU, encoding="utf-8")
     docs, _ = load_folder(tmp_path)
-    sections, nodes, edges, _ = build_structure(docs, tmp_path)
+    sections, nodes, edges = build_structure(docs, tmp_path).tables
     xr = edges.filter(edges["type"] == "CROSS_REFERENCES")
     assert xr.height == 14
     ids = set(sections["id"].to_list()) | set(nodes["id"].to_list())

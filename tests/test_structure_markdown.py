@@ -79,7 +79,8 @@ def built(tmp_path_factory):
     (root / "guide" / "b.md").write_text(B_MD, encoding="utf-8")
     docs, rejected = load_folder(root)
     assert rejected.height == 0
-    return root, docs, *build_structure(docs, root)
+    built = build_structure(docs, root)
+    return root, docs, *built.tables, built.warnings
 
 
 def _by_path(docs: pl.DataFrame) -> dict[str, str]:
@@ -206,7 +207,7 @@ def test_autorefs_identifiers_resolved_across_the_site(tmp_path):
         encoding="utf-8",
     )
     docs, _ = load_folder(tmp_path)
-    sections, nodes, edges, _ = build_structure(docs, tmp_path)
+    sections, nodes, edges = build_structure(docs, tmp_path).tables
     uri = dict(zip(sections["id"], sections["uri"], strict=True))
     got = {}
     for target, meta in (
@@ -245,7 +246,7 @@ def test_pymdown_snippets_refer_to_the_files_they_include(tmp_path):
         encoding="utf-8",
     )
     docs, _ = load_folder(tmp_path)
-    sections, nodes, edges, _ = build_structure(docs, tmp_path)
+    sections, nodes, edges = build_structure(docs, tmp_path).tables
     uri = dict(zip(sections["id"], sections["uri"], strict=True))
     got = []
     for source, target, meta in (
@@ -269,7 +270,7 @@ def test_pymdown_snippets_refer_to_the_files_they_include(tmp_path):
 
 def test_deterministic(built):
     root, docs, sections, nodes, edges, _ = built
-    again = build_structure(load_folder(root)[0], root)
+    again = build_structure(load_folder(root)[0], root).tables
     assert again[0].equals(sections) and again[1].equals(nodes) and again[2].equals(edges)
 
 
@@ -468,7 +469,9 @@ def test_mdx_pages_read_as_markdown_without_their_javascript(tmp_path):
     )
     docs, rejected = load_folder(tmp_path)
     assert rejected.height == 0 and docs.height == 2
-    sections, nodes, edges, warnings = build_structure(docs, tmp_path)
+    built = build_structure(docs, tmp_path)
+    sections, nodes, edges = built.tables
+    warnings = built.warnings
     assert warnings == {}
     intro = nodes.filter(pl.col("document_id") == _by_path(docs)["docs/intro.mdx"])
     got = [

@@ -59,7 +59,9 @@ def built(tmp_path_factory):
     (root / "config.json").write_text(json.dumps({"debug": True}), encoding="utf-8")
     (root / "list.json").write_text(json.dumps([{"a": 1}]), encoding="utf-8")
     docs, rejected = load_folder(root)
-    sections, nodes, edges, warnings = build_structure(docs, root)
+    built = build_structure(docs, root)
+    sections, nodes, edges = built.tables
+    warnings = built.warnings
     return docs, rejected, sections, nodes, edges, warnings
 
 
@@ -142,8 +144,8 @@ def test_object_and_referring_notes(built):
 
 def test_deterministic(built):
     docs, _, sections, nodes, edges, _ = built
-    again = build_structure(load_folder(built_root())[0], built_root())
+    again = build_structure(load_folder(built_root())[0], built_root()).tables
     assert again[0].equals(sections) and again[1].equals(nodes) and again[2].equals(edges)
     fallback = build_structure(docs, None)  # without the files: the rendered text's headings
-    assert "notes file not available" in fallback[3]["physics.json"][0]
-    assert "Niels Bohr" in fallback[0]["title"].to_list()
+    assert "notes file not available" in fallback.warnings["physics.json"][0]
+    assert "Niels Bohr" in fallback.sections["title"].to_list()

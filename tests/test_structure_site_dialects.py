@@ -74,7 +74,7 @@ def _site(root: Path, pages: dict[str, str]):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text, encoding="utf-8")
     docs, _ = load_folder(root)
-    sections, nodes, edges, _ = build_structure(docs, root)
+    sections, nodes, edges = build_structure(docs, root).tables
     return docs, sections, nodes, edges
 
 
@@ -184,7 +184,7 @@ def test_myst_roles_targets_and_toctrees_link_the_site(tmp_path):
     (tmp_path / "snippets").mkdir()
     (tmp_path / "snippets" / "common.md").write_text("Shared text.\n", encoding="utf-8")
     docs, _ = load_folder(tmp_path)
-    sections, nodes, edges, _ = build_structure(docs, tmp_path)
+    sections, nodes, edges = build_structure(docs, tmp_path).tables
     assert _links(sections, edges, kind=True) == {
         ("inline", "guide/install", "guide/install.md"),
         ("toctree", "", "guide/install.md"),
@@ -275,7 +275,7 @@ def test_hugo_shortcodes_and_liquid_tags_read_as_they_render(tmp_path):
     docs, _ = load_folder(tmp_path)
     tides = docs.filter(pl.col("source_path") == "docs/tides.md").row(0, named=True)
     assert tides["title"] == "Tides" and json.loads(tides["metadata"])["weight"] == 10
-    sections, nodes, edges, _ = build_structure(docs, tmp_path)
+    sections, nodes, edges = build_structure(docs, tmp_path).tables
     got = [
         (path, kind, text, meta.get("container"), meta.get("container_title"))
         for path, kind, text, meta in zip(
@@ -440,7 +440,7 @@ def test_quarto_and_r_markdown_pages_code_cells_and_callouts(tmp_path):
     (tmp_path / "model.qmd").write_text("# Model\n", encoding="utf-8")
     docs, _ = load_folder(tmp_path)
     assert sorted(docs["title"]) == ["Data", "Model", "Tide analysis"]
-    sections, nodes, edges, _ = build_structure(docs, tmp_path)
+    sections, nodes, edges = build_structure(docs, tmp_path).tables
     got = {
         (kind, text, meta.get("language"), meta.get("container"))
         for kind, text, meta in zip(

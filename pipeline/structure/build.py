@@ -6,6 +6,7 @@ gathered into the sections, content_nodes and structure_edges frames."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -125,43 +126,60 @@ def _frame(rows: list[dict[str, Any]], name: str) -> pl.DataFrame:
     return pl.concat(parts, rechunk=False)  # type: ignore[arg-type]
 
 
+@dataclass
+class BuiltStructure:
+    """The structure of a set of documents, in one value: the three tables; each document's
+    warnings (by source_path); the parsers' run statistics summed (e.g. PDF parse and
+    table-detection seconds); the fallbacks taken (DOCUMENT_FAILURES rows); and, for one
+    shard of a corpus, its links between documents (DOCUMENT_LINKS rows) for
+    `links.resolve_link_table` to resolve once every shard is parsed."""
+
+    sections: pl.DataFrame
+    content_nodes: pl.DataFrame
+    structure_edges: pl.DataFrame
+    warnings: dict[str, list[str]] = field(default_factory=dict)
+    stats: dict[str, float] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    links: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def tables(self) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+        """(sections, content_nodes, structure_edges)."""
+        return self.sections, self.content_nodes, self.structure_edges
+
+
 def build_structure(
     documents: pl.DataFrame,
     input_dir: str | Path | None = None,
     settings: StructureSettings | None = None,
-    stats: dict[str, float] | None = None,
-    failures: list[dict[str, Any]] | None = None,
-    links: list[dict[str, Any]] | None = None,
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict[str, list[str]]]:
-    """(sections, content_nodes, structure_edges, warnings by source_path); parsers' run
-    statistics (e.g. PDF parse and table-detection seconds) are summed into `stats`, and
-    documents that needed a fallback are appended to `failures` (DOCUMENT_FAILURES rows).
-
-    Links between documents are resolved among `documents`, or, when a `links` list is
-    given (one shard of a corpus), appended to it as DOCUMENT_LINKS rows for
-    `links.resolve_link_table` to resolve once every shard is parsed."""
-    from pipeline.structure.links import link_rows, resolve_links
+    resolve_links: bool = True,
+) -> BuiltStructure:
+    """Each document parsed (pipeline.structure.parsers), with its cross-references. Links
+    between documents are resolved among `documents` into edges, or, with
+    `resolve_links=False` (one shard of a corpus), returned as rows in `links`."""
+    from pipeline.structure.links import link_rows
+    from pipeline.structure.links import resolve_links as resolve
 
     root = Path(input_dir) if input_dir is not None else None
+    failures: list[dict[str, Any]] = []
     docs = [parse_document(d, root, settings, failures) for d in _rows(documents)]
-    if links is None:
-        link_edges = resolve_links(docs)
-    else:
-        links.extend(link_rows(docs))
-        link_edges = []
+    links = [] if resolve_links else link_rows(docs)
+    link_edges = resolve(docs) if resolve_links else []
     sections = [s for d in docs for s in d.sections]
     nodes = [n for d in docs for n in d.nodes]
     edges = [e for d in docs for e in (*d.edges, *_cross_references(d, failures))] + link_edges
     for d in docs:  # `nodes` holds them now: _frame frees them as it goes
         d.nodes = []
-    warnings = {d.source_path: d.warnings for d in docs if d.warnings}
-    if stats is not None:
-        for d in docs:
-            for key, value in d.stats.items():
-                stats[key] = stats.get(key, 0.0) + value
-    return (
+    stats: dict[str, float] = {}
+    for d in docs:
+        for key, value in d.stats.items():
+            stats[key] = stats.get(key, 0.0) + value
+    return BuiltStructure(
         _frame(sections, "sections"),
         _frame(nodes, "content_nodes"),
         _frame(edges, "structure_edges"),
-        warnings,
+        warnings={d.source_path: d.warnings for d in docs if d.warnings},
+        stats=stats,
+        failures=failures,
+        links=links,
     )
