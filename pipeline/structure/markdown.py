@@ -155,13 +155,35 @@ def parse_markdown(
     if pending:
         anchors.setdefault(current, []).extend(pending)
     _caption_edges(doc, order)
+    _note_edges(doc, markers, notes)
+    _section_metadata(doc, root_meta, heading_levels, sec_lines, anchors, objects)
+    return doc
+
+
+def _note_edges(
+    doc: DocStructure, markers: list[tuple[str, list[str]]], notes: dict[str, str]
+) -> None:
+    """Node -> footnote (REFERENCES_NOTE) for every label a node's text has, once a label."""
     for nid, labels in markers:
         for label in dict.fromkeys(labels):
             if label in notes and notes[label] != nid:
                 doc.add_edge(nid, notes[label], "REFERENCES_NOTE", marker_text=label)
+
+
+def _section_metadata(
+    doc: DocStructure,
+    root_meta: dict[str, Any],
+    heading_levels: dict[str, int],
+    sec_lines: dict[str, list[int]],
+    anchors: dict[str, list[str]],
+    objects: dict[str, list[str]],
+) -> None:
+    """Each section's metadata gets its lines, heading level (the root: the front matter),
+    anchors and documented objects."""
+    root_id = doc.sections[0]["id"]
     for sec in doc.sections:
         meta = json.loads(sec["metadata"])
-        if sec["id"] == root["id"]:
+        if sec["id"] == root_id:
             meta.update(root_meta)
         else:
             meta["heading_level"] = heading_levels[sec["id"]]
@@ -172,7 +194,6 @@ def parse_markdown(
         if sec["id"] in objects:
             meta["objects"] = _dedupe(objects[sec["id"]])
         sec["metadata"] = json.dumps(meta, sort_keys=True, ensure_ascii=False, default=str)
-    return doc
 
 
 def _caption_edges(doc: DocStructure, order: list[tuple[str, str, str, str, str]]) -> None:
