@@ -109,30 +109,15 @@ def parse_markdown(
                 anchors.setdefault(current, []).extend(b.ids)
             continue
         if b.kind == "HEADING":
-            level = b.meta["level"]
-            title_text, explicit, extra = heading_anchor(b.text)
-            while stack and stack[-1][0] >= level:
-                closed = stack.pop()[1]
-                sec_lines[closed][1] = lo - 1
-            parent = stack[-1][1] if stack else root["id"]
-            ctype = "CHAPTER" if level == 1 and n_h1 > 1 else "SECTION"
-            sid = doc.add_section(parent, ctype, title_text or f"(untitled h{level})", 1, explicit)
-            sec_lines[sid] = [lo, n_lines + line_offset]
+            end = n_lines + line_offset
+            sid, title_text, extra, hid = _open_section(doc, b, lo, hi, end, n_h1, stack, sec_lines)
             if extra or pending:
                 anchors[sid] = [*pending, *extra]
             if autodoc_object(b.text):
                 objects[sid] = [title_text]
             pending = []
-            stack.append((level, sid))
             current = sid
-            heading_levels[sid] = level
-            hid = doc.add_node(
-                sid,
-                "HEADING",
-                title_text,
-                [position(1)],
-                metadata={"line_start": lo, "line_end": hi, "level": level},
-            )
+            heading_levels[sid] = b.meta["level"]
             order.append((sid, "", "HEADING", b.text, hid))
             continue
         if b.kind == "SNIPPET":  # included files, markup's links: links of the section
@@ -158,6 +143,39 @@ def parse_markdown(
     _note_edges(doc, markers, notes)
     _section_metadata(doc, root_meta, heading_levels, sec_lines, anchors, objects)
     return doc
+
+
+def _open_section(
+    doc: DocStructure,
+    b: Block,
+    lo: int,
+    hi: int,
+    end: int,
+    n_h1: int,
+    stack: list[tuple[int, str]],
+    sec_lines: dict[str, list[int]],
+) -> tuple[str, str, list[str], str]:
+    """A heading's section: closes the open sections of its level or deeper (they end on the
+    line before), opens it under the nearest lower-level heading (the root when none) and
+    adds its HEADING node; (section id, title, anchors the heading declares, node id)."""
+    level = b.meta["level"]
+    title_text, explicit, extra = heading_anchor(b.text)
+    while stack and stack[-1][0] >= level:
+        closed = stack.pop()[1]
+        sec_lines[closed][1] = lo - 1
+    parent = stack[-1][1] if stack else doc.sections[0]["id"]
+    ctype = "CHAPTER" if level == 1 and n_h1 > 1 else "SECTION"
+    sid = doc.add_section(parent, ctype, title_text or f"(untitled h{level})", 1, explicit)
+    sec_lines[sid] = [lo, end]
+    stack.append((level, sid))
+    hid = doc.add_node(
+        sid,
+        "HEADING",
+        title_text,
+        [position(1)],
+        metadata={"line_start": lo, "line_end": hi, "level": level},
+    )
+    return sid, title_text, extra, hid
 
 
 def _note_edges(
