@@ -166,71 +166,17 @@ def merge_graph(
     max_tok = settings.description_max_tokens
     vocabularies, ee, er, text_of = _mention_codes(extracted_entities, extracted_relationships)
     units, keys, displays, etypes, rtypes = vocabularies
-    fallback = etypes.index_of(FALLBACK_TYPE)
     feats = sentence_features(pl.concat([ee.get_column("d"), er.get_column("d")]), text_of)
 
     # ---- entities: one row per key, numbered in output order (pos)
-    title_pick = (
-        group_runs(ee.select("k", "disp"), ["k", "disp"], pl.len())
-        .sort(["k", "len", "disp"], descending=[False, True, False])
-        .with_columns(display=decode(displays, "disp"))
-        .group_by("k", maintain_order=True)
-        .agg(
-            pl.col("display").first().alias("title"),
-            pl.col("disp").first().alias("title_code"),
-            pl.col("display").alias("forms"),
-        )
-        .with_columns(
-            aliases=pl.col("forms").list.slice(1).list.sort(),
-            id=stable_id_expr(decode(keys, "k")),
-        )
-        .drop("forms")
-    )
-    type_pick = (
-        group_runs(ee.select("k", "t"), ["k", "t"], pl.len())
-        .with_columns(concept=pl.col("t") == fallback)
-        .sort(["k", "len", "concept", "t"], descending=[False, True, False, False])
-        .group_by("k", maintain_order=True)
-        .agg(pl.col("t").first())
-        .select("k", type=decode(etypes, "t"))
-    )
+    title_pick, type_pick = _entity_picks(ee, vocabularies)
     ent_units = group_runs(ee.select("k", "u"), ["k", "u"])
     frequency = group_runs(ent_units, ["k"], pl.len().cast(pl.Int64).alias("frequency"), sort=False)
-    # a relationship per run of (sk, tk, t) in `er` sorted on them
-    er = er.sort("sk", "tk", "t", maintain_order=True).with_columns(
-        run=pl.struct("sk", "tk", "t").rle_id()
-    )
-    rel = er.group_by("run", maintain_order=True).agg(
-        pl.col("sk", "tk", "t").first(), pl.col("w").sum()
-    )
-    ends = pl.concat([rel.select(a="sk", b="tk"), rel.select(a="tk", b="sk")])
-    degree = group_runs(
-        group_runs(ends, ["a", "b"]), ["a"], pl.len().cast(pl.Int64).alias("degree"), sort=False
-    ).rename({"a": "k"})
-    del ends
-    ents = (
-        title_pick.join(type_pick, on="k")
-        .join(frequency, on="k")
-        .join(degree, on="k", how="left")
-        .with_columns(pl.col("degree").fill_null(0))
-        .sort(["frequency", "title", "id"], descending=[True, False, False])
-        .with_columns(human_readable_id=pl.int_range(pl.len(), dtype=pl.Int64))
-    )
-    del title_pick, type_pick, frequency, degree
+    er, rel = _relationship_runs(er)
+    ents = _entity_rows(title_pick, type_pick, frequency, rel)
+    del title_pick, type_pick, frequency
     pos = ents.select("k", pos=pl.col("human_readable_id").cast(pl.UInt32))
-    ev = group_runs(ee.filter(pl.col("d").is_not_null()).select("k", "d", "u"), ["k", "d", "u"])
-    # joined on (u, k) as one integer: on the two columns the join took +270 MB over 4M rows
-    uk = pl.col("u").cast(pl.UInt64) * 2**32 + pl.col("k").cast(pl.UInt64)
-    home = _home_units(homes, units, keys).select(uk=uk, home="home")
-    ev = ev.with_columns(uk=uk).join(home, on="uk", how="left", maintain_order="left").drop("uk")
-    ev = (
-        group_runs(  # distinct units; the first of them in the entity's own document
-            ev, ["k", "d"], pl.len().alias("units"), pl.col("home").min(), sort=False
-        )
-        .with_columns(centrality=pl.col("k").count().over("d"))
-        .join(pos, on="k")
-    )
-    ev = ev.with_columns(name_positions(ev, "pos", ents.get_column("title"), text_of))
+    ev = _entity_evidence(ee, pos, ents.get_column("title"), homes, units, keys, text_of)
     del ee
     ents = ents.with_columns(
         description=extractive_descriptions(
@@ -246,23 +192,11 @@ def merge_graph(
 
     # ---- relationships: sorted on codes (titles' codes sort as the titles), numbered in
     # output order (r)
-    rel = (
-        rel.with_columns(
-            id=stable_id_expr(decode(keys, "sk"), decode(keys, "tk"), decode(rtypes, "t"))
-        )
-        .join(ent_ref.select(sk="k", source_id="id", st="title_code", sd="degree"), on="sk")
-        .join(ent_ref.select(tk="k", target_id="id", tt="title_code", td="degree"), on="tk")
-        .sort(["w", "st", "tt", "t", "id"], descending=[True] + [False] * 4)
-        .with_row_index("r")
-    )
+    rel = _number_relationships(rel, ent_ref, keys, rtypes)
     del ent_ref
     # run -> r: `run` numbers the relationships in key order, `r` in output order
     er = er.select(r=decode(rel.get_column("run").arg_sort(), "run"), u="u", d="d")
-    rev = group_runs(er.filter(pl.col("d").is_not_null()), ["r", "d", "u"])
-    rev = group_runs(rev, ["r", "d"], pl.len().alias("units"), sort=False).with_columns(
-        centrality=pl.lit(0, dtype=pl.UInt32)
-    )
-    rel_units = group_runs(er.select("r", "u"), ["r", "u"])
+    rev, rel_units = _relationship_evidence(er)
     del er
     heads = _heads(
         rel.select(
@@ -273,7 +207,135 @@ def merge_graph(
     )
     description = extractive_descriptions(rev, "r", rel.height, text_of, feats, max_tok, heads)
     del rev, text_of, feats
-    rels = rel.select(
+    rels = _relationship_rows(rel, description, rel_units, vocabularies)
+    del rel, description
+    ridc, rel_ids = dense_codes(rels.get_column("id"))  # by r
+    unit_rels = rel_units.select("u", ridc=decode(ridc, "r"))
+    del rel_units, ridc
+    tu = _text_unit_ids(text_units, units, unit_ents, ent_ids, unit_rels, rel_ids)
+    return _cast(ents, schemas.ENTITIES), _cast(rels, schemas.RELATIONSHIPS), tu
+
+
+def _entity_picks(
+    ee: pl.DataFrame, vocabularies: Vocabularies
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per key (k): its title (the most frequent display form; title_code), sorted aliases
+    and id; and its type (the most frequent, the fallback type last)."""
+    fallback = vocabularies.etypes.index_of(FALLBACK_TYPE)
+    title_pick = (
+        group_runs(ee.select("k", "disp"), ["k", "disp"], pl.len())
+        .sort(["k", "len", "disp"], descending=[False, True, False])
+        .with_columns(display=decode(vocabularies.displays, "disp"))
+        .group_by("k", maintain_order=True)
+        .agg(
+            pl.col("display").first().alias("title"),
+            pl.col("disp").first().alias("title_code"),
+            pl.col("display").alias("forms"),
+        )
+        .with_columns(
+            aliases=pl.col("forms").list.slice(1).list.sort(),
+            id=stable_id_expr(decode(vocabularies.keys, "k")),
+        )
+        .drop("forms")
+    )
+    type_pick = (
+        group_runs(ee.select("k", "t"), ["k", "t"], pl.len())
+        .with_columns(concept=pl.col("t") == fallback)
+        .sort(["k", "len", "concept", "t"], descending=[False, True, False, False])
+        .group_by("k", maintain_order=True)
+        .agg(pl.col("t").first())
+        .select("k", type=decode(vocabularies.etypes, "t"))
+    )
+    return title_pick, type_pick
+
+
+def _relationship_runs(er: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`er` sorted on (sk, tk, t), `run` numbering its runs; a relationship (w summed) per run."""
+    er = er.sort("sk", "tk", "t", maintain_order=True).with_columns(
+        run=pl.struct("sk", "tk", "t").rle_id()
+    )
+    rel = er.group_by("run", maintain_order=True).agg(
+        pl.col("sk", "tk", "t").first(), pl.col("w").sum()
+    )
+    return er, rel
+
+
+def _entity_rows(
+    title_pick: pl.DataFrame, type_pick: pl.DataFrame, frequency: pl.DataFrame, rel: pl.DataFrame
+) -> pl.DataFrame:
+    """One row per key with title, type, frequency, degree, numbered in output order."""
+    ends = pl.concat([rel.select(a="sk", b="tk"), rel.select(a="tk", b="sk")])
+    degree = group_runs(
+        group_runs(ends, ["a", "b"]), ["a"], pl.len().cast(pl.Int64).alias("degree"), sort=False
+    ).rename({"a": "k"})
+    del ends
+    return (
+        title_pick.join(type_pick, on="k")
+        .join(frequency, on="k")
+        .join(degree, on="k", how="left")
+        .with_columns(pl.col("degree").fill_null(0))
+        .sort(["frequency", "title", "id"], descending=[True, False, False])
+        .with_columns(human_readable_id=pl.int_range(pl.len(), dtype=pl.Int64))
+    )
+
+
+def _entity_evidence(
+    ee: pl.DataFrame,
+    pos: pl.DataFrame,
+    titles: pl.Series,
+    homes: pl.DataFrame | None,
+    units: pl.Series,
+    keys: pl.Series,
+    text_of: TextOf,
+) -> pl.DataFrame:
+    """Per (entity pos, evidence sentence d): its distinct units, the earliest home unit,
+    centrality and where the entity's name stands (`extractive_descriptions`' input)."""
+    ev = group_runs(ee.filter(pl.col("d").is_not_null()).select("k", "d", "u"), ["k", "d", "u"])
+    # joined on (u, k) as one integer: on the two columns the join took +270 MB over 4M rows
+    uk = pl.col("u").cast(pl.UInt64) * 2**32 + pl.col("k").cast(pl.UInt64)
+    home = _home_units(homes, units, keys).select(uk=uk, home="home")
+    ev = ev.with_columns(uk=uk).join(home, on="uk", how="left", maintain_order="left").drop("uk")
+    ev = (
+        group_runs(  # distinct units; the first of them in the entity's own document
+            ev, ["k", "d"], pl.len().alias("units"), pl.col("home").min(), sort=False
+        )
+        .with_columns(centrality=pl.col("k").count().over("d"))
+        .join(pos, on="k")
+    )
+    return ev.with_columns(name_positions(ev, "pos", titles, text_of))
+
+
+def _number_relationships(
+    rel: pl.DataFrame, ent_ref: pl.DataFrame, keys: pl.Series, rtypes: pl.Series
+) -> pl.DataFrame:
+    """Relationships with id, their ends' ids, title codes and degrees, sorted in output
+    order (weight, then titles' codes, which sort as the titles) and numbered (r)."""
+    return (
+        rel.with_columns(
+            id=stable_id_expr(decode(keys, "sk"), decode(keys, "tk"), decode(rtypes, "t"))
+        )
+        .join(ent_ref.select(sk="k", source_id="id", st="title_code", sd="degree"), on="sk")
+        .join(ent_ref.select(tk="k", target_id="id", tt="title_code", td="degree"), on="tk")
+        .sort(["w", "st", "tt", "t", "id"], descending=[True] + [False] * 4)
+        .with_row_index("r")
+    )
+
+
+def _relationship_evidence(er: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """From (r, u, d): per (r, evidence sentence d) its unit count; each r's distinct units."""
+    rev = group_runs(er.filter(pl.col("d").is_not_null()), ["r", "d", "u"])
+    rev = group_runs(rev, ["r", "d"], pl.len().alias("units"), sort=False).with_columns(
+        centrality=pl.lit(0, dtype=pl.UInt32)
+    )
+    return rev, group_runs(er.select("r", "u"), ["r", "u"])
+
+
+def _relationship_rows(
+    rel: pl.DataFrame, description: pl.Series, rel_units: pl.DataFrame, vocabularies: Vocabularies
+) -> pl.DataFrame:
+    """The relationships table's columns, strings decoded, in output order (r)."""
+    units, _, displays, _, rtypes = vocabularies
+    return rel.select(
         "id",
         pl.col("r").cast(pl.Int64).alias("human_readable_id"),
         source=decode(displays, "st"),
@@ -285,16 +347,6 @@ def merge_graph(
         weight="w",
         combined_degree=(pl.col("sd") + pl.col("td")).cast(pl.Int64),
         text_unit_ids=code_lists(rel_units, "r", "u", units, rel.height),
-    )
-    del rel, description
-    ridc, rel_ids = dense_codes(rels.get_column("id"))  # by r
-    unit_rels = rel_units.select("u", ridc=decode(ridc, "r"))
-    del rel_units, ridc
-    tu = _text_unit_ids(text_units, units, unit_ents, ent_ids, unit_rels, rel_ids)
-    return (
-        _cast(ents, schemas.ENTITIES),
-        _cast(rels, schemas.RELATIONSHIPS),
-        tu,
     )
 
 

@@ -137,6 +137,27 @@ def global_search(index: IndexTables, query: str, level: int | None = None) -> S
             trace=trace,
         )
 
+    table, records, unit_ids, answer_parts = _reduce(index, frame, trace)
+    context = render_table("Reports", ["id", "title", "rating", "content"], table)
+    trace.append(f"reduce: extractive answer from the top {len(answer_parts)} reports")
+    return SearchResult(
+        query=query,
+        mode="global",
+        answer="\n".join(answer_parts),
+        context_text=context,
+        records=records,
+        text_unit_ids=unit_ids,
+        trace=trace,
+        context_tokens=count_tokens(context),
+    )
+
+
+def _reduce(
+    index: IndexTables, frame: pl.DataFrame, trace: list[str]
+) -> tuple[list[list[Any]], list[dict[str, Any]], list[str], list[str]]:
+    """The best reports within the token budget: (context table rows, records, their text
+    unit ids in order, the answer's bullets)."""
+    qs = index.settings.query
     units = index.communities.select("community", "text_unit_ids")
     frame = frame.head(qs.global_top_reports).join(
         units, on="community", how="left", maintain_order="left"
@@ -171,18 +192,7 @@ def global_search(index: IndexTables, query: str, level: int | None = None) -> S
         unit_ids.extend(u for u in unit_list if u not in unit_ids)
         if len(answer_parts) < ANSWER_REPORTS:
             answer_parts.append(_answer_part(rep))
-    context = render_table("Reports", ["id", "title", "rating", "content"], table)
-    trace.append(f"reduce: extractive answer from the top {len(answer_parts)} reports")
-    return SearchResult(
-        query=query,
-        mode="global",
-        answer="\n".join(answer_parts),
-        context_text=context,
-        records=records,
-        text_unit_ids=unit_ids,
-        trace=trace,
-        context_tokens=count_tokens(context),
-    )
+    return table, records, unit_ids, answer_parts
 
 
 def _answer_part(rep: dict[str, Any]) -> str:

@@ -109,30 +109,15 @@ def parse_markdown(
                 anchors.setdefault(current, []).extend(b.ids)
             continue
         if b.kind == "HEADING":
-            level = b.meta["level"]
-            title_text, explicit, extra = heading_anchor(b.text)
-            while stack and stack[-1][0] >= level:
-                closed = stack.pop()[1]
-                sec_lines[closed][1] = lo - 1
-            parent = stack[-1][1] if stack else root["id"]
-            ctype = "CHAPTER" if level == 1 and n_h1 > 1 else "SECTION"
-            sid = doc.add_section(parent, ctype, title_text or f"(untitled h{level})", 1, explicit)
-            sec_lines[sid] = [lo, n_lines + line_offset]
+            end = n_lines + line_offset
+            sid, title_text, extra, hid = _open_section(doc, b, lo, hi, end, n_h1, stack, sec_lines)
             if extra or pending:
                 anchors[sid] = [*pending, *extra]
             if autodoc_object(b.text):
                 objects[sid] = [title_text]
             pending = []
-            stack.append((level, sid))
             current = sid
-            heading_levels[sid] = level
-            hid = doc.add_node(
-                sid,
-                "HEADING",
-                title_text,
-                [position(1)],
-                metadata={"line_start": lo, "line_end": hi, "level": level},
-            )
+            heading_levels[sid] = b.meta["level"]
             order.append((sid, "", "HEADING", b.text, hid))
             continue
         if b.kind == "SNIPPET":  # included files, markup's links: links of the section
@@ -155,13 +140,68 @@ def parse_markdown(
     if pending:
         anchors.setdefault(current, []).extend(pending)
     _caption_edges(doc, order)
+    _note_edges(doc, markers, notes)
+    _section_metadata(doc, root_meta, heading_levels, sec_lines, anchors, objects)
+    return doc
+
+
+def _open_section(
+    doc: DocStructure,
+    b: Block,
+    lo: int,
+    hi: int,
+    end: int,
+    n_h1: int,
+    stack: list[tuple[int, str]],
+    sec_lines: dict[str, list[int]],
+) -> tuple[str, str, list[str], str]:
+    """A heading's section: closes the open sections of its level or deeper (they end on the
+    line before), opens it under the nearest lower-level heading (the root when none) and
+    adds its HEADING node; (section id, title, anchors the heading declares, node id)."""
+    level = b.meta["level"]
+    title_text, explicit, extra = heading_anchor(b.text)
+    while stack and stack[-1][0] >= level:
+        closed = stack.pop()[1]
+        sec_lines[closed][1] = lo - 1
+    parent = stack[-1][1] if stack else doc.sections[0]["id"]
+    ctype = "CHAPTER" if level == 1 and n_h1 > 1 else "SECTION"
+    sid = doc.add_section(parent, ctype, title_text or f"(untitled h{level})", 1, explicit)
+    sec_lines[sid] = [lo, end]
+    stack.append((level, sid))
+    hid = doc.add_node(
+        sid,
+        "HEADING",
+        title_text,
+        [position(1)],
+        metadata={"line_start": lo, "line_end": hi, "level": level},
+    )
+    return sid, title_text, extra, hid
+
+
+def _note_edges(
+    doc: DocStructure, markers: list[tuple[str, list[str]]], notes: dict[str, str]
+) -> None:
+    """Node -> footnote (REFERENCES_NOTE) for every label a node's text has, once a label."""
     for nid, labels in markers:
         for label in dict.fromkeys(labels):
             if label in notes and notes[label] != nid:
                 doc.add_edge(nid, notes[label], "REFERENCES_NOTE", marker_text=label)
+
+
+def _section_metadata(
+    doc: DocStructure,
+    root_meta: dict[str, Any],
+    heading_levels: dict[str, int],
+    sec_lines: dict[str, list[int]],
+    anchors: dict[str, list[str]],
+    objects: dict[str, list[str]],
+) -> None:
+    """Each section's metadata gets its lines, heading level (the root: the front matter),
+    anchors and documented objects."""
+    root_id = doc.sections[0]["id"]
     for sec in doc.sections:
         meta = json.loads(sec["metadata"])
-        if sec["id"] == root["id"]:
+        if sec["id"] == root_id:
             meta.update(root_meta)
         else:
             meta["heading_level"] = heading_levels[sec["id"]]
@@ -172,7 +212,6 @@ def parse_markdown(
         if sec["id"] in objects:
             meta["objects"] = _dedupe(objects[sec["id"]])
         sec["metadata"] = json.dumps(meta, sort_keys=True, ensure_ascii=False, default=str)
-    return doc
 
 
 def _caption_edges(doc: DocStructure, order: list[tuple[str, str, str, str, str]]) -> None:

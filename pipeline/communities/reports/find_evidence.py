@@ -69,6 +69,27 @@ def sentence_mentions(
     `neighbour_rels` (rel_id): the relationships that make entities neighbours (default: those
     of `edges`).
     """
+    sources = _sources(members, edges, rels, text_units, ents, communities, neighbour_rels)
+    pool = _sentence_pool(sources)
+    surface = _surface_forms(ents)
+    ids = surface.select("e", "entity_id").unique()
+    cands = _source_candidates(sources, ids)
+    found = _named(pool, cands, surface.select("e", "nform"))
+    return found, pool.select("sid", "sentence", "length"), ids
+
+
+def _sources(
+    members: pl.DataFrame,
+    edges: pl.DataFrame,
+    rels: pl.DataFrame,
+    text_units: pl.DataFrame,
+    ents: pl.DataFrame,
+    communities: pl.DataFrame,
+    neighbour_rels: pl.DataFrame | None,
+) -> pl.DataFrame:
+    """(src, kind, ref, text, cands): the member entities' descriptions (candidates: the
+    entity and its neighbours), the used relationships' descriptions (their two ends) and the
+    used text units (their entity_ids), in that order."""
     used_units = communities.select(pl.col("text_unit_ids").alias("unit_id")).explode("unit_id")
     units = text_units.select(
         pl.col("id").alias("unit_id"), hrid(text_units).alias("ref"), "text", "entity_ids"
@@ -108,18 +129,27 @@ def sentence_mentions(
             pl.concat_list(pl.col("entity_id"), pl.col("n").fill_null([])).alias("cands"),
         )
     )
-    sources = pl.concat([ent_src, rel_src, unit_src]).with_row_index("src")
+    return pl.concat([ent_src, rel_src, unit_src]).with_row_index("src")
+
+
+def _sentence_pool(sources: pl.DataFrame) -> pl.DataFrame:
+    """(sid, src, sentence, length): the sources' sentences, numbered in a fixed order."""
     # split a slice of the sources at a time: each step of the split copies every text
     texts = sources.select("src", "kind", "ref", "text").iter_slices(_SOURCES_PER_SLICE)
-    pool = (
+    return (
         pl.concat([_sentences(part, "text") for part in texts])
         .sort("kind", "ref", "sentence")  # sid must not depend on the input row order
         .with_columns(pl.col("sentence").str.len_chars().alias("length"))
         .with_row_index("sid")
         .select("sid", "src", "sentence", "length")
     )
+
+
+def _surface_forms(ents: pl.DataFrame) -> pl.DataFrame:
+    """(entity_id, nform, e): each entity's title and aliases normalised (`_norm`), with
+    the entity's integer code `e`."""
     forms = ents.select("entity_id", pl.concat_list("title", "aliases").alias("form"))
-    surface = (
+    return (
         forms.explode("form")
         .drop_nulls("form")
         .with_columns(_norm(pl.col("form")).alias("nform"))
@@ -128,19 +158,25 @@ def sentence_mentions(
         .unique()
         .with_columns(pl.col("entity_id").rank("dense").alias("e"))
     )
-    ids = surface.select("e", "entity_id").unique()
+
+
+def _source_candidates(sources: pl.DataFrame, ids: pl.DataFrame) -> pl.DataFrame:
+    """(src, e): each source's candidate entities as codes (those with a surface form)."""
     # a slice of the sources at a time: a unit lists its entities' ids as strings, exploded
     # (one 151 MB file's units list 4.3M, +0.2 GB at once)
     listed = sources.select("src", pl.col("cands").alias("entity_id"))
-    cands = pl.concat(
+    return pl.concat(
         [
             part.explode("entity_id").join(ids, on="entity_id", how="inner").select("src", "e")
             for part in listed.iter_slices(_SOURCES_PER_SLICE)
         ]
         or [listed.explode("entity_id").join(ids, on="entity_id").select("src", "e")]
     )
-    del listed
-    nforms = surface.select("e", "nform")
+
+
+def _named(pool: pl.DataFrame, cands: pl.DataFrame, nforms: pl.DataFrame) -> pl.DataFrame:
+    """(sid, e): the candidates whose form occurs in the sentence as whole words, a slice of
+    sentences at a time."""
     hits = []
     for at in range(0, pool.height, _SENTENCES_PER_SLICE):
         part = pool.slice(at, _SENTENCES_PER_SLICE)
@@ -152,8 +188,7 @@ def sentence_mentions(
             .select("sid", "e")
             .unique()
         )
-    found = pl.concat(hits) if hits else pl.DataFrame(schema={"sid": pl.UInt32, "e": pl.UInt32})
-    return found, pool.select("sid", "sentence", "length"), ids
+    return pl.concat(hits) if hits else pl.DataFrame(schema={"sid": pl.UInt32, "e": pl.UInt32})
 
 
 def candidates(mentions: pl.DataFrame, scored: pl.DataFrame, pool: pl.DataFrame) -> pl.DataFrame:

@@ -35,6 +35,23 @@ def gather(
     relationships name the neighbours whose mentions a member's description is searched for,
     so that a community's rows are those a build of all of them gives."""
     ents = _entity_frame(entities)
+    rels = _relationship_frame(relationships)
+    edges = _edges(communities, rels, ents)
+    members = _ranked_members(communities, ents, edges)
+    neighbour_rels = None if everyone is None else _edges(everyone, rels, ents).select("rel_id")
+    cand = _candidate_sentences(members, edges, rels, text_units, ents, communities, neighbour_rels)
+    title_of = ents.select("trank", "title").unique("trank")
+    top_members = _top_members(members, ents, rels, title_of, settings)
+    top_rels = _top_relationships(edges, rels, title_of, settings)
+    return top_members, top_rels, cand
+
+
+def _ranked_members(
+    communities: pl.DataFrame, ents: pl.DataFrame, edges: pl.DataFrame
+) -> pl.DataFrame:
+    """A row per community member, ranked in its community (`rank`) by weighted degree over
+    the community's edges, then global degree and title; with its first neighbours, their
+    ids, its first relationships and the first one that has a description."""
     # The per-community frames (a row per member, per internal edge and direction) carry
     # integers only: a title is sorted by its rank (`trank`, the same order), and the strings
     # (titles, descriptions) join the few rows a report shows. With strings, every level's
@@ -45,8 +62,6 @@ def gather(
         .drop_nulls("entity_id")
         .join(ents.select("entity_id", "e_hrid", "g_degree", "trank"), on="entity_id")
     )
-    rels = _relationship_frame(relationships)
-    edges = _edges(communities, rels, ents)
     # both directions: every edge seen from each endpoint, to rank members and their neighbours
     cols = ["community", "r_hrid", "has_desc", "weight"]
     ends = pl.concat(
@@ -76,7 +91,7 @@ def gather(
         pl.col("r_hrid").filter(pl.col("has_desc")).first().alias("m_rel"),
     )
     del ends
-    members = (
+    return (
         members.join(per_member, on=["community", "entity_id"], how="left")
         .with_columns(pl.col("w_degree").fill_null(0.0))
         .sort(
@@ -86,7 +101,17 @@ def gather(
         .with_columns(pl.int_range(pl.len()).over("community").alias("rank"))
     )
 
-    neighbour_rels = None if everyone is None else _edges(everyone, rels, ents).select("rel_id")
+
+def _candidate_sentences(
+    members: pl.DataFrame,
+    edges: pl.DataFrame,
+    rels: pl.DataFrame,
+    text_units: pl.DataFrame,
+    ents: pl.DataFrame,
+    communities: pl.DataFrame,
+    neighbour_rels: pl.DataFrame | None,
+) -> pl.DataFrame:
+    """Each community's candidate sentences, scored for a batch of communities at a time."""
     mentions, pool, codes = sentence_mentions(
         members, edges, rels, text_units, ents, communities, neighbour_rels
     )
@@ -114,7 +139,7 @@ def gather(
     )
     del pairs
     scored = scored.join(batch, on="community")
-    cand = pl.concat(
+    return pl.concat(
         [
             candidates(mentions, scored.filter(pl.col("b") == b).drop("b"), pool)
             for b in batch["b"].unique().sort().to_list()
@@ -122,7 +147,16 @@ def gather(
         or [candidates(mentions, scored.drop("b"), pool)]
     )
 
-    title_of = ents.select("trank", "title").unique("trank")
+
+def _top_members(
+    members: pl.DataFrame,
+    ents: pl.DataFrame,
+    rels: pl.DataFrame,
+    title_of: pl.DataFrame,
+    settings: ReportSettings,
+) -> pl.DataFrame:
+    """The top members of each community with their strings: title, type, description,
+    neighbours' titles and the description of their first described relationship."""
     neighbours = (
         members.filter(pl.col("rank") < max(settings.max_findings, 3))
         .select("community", "entity_id", pl.col("neighbours").alias("trank"))
@@ -131,7 +165,7 @@ def gather(
         .group_by("community", "entity_id", maintain_order=True)
         .agg(pl.col("title").drop_nulls().alias("neighbours"))
     )
-    top_members = (
+    return (
         members.filter(pl.col("rank") < max(settings.max_findings, 3))
         .drop("neighbours")
         .join(neighbours, on=["community", "entity_id"], how="left", maintain_order="left")
@@ -159,7 +193,13 @@ def gather(
             "m_rel_desc",
         )
     )
-    top_rels = (
+
+
+def _top_relationships(
+    edges: pl.DataFrame, rels: pl.DataFrame, title_of: pl.DataFrame, settings: ReportSettings
+) -> pl.DataFrame:
+    """Each community's strongest relationships with their type, description and ends."""
+    return (
         edges.sort(["community", "weight", "r_hrid"], descending=[False, True, False])
         .group_by("community", maintain_order=True)
         .head(max(settings.max_findings, 1))
@@ -176,7 +216,6 @@ def gather(
         )
         .select("community", "r_hrid", "r_type", "r_desc", "s_title", "t_title", "s_hrid", "t_hrid")
     )
-    return top_members, top_rels, cand
 
 
 def community_head(

@@ -80,40 +80,92 @@ def expand_graph(index: IndexTables) -> ExpandGraph:
     return cached
 
 
+def _edge(frame: pl.DataFrame, type_: str) -> pl.DataFrame:
+    """One edge type's rows in the common shape: src, dst (global rows), type, w."""
+    return frame.select(
+        pl.col("src").cast(pl.Int64),
+        pl.col("dst").cast(pl.Int64),
+        pl.lit(type_).alias("type"),
+        pl.col("w").cast(pl.Float64),
+    )
+
+
+def _both_ways(frame: pl.DataFrame, type_: str) -> list[pl.DataFrame]:
+    """`frame` (src, dst, w) as edges of `type_`, then the same edges reversed."""
+    back = frame.select(pl.col("dst").alias("src"), pl.col("src").alias("dst"), "w")
+    return [_edge(frame, type_), _edge(back, type_)]
+
+
 def _build(index: IndexTables) -> ExpandGraph:
     sections = index.table("sections").with_row_index("srow")
     n_s, n_u, n_e = sections.height, index.text_units.height, index.entities.height
-    n = n_s + n_u + n_e
-    off_u, off_e = n_s, n_s + n_u
+    off_u = n_s
     sid = sections.select(pl.col("id").alias("sec"), pl.col("srow").cast(pl.Int64))
-    edges: list[pl.DataFrame] = []  # columns src, dst (global rows), type, w
+    edges = _hierarchy_edges(sections, sid)  # columns src, dst (global rows), type, w
+    contained, cont, unit_section = _containment_edges(index, sid, off_u)
+    stored, node_unit, stored_types = _stored_edges(index, sid, off_u)
+    related, df = _entity_edges(index, n_e, off_u, n_s + n_u)
+    adj = _adjacency([*edges, *contained, *stored, *related], n_s + n_u + n_e)
+    sv, section_rows = _section_vectors(index, cont, n_s, n_u, off_u)
+    node_units, node_vectors = _node_vectors(index, node_unit, n_u, off_u)
+    info = sections.select(
+        "id",
+        "title",
+        "path",
+        "uri",
+        "document_id",
+        "seq",
+        "level",
+        "component_type",
+        "human_readable_id",
+    )
+    return ExpandGraph(
+        n_s,
+        n_u,
+        n_e,
+        adj,
+        sv,
+        section_rows,
+        unit_section,
+        info,
+        df,
+        node_units,
+        node_vectors,
+        stored_types,
+    )
 
-    def add(frame: pl.DataFrame, type_: str) -> None:
-        edges.append(
-            frame.select(
-                pl.col("src").cast(pl.Int64),
-                pl.col("dst").cast(pl.Int64),
-                pl.lit(type_).alias("type"),
-                pl.col("w").cast(pl.Float64),
-            )
-        )
 
-    # ---- hierarchy (derived) ------------------------------------------------------------
+def _hierarchy_edges(sections: pl.DataFrame, sid: pl.DataFrame) -> list[pl.DataFrame]:
+    """PARENT / CHILD / SIBLING, derived from the section tree."""
     par = sections.select(pl.col("srow").cast(pl.Int64).alias("src"), "parent_id", "seq", "id")
     par = par.join(sid.rename({"sec": "parent_id", "srow": "dst"}), on="parent_id", how="inner")
-    add(par.with_columns(w=pl.lit(1.0)), "PARENT")
-    add(par.select(pl.col("dst").alias("src"), pl.col("src").alias("dst"), w=pl.lit(1.0)), "CHILD")
+    edges = [_edge(par.with_columns(w=pl.lit(1.0)), "PARENT")]
+    edges.append(
+        _edge(
+            par.select(pl.col("dst").alias("src"), pl.col("src").alias("dst"), w=pl.lit(1.0)),
+            "CHILD",
+        )
+    )
     sib = (
         par.sort("parent_id", "seq", "id")
         .with_columns(nxt=pl.col("src").shift(-1), same=pl.col("parent_id").shift(-1))
         .filter(pl.col("same") == pl.col("parent_id"))
     )
-    add(sib.select("src", pl.col("nxt").alias("dst"), w=pl.lit(1.0)), "SIBLING")
-    add(
-        sib.select(pl.col("nxt").alias("src"), pl.col("src").alias("dst"), w=pl.lit(1.0)), "SIBLING"
+    edges.append(_edge(sib.select("src", pl.col("nxt").alias("dst"), w=pl.lit(1.0)), "SIBLING"))
+    edges.append(
+        _edge(
+            sib.select(pl.col("nxt").alias("src"), pl.col("src").alias("dst"), w=pl.lit(1.0)),
+            "SIBLING",
+        )
     )
+    return edges
 
-    # ---- containment: section <-> its own units ------------------------------------------
+
+def _containment_edges(
+    index: IndexTables, sid: pl.DataFrame, off_u: int
+) -> tuple[list[pl.DataFrame], pl.DataFrame, np.ndarray]:
+    """CONTAINS both ways between a section and its own units; also the (section row, unit
+    global row) pairs and each unit's section row (-1 when unknown)."""
     units = index.text_units.select(pl.col("id").alias("uid"), pl.col("section_id").alias("sec"))
     units = units.with_row_index("urow").with_columns(pl.col("urow").cast(pl.Int64))
     us = units.join(sid, on="sec", how="left", maintain_order="left")
@@ -121,13 +173,15 @@ def _build(index: IndexTables) -> ExpandGraph:
     cont = us.drop_nulls("srow").select(
         pl.col("srow").alias("src"), (pl.col("urow") + off_u).alias("dst")
     )
-    add(cont.with_columns(w=pl.lit(1.0)), "CONTAINS")
-    add(
-        cont.select(pl.col("dst").alias("src"), pl.col("src").alias("dst"), w=pl.lit(1.0)),
-        "CONTAINS",
-    )
+    return _both_ways(cont.with_columns(w=pl.lit(1.0)), "CONTAINS"), cont, unit_section
 
-    # ---- stored structure edges, content-node endpoints lifted to their units ----------
+
+def _stored_edges(
+    index: IndexTables, sid: pl.DataFrame, off_u: int
+) -> tuple[list[pl.DataFrame], pl.DataFrame, tuple[str, ...]]:
+    """The stored structure and same-topic edges, both ways, content-node endpoints lifted to
+    their units (or their section where no unit holds them); also the node id -> unit global
+    row pairs and the stored types."""
     node_unit = (
         index.text_units.select(pl.col("content_node_ids").alias("id"))
         .with_row_index("urow")
@@ -155,12 +209,17 @@ def _build(index: IndexTables) -> ExpandGraph:
         .with_columns(w=pl.col("weight").fill_null(1.0).clip(1e-3, 1.0))
     )
     stored_types = tuple(sorted(set(stored["type"].to_list())))
+    edges: list[pl.DataFrame] = []
     for t in stored_types:
-        e = stored.filter(pl.col("type") == t)
-        add(e, t)
-        add(e.select(pl.col("dst").alias("src"), pl.col("src").alias("dst"), "w"), t)
+        edges += _both_ways(stored.filter(pl.col("type") == t), t)
+    return edges, node_unit, stored_types
 
-    # ---- entity edges ---------------------------------------------------------------------
+
+def _entity_edges(
+    index: IndexTables, n_e: int, off_u: int, off_e: int
+) -> tuple[list[pl.DataFrame], np.ndarray]:
+    """MENTIONS both ways, weighted by the entity's rarity, and RELATED both ways through
+    relationships; also each entity's unit count (df)."""
     eu = index.entity_units  # entity_row, unit_row
     df = np.bincount(eu["entity_row"].to_numpy(), minlength=n_e).astype(np.float64)
     spec = math.log(2.0) / np.log1p(np.maximum(df, 1.0))
@@ -169,8 +228,13 @@ def _build(index: IndexTables) -> ExpandGraph:
         (pl.col("entity_row").cast(pl.Int64) + off_e).alias("dst"),
     )
     w_ment = pl.Series(np.sqrt(spec)[eu["entity_row"].to_numpy()]) if n_e else pl.lit(1.0)
-    add(ment.with_columns(w=w_ment), "MENTIONS")
-    add(ment.select(pl.col("dst").alias("src"), pl.col("src").alias("dst"), w=w_ment), "MENTIONS")
+    edges = [
+        _edge(ment.with_columns(w=w_ment), "MENTIONS"),
+        _edge(
+            ment.select(pl.col("dst").alias("src"), pl.col("src").alias("dst"), w=w_ment),
+            "MENTIONS",
+        ),
+    ]
     rels = index.relationships
     if rels.height and n_e:
         erow = index.entities.select(pl.col("id").alias("eid")).with_row_index("e")
@@ -186,9 +250,12 @@ def _build(index: IndexTables) -> ExpandGraph:
             pl.col("dst").cast(pl.Int64) + off_e,
             w=(pl.col("weight") / (top if top > 0 else 1.0)).clip(1e-3, 1.0),
         )
-        add(r, "RELATED")
-        add(r.select(pl.col("dst").alias("src"), pl.col("src").alias("dst"), "w"), "RELATED")
+        edges += _both_ways(r, "RELATED")
+    return edges, df
 
+
+def _adjacency(edges: list[pl.DataFrame], n: int) -> dict[str, sp.csr_matrix]:
+    """Per type an n x n matrix (rows = source), the highest weight of duplicate edges."""
     all_edges = pl.concat(edges).group_by("type", "src", "dst").agg(pl.col("w").max())
     adj: dict[str, sp.csr_matrix] = {}
     for t in sorted(set(all_edges["type"].to_list())):
@@ -198,8 +265,14 @@ def _build(index: IndexTables) -> ExpandGraph:
         )
         m.sort_indices()
         adj[t] = m
+    return adj
 
-    # ---- section vectors: mean of own units' vectors ------------------------------------
+
+def _section_vectors(
+    index: IndexTables, cont: pl.DataFrame, n_s: int, n_u: int, off_u: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Section vectors (mean of own units' vectors, L2-normalised) for the sections that
+    hold units, and those sections' rows."""
     uv = index.unit_vectors
     if n_s and cont.height:
         member = sp.csr_matrix(
@@ -212,9 +285,14 @@ def _build(index: IndexTables) -> ExpandGraph:
     else:
         sv = np.zeros((n_s, uv.shape[1] if uv.ndim == 2 else 0), dtype=np.float32)
     section_rows = np.flatnonzero(np.abs(sv).sum(axis=1) > 0) if sv.size else np.zeros(0, int)
-    sv = np.ascontiguousarray(sv[section_rows])
+    return np.ascontiguousarray(sv[section_rows]), section_rows
 
-    # ---- content-node vectors (node seeds), only where the index stores them -------------
+
+def _node_vectors(
+    index: IndexTables, node_unit: pl.DataFrame, n_u: int, off_u: int
+) -> tuple[sp.csr_matrix | None, np.ndarray | None]:
+    """Content-node vectors (node seeds) and the nodes x units matrix, only where the index
+    stores them."""
     node_units = node_vectors = None
     from pipeline.vectors import lance as vectors
 
@@ -236,32 +314,7 @@ def _build(index: IndexTables) -> ExpandGraph:
             shape=(len(ids), n_u),
         )
         node_vectors = mat
-
-    info = sections.select(
-        "id",
-        "title",
-        "path",
-        "uri",
-        "document_id",
-        "seq",
-        "level",
-        "component_type",
-        "human_readable_id",
-    )
-    return ExpandGraph(
-        n_s,
-        n_u,
-        n_e,
-        adj,
-        sv,
-        section_rows,
-        unit_section,
-        info,
-        df,
-        node_units,
-        node_vectors,
-        stored_types,
-    )
+    return node_units, node_vectors
 
 
 def valid_types(graph: ExpandGraph) -> list[str]:

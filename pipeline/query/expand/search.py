@@ -7,6 +7,7 @@ their best paths; every unit ranked by own cosine + path evidence, then the titl
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -69,6 +70,47 @@ def _frontier_edges(
     return dst[first], val[first], src[first], code[first]
 
 
+@dataclass
+class _Paths:
+    """Best path per node of the expansion graph, improved in place by seeds and hops."""
+
+    graph: ExpandGraph
+    weights: dict[str, float]
+    codes: dict[str, int]
+    score: np.ndarray = field(init=False)
+    hops: np.ndarray = field(init=False)
+    pred: np.ndarray = field(init=False)
+    arrive: np.ndarray = field(init=False)  # unit rank evidence: best score over an edge
+    ptype: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        n = self.graph.n
+        self.score = np.zeros(n)
+        self.hops = np.full(n, -1, dtype=np.int64)
+        self.pred = np.full(n, -1, dtype=np.int64)
+        self.arrive = np.zeros(n)
+        self.ptype = np.full(n, -1, dtype=np.int64)
+
+    def seed(self, g: np.ndarray, s: np.ndarray) -> None:
+        s = np.asarray(s, dtype=np.float64)
+        better = s > self.score[g]
+        self.score[g[better]] = s[better]
+        self.hops[g[better]] = 0
+
+    def relax(self, rows: np.ndarray, types: list[str], hop: int) -> np.ndarray:
+        """Follow `types` from `rows`; returns the nodes whose score improved."""
+        score = self.score
+        dst, val, src, code = _frontier_edges(
+            self.graph, rows, score, types, self.weights, self.codes
+        )
+        self.arrive[dst] = np.maximum(self.arrive[dst], val)  # dst is unique
+        better = val > score[dst] + 1e-12
+        dst, val, src, code = dst[better], val[better], src[better], code[better]
+        score[dst], self.pred[dst], self.ptype[dst] = val, src, code
+        self.hops[dst] = hop
+        return dst
+
+
 def expand_search(
     index: IndexTables,
     query: str,
@@ -90,6 +132,67 @@ def expand_search(
     if max_hops < 0 or max_nodes < 1:
         raise ValueError("max_hops must be >= 0 and max_nodes >= 1")
     graph = expand_graph(index)
+    w, allowed = _edge_weights(graph, edge_types, weights)
+    names = sorted(w)
+    paths = _Paths(graph, w, {t: i for i, t in enumerate(names)})
+
+    trace = [f"embedded query with {index.embedder.model_id}"]
+    usims, own = _seed(index, query, paths, params, trace)
+    _expand(paths, allowed, max_hops, params, trace)
+    keep, kept = _prune(paths, own, params, max_nodes, trace)
+    unit_rank, final_of = _rank_units(index, usims, paths, params, top_k, trace)
+    ids = index.text_units["id"]
+    data = {
+        **_subgraph(index, paths, names, keep, kept),
+        "max_hops": max_hops,
+        "max_nodes": max_nodes,
+        "edge_types": allowed,
+        "weights": {t: w[t] for t in allowed},
+    }
+
+    # ---- context, records, answer -------------------------------------------------------
+    context, records = build_context(
+        index,
+        graph,
+        unit_rank,
+        final_of,
+        usims,
+        paths.score,
+        paths.hops,
+        paths.ptype,
+        names,
+        keep,
+        params,
+    )
+    trace.append(
+        f"context: {sum(r['kind'] == 'text_unit' for r in records)} text units in "
+        f"{len({r['document_id'] for r in records if r['kind'] == 'text_unit'})} documents, "
+        f"{sum(r['kind'] == 'section' for r in records)} sections, "
+        f"{sum(r['kind'] == 'entity' for r in records)} entities"
+    )
+    units = [r for r in records if r["kind"] == "text_unit"]
+    units.sort(key=lambda r: r["rank"])
+    answer, citations = cited_answer(index, query, units)
+    trace.append(f"extractive answer: {len(citations)} sentences of the context's units")
+    return SearchResult(
+        query=query,
+        mode="expand",
+        answer=answer or "No sentence of the retrieved text matches the query's words.",
+        citations=citations,
+        context_text=context,
+        records=records,
+        text_unit_ids=[ids[int(r)] for r in unit_rank],
+        trace=trace,
+        context_tokens=count_tokens(context),
+        data=data,
+    )
+
+
+def _edge_weights(
+    graph: ExpandGraph, edge_types: list[str] | None, weights: dict[str, float] | None
+) -> tuple[dict[str, float], list[str]]:
+    """Every valid type's weight (defaults, then the call's `weights`) and the types to
+    follow (the call's `edge_types` or all, sorted, those of weight 0 left out)."""
     if edge_types is not None:
         check_types(edge_types, graph, "edge_types")
     if weights:
@@ -99,30 +202,20 @@ def expand_search(
     w = {t: DEFAULT_WEIGHTS.get(t, UNLISTED_WEIGHT) for t in valid_types(graph)}
     w.update({str(k): float(v) for k, v in (weights or {}).items()})
     allowed = sorted(set(edge_types) if edge_types is not None else set(w))
-    allowed = [t for t in allowed if w[t] > 0]
-    free = [t for t in allowed if t in FREE_TYPES]
-    moves = [t for t in allowed if t not in FREE_TYPES]
-    codes = {t: i for i, t in enumerate(sorted(w))}
-    names = sorted(w)
+    return w, [t for t in allowed if w[t] > 0]
 
-    trace = [f"embedded query with {index.embedder.model_id}"]
+
+def _seed(
+    index: IndexTables, query: str, paths: _Paths, params: ExpandParams, trace: list[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Seeds the paths by cosine (units, sections, content nodes, entities) and by name;
+    returns the units' cosines and every node's own cosine with the query (0 where none)."""
+    graph, seed = paths.graph, paths.seed
     qvec = index.embed_query(query)
     n_s, n_u = graph.n_sections, graph.n_units
     off_u, off_e = n_s, n_s + n_u
-    score = np.zeros(graph.n)
-    hops = np.full(graph.n, -1, dtype=np.int64)
-    pred = np.full(graph.n, -1, dtype=np.int64)
-    arrive = np.zeros(graph.n)  # unit rank evidence: best path score arriving over an edge
-    ptype = np.full(graph.n, -1, dtype=np.int64)
-
-    def seed(g: np.ndarray, s: np.ndarray) -> None:
-        s = np.asarray(s, dtype=np.float64)
-        better = s > score[g]
-        score[g[better]] = s[better]
-        hops[g[better]] = 0
-
     usims = index.unit_relevance(query)
-    own = np.zeros(graph.n)  # each node's own cosine with the query (0 where none)
+    own = np.zeros(graph.n)
     own[off_u:off_e] = usims
     top_u = top_indices(usims, params.seed_units)
     seed(top_u + off_u, usims[top_u])
@@ -166,18 +259,19 @@ def expand_search(
         f"{n_ent} entities ({len({m.key for m in matched})} named in the query), "
         f"{len(titled)} text units of documents whose title the query names"
     )
+    return usims, own
 
-    def relax(rows: np.ndarray, types: list[str], hop: int) -> np.ndarray:
-        """Follow `types` from `rows`; returns the nodes whose score improved."""
-        dst, val, src, code = _frontier_edges(graph, rows, score, types, w, codes)
-        arrive[dst] = np.maximum(arrive[dst], val)  # dst is unique
-        better = val > score[dst] + 1e-12
-        dst, val, src, code = dst[better], val[better], src[better], code[better]
-        score[dst], pred[dst], ptype[dst] = val, src, code
-        hops[dst] = hop
-        return dst
 
-    frontier = np.flatnonzero(hops == 0)
+def _expand(
+    paths: _Paths, allowed: list[str], max_hops: int, params: ExpandParams, trace: list[str]
+) -> None:
+    """The max-product beam expansion from the seeds over the `allowed` types, up to
+    `max_hops` (FREE_TYPES followed after every hop without counting one)."""
+    graph, score, relax = paths.graph, paths.score, paths.relax
+    free = [t for t in allowed if t in FREE_TYPES]
+    moves = [t for t in allowed if t not in FREE_TYPES]
+    off_u, off_e = graph.n_sections, graph.n_sections + graph.n_units
+    frontier = np.flatnonzero(paths.hops == 0)
     if free:
         frontier = np.union1d(frontier, relax(frontier, free, 0))
     pruned_hubs = 0
@@ -202,7 +296,13 @@ def expand_search(
     if pruned_hubs:
         trace.append(f"skipped {pruned_hubs} hub entities (in more than {params.max_df} units)")
 
-    # ---- prune to max_nodes by blended relevance, keeping each node's best path -----------
+
+def _prune(
+    paths: _Paths, own: np.ndarray, params: ExpandParams, max_nodes: int, trace: list[str]
+) -> tuple[np.ndarray, set[int]]:
+    """The reached nodes pruned to `max_nodes` by blended relevance, each with its best
+    path: (kept nodes in order, the same as a set)."""
+    score, hops, pred = paths.score, paths.hops, paths.pred
     reached = np.flatnonzero(score > 0)
     blend = (1 - params.own_weight) * score + params.own_weight * own
     cand = reached[np.lexsort((reached, hops[reached], -blend[reached]))]
@@ -224,9 +324,21 @@ def expand_search(
             f"pruned {reached.size - keep.size} of {reached.size} reached nodes "
             f"(max_nodes {max_nodes}; a node comes with its best path)"
         )
+    return keep, kept
 
-    # ---- rank units: own cosine + graph evidence (every unit; not limited to the subgraph) -
-    evidence = arrive[off_u:off_e]
+
+def _rank_units(
+    index: IndexTables,
+    usims: np.ndarray,
+    paths: _Paths,
+    params: ExpandParams,
+    top_k: int,
+    trace: list[str],
+) -> tuple[list[int], dict[int, float]]:
+    """Every unit (not only the subgraph's) ranked by own cosine + graph evidence, then the
+    title bridge: the top_k unit rows and their final scores."""
+    graph = paths.graph
+    evidence = paths.arrive[graph.n_sections : graph.n_sections + graph.n_units]
     weight = params.evidence_weight * graph_trust(index)
     final = usims + weight * evidence
     final, bridged = title_bridges(index, final, params.bridge_seeds, params.bridge_weight)
@@ -234,12 +346,19 @@ def expand_search(
     unit_rank = order.tolist()
     final_of = dict(zip(unit_rank, final[order].tolist(), strict=True))
     trace.append(
-        f"ranked {n_u} text units ({int((evidence > 0).sum())} reached over an edge): own "
-        f"relevance + {weight:g} x best arriving path score"
+        f"ranked {graph.n_units} text units ({int((evidence > 0).sum())} reached over an edge): "
+        f"own relevance + {weight:g} x best arriving path score"
         + (f"; second hop to documents titled {', '.join(bridged[:10])}" if bridged else "")
     )
+    return unit_rank, final_of
 
-    # ---- subgraph (data) ------------------------------------------------------------------
+
+def _subgraph(
+    index: IndexTables, paths: _Paths, names: list[str], keep: np.ndarray, kept: set[int]
+) -> dict[str, list[dict]]:
+    """The kept nodes and the best-path edges between them, as result data."""
+    graph, score, hops, pred, ptype = paths.graph, paths.score, paths.hops, paths.pred, paths.ptype
+    off_u, off_e = graph.n_sections, graph.n_sections + graph.n_units
     ids = index.text_units["id"]
 
     def node_id(g: int) -> str:
@@ -249,7 +368,7 @@ def expand_search(
             return ids[g - off_u]
         return index.entities["id"][g - off_e]
 
-    data_nodes = [
+    nodes = [
         {
             "kind": graph.kind(g),
             "id": node_id(g),
@@ -259,43 +378,9 @@ def expand_search(
         }
         for g in keep.tolist()
     ]
-    data_edges = [
+    edges = [
         {"source": node_id(int(pred[g])), "target": node_id(g), "type": names[ptype[g]]}
         for g in keep.tolist()
         if pred[g] >= 0 and int(pred[g]) in kept
     ]
-    data = {
-        "nodes": data_nodes,
-        "edges": data_edges,
-        "max_hops": max_hops,
-        "max_nodes": max_nodes,
-        "edge_types": allowed,
-        "weights": {t: w[t] for t in allowed},
-    }
-
-    # ---- context, records, answer -------------------------------------------------------
-    context, records = build_context(
-        index, graph, unit_rank, final_of, usims, score, hops, ptype, names, keep, params
-    )
-    trace.append(
-        f"context: {sum(r['kind'] == 'text_unit' for r in records)} text units in "
-        f"{len({r['document_id'] for r in records if r['kind'] == 'text_unit'})} documents, "
-        f"{sum(r['kind'] == 'section' for r in records)} sections, "
-        f"{sum(r['kind'] == 'entity' for r in records)} entities"
-    )
-    units = [r for r in records if r["kind"] == "text_unit"]
-    units.sort(key=lambda r: r["rank"])
-    answer, citations = cited_answer(index, query, units)
-    trace.append(f"extractive answer: {len(citations)} sentences of the context's units")
-    return SearchResult(
-        query=query,
-        mode="expand",
-        answer=answer or "No sentence of the retrieved text matches the query's words.",
-        citations=citations,
-        context_text=context,
-        records=records,
-        text_unit_ids=[ids[int(r)] for r in unit_rank],
-        trace=trace,
-        context_tokens=count_tokens(context),
-        data=data,
-    )
+    return {"nodes": nodes, "edges": edges}

@@ -66,87 +66,14 @@ def build_result(
     index: IndexTables, query: str, mode: str, analysis: dict, g: Subgraph, trace: list[str]
 ) -> SearchResult:
     qs = index.settings.query
-    ents, rels = index.entities, index.relationships
     node_rows = sorted(g.nodes, key=lambda r: (-g.nodes[r]["score"], r))
     edge_rows = sorted(g.edges, key=lambda r: (-g.edges[r]["score"], r))
-    node_recs, edge_recs = [], []
-    for r in node_rows:
-        e = ents.row(r, named=True)
-        text = _one_line(truncate_tokens(e["description"] or "", DESC_TOKENS))
-        node_recs.append(entity_record(index, e, text, **g.nodes[r]))
-    for r in edge_rows:
-        rel = rels.row(r, named=True)
-        edge_recs.append(
-            graph_record(
-                index,
-                "relationship",
-                rel,
-                rel["text_unit_ids"],
-                title=f"{rel['source']} -> {rel['target']}",
-                source=rel["source"],
-                target=rel["target"],
-                source_id=rel["source_id"],
-                target_id=rel["target_id"],
-                type=rel["type"] or "RELATED_TO",
-                text=_one_line(truncate_tokens(rel["description"] or "", FACT_TOKENS)),
-                **g.edges[r],
-            )
-        )
+    node_recs, edge_recs = _graph_records(index, g, node_rows, edge_rows)
     # The graph gets what text units do not (quick mode's grown subgraph can be large):
     # definitions first (half), then facts between shown entities, best first.
     graph_budget = int(qs.max_context_tokens * (1 - qs.text_unit_prop))
-    definitions, shown, used = [], set(), 0
-    for n in node_recs:
-        line = f"- [{n['human_readable_id']}] {_one_line(n['title'])}: {n['text']}"
-        cost = count_tokens(line)
-        if definitions and used + cost > graph_budget // 2:
-            break
-        used += cost
-        definitions.append(line)
-        shown.add(n["id"])
-        n["in_context"] = True
-    facts, shown_edges = [], []
-    for x in edge_recs:
-        if x["source_id"] not in shown or x["target_id"] not in shown:
-            continue
-        line = (
-            f"- [{x['human_readable_id']}] {_one_line(x['source'])} -{_one_line(x['type'])}-> "
-            f"{_one_line(x['target'])}: {x['text']}"
-        )
-        cost = count_tokens(line)
-        if used + cost > graph_budget:
-            break
-        used += cost
-        facts.append(line)
-        shown_edges.append(x)
-        x["in_context"] = True
-    diagram = mermaid(
-        [(n["id"], n["title"]) for n in node_recs if n["id"] in shown],
-        [(x["source_id"], x["target_id"], x["type"]) for x in shown_edges],
-    )
-    cited, cite_scores = _unit_ranking(
-        index,
-        [(g.nodes[r]["score"], ents["text_unit_ids"][r]) for r in node_rows]
-        + [(g.edges[r]["score"], rels["text_unit_ids"][r]) for r in edge_rows],
-    )
-    weight = UNIT_GRAPH_WEIGHT * graph_trust(index)
-    unit_ids, unit_info, bridged = rank_units(
-        index,
-        query,
-        cited,
-        cite_scores,
-        graph_weight=weight,
-        power=UNIT_GRAPH_POWER,
-        dense_candidates=UNIT_DENSE_CANDIDATES,
-        bridge_seeds=UNIT_BRIDGE_SEEDS,
-        bridge_weight=UNIT_BRIDGE_WEIGHT,
-    )
-    trace.append(
-        f"text units: {len(cited)} cited by the kept nodes and edges + the nearest "
-        f"{UNIT_DENSE_CANDIDATES}, ranked by {weight:g} x citation score "
-        f"(max-normalised) ** {UNIT_GRAPH_POWER:g} + {1 - weight:g} x relevance"
-        + (f"; second hop to documents titled {', '.join(bridged[:10])}" if bridged else "")
-    )
+    definitions, facts, diagram = _graph_context(node_recs, edge_recs, graph_budget)
+    unit_ids, unit_info = _supporting_units(index, query, g, node_rows, edge_rows, trace)
     sections = [
         "-----Definitions-----\n" + "\n".join(definitions),
         "-----Facts-----\n" + "\n".join(facts),
@@ -202,3 +129,108 @@ def build_result(
             "facts": facts,
         },
     )
+
+
+def _graph_records(
+    index: IndexTables, g: Subgraph, node_rows: list[int], edge_rows: list[int]
+) -> tuple[list[dict], list[dict]]:
+    """The records of the kept entities and relationships, in the given row orders."""
+    ents, rels = index.entities, index.relationships
+    node_recs, edge_recs = [], []
+    for r in node_rows:
+        e = ents.row(r, named=True)
+        text = _one_line(truncate_tokens(e["description"] or "", DESC_TOKENS))
+        node_recs.append(entity_record(index, e, text, **g.nodes[r]))
+    for r in edge_rows:
+        rel = rels.row(r, named=True)
+        edge_recs.append(
+            graph_record(
+                index,
+                "relationship",
+                rel,
+                rel["text_unit_ids"],
+                title=f"{rel['source']} -> {rel['target']}",
+                source=rel["source"],
+                target=rel["target"],
+                source_id=rel["source_id"],
+                target_id=rel["target_id"],
+                type=rel["type"] or "RELATED_TO",
+                text=_one_line(truncate_tokens(rel["description"] or "", FACT_TOKENS)),
+                **g.edges[r],
+            )
+        )
+    return node_recs, edge_recs
+
+
+def _graph_context(
+    node_recs: list[dict], edge_recs: list[dict], graph_budget: int
+) -> tuple[list[str], list[str], str]:
+    """Definitions (up to half the budget), then facts between shown entities, and the
+    Mermaid diagram of what is shown; marks the shown records `in_context`."""
+    definitions, shown, used = [], set(), 0
+    for n in node_recs:
+        line = f"- [{n['human_readable_id']}] {_one_line(n['title'])}: {n['text']}"
+        cost = count_tokens(line)
+        if definitions and used + cost > graph_budget // 2:
+            break
+        used += cost
+        definitions.append(line)
+        shown.add(n["id"])
+        n["in_context"] = True
+    facts, shown_edges = [], []
+    for x in edge_recs:
+        if x["source_id"] not in shown or x["target_id"] not in shown:
+            continue
+        line = (
+            f"- [{x['human_readable_id']}] {_one_line(x['source'])} -{_one_line(x['type'])}-> "
+            f"{_one_line(x['target'])}: {x['text']}"
+        )
+        cost = count_tokens(line)
+        if used + cost > graph_budget:
+            break
+        used += cost
+        facts.append(line)
+        shown_edges.append(x)
+        x["in_context"] = True
+    diagram = mermaid(
+        [(n["id"], n["title"]) for n in node_recs if n["id"] in shown],
+        [(x["source_id"], x["target_id"], x["type"]) for x in shown_edges],
+    )
+    return definitions, facts, diagram
+
+
+def _supporting_units(
+    index: IndexTables,
+    query: str,
+    g: Subgraph,
+    node_rows: list[int],
+    edge_rows: list[int],
+    trace: list[str],
+) -> tuple[list[str], dict[str, dict]]:
+    """The text units cited by the kept nodes and edges plus the nearest few, ranked by
+    citation score and relevance: (unit ids, per id its scores)."""
+    ents, rels = index.entities, index.relationships
+    cited, cite_scores = _unit_ranking(
+        index,
+        [(g.nodes[r]["score"], ents["text_unit_ids"][r]) for r in node_rows]
+        + [(g.edges[r]["score"], rels["text_unit_ids"][r]) for r in edge_rows],
+    )
+    weight = UNIT_GRAPH_WEIGHT * graph_trust(index)
+    unit_ids, unit_info, bridged = rank_units(
+        index,
+        query,
+        cited,
+        cite_scores,
+        graph_weight=weight,
+        power=UNIT_GRAPH_POWER,
+        dense_candidates=UNIT_DENSE_CANDIDATES,
+        bridge_seeds=UNIT_BRIDGE_SEEDS,
+        bridge_weight=UNIT_BRIDGE_WEIGHT,
+    )
+    trace.append(
+        f"text units: {len(cited)} cited by the kept nodes and edges + the nearest "
+        f"{UNIT_DENSE_CANDIDATES}, ranked by {weight:g} x citation score "
+        f"(max-normalised) ** {UNIT_GRAPH_POWER:g} + {1 - weight:g} x relevance"
+        + (f"; second hop to documents titled {', '.join(bridged[:10])}" if bridged else "")
+    )
+    return unit_ids, unit_info
