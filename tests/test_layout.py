@@ -51,8 +51,7 @@ def test_modules_stay_small():
 MAX_FUNCTION_LINES = 100
 # TEMPORARY (issue 47): functions being split on other branches; the merger empties this.
 ALLOWED_LONG = {
-    ("pipeline/structure/pdf_heuristic.py", "parse_heuristic"),
-    ("pipeline/cli/main.py", "build_parser"),
+    ("pipeline/structure/pdf_heuristic.py", "parse_heuristic"),  # split on the PDF branch
 }
 
 
@@ -73,7 +72,7 @@ def test_functions_stay_short():
     paths = [
         *(
             p
-            for folder in ("pipeline", "assets", "resources")
+            for folder in ("app", "pipeline", "assets", "resources")
             for p in (REPO / folder).rglob("*.py")
         ),
         REPO / "definitions.py",

@@ -33,7 +33,7 @@ import polars as pl
 from pydantic import RootModel, field_validator
 
 from pipeline.config import GraphSettings
-from pipeline.graph.merge import SYMMETRIC_TYPES
+from pipeline.graph.encode_mentions import SYMMETRIC_TYPES
 from pipeline.graph.titles import key_map
 from pipeline.ids import sha256_hex, stable_id_expr
 from pipeline.llm.batches import ask_in_halves

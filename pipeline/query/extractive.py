@@ -268,7 +268,7 @@ def answered_result(
     the SearchResult with the context's token count. `nothing` is the answer when no
     sentence matches."""
     answer, citations = cited_answer(index, query, answer_from)
-    trace.append(f"extractive answer: {len(citations)} sentences of the context's records")
+    trace.append(f"extractive answer: {len(citations)} sentences of the context's units")
     return SearchResult(
         query=query,
         mode=mode,

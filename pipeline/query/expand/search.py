@@ -22,11 +22,10 @@ from pipeline.query.expand.graph import (
     valid_types,
 )
 from pipeline.query.expand.params import DEFAULT_PARAMS, ExpandParams
-from pipeline.query.extractive import cited_answer
+from pipeline.query.extractive import answered_result
 from pipeline.query.rerank import graph_trust, title_bridges
 from pipeline.query.result import SearchResult
 from pipeline.query.scoring import top_indices
-from pipeline.tokens import count_tokens
 
 if TYPE_CHECKING:
     from pipeline.query.tables import IndexTables
@@ -115,20 +114,16 @@ def expand_search(
     index: IndexTables,
     query: str,
     *,
-    max_hops: int | None = None,
-    max_nodes: int | None = None,
+    max_hops: int,
+    max_nodes: int,
+    top_k: int,
     edge_types: list[str] | None = None,
     weights: dict[str, float] | None = None,
-    top_k: int | None = None,
     params: ExpandParams | None = None,
 ) -> SearchResult:
     if index.is_empty:
         return index.empty_result(query, "expand")
-    qs = index.settings.query
     params = params or DEFAULT_PARAMS
-    max_hops = qs.expand_max_hops if max_hops is None else int(max_hops)
-    max_nodes = qs.expand_max_nodes if max_nodes is None else int(max_nodes)
-    top_k = top_k or qs.top_k_units
     if max_hops < 0 or max_nodes < 1:
         raise ValueError("max_hops must be >= 0 and max_nodes >= 1")
     graph = expand_graph(index)
@@ -172,18 +167,15 @@ def expand_search(
     )
     units = [r for r in records if r["kind"] == "text_unit"]
     units.sort(key=lambda r: r["rank"])
-    answer, citations = cited_answer(index, query, units)
-    trace.append(f"extractive answer: {len(citations)} sentences of the context's units")
-    return SearchResult(
-        query=query,
-        mode="expand",
-        answer=answer or "No sentence of the retrieved text matches the query's words.",
-        citations=citations,
-        context_text=context,
+    return answered_result(
+        index,
+        query,
+        "expand",
+        units,
+        context=context,
         records=records,
         text_unit_ids=[ids[int(r)] for r in unit_rank],
         trace=trace,
-        context_tokens=count_tokens(context),
         data=data,
     )
 
