@@ -3,8 +3,8 @@ in DAG order: ingest, structure, chunking, extract, graph, communities, vectors,
 publish. The input folder goes in, the index's tables, vector tables and BM25 index come out
 as one published version; each asset reads its upstream tables, calls pipeline/, writes, and
 attaches metadata (metadata.py). shards.py partitions the per-document stages, checks.py
-holds the blocking asset checks, run.py runs the job from Python and automation.py its
-schedule and sensor."""
+holds the blocking asset checks and automation.py the schedule and sensor (the job is run
+from Python by app/run.py)."""
 
 from dagster import AssetsDefinition, get_dagster_logger
 

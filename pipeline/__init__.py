@@ -5,7 +5,7 @@ The packages follow the data, in DAG order: `ingest` (files to documents), `stru
 `extract` (to entity/relation rows), `graph` (merged entities and relationships),
 `communities` (hierarchical Leiden communities and their reports), `vectors` (LanceDB
 tables); `storage` writes, publishes and mirrors the output folder, and `query` reads it
-(with `serve` and `cli` in front). Shared by all: `config` (settings), `schemas` (every
+(the command line and the HTTP API in front of it live above, in `app`). Shared by all: `config` (settings), `schemas` (every
 table's columns), `ids`, `tokens`, `sentences`, `failures`, `progress`, `memory`; `llm`
 holds the plumbing of LLM mode, `export` and `compat` the views for other tools.
 """
