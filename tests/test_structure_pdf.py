@@ -9,9 +9,9 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from pipeline.pdf.parse import parse_pdf
+from pipeline.pdf.read.bullets import mark_bullets
 from pipeline.structure import PARSERS
-from pipeline.structure.pdf import parse_pdf
-from pipeline.structure.pdf_bullets import mark_bullets
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pdfs"
 LOREM = (

@@ -3,7 +3,7 @@ shipped with pymupdf 2.x, run on the CPU, nothing downloaded) classes the region
 page (text, section-header, title, caption, footnote, list-item, formula, picture, table,
 page-header, page-footer) and pymupdf4llm puts them in reading order, columns included.
 
-The model gives regions; the text comes from pymupdf's own lines (`pdf_layout`), each span
+The model gives regions; the text comes from pymupdf's own lines (`read.lines`), each span
 given to the region that holds it, so superscript note markers, font sizes and
 hyphenation are read as on the heuristic path. Lines in no region (text the model left
 out) become paragraphs placed by position; rotated lines (margin text, axis labels) are
@@ -17,11 +17,18 @@ from typing import Any
 import pymupdf
 
 from pipeline.config import StructureSettings
-from pipeline.ingest.pdf_units import Line, Unit, split_block, xy_cut
-from pipeline.structure.model import DocStructure
-from pipeline.structure.pdf_bullets import LIST_GLYPH
-from pipeline.structure.pdf_classify import classify_page, title_and_headings
-from pipeline.structure.pdf_layout import (
+from pipeline.pdf.build.sections import SENT_END
+from pipeline.pdf.layout.classify import (
+    HEADING_SIZE,
+    classify_page,
+    heading_classes,
+    title_and_headings,
+)
+from pipeline.pdf.layout.page_numbers import printed_numbers, roman_value, running_text
+from pipeline.pdf.layout.regions import FAILED, MARGIN_CLASSES, Region
+from pipeline.pdf.layout.workers import layout_regions
+from pipeline.pdf.read.bullets import LIST_GLYPH
+from pipeline.pdf.read.lines import (
     PAGE_NO,
     attach_markers,
     body_size,
@@ -31,11 +38,8 @@ from pipeline.structure.pdf_layout import (
     note_start,
     page_dict,
 )
-from pipeline.structure.pdf_ocr import HEADING_SIZE, heading_classes
-from pipeline.structure.pdf_pages import printed_numbers, roman_value, running_text
-from pipeline.structure.pdf_regions import FAILED, MARGIN_CLASSES, Region
-from pipeline.structure.pdf_sections import SENT_END
-from pipeline.structure.pdf_workers import layout_regions
+from pipeline.pdf.read.page_units import Line, Unit, split_block, xy_cut
+from pipeline.structure.model import DocStructure
 
 NO_TEXT_CLASSES = ("picture",)
 
@@ -75,7 +79,7 @@ def _page_text(page: pymupdf.Page, pno: int, regions: list[Region]) -> list[Unit
         parts: dict[int, list[dict[str, Any]]] = {}
         spans = raw["spans"]
         for i, s in enumerate(spans):
-            # a drawn bullet's span (pdf_bullets) goes where its text goes
+            # a drawn bullet's span (read.bullets) goes where its text goes
             box = spans[i + 1]["bbox"] if s.get("bullet") and i + 1 < len(spans) else s["bbox"]
             parts.setdefault(_region_of(box, regions), []).append(s)
         for rno, spans in parts.items():
@@ -113,7 +117,7 @@ def _page_text(page: pymupdf.Page, pno: int, regions: list[Region]) -> list[Unit
 def _split_text(region: Region) -> None:
     """A text region holding a short bold or larger line set off from the text above or
     below it (the model took a heading and a paragraph for one block), or list items led by
-    a bullet glyph (a list the model read as text: pdf_bullets)."""
+    a bullet glyph (a list the model read as text: read.bullets)."""
     assert region.unit is not None
     parts = split_block(region.unit.lines, region.unit.page)
     if len(parts) < 2 and not LIST_GLYPH.match(parts[0].text):
@@ -267,7 +271,7 @@ def parse_layout(
 ) -> tuple[list[dict[str, Any]], dict[int, str], dict[str, Any]]:
     """Classified items in reading order, printed page numbers by page and metadata;
     `data` (the PDF's bytes) lets a long PDF be read by several processes. `ocr` holds the
-    units of scanned pages (`pdf_ocr`): the model's regions there (a picture) are dropped,
+    units of scanned pages (`read.ocr_pages`): the model's regions there (a picture) are dropped,
     the units read by position with headings by size."""
     ocr = ocr or {}
     pages = layout_regions(pdf, data, cfg.pdf_workers)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pymupdf
 
-from pipeline.ingest.pdf_units import Line, Unit
+from pipeline.pdf.read.page_units import Line, Unit
 
 CODE_SHARE = 0.8  # a paragraph with at least this share of monospaced characters is code
 MONO_NAME = re.compile(

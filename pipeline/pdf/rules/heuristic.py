@@ -1,9 +1,9 @@
 """The fast PDF path: document structure from hand-written rules over pymupdf's text
 (font sizes, weights, positions). About 20x faster than the layout model, for very large
-corpora; weaker on unusual layouts (see `pdf_model` for the default path).
+corpora; weaker on unusual layouts (see `layout.parse_layout` for the default path).
 
-Layout work (lines and running headers in `pdf_layout.py`; units and the column order by
-XY-cut in `pipeline.ingest.pdf_units`) is done before; this module classifies the units of
+Layout work (lines and running headers in `read/lines.py`; units and the column order by
+XY-cut in `pipeline.pdf.read.page_units`) is done before; this module classifies the units of
 each page in reading order."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any
 import pymupdf
 
 from pipeline.config import StructureSettings
-from pipeline.ingest.pdf_units import BULLET, Unit, xy_cut
-from pipeline.structure.model import DocStructure
-from pipeline.structure.pdf_layout import (
+from pipeline.pdf.build.sections import NUMBERED, dedupe_headings
+from pipeline.pdf.covers import below, cover_pages
+from pipeline.pdf.read.lines import (
     CAPTION,
     body_size,
     is_caption,
@@ -27,7 +27,8 @@ from pipeline.structure.pdf_layout import (
     page_number_token,
     page_units,
 )
-from pipeline.structure.pdf_sections import NUMBERED, dedupe_headings
+from pipeline.pdf.read.page_units import BULLET, Unit, xy_cut
+from pipeline.structure.model import DocStructure
 
 DOT_LEADER = re.compile(r"(\.\s?){4,}\s*\S*$")
 
@@ -122,10 +123,35 @@ def parse_heuristic(
     ocr: dict[int, list[Unit]] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[int, str], dict[str, Any]]:
     """Classified items in reading order, printed page numbers by page and metadata; `ocr`
-    holds the units of scanned pages (`pdf_ocr`), read in place of their text layer."""
+    holds the units of scanned pages (`ocr_pages`), read in place of their text layer."""
+    pages, heights = _read_pages(out, pdf, ocr)
+    all_units = [u for us in pages for u in us if not u.image]
+    body = body_size(all_units)
+    drop, printed, page_numbers = _margins(pages, heights, cfg)
+    tables, table_s = _find_tables(out, pdf, cfg)
+
+    # Per page: reading order, classification.
+    items: list[dict[str, Any]] = []  # logical units before merging, in reading order
+    for pno, units in enumerate(pages):
+        kept = [u for u in units if id(u) not in drop]
+        kept = _table_units(kept, tables.get(pno, []), pno, body)
+        items.extend(_page_items(kept, units, page_numbers, body, heights[pno], cfg))
+    _mark_title(items, body)
+    cover_pages(items, pdf.page_count, body)
+    dedupe_headings(items)
+
+    meta = {"body_font_size": body, "pdf_tables": cfg.pdf_tables}
+    out.stats["pdf_table_s"] = table_s
+    return items, printed, meta
+
+
+def _read_pages(
+    out: DocStructure, pdf: pymupdf.Document, ocr: dict[int, list[Unit]] | None
+) -> tuple[list[list[Unit]], list[float]]:
+    """The units of every page (a scanned page's from `ocr`) and the page heights; a page
+    that fails, is rotated or has no text is a warning on `out`."""
     pages: list[list[Unit]] = []
     heights: list[float] = []
-    widths: list[float] = []
     for pno in range(pdf.page_count):
         page = pdf[pno]
         try:
@@ -139,14 +165,19 @@ def parse_heuristic(
             out.warnings.append(f"page {pno + 1}: no text")
         pages.append(units)
         heights.append(page.rect.height or 792.0)
-        widths.append(page.rect.width or 612.0)
-    all_units = [u for us in pages for u in us if not u.image]
-    body = body_size(all_units)
-    drop, printed, page_numbers = _margins(pages, heights, cfg)
+    return pages, heights
 
-    # Tables (optional, costly): units inside a table's bbox become one TABLE unit.
+
+Table = tuple[tuple[float, float, float, float], str]
+
+
+def _find_tables(
+    out: DocStructure, pdf: pymupdf.Document, cfg: StructureSettings
+) -> tuple[dict[int, list[Table]], float]:
+    """Tables (optional, costly): each page's table boxes with their markdown, and the
+    seconds spent finding them."""
     table_s = 0.0
-    tables: dict[int, list[tuple[tuple[float, float, float, float], str]]] = {}
+    tables: dict[int, list[Table]] = {}
     if cfg.pdf_tables:
         t = time.perf_counter()
         for pno in range(pdf.page_count):
@@ -156,94 +187,89 @@ def parse_heuristic(
             except Exception as exc:  # noqa: BLE001
                 out.warnings.append(f"page {pno + 1}: table detection failed ({exc})")
         table_s = time.perf_counter() - t
+    return tables, table_s
 
-    # Per page: reading order, classification.
-    items: list[dict[str, Any]] = []  # logical units before merging, in reading order
-    for pno, units in enumerate(pages):
-        kept = [u for u in units if id(u) not in drop]
-        page_tables = tables.get(pno, [])
-        for bbox, md in page_tables:
-            inside = [u for u in kept if _inside(u.bbox, bbox)]
-            if inside:
-                kept = [u for u in kept if not _inside(u.bbox, bbox)]
-                tu = Unit(inside[0].lines[:1], pno, kind="TABLE")
-                tu.lines = [type(inside[0].lines[0])(md, bbox, body, 0, 0)]
-                kept.append(tu)
-        notes = []
-        flow = []
-        for u in kept:
-            marker = None if u.kind == "TABLE" else _is_note(u, body, heights[pno], cfg)
-            if marker is not None:
-                u.kind = "NOTE"
-                notes.append((u, marker))
-            elif (
-                notes and not u.image and u.size <= 0.92 * body and u.bbox[1] > notes[-1][0].bbox[1]
-            ):
-                notes[-1][0].lines.extend(u.lines)  # a footnote's continuation block
-            else:
-                flow.append(u)
-        ordered = xy_cut(flow, min_vgap=max(0.8 * body, 6.0), min_hgap=0.5)
-        col_x0 = _column_lefts(ordered)
-        for u in ordered:
-            text = u.text
-            if u.image:
-                kind = "FIGURE"
-            elif u.kind == "TABLE":
-                kind = "TABLE"
-            elif is_caption(u, text, body):
-                kind = "CAPTION"
-            elif _is_heading(u, body, _below(u, ordered), col_x0(u), cfg):
-                kind = "HEADING"
-            elif u.math > 0.4 and len(text) < 300:
-                kind = "FORMULA"
-            elif (
-                BULLET.match(text) and not NUMBERED.match(text) or re.match(r"^[•·▪◦●■–]\s*", text)
-            ):
-                kind = "LIST_ITEM"
-            else:
-                kind = "PARAGRAPH"
-            items.append({"kind": kind, "unit": u, "text": text, "marker": None})
-        for u, marker in sorted(notes, key=lambda nm: (nm[0].bbox[1], nm[0].bbox[0])):
-            text = u.text
-            if text.startswith(marker):
-                text = text[len(marker) :].lstrip()
-            items.append({"kind": "NOTE", "unit": u, "text": text, "marker": marker})
-        for u in sorted(units, key=lambda u: (u.bbox[1], u.bbox[0])):
-            if id(u) in page_numbers:
-                items.append({"kind": "PAGE_NUMBER", "unit": u, "text": page_numbers[id(u)]})
 
-    # The document title: the largest heading on page 1 when clearly above body size.
+def _table_units(kept: list[Unit], page_tables: list[Table], pno: int, body: float) -> list[Unit]:
+    """Units inside a table's bbox become one TABLE unit."""
+    for bbox, md in page_tables:
+        inside = [u for u in kept if _inside(u.bbox, bbox)]
+        if inside:
+            kept = [u for u in kept if not _inside(u.bbox, bbox)]
+            tu = Unit(inside[0].lines[:1], pno, kind="TABLE")
+            tu.lines = [type(inside[0].lines[0])(md, bbox, body, 0, 0)]
+            kept.append(tu)
+    return kept
+
+
+def _page_items(
+    kept: list[Unit],
+    units: list[Unit],
+    page_numbers: dict[int, str],
+    body: float,
+    height: float,
+    cfg: StructureSettings,
+) -> list[dict[str, Any]]:
+    """The classified items of one page: its flow in reading order, then its footnotes,
+    then its printed page numbers."""
+    items: list[dict[str, Any]] = []
+    notes = []
+    flow = []
+    for u in kept:
+        marker = None if u.kind == "TABLE" else _is_note(u, body, height, cfg)
+        if marker is not None:
+            u.kind = "NOTE"
+            notes.append((u, marker))
+        elif notes and not u.image and u.size <= 0.92 * body and u.bbox[1] > notes[-1][0].bbox[1]:
+            notes[-1][0].lines.extend(u.lines)  # a footnote's continuation block
+        else:
+            flow.append(u)
+    ordered = xy_cut(flow, min_vgap=max(0.8 * body, 6.0), min_hgap=0.5)
+    col_x0 = _column_lefts(ordered)
+    for u in ordered:
+        kind = _kind(u, ordered, col_x0, body, cfg)
+        items.append({"kind": kind, "unit": u, "text": u.text, "marker": None})
+    for u, marker in sorted(notes, key=lambda nm: (nm[0].bbox[1], nm[0].bbox[0])):
+        text = u.text
+        if text.startswith(marker):
+            text = text[len(marker) :].lstrip()
+        items.append({"kind": "NOTE", "unit": u, "text": text, "marker": marker})
+    for u in sorted(units, key=lambda u: (u.bbox[1], u.bbox[0])):
+        if id(u) in page_numbers:
+            items.append({"kind": "PAGE_NUMBER", "unit": u, "text": page_numbers[id(u)]})
+    return items
+
+
+def _kind(u: Unit, ordered: list[Unit], col_x0, body: float, cfg: StructureSettings) -> str:  # noqa: ANN001
+    """The kind of a unit of a page's flow."""
+    text = u.text
+    if u.image:
+        return "FIGURE"
+    if u.kind == "TABLE":
+        return "TABLE"
+    if is_caption(u, text, body):
+        return "CAPTION"
+    if _is_heading(u, body, below(u, ordered), col_x0(u), cfg):
+        return "HEADING"
+    if u.math > 0.4 and len(text) < 300:
+        return "FORMULA"
+    if BULLET.match(text) and not NUMBERED.match(text) or re.match(r"^[•·▪◦●■–]\s*", text):
+        return "LIST_ITEM"
+    return "PARAGRAPH"
+
+
+def _mark_title(items: list[dict[str, Any]], body: float) -> None:
+    """The document title: the largest heading on page 1 when clearly above body size."""
     first = [it for it in items if it["kind"] == "HEADING" and it["unit"].page == 0]
     if first:
         top = max(first, key=lambda it: it["unit"].size)
         if top["unit"].size >= 1.5 * body:
             top["kind"] = "TITLE"
-    cover_pages(items, pdf.page_count, body)
-    dedupe_headings(items)
-
-    meta = {"body_font_size": body, "pdf_tables": cfg.pdf_tables}
-    out.stats["pdf_table_s"] = table_s
-    return items, printed, meta
 
 
 def _inside(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
     cx, cy = (a[0] + a[2]) / 2, (a[1] + a[3]) / 2
     return b[0] <= cx <= b[2] and b[1] <= cy <= b[3]
-
-
-def _below(u: Unit, units: list[Unit]) -> Unit | None:
-    """The unit right under `u` in its column (nearest top edge below it, overlapping it
-    horizontally): what a heading is compared with. Reading order is no substitute: a
-    heading with a tiny gap under it is cut off as its own band by the XY-cut."""
-    cands = [
-        v
-        for v in units
-        if v is not u
-        and v.bbox[1] >= u.bbox[3] - 1
-        and v.bbox[0] < u.bbox[2]
-        and v.bbox[2] > u.bbox[0]
-    ]
-    return min(cands, key=lambda v: (v.bbox[1], v.bbox[0])) if cands else None
 
 
 def _column_lefts(units: list[Unit]):  # noqa: ANN202 - a small closure
@@ -264,33 +290,3 @@ def _column_lefts(units: list[Unit]):  # noqa: ANN202 - a small closure
         return x0, (x0 + x1) / 2
 
     return left
-
-
-def cover_pages(items: list[dict[str, Any]], n_pages: int, body: float) -> None:
-    """Front/back covers (first/last page with little body-size text): only the largest
-    multi-word heading there is one; the rest is display type."""
-    for pno in {0, n_pages - 1}:
-        on = [it for it in items if it["unit"].page == pno and not it["unit"].image]
-        chars = sum(len(it["text"]) for it in on)
-        body_chars = sum(len(it["text"]) for it in on if abs(it["unit"].size - body) <= 0.6)
-        cover = bool(on) and re.match(r"^(front |back )?cover$", on[0]["text"].strip(), re.I)
-        if not on or body_chars > 0.3 * chars and not cover:
-            continue
-        heads = [it for it in on if it["kind"] in ("HEADING", "TITLE")]
-        multi = [it for it in heads if len(it["text"].split()) >= 3]
-        keep = max(multi, key=lambda it: it["unit"].size) if multi else None
-        units = [it["unit"] for it in on]
-        for it in heads:
-            if it is not keep and not _over_text(it["unit"], units):
-                it["kind"] = "PARAGRAPH"
-        if keep is not None and pno == 0:
-            keep["kind"] = "TITLE"
-
-
-def _over_text(u: Unit, units: list[Unit]) -> bool:
-    """A multi-word display line set right over a block of smaller running text (a cover's
-    blurb heading), as opposed to a free-standing slogan."""
-    b = _below(u, units)
-    if b is None or len(u.text.split()) < 3 or len(b.lines) < 3:
-        return False
-    return b.bbox[1] - u.bbox[3] < 2 * u.size and b.size < u.size and abs(b.bbox[0] - u.bbox[0]) < 3

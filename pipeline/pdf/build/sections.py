@@ -1,6 +1,6 @@
 """From classified PDF items (in reading order) to the structure: paragraphs split by page or
 column breaks merged, the section tree (outline and detected headings), content nodes with
-positions, and the edges of `pdf_edges`. Shared by the layout-model and heuristic paths."""
+positions, and the edges of `build.edges`. Shared by the layout-model and heuristic paths."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import re
 from collections import Counter
 from typing import Any
 
-from pipeline.ingest.pdf_units import Unit, join_lines
+from pipeline.pdf.read.page_units import Unit, join_lines
 from pipeline.structure.model import DocStructure, position
-from pipeline.structure.pdf_edges import caption_edges, citation_edges, note_edges
+from pipeline.pdf.build.edges import caption_edges, citation_edges, note_edges
 
 NUMBERED = re.compile(r"^((?:\d+|[A-Z])(?:\.\d+)*)\.?\s+\S")
 CHAPTER_WORD = re.compile(r"^(chapter|part|appendix)\b", re.I)
@@ -96,7 +96,7 @@ def _prose(text: str) -> bool:
 
 
 def join_text(a: str, b: str) -> str:
-    """`a` and `b` as pdf_units.join_lines joins two lines."""
+    """`a` and `b` as page_units.join_lines joins two lines."""
     return join_lines([a, b])
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pipeline.structure.pdf_code import MONO_NAME
+from pipeline.pdf.read.listings import MONO_NAME
 
 Box = tuple[Any, ...]  # (x0, y0, x1, y1, class) as pymupdf4llm passes them
 
@@ -37,7 +37,7 @@ WIDE = 6  # line heights a side of prose spans, at least (not a table's one-word
 MIN_SIDE = 0.5  # share of the widest side's width a column spans, at least
 ALIGNED = 3.0  # points two regions' left and right edges may differ in one column
 # the classes of the regions cut: a list item over two columns' headings is text again,
-# whose headings pdf_model tells by their type
+# whose headings parse_layout tells by their type
 SPLIT = ("text", "list-item", "section-header")
 MONOSPACED = 8  # MuPDF's span flag for a monospaced font
 

@@ -1,6 +1,6 @@
 """Lines and units of a PDF page, and their reading order: the geometry that both the
-loader (a scanned page's OCR text, pdf_ocr_units.py) and the structure parser's page layout
-(pipeline.structure.pdf_layout) work on. A Line is one visual line with its box and font
+loader (a scanned page's OCR text, ocr_units.py) and the structure parser's page layout
+(pipeline.pdf.read.lines) work on. A Line is one visual line with its box and font
 measures; a Unit a paragraph-like run of lines (a block split where font size or weight
 changes, at bullets and at wide gaps); recursive XY-cut orders units column by column."""
 
@@ -20,7 +20,7 @@ class Line:
     math: float  # share of characters in math fonts
     markers: list[str] = field(default_factory=list)  # superscript note markers
     first_small: str = ""  # leading small/superscript token (a footnote's own marker)
-    mono: float = 0.0  # share of characters in monospaced fonts (pipeline.structure.pdf_code)
+    mono: float = 0.0  # share of characters in monospaced fonts (pipeline.pdf.read.listings)
 
 
 @dataclass

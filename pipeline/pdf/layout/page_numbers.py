@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from pipeline.ingest.pdf_units import Unit
-from pipeline.structure.pdf_layout import PAGE_NO, ROMAN, normalise_margin_text
+from pipeline.pdf.read.lines import PAGE_NO, ROMAN, normalise_margin_text
+from pipeline.pdf.read.page_units import Unit
 
 RUNNING_PAGES = 3  # the same margin text at the same place on this many pages runs
 _ROMAN_VALUES = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100, "d": 500, "m": 1000}

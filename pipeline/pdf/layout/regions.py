@@ -3,7 +3,7 @@
 title, section-header, caption, footnote, list-item, formula, picture, table, page-header,
 page-footer) and pymupdf4llm orders them, columns included. The model is the cost of the
 layout path (~0.2 s of CPU a page); its ONNX sessions are made here (`use_model`) for how
-it runs in this project, and `pdf_workers` spreads pages over processes."""
+it runs in this project, and `workers` spreads pages over processes."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Any
 import pymupdf
 
 from pipeline import memory
-from pipeline.ingest.pdf_units import Unit
-from pipeline.structure import pdf_gutters, pdf_stripes
+from pipeline.pdf.layout import gutters, stripes
+from pipeline.pdf.read.page_units import Unit
 
 MARGIN_CLASSES = ("page-header", "page-footer")
 FAILED = "model-failed"  # the class of the one region of a page the model could not read
@@ -123,8 +123,8 @@ def _model_regions(pdf: pymupdf.Document, pages: list[int]) -> list[list[Region]
 
     if _model_threads is None:
         use_model()
-    pdf_stripes.install()
-    pdf_gutters.install()
+    stripes.install()
+    gutters.install()
 
     parsed = parse_document(pdf, pages=pages, use_ocr=False, force_text=False)
     return [

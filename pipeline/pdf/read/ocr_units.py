@@ -1,5 +1,5 @@
-"""A scanned page's OCR'd lines (pipeline.ingest.pdf_ocr) made into the units a text-layer
-page gives (pipeline.ingest.pdf_units), so paragraphs, reading order (XY-cut) and headings by
+"""A scanned page's OCR'd lines (pipeline.pdf.read.ocr_engine) made into the units a text-layer
+page gives (pipeline.pdf.read.page_units), so paragraphs, reading order (XY-cut) and headings by
 size work on them as far as the recognised boxes allow: the loader reads them as the page's
 text, the structure parser as its units. OCR knows no fonts: a line's size is estimated
 from its width per character (its box height for short lines), and lines of about the
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import statistics
 
-from pipeline.ingest.pdf_ocr import OcrLine
-from pipeline.ingest.pdf_units import Line, Unit, split_block, xy_cut
+from pipeline.pdf.read.ocr_engine import OcrLine
+from pipeline.pdf.read.page_units import Line, Unit, split_block, xy_cut
 
 # A line's font size from its width: Latin text averages about half an em a character,
 # whatever letters the line holds; its box height (ascenders, descenders, the detector's

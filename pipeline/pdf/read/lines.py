@@ -1,5 +1,5 @@
 """Page layout for the PDF parser: pymupdf text blocks -> visual lines (font measures, note
-markers, right-to-left rows) -> units (split by pipeline.ingest.pdf_units, which also holds
+markers, right-to-left rows) -> units (split by pipeline.pdf.read.page_units, which also holds
 the reading order by XY-cut), and the tests on them: body size, captions, running
 headers/footers and printed page numbers."""
 
@@ -11,11 +11,11 @@ from typing import Any
 
 import pymupdf
 
-from pipeline.ingest.pdf_tex import decode_spans
-from pipeline.ingest.pdf_units import Line, Unit, split_block
-from pipeline.structure.pdf_bullets import mark_bullets
-from pipeline.structure.pdf_code import mark_monospace, row_gap
-from pipeline.structure.pdf_rtl import RTL, fix_rtl_ligatures
+from pipeline.pdf.read.bullets import mark_bullets
+from pipeline.pdf.read.listings import mark_monospace, row_gap
+from pipeline.pdf.read.page_units import Line, Unit, split_block
+from pipeline.pdf.read.rtl import RTL, fix_rtl_ligatures
+from pipeline.pdf.read.tex import decode_spans
 
 # No TEXT_PRESERVE_LIGATURES: "ﬁ" comes out as "fi", which search and matching need.
 TEXT_FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_LIGATURES
@@ -52,7 +52,7 @@ def make_line(all_spans: list[dict[str, Any]]) -> Line | None:
         total += n
         bold += n if s["flags"] & 16 or "Bold" in s["font"] or ".B" in s["font"] else 0
         math += n if MATH_FONT.search(s["font"]) else 0
-        mono += n if s.get("mono") else 0  # pdf_code.mark_monospace
+        mono += n if s.get("mono") else 0  # listings.mark_monospace
     size = sizes.most_common(1)[0][0]
     x0 = min(s["bbox"][0] for s in spans)
     y0 = min(s["bbox"][1] for s in spans)
@@ -139,8 +139,8 @@ def merge_same_row(lines: list[Line]) -> list[Line]:
 
 def page_dict(page: pymupdf.Page) -> dict[str, Any]:
     """The page's text as pymupdf's "dict", ready for `make_line`: TeX bitmap fonts' slots
-    read as text (pdf_tex), right-to-left ligatures mended, spans flagged monospaced
-    (pdf_code), drawn bullets made spans (pdf_bullets)."""
+    read as text (tex), right-to-left ligatures mended, spans flagged monospaced
+    (listings), drawn bullets made spans (bullets)."""
     d = page.get_text("dict", flags=TEXT_FLAGS, sort=False)
     decode_spans(d)
     fix_rtl_ligatures(page, d, TEXT_FLAGS)

@@ -8,10 +8,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pipeline.ingest.pdf_units import Unit
-from pipeline.structure.pdf_heuristic import cover_pages
-from pipeline.structure.pdf_layout import CAPTION_LABEL, is_caption, note_start
-from pipeline.structure.pdf_sections import SENT_END, dedupe_headings, join_text
+from pipeline.pdf.build.sections import SENT_END, dedupe_headings, join_text
+from pipeline.pdf.covers import cover_pages
+from pipeline.pdf.read.lines import CAPTION_LABEL, is_caption, note_start
+from pipeline.pdf.read.page_units import Unit
 
 WORD = re.compile(r"[^\W\d_]{2,}")
 MATH_SIGN = re.compile(r"[=<>≤≥∑∫√±×÷∈]")
@@ -178,3 +178,20 @@ def _wrapped(a: Unit, b: Unit) -> bool:
     aligned = abs(ax0 - bx0) <= 3 or abs((ax0 + ax1) - (bx0 + bx1)) <= 6
     alike = abs(a.size - b.size) <= 0.5 and (a.bold > 0.5) == (b.bold > 0.5)
     return a.page == b.page and aligned and alike and -1 <= by0 - ay1 <= 0.8 * a.size
+
+
+# A line this much larger than the body text is set as a heading.
+HEADING_SIZE = 1.15
+
+
+def heading_classes(units: list[Unit], body: float) -> dict[int, str]:
+    """Layout-path classes of an OCR'd page's units (the model saw no text there): a short
+    line clearly larger than the body text and not a sentence is a section header."""
+    out = {}
+    for u in units:
+        text = u.text.strip()
+        words = text.split()
+        short = 0 < len(words) <= 12 and len(u.lines) <= 2
+        if short and not SENT_END.search(text) and u.size >= HEADING_SIZE * body:
+            out[id(u)] = "section-header"
+    return out

@@ -4,7 +4,7 @@ its level-2 circle as a stroked one; Word's Symbol and Wingdings bullets come ou
 private-use characters. Either way the item's text starts with no marker, so the lists read
 as one paragraph. Here the drawn ones become a "•" / "◦" span in front of their line and
 the private-use ones their Unicode look-alikes, so lists split and classify as if typeset
-in text (pdf_units.BULLET). (A control character a font without a Unicode map gives its
+in text (page_units.BULLET). (A control character a font without a Unicode map gives its
 bullet stays: Dingbats' check marks in a table read the same.)
 """
 
