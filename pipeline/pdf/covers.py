@@ -8,6 +8,14 @@ import re
 from typing import Any
 
 from pipeline.pdf.read.page_units import Unit
+from pipeline.pdf.thresholds import (
+    COVER_ALIGN,
+    COVER_BODY_SHARE,
+    COVER_HEADING_WORDS,
+    COVER_SIZE_SLACK,
+    COVER_TEXT_GAP,
+    COVER_TEXT_LINES,
+)
 
 
 def cover_pages(items: list[dict[str, Any]], n_pages: int, body: float) -> None:
@@ -16,12 +24,14 @@ def cover_pages(items: list[dict[str, Any]], n_pages: int, body: float) -> None:
     for pno in {0, n_pages - 1}:
         on = [it for it in items if it["unit"].page == pno and not it["unit"].image]
         chars = sum(len(it["text"]) for it in on)
-        body_chars = sum(len(it["text"]) for it in on if abs(it["unit"].size - body) <= 0.6)
+        body_chars = sum(
+            len(it["text"]) for it in on if abs(it["unit"].size - body) <= COVER_SIZE_SLACK
+        )
         cover = bool(on) and re.match(r"^(front |back )?cover$", on[0]["text"].strip(), re.I)
-        if not on or body_chars > 0.3 * chars and not cover:
+        if not on or body_chars > COVER_BODY_SHARE * chars and not cover:
             continue
         heads = [it for it in on if it["kind"] in ("HEADING", "TITLE")]
-        multi = [it for it in heads if len(it["text"].split()) >= 3]
+        multi = [it for it in heads if len(it["text"].split()) >= COVER_HEADING_WORDS]
         keep = max(multi, key=lambda it: it["unit"].size) if multi else None
         units = [it["unit"] for it in on]
         for it in heads:
@@ -35,9 +45,13 @@ def _over_text(u: Unit, units: list[Unit]) -> bool:
     """A multi-word display line set right over a block of smaller running text (a cover's
     blurb heading), as opposed to a free-standing slogan."""
     b = below(u, units)
-    if b is None or len(u.text.split()) < 3 or len(b.lines) < 3:
+    if b is None or len(u.text.split()) < COVER_HEADING_WORDS or len(b.lines) < COVER_TEXT_LINES:
         return False
-    return b.bbox[1] - u.bbox[3] < 2 * u.size and b.size < u.size and abs(b.bbox[0] - u.bbox[0]) < 3
+    return (
+        b.bbox[1] - u.bbox[3] < COVER_TEXT_GAP * u.size
+        and b.size < u.size
+        and abs(b.bbox[0] - u.bbox[0]) < COVER_ALIGN
+    )
 
 
 def below(u: Unit, units: list[Unit]) -> Unit | None:

@@ -24,6 +24,7 @@ from typing import Any
 import pymupdf
 
 from pipeline.structure.model import DocStructure
+from pipeline.pdf.thresholds import LINK_ABOVE, LINK_COLUMN_SLACK
 
 _INTERNAL = (pymupdf.LINK_GOTO, pymupdf.LINK_NAMED)
 _FILES = (pymupdf.LINK_GOTOR, pymupdf.LINK_LAUNCH)
@@ -136,8 +137,8 @@ def _at(boxes, x: float, y: float) -> dict[str, Any] | None:
     """The first node starting at or below (x, y): in the column holding x when one does,
     else on the whole page; the page's last node when none is below (a footnote's
     destination may be the page's foot)."""
-    below = [(b, n) for b, n in boxes if b[1] >= y - 2]
-    column = [(b, n) for b, n in below if x > 0 and b[0] - 5 <= x <= b[2] + 5]
+    below = [(b, n) for b, n in boxes if b[1] >= y - LINK_ABOVE]
+    column = [(b, n) for b, n in below if x > 0 and b[0] - LINK_COLUMN_SLACK <= x <= b[2] + LINK_COLUMN_SLACK]
     if column or below:
         return min(column or below, key=lambda bn: (bn[0][1], bn[0][0]))[1]
     return max(boxes, key=lambda bn: (bn[0][3], bn[0][0]))[1] if boxes else None

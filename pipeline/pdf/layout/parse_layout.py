@@ -19,7 +19,6 @@ import pymupdf
 from pipeline.config import StructureSettings
 from pipeline.pdf.build.sections import SENT_END
 from pipeline.pdf.layout.classify import (
-    HEADING_SIZE,
     classify_page,
     heading_classes,
     title_and_headings,
@@ -39,6 +38,18 @@ from pipeline.pdf.read.lines import (
     page_dict,
 )
 from pipeline.pdf.read.page_units import Line, Unit, split_block, xy_cut
+from pipeline.pdf.thresholds import (
+    BOLD_SHARE,
+    HALF_BOLD,
+    HEADING_RATIO,
+    HORIZONTAL_DX,
+    HORIZONTAL_DY,
+    SHORT_HEADING_LINES,
+    SHORT_HEADING_WORDS,
+    UPRIGHT_SHARE,
+    XY_MIN_HGAP,
+    XY_MIN_VGAP,
+)
 from pipeline.structure.model import DocStructure
 
 NO_TEXT_CLASSES = ("picture",)
@@ -46,7 +57,7 @@ NO_TEXT_CLASSES = ("picture",)
 
 def _horizontal(line: dict[str, Any]) -> bool:
     dx, dy = line.get("dir", (1.0, 0.0))
-    return dx > 0.98 and abs(dy) < 0.1
+    return dx > HORIZONTAL_DX and abs(dy) < HORIZONTAL_DY
 
 
 def _region_of(bbox: tuple[float, ...], regions: list[Region]) -> int:
@@ -72,7 +83,7 @@ def _page_text(page: pymupdf.Page, pno: int, regions: list[Region]) -> list[Unit
     raws = [(bno, ln) for bno, b in enumerate(d["blocks"]) if b["type"] == 0 for ln in b["lines"]]
     size = [sum(len(s["text"]) for s in ln["spans"]) for _, ln in raws]
     across = sum(n for n, (_, ln) in zip(size, raws, strict=True) if _horizontal(ln))
-    upright = across >= 0.5 * sum(size)  # else a page set sideways: its text is all kept
+    upright = across >= UPRIGHT_SHARE * sum(size)  # else a page set sideways: its text is all kept
     for bno, raw in raws:
         if upright and not _horizontal(raw):
             continue  # rotated on an upright page: margin text or a figure's axis label
@@ -145,11 +156,16 @@ def _split_text(region: Region) -> None:
 
 def _heading_like(u: Unit, around: list[Unit]) -> bool:
     words = u.text.split()
-    if not words or len(words) > 12 or SENT_END.search(u.text):
+    if not words or len(words) > SHORT_HEADING_WORDS or SENT_END.search(u.text):
         return False
-    if len(u.lines) > 2:  # a heading wrapped in a narrow column is set larger, not only bold
-        return all(u.size >= 1.15 * n.size for n in around)
-    return all(u.bold > 0.9 and n.bold < 0.5 or u.size >= 1.15 * n.size for n in around)
+    if (
+        len(u.lines) > SHORT_HEADING_LINES
+    ):  # a heading wrapped in a narrow column is set larger, not only bold
+        return all(u.size >= HEADING_RATIO * n.size for n in around)
+    return all(
+        u.bold > BOLD_SHARE and n.bold < HALF_BOLD or u.size >= HEADING_RATIO * n.size
+        for n in around
+    )
 
 
 def _drawn(bbox: tuple[float, ...], images: list[Any], drawings: list[pymupdf.Rect]) -> bool:
@@ -228,7 +244,7 @@ def _keep_margin_content(
                 r.cls = "footnote"
             elif len(text.split()) >= MARGIN_CONTENT_WORDS and SENT_END.search(text):
                 r.cls = "text"
-            elif text and not _page_number(text) and (bare or r.unit.size >= HEADING_SIZE * body):
+            elif text and not _page_number(text) and (bare or r.unit.size >= HEADING_RATIO * body):
                 r.cls = "text"
                 lone.add(id(r.unit))
     return lone
@@ -289,7 +305,7 @@ def parse_layout(
             regions.clear()
         orphans.append(list(ocr[pno]) if pno in ocr else _page_text(page, pno, regions))
         if not regions:  # no model regions: the heuristic path's column-aware order
-            orphans[-1] = xy_cut(orphans[-1], min_vgap=6.0, min_hgap=0.5)
+            orphans[-1] = xy_cut(orphans[-1], min_vgap=XY_MIN_VGAP, min_hgap=XY_MIN_HGAP)
         heights.append(page.rect.height or 792.0)
         if not any(r.unit for r in regions) and not orphans[-1]:
             out.warnings.append(f"page {pno + 1}: no text")

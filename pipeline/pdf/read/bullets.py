@@ -15,6 +15,8 @@ from typing import Any
 
 import pymupdf
 
+from pipeline.pdf.thresholds import BULLET_COLOUR, BULLET_EDGE, BULLET_SQUARE
+
 # Word's bullets in the Symbol and Wingdings fonts, as extracted without a ToUnicode map
 _PRIVATE_USE = str.maketrans(
     {"\uf0b7": "•", "\uf0a7": "▪", "\uf06e": "▪", "\uf0d8": "➢", "\uf076": "❖", "\uf0fc": "✓"}
@@ -59,7 +61,7 @@ def _dots(page: pymupdf.Page) -> list[tuple[tuple[float, ...], bool, tuple[float
         w, h = x1 - x0, y1 - y0
         if not (_SIZE[0] <= w <= _SIZE[1] and _SIZE[0] <= h <= _SIZE[1]):
             continue
-        if abs(w - h) > 0.25 * max(w, h):
+        if abs(w - h) > BULLET_SQUARE * max(w, h):
             continue
         filled = "f" in dr.get("type", "")
         rgb = dr.get("fill") if filled else dr.get("color")
@@ -71,7 +73,9 @@ def _same_colour(rgb: tuple[float, ...], srgb: int) -> bool:
     """A bullet is painted in its text's colour; a chart legend's marker, beside its label
     just the same, in its series' colour."""
     text = ((srgb >> 16) & 255, (srgb >> 8) & 255, srgb & 255)
-    return len(rgb) == 3 and all(abs(c * 255 - t) <= 26 for c, t in zip(rgb, text, strict=True))
+    return len(rgb) == 3 and all(
+        abs(c * 255 - t) <= BULLET_COLOUR for c, t in zip(rgb, text, strict=True)
+    )
 
 
 def _led_by(lines: list[dict[str, Any]], rect: tuple[float, float, float, float]):
@@ -83,9 +87,13 @@ def _led_by(lines: list[dict[str, Any]], rect: tuple[float, float, float, float]
         x0, y0, x1, y1 = ln["bbox"]
         if not (y0 <= cy <= y1) or not ln["spans"]:
             continue
-        if x0 < rect[2] - 0.5 and x1 > rect[0]:
+        if x0 < rect[2] - BULLET_EDGE and x1 > rect[0]:
             return None  # text over the shape or around it: a glyph's part, a table rule
         size = ln["spans"][0]["size"]
-        if x0 >= rect[2] - 0.5 and x0 - rect[2] <= _GAP * size and (best_x is None or x0 < best_x):
+        if (
+            x0 >= rect[2] - BULLET_EDGE
+            and x0 - rect[2] <= _GAP * size
+            and (best_x is None or x0 < best_x)
+        ):
             best, best_x = ln, x0
     return best

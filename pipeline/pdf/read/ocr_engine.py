@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from pipeline.pdf.thresholds import MIN_UNREADABLE_CHARS
+
 if TYPE_CHECKING:  # imported where a page is read: shards.py imports this module for every run
     import pymupdf
 
@@ -111,7 +113,7 @@ _SPACE = re.compile(r"\s")
 def unreadable(text: str) -> bool:
     """Whether a page's text layer is no text: at least UNREADABLE_SHARE of it."""
     chars = len(text) - len(_SPACE.findall(text))
-    return chars >= 20 and len(_NO_TEXT.findall(text)) >= UNREADABLE_SHARE * chars
+    return chars >= MIN_UNREADABLE_CHARS and len(_NO_TEXT.findall(text)) >= UNREADABLE_SHARE * chars
 
 
 def has_text(text: str) -> bool:

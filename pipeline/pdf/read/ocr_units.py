@@ -11,6 +11,7 @@ import statistics
 
 from pipeline.pdf.read.ocr_engine import OcrLine
 from pipeline.pdf.read.page_units import Line, Unit, split_block, xy_cut
+from pipeline.pdf.thresholds import OCR_OVERLAP, OCR_ROW, XY_MIN_HGAP, XY_MIN_VGAP
 
 # A line's font size from its width: Latin text averages about half an em a character,
 # whatever letters the line holds; its box height (ascenders, descenders, the detector's
@@ -56,7 +57,7 @@ def _rows(lines: list[Line]) -> list[Line]:
             h = min(prev.bbox[3] - prev.bbox[1], ln.bbox[3] - ln.bbox[1])
             cy, pcy = (ln.bbox[1] + ln.bbox[3]) / 2, (prev.bbox[1] + prev.bbox[3]) / 2
             left, right = (prev, ln) if prev.bbox[0] <= ln.bbox[0] else (ln, prev)
-            if abs(cy - pcy) < 0.4 * h and 0 <= right.bbox[0] - left.bbox[2] < ROW_GAP * h:
+            if abs(cy - pcy) < OCR_ROW * h and 0 <= right.bbox[0] - left.bbox[2] < ROW_GAP * h:
                 out[i] = Line(
                     f"{left.text} {right.text}",
                     (
@@ -90,7 +91,7 @@ def ocr_units(lines: list[OcrLine], pno: int) -> list[Unit]:
             last = block[-1]
             gap = ln.bbox[1] - last.bbox[3]
             if (
-                -0.3 * h <= gap < 1.0 * h
+                -OCR_OVERLAP * h <= gap < 1.0 * h
                 and ln.bbox[0] < last.bbox[2]
                 and ln.bbox[2] > last.bbox[0]
             ):
@@ -105,5 +106,5 @@ def page_text(lines: list[OcrLine]) -> str:
     """A page's OCR lines as text in reading order, a line per paragraph: the blocks and
     column order the structure parser gives them (rows across two columns would interleave
     the columns' sentences)."""
-    units = xy_cut(ocr_units(lines, 0), min_vgap=6.0, min_hgap=0.5)
+    units = xy_cut(ocr_units(lines, 0), min_vgap=XY_MIN_VGAP, min_hgap=XY_MIN_HGAP)
     return "\n".join(u.text for u in units)

@@ -10,6 +10,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from pipeline.pdf.thresholds import BLOCK_GAP_RATIO, BLOCK_SIZE_RATIO, BOLD_SHARE
+
 
 @dataclass
 class Line:
@@ -94,9 +96,14 @@ def split_block(lines: list[Line], page: int) -> list[Unit]:
             prev = cur[-1]
             ratio = max(ln.size, prev.size) / max(min(ln.size, prev.size), 0.1)
             gap = ln.bbox[1] - prev.bbox[3]
-            weight_change = (prev.bold > 0.9) != (ln.bold > 0.9)
+            weight_change = (prev.bold > BOLD_SHARE) != (ln.bold > BOLD_SHARE)
             bullet = bool(BULLET.match(ln.text.strip()))
-            if ratio > 1.12 or weight_change or bullet or gap > 1.2 * prev.size:
+            if (
+                ratio > BLOCK_SIZE_RATIO
+                or weight_change
+                or bullet
+                or gap > BLOCK_GAP_RATIO * prev.size
+            ):
                 units.append(Unit(cur, page))
                 cur = []
         cur.append(ln)

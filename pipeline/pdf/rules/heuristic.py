@@ -28,6 +28,34 @@ from pipeline.pdf.read.lines import (
     page_units,
 )
 from pipeline.pdf.read.page_units import BULLET, Unit, xy_cut
+from pipeline.pdf.thresholds import (
+    BOLD_HEADING_RATIO,
+    BOLD_HEADING_WORDS,
+    BOLD_SHARE,
+    CHAPTER_NUMBER_CHARS,
+    CHAPTER_NUMBER_RATIO,
+    COLUMN_NEAR,
+    FORMULA_MATH_SHARE,
+    FORMULA_MAX_CHARS,
+    HEADING_GAP_RATIO,
+    HEADING_MAX_LINES,
+    HEADING_RATIO,
+    INDENT,
+    MARGIN_MAX_LINES,
+    MARGIN_NUMBER_WORDS,
+    MATH_SHARE,
+    MIN_REPEAT_PAGES,
+    NEIGHBOUR_BODY_RATIO,
+    NOTE_RATIO,
+    OFF_CENTRE,
+    OVER_NEXT_RATIO,
+    PAGE_NUMBER_SIZE_SLACK,
+    STEP_HEADING_WORDS,
+    TITLE_RATIO,
+    XY_MIN_HGAP,
+    XY_MIN_VGAP,
+    XY_VGAP_RATIO,
+)
 from pipeline.structure.model import DocStructure
 
 DOT_LEADER = re.compile(r"(\.\s?){4,}\s*\S*$")
@@ -43,7 +71,7 @@ def _margins(
     for pno, units in enumerate(pages):
         h = heights[pno]
         for u in units:
-            if u.image or len(u.lines) > 2:
+            if u.image or len(u.lines) > MARGIN_MAX_LINES:
                 continue
             y0, y1 = u.bbox[1], u.bbox[3]
             if y1 <= cfg.header_footer_margin * h or y0 >= (1 - cfg.header_footer_margin) * h:
@@ -60,10 +88,16 @@ def _margins(
     numbers: dict[int, str] = {}
     for pno, u in band:
         key = normalise_margin_text(u.text)
-        repeated = n >= 2 and pages_with[key] >= max(2, cfg.header_footer_min_repeat * n)
+        repeated = n >= MIN_REPEAT_PAGES and pages_with[key] >= max(
+            MIN_REPEAT_PAGES, cfg.header_footer_min_repeat * n
+        )
         tok = toks[id(u)]
         words = len(u.text.split())
-        small_numbered = tok is not None and words <= 15 and u.size <= body + 0.5
+        small_numbered = (
+            tok is not None
+            and words <= MARGIN_NUMBER_WORDS
+            and u.size <= body + PAGE_NUMBER_SIZE_SLACK
+        )
         if repeated or small_numbered or (tok is not None and words == 1):
             drop.add(id(u))
             if tok is not None and constant[(" ".join(u.text.lower().split()), tok)] < 2:
@@ -77,7 +111,7 @@ def _is_heading(
 ) -> bool:
     text = u.text.strip()
     words = text.split()
-    if not words or len(words) > cfg.heading_max_words or len(u.lines) > 4:
+    if not words or len(words) > cfg.heading_max_words or len(u.lines) > HEADING_MAX_LINES:
         return False
     if (
         CAPTION.match(text)
@@ -87,27 +121,32 @@ def _is_heading(
     ):
         return False
     if not re.search(r"[^\W\d_]", text):  # numbers only: a chapter number if very large
-        return u.size >= 2 * body and len(text) <= 3
-    if u.math > 0.3 or BULLET.match(text) and not NUMBERED.match(text):
+        return u.size >= CHAPTER_NUMBER_RATIO * body and len(text) <= CHAPTER_NUMBER_CHARS
+    if u.math > MATH_SHARE or BULLET.match(text) and not NUMBERED.match(text):
         return False
     left, center = col
-    if u.bbox[0] > left + 6 and abs((u.bbox[0] + u.bbox[2]) / 2 - center) > 20:
+    if u.bbox[0] > left + INDENT and abs((u.bbox[0] + u.bbox[2]) / 2 - center) > OFF_CENTRE:
         return False  # indented and not centred: text inside a figure or a table
-    larger = u.size >= 1.15 * body
-    bold = u.bold > 0.9 and u.size >= 0.95 * body
+    larger = u.size >= HEADING_RATIO * body
+    bold = u.bold > BOLD_SHARE and u.size >= BOLD_HEADING_RATIO * body
     if larger or bold:
         if NUMBERED.match(text) or larger:
             return True
-        return len(words) <= 12
-    if nxt is not None and not nxt.image and u.size >= 1.2 * nxt.size and u.size >= 0.9 * body:
+        return len(words) <= BOLD_HEADING_WORDS
+    if (
+        nxt is not None
+        and not nxt.image
+        and u.size >= OVER_NEXT_RATIO * nxt.size
+        and u.size >= NEIGHBOUR_BODY_RATIO * body
+    ):
         gap = nxt.bbox[1] - u.bbox[3]
-        return gap < 1.2 * u.size and len(words) <= 10
+        return gap < HEADING_GAP_RATIO * u.size and len(words) <= STEP_HEADING_WORDS
     return False
 
 
 def _is_note(u: Unit, body: float, height: float, cfg: StructureSettings) -> str | None:
     """A footnote's marker, if `u` is a footnote: small text low on the page, marker first."""
-    if u.image or u.bbox[1] < (1 - cfg.footnote_zone) * height or u.size > 0.92 * body:
+    if u.image or u.bbox[1] < (1 - cfg.footnote_zone) * height or u.size > NOTE_RATIO * body:
         return None
     first = u.lines[0]
     if first.first_small:
@@ -220,11 +259,16 @@ def _page_items(
         if marker is not None:
             u.kind = "NOTE"
             notes.append((u, marker))
-        elif notes and not u.image and u.size <= 0.92 * body and u.bbox[1] > notes[-1][0].bbox[1]:
+        elif (
+            notes
+            and not u.image
+            and u.size <= NOTE_RATIO * body
+            and u.bbox[1] > notes[-1][0].bbox[1]
+        ):
             notes[-1][0].lines.extend(u.lines)  # a footnote's continuation block
         else:
             flow.append(u)
-    ordered = xy_cut(flow, min_vgap=max(0.8 * body, 6.0), min_hgap=0.5)
+    ordered = xy_cut(flow, min_vgap=max(XY_VGAP_RATIO * body, XY_MIN_VGAP), min_hgap=XY_MIN_HGAP)
     col_x0 = _column_lefts(ordered)
     for u in ordered:
         kind = _kind(u, ordered, col_x0, body, cfg)
@@ -251,7 +295,7 @@ def _kind(u: Unit, ordered: list[Unit], col_x0, body: float, cfg: StructureSetti
         return "CAPTION"
     if _is_heading(u, body, below(u, ordered), col_x0(u), cfg):
         return "HEADING"
-    if u.math > 0.4 and len(text) < 300:
+    if u.math > FORMULA_MATH_SHARE and len(text) < FORMULA_MAX_CHARS:
         return "FORMULA"
     if BULLET.match(text) and not NUMBERED.match(text) or re.match(r"^[•·▪◦●■–]\s*", text):
         return "LIST_ITEM"
@@ -263,7 +307,7 @@ def _mark_title(items: list[dict[str, Any]], body: float) -> None:
     first = [it for it in items if it["kind"] == "HEADING" and it["unit"].page == 0]
     if first:
         top = max(first, key=lambda it: it["unit"].size)
-        if top["unit"].size >= 1.5 * body:
+        if top["unit"].size >= TITLE_RATIO * body:
             top["kind"] = "TITLE"
 
 
@@ -282,7 +326,7 @@ def _column_lefts(units: list[Unit]):  # noqa: ANN202 - a small closure
         over = [v.bbox for v in text if v.bbox[0] < u.bbox[2] and v.bbox[2] > u.bbox[0]]
         if over:
             dist = [max(0.0, b[1] - u.bbox[3], u.bbox[1] - b[3]) for b in over]
-            near = min(dist) + 60
+            near = min(dist) + COLUMN_NEAR
             over = [b for b, d in zip(over, dist, strict=True) if d <= near]
         if not over:
             return u.bbox[0], (u.bbox[0] + u.bbox[2]) / 2
