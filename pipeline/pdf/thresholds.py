@@ -207,3 +207,82 @@ MIN_UNREADABLE_CHARS = 20
 # on in lower case is a sentence, no title.
 TITLE_MIN_LETTERS = 3
 SENTENCE_WORDS = 8
+
+# === set in their own sessions (comments as they were), moved here from their modules ===
+
+# --- Outline (build/sections) --------------------------------------------------------------
+# The outline replaces the detected headings only when it names at least this share of them.
+OUTLINE_COVERS = 0.6
+
+# --- Regions cut at a gutter (layout/gutters; session 14, benchmarks/columns.py) -----------
+GUTTER = 4.0  # points of blank between two columns, at least
+GUTTER_MIN_ROWS = 3  # rows of text on each side of a gutter, at least
+GUTTER_FULL = 0.7  # share of its side's width a full row fills
+GUTTER_FULL_ROWS = 0.5  # share of a side's rows that are full, at least
+GUTTER_WIDE = 6  # line heights a side of prose spans, at least (not a table's one-word cells)
+GUTTER_MIN_SIDE = 0.5  # share of the widest side's width a column spans, at least
+GUTTER_ALIGNED = 3.0  # points two regions' left and right edges may differ in one column
+
+# --- Columns read as columns (layout/stripes; session 14, benchmarks/columns.py) -----------
+STRIPE_GAP = 3.0  # points between two columns, at least (pymupdf4llm's own test for columns)
+STRIPE_FULL = 0.7  # share of its column's width the widest region of a stripe's column fills
+STRIPE_INDENT = 0.05  # or starts this share of its column's width from the column's left edge
+STRIPE_MIN_COLUMN = 0.2  # share of the body's width a column spans, at least
+STRIPE_GOES_ON = 40.0  # points from a column's foot to a region in it below a blank band, at most
+
+# --- Running text (layout/page_numbers) ----------------------------------------------------
+RUNNING_PAGES = 3  # the same margin text at the same place on this many pages runs
+
+# --- Margin regions (layout/parse_layout) --------------------------------------------------
+# A page-header/footer region that is a sentence (this many words or more, ending like one)
+# and that no other page repeats (digits aside) is content the model put in a margin.
+MARGIN_CONTENT_WORDS = 5
+
+# --- Drawn bullets (read/bullets) ----------------------------------------------------------
+BULLET_SIZE = (1.5, 8.0)  # a bullet's width and height in points
+BULLET_GAP = 2.5  # at most this many font sizes between a bullet and its text
+
+# --- Listings (read/listings) --------------------------------------------------------------
+CODE_SHARE = 0.8  # a paragraph with at least this share of monospaced characters is code
+
+# --- Unreadable text layers (read/ocr_engine) ----------------------------------------------
+# A text layer of which this share of the characters are no text (U+FFFD, control or
+# private-use characters: the glyph ids a font without a Unicode map gives, "5IF\x01IBSCPVS"
+# for "The harbour") is read by OCR like a scan. Real pages stay far below: the worst of the
+# shared and unseen PDFs is 2.1% (Wingdings bullets), a LaTeX paper's math fonts 0.2%.
+UNREADABLE_SHARE = 0.1
+
+# --- Scans and OCR (read/ocr_engine) -------------------------------------------------------
+# Share of the page that images/drawings must cover for a text-less page to be a scan.
+SCAN_MIN_COVER = 0.25
+# Recognised lines less sure than this are dropped: the engine's default 0.5 kept the bars
+# of a chart read as "--l" (0.54-0.58); the words of our test scans score 0.95 and more.
+OCR_MIN_SCORE = 0.65
+
+# --- OCR'd lines (read/ocr_units) ----------------------------------------------------------
+# A line's font size from its width: Latin text averages about half an em a character,
+# whatever letters the line holds; its box height (ascenders, descenders, the detector's
+# margin) varies by a third between "same." and "percent while staff". Short lines are
+# measured by height (box height / font size ~ BOX_PER_POINT).
+EM_PER_CHAR = 0.5
+OCR_MIN_CHARS = 8
+BOX_PER_POINT = 1.3
+# Lines from 35% below to 20% above the page's median estimate are body size (words the
+# recogniser ran together make a line look ~15% larger); headings ~1.3x the body or more
+# keep their own size.
+OCR_SAME_SIZE = (0.35, 0.2)
+# Boxes on one row closer than this many box heights are one line (the detector cut it at a
+# wide space); a two-column paper's gutter (~17 pt at 10 pt text) left ~1 box height
+# between the expanded boxes, and a join there interleaved the columns' sentences.
+OCR_ROW_GAP = 0.5
+
+# --- The loader's title (read/title) -------------------------------------------------------
+# A joined title longer than this is no title; a first line longer than
+# MAX_FIRST_LINE_CHARS is a sentence. Chosen by hand (no measurement recorded).
+MAX_TITLE_CHARS = 200
+MAX_FIRST_LINE_CHARS = 120
+# display type at least this much larger than the body (an ACL paper's 15 pt over 11 pt)
+DISPLAY_TITLE_RATIO = 1.25
+# characters in the largest type up to which a page whose text is mostly that type is a
+# cover (a title slide: two lines of title over an author line)
+COVER_CHARS = 200

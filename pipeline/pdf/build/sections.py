@@ -12,6 +12,7 @@ from pipeline.pdf.read.page_units import Unit, join_lines
 from pipeline.structure.model import DocStructure, position
 from pipeline.pdf.build.edges import caption_edges, citation_edges, note_edges
 from pipeline.pdf.thresholds import BIB_INDENT, CHAPTER_LEVELS, MIN_MATCH_CHARS, PROSE_MAX_DIGITS, SAME_FONT_RATIO
+from pipeline.pdf.thresholds import OUTLINE_COVERS
 
 NUMBERED = re.compile(r"^((?:\d+|[A-Z])(?:\.\d+)*)\.?\s+\S")
 CHAPTER_WORD = re.compile(r"^(chapter|part|appendix)\b", re.I)
@@ -24,8 +25,6 @@ FRONT = re.compile(
 )
 BACK = re.compile(r"^(index|glossary|notes|endnotes|related publications|back cover)$", re.I)
 SENT_END = re.compile(r"[.!?:;\"”’)\]]$")
-# The outline replaces the detected headings only when it names at least this share of them.
-OUTLINE_COVERS = 0.6
 
 Anchor = tuple[int, str, str, int]  # level, title, component type, 0-based page
 

@@ -12,9 +12,13 @@ from collections import Counter
 
 from pipeline.pdf.read.lines import PAGE_NO, ROMAN, normalise_margin_text
 from pipeline.pdf.read.page_units import Unit
-from pipeline.pdf.thresholds import LAYOUT_MARGIN_LINES, MIN_REPEAT_PAGES, PAGE_NUMBER_DIGITS
+from pipeline.pdf.thresholds import (
+    LAYOUT_MARGIN_LINES,
+    MIN_REPEAT_PAGES,
+    PAGE_NUMBER_DIGITS,
+    RUNNING_PAGES,
+)
 
-RUNNING_PAGES = 3  # the same margin text at the same place on this many pages runs
 _ROMAN_VALUES = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100, "d": 500, "m": 1000}
 
 

@@ -44,6 +44,7 @@ from pipeline.pdf.thresholds import (
     HEADING_RATIO,
     HORIZONTAL_DX,
     HORIZONTAL_DY,
+    MARGIN_CONTENT_WORDS,
     SHORT_HEADING_LINES,
     SHORT_HEADING_WORDS,
     UPRIGHT_SHARE,
@@ -210,11 +211,6 @@ def _table_text(region: Region) -> tuple[str, dict[str, Any]]:
         md += ["| " + " | ".join(r) + " |" for r in rows[1:]]
         return "\n".join(md), {"rows": tab.get("row_count"), "cols": tab.get("col_count")}
     return (region.unit.text if region.unit else ""), {}
-
-
-# A page-header/footer region that is a sentence (this many words or more, ending like one)
-# and that no other page repeats (digits aside) is content the model put in a margin.
-MARGIN_CONTENT_WORDS = 5
 
 
 def _keep_margin_content(

@@ -15,7 +15,13 @@ from typing import Any
 
 import pymupdf
 
-from pipeline.pdf.thresholds import BULLET_COLOUR, BULLET_EDGE, BULLET_SQUARE
+from pipeline.pdf.thresholds import (
+    BULLET_COLOUR,
+    BULLET_EDGE,
+    BULLET_GAP,
+    BULLET_SIZE,
+    BULLET_SQUARE,
+)
 
 # Word's bullets in the Symbol and Wingdings fonts, as extracted without a ToUnicode map
 _PRIVATE_USE = str.maketrans(
@@ -23,8 +29,6 @@ _PRIVATE_USE = str.maketrans(
 )
 # a line led by a bullet glyph: a list item whatever a layout model calls its block
 LIST_GLYPH = re.compile(r"[•◦▪‣●○■□➢❖✓]\s")
-_SIZE = (1.5, 8.0)  # a bullet's width and height in points
-_GAP = 2.5  # at most this many font sizes between a bullet and its text
 
 
 def mark_bullets(page: pymupdf.Page, d: dict[str, Any]) -> None:
@@ -59,7 +63,7 @@ def _dots(page: pymupdf.Page) -> list[tuple[tuple[float, ...], bool, tuple[float
     for dr in drawings:
         x0, y0, x1, y1 = dr["rect"]
         w, h = x1 - x0, y1 - y0
-        if not (_SIZE[0] <= w <= _SIZE[1] and _SIZE[0] <= h <= _SIZE[1]):
+        if not (BULLET_SIZE[0] <= w <= BULLET_SIZE[1] and BULLET_SIZE[0] <= h <= BULLET_SIZE[1]):
             continue
         if abs(w - h) > BULLET_SQUARE * max(w, h):
             continue
@@ -92,7 +96,7 @@ def _led_by(lines: list[dict[str, Any]], rect: tuple[float, float, float, float]
         size = ln["spans"][0]["size"]
         if (
             x0 >= rect[2] - BULLET_EDGE
-            and x0 - rect[2] <= _GAP * size
+            and x0 - rect[2] <= BULLET_GAP * size
             and (best_x is None or x0 < best_x)
         ):
             best, best_x = ln, x0

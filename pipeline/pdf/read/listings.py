@@ -19,6 +19,7 @@ import pymupdf
 from pipeline.pdf.read.page_units import Line, Unit
 from pipeline.pdf.thresholds import (
     ALL_MONO,
+    CODE_SHARE,
     LISTING_MAX_BLANKS,
     LISTING_MAX_PITCH,
     LISTING_MIN_STEP,
@@ -29,7 +30,6 @@ from pipeline.pdf.thresholds import (
     TYPEWRITTEN_SHARE,
 )
 
-CODE_SHARE = 0.8  # a paragraph with at least this share of monospaced characters is code
 MONO_NAME = re.compile(
     r"Courier|Mono|NimbusMonL|Consol|Menlo|Monaco|Typewriter|CMS?L?TT|SFTT", re.IGNORECASE
 )

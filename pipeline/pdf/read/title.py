@@ -18,6 +18,10 @@ from collections import Counter
 from typing import Any
 
 from pipeline.pdf.thresholds import (
+    COVER_CHARS,
+    DISPLAY_TITLE_RATIO,
+    MAX_FIRST_LINE_CHARS,
+    MAX_TITLE_CHARS,
     SENTENCE_WORDS,
     TITLE_LINE_GAP,
     TITLE_MAX_SLOPE,
@@ -26,13 +30,6 @@ from pipeline.pdf.thresholds import (
     TITLE_SPACE,
 )
 
-_MAX_TITLE_CHARS = 200
-_MAX_FIRST_LINE_CHARS = 120
-# display type at least this much larger than the body (an ACL paper's 15 pt over 11 pt)
-_TITLE_RATIO = 1.25
-# characters in the largest type up to which a page whose text is mostly that type is a
-# cover (a title slide: two lines of title over an author line)
-_COVER_CHARS = 200
 # a word of three letters or more ending a sentence and another beginning ("Dr. Ames" and
 # "U.S. Navy" do not)
 _SENTENCE_END = re.compile(r"\b[a-z]{3,}[.!?]\s+[A-Z]")
@@ -78,10 +75,12 @@ def display_title(page_dict: dict[str, Any]) -> str | None:
             x0, y0, _, y1 = line["bbox"]
             lines.append((y0, x0, y1, size, _line_text(spans)))
     body = chars.most_common(1)[0][0] if chars else 0.0
-    if body == max(chars, default=0.0) and chars[body] <= _COVER_CHARS and len(chars) > 1:
+    if body == max(chars, default=0.0) and chars[body] <= COVER_CHARS and len(chars) > 1:
         body = max(size for size in chars if size < body)  # a cover: its title is most of it
     big = [
-        ln for ln in lines if ln[3] >= _TITLE_RATIO * body and _letters(ln[4]) >= TITLE_MIN_LETTERS
+        ln
+        for ln in lines
+        if ln[3] >= DISPLAY_TITLE_RATIO * body and _letters(ln[4]) >= TITLE_MIN_LETTERS
     ]
     upper = [ln for ln in big if ln[0] < page_dict.get("height", 0) / 2]
     big = upper or big  # a cover's brand or a title page's authors sit lower down
@@ -98,7 +97,7 @@ def display_title(page_dict: dict[str, Any]) -> str | None:
         title.append(text)
         bottom = max(bottom, y1)
     joined = " ".join(title)
-    return joined if len(joined) <= _MAX_TITLE_CHARS else None
+    return joined if len(joined) <= MAX_TITLE_CHARS else None
 
 
 def _letters(text: str) -> int:
@@ -113,7 +112,7 @@ def first_line(text: str) -> str | None:
     line = lines[0] if lines else ""
     if (
         _letters(line) < TITLE_MIN_LETTERS
-        or len(line) > _MAX_FIRST_LINE_CHARS
+        or len(line) > MAX_FIRST_LINE_CHARS
         or _SENTENCE_END.search(line)
     ):
         return None
