@@ -1,8 +1,8 @@
 """Narrow columns: layout-model regions across a column gutter cut into columns
-(pdf_gutters; the rule on line rectangles, and through pymupdf4llm's own reading order),
-a heading wrapped over several lines of a narrow column split from its text (pdf_model), and
-a numbered heading the model called a list item and a heading it drew as two regions
-(pdf_classify)."""
+(pipeline/pdf/layout/gutters; the rule on line rectangles, and through pymupdf4llm's own
+reading order), a heading wrapped over several lines of a narrow column split from its text
+(layout/parse_layout), and a numbered heading the model called a list item and a heading it
+drew as two regions (layout/classify)."""
 
 from __future__ import annotations
 

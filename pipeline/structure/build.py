@@ -21,7 +21,7 @@ from pipeline.structure.model import DocStructure
 from pipeline.structure.parsers import PARSERS
 from pipeline.structure.text import parse_text
 
-# pdf.py registers itself too, when it is imported: pymupdf loads with the first PDF parsed
+# pipeline/pdf/parse.py registers itself too, when imported: pymupdf loads with the first PDF
 PARSERS.setdefault("application/pdf", deferred("pipeline.pdf.parse", "parse_pdf"))
 
 
