@@ -11,9 +11,9 @@ from assets.metadata import PARQUET_KINDS, failures_md, frame_metadata
 from assets.shards import SHARD_POLICY, run_shards, shard_partitions, specs
 from pipeline.ingest import check_input_folder, own_folders, shards, walk_input
 from pipeline.ingest.loader import load_entries
-from pipeline.ingest.pdf_ocr import ocr_setting
 from pipeline.ingest.publications import failures_frame, publications_frame, read_manifest
 from pipeline.ingest.walk import Entry, read_listing
+from pipeline.pdf.read.ocr_engine import ocr_setting
 from pipeline.storage import store
 from resources import DocgraphConfig
 from resources.output import run_dir

@@ -40,7 +40,7 @@ def structure_asset(n_shards: int):
         backfill_policy=SHARD_POLICY,
     )
     def document_structure(context: AssetExecutionContext, docgraph: DocgraphConfig):
-        from pipeline.structure.pdf_workers import ReadAhead
+        from pipeline.pdf.layout.workers import ReadAhead
 
         settings = docgraph.settings()
         folder = run_dir(docgraph, context)

@@ -15,7 +15,7 @@ Producers (each one skipped, with a line saying so, when its program is not inst
 Scores as benchmarks/structure.py: heading precision and recall, paragraph reading order
 (share of adjacent ground-truth paragraphs in order) and paragraphs found, for the layout
 model (the default) and the heuristic parser (`structure.pdf_structure: heuristic`) side by
-side. Session 14 (`pipeline/structure/pdf_gutters.py`, `pdf_stripes.py`) measured these
+side. Session 14 (`pipeline/pdf/layout/gutters.py`, `stripes.py`) measured these
 documents before and after its changes.
 """
 

@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pipeline.ids import sha256_hex  # noqa: E402
+from pipeline.pdf.parse import parse_pdf  # noqa: E402
 from pipeline.structure.crossrefs import cross_references  # noqa: E402
-from pipeline.structure.pdf import parse_pdf  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 FOLDERS = ("pdfs", "pdf-layout")

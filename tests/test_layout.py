@@ -49,12 +49,9 @@ def test_modules_stay_small():
 
 
 MAX_FUNCTION_LINES = 100
+
+
 # TEMPORARY (issue 47): functions being split on other branches; the merger empties this.
-ALLOWED_LONG = {
-    ("pipeline/structure/pdf_heuristic.py", "parse_heuristic"),  # split on the PDF branch
-}
-
-
 def _long_functions(paths: list[Path]) -> dict[tuple[str, str], int]:
     """(file, function name) -> lines, for every function or method (nested ones too, and a
     parent counted with its nested functions) over MAX_FUNCTION_LINES."""
@@ -78,9 +75,7 @@ def test_functions_stay_short():
         REPO / "definitions.py",
     ]
     long = _long_functions(paths)
-    offenders = {
-        f"{path}::{name}": n for (path, name), n in long.items() if (path, name) not in ALLOWED_LONG
-    }
+    offenders = {f"{path}::{name}": n for (path, name), n in long.items()}
     assert offenders == {}, f"functions over {MAX_FUNCTION_LINES} lines (split them): {offenders}"
 
 
@@ -237,3 +232,22 @@ def test_architecture_doc_entry_functions_exist():
         if not found:
             missing.append(dotted)
     assert missing == []
+
+
+def test_every_pdf_module_is_under_pipeline_pdf():
+    """PDF reading lives in one package: no `pdf` module elsewhere, no pymupdf import
+    elsewhere (lazily or not)."""
+    outside = [
+        p
+        for folder in ("app", "pipeline", "assets", "resources")
+        for p in (REPO / folder).rglob("*.py")
+        if REPO / "pipeline/pdf" not in p.parents
+    ]
+    named = [str(p.relative_to(REPO)) for p in outside if "pdf" in p.stem]
+    importing = [
+        str(p.relative_to(REPO))
+        for p in outside
+        if re.search(r"^\s*(import|from) pymupdf\b", p.read_text(), re.M)
+    ]
+    assert named == [] and importing == []
+    assert len(list((REPO / "pipeline/pdf").rglob("*.py"))) >= 20

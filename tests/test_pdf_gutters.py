@@ -1,8 +1,8 @@
 """Narrow columns: layout-model regions across a column gutter cut into columns
-(pdf_gutters; the rule on line rectangles, and through pymupdf4llm's own reading order),
-a heading wrapped over several lines of a narrow column split from its text (pdf_model), and
-a numbered heading the model called a list item and a heading it drew as two regions
-(pdf_classify)."""
+(pipeline/pdf/layout/gutters; the rule on line rectangles, and through pymupdf4llm's own
+reading order), a heading wrapped over several lines of a narrow column split from its text
+(layout/parse_layout), and a numbered heading the model called a list item and a heading it
+drew as two regions (layout/classify)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import random
 import pymupdf
 import pytest
 
-from pipeline.ingest.pdf_units import Line, Unit, join_lines
-from pipeline.structure import pdf_stripes
-from pipeline.structure.pdf_classify import classify_page, join_wrapped_headings
-from pipeline.structure.pdf_gutters import install, split_at_gutters
-from pipeline.structure.pdf_model import _split_text
-from pipeline.structure.pdf_regions import Region
+from pipeline.pdf.layout import stripes as pdf_stripes
+from pipeline.pdf.layout.classify import classify_page, join_wrapped_headings
+from pipeline.pdf.layout.gutters import install, split_at_gutters
+from pipeline.pdf.layout.parse_layout import _split_text
+from pipeline.pdf.layout.regions import Region
+from pipeline.pdf.read.page_units import Line, Unit, join_lines
 
 COLS = [(125, 233), (243, 351), (361, 469)]  # three 108 pt columns, 10 pt gutters (multicol)
 LEAD = 11.5

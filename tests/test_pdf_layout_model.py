@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pymupdf
 
-from pipeline.structure.pdf import parse_pdf
+from pipeline.pdf.parse import parse_pdf
 
 LOREM = (
     "Structured documents carry their meaning in layout as well as in words and a parser "
@@ -308,7 +308,7 @@ def test_figure_drawn_in_pieces_is_one_figure():
 
 def read_regions(data: bytes, workers: int) -> list[list[tuple]]:
     """Each page's regions as (class, rounded box, table cells)."""
-    from pipeline.structure.pdf_workers import layout_regions
+    from pipeline.pdf.layout.workers import layout_regions
 
     with pymupdf.open(stream=data, filetype="pdf") as doc:
         regions = layout_regions(doc, data, workers=workers)
@@ -318,7 +318,7 @@ def read_regions(data: bytes, workers: int) -> list[list[tuple]]:
 def test_pages_dealt_to_worker_processes_match_one_process(monkeypatch):
     import os
 
-    from pipeline.structure import pdf_workers
+    from pipeline.pdf.layout import workers as pdf_workers
 
     pdf = journal_pages()
     for more in (three_columns(), tiled_figure(), caption_under_two_columns()):
@@ -347,7 +347,7 @@ def test_model_sessions_set_here_read_pages_as_pymupdfs_own(monkeypatch):
     import onnxruntime as ort
     from pymupdf.layout import DocumentLayoutAnalyzer
 
-    from pipeline.structure import pdf_regions
+    from pipeline.pdf.layout import regions as pdf_regions
 
     pdf = three_columns()
     for more in (tiled_figure(), two_captions_one_row(), high_footnotes(), ruled_table()):
@@ -380,7 +380,7 @@ def test_model_sessions_set_here_read_pages_as_pymupdfs_own(monkeypatch):
 
 
 def test_a_page_the_model_cannot_read_keeps_its_text(monkeypatch):
-    from pipeline.structure import pdf_regions
+    from pipeline.pdf.layout import regions as pdf_regions
 
     real = pdf_regions._model_regions
 
@@ -518,7 +518,7 @@ def test_a_page_of_too_many_vector_paths_is_read_by_position(monkeypatch):
     """The model's text extraction segments a page around its vector paths (240 s on a page
     of 18,560): a page over MAX_PATHS is not given to the model, its text kept by position,
     the reason recorded; the other pages are the model's."""
-    from pipeline.structure import pdf_regions
+    from pipeline.pdf.layout import regions as pdf_regions
 
     monkeypatch.setattr(pdf_regions, "MAX_PATHS", 50)
     pdf = journal_pages()

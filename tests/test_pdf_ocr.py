@@ -18,8 +18,9 @@ import pytest
 from conftest import libgl_present, skip_system_tool_absent
 
 from pipeline.config import StructureSettings
-from pipeline.ingest import load_folder, pdf_ocr
-from pipeline.ingest.pdf_ocr import engine_status, image_only, ocr_setting
+from pipeline.ingest import load_folder
+from pipeline.pdf.read import ocr_engine as pdf_ocr
+from pipeline.pdf.read.ocr_engine import engine_status, image_only, ocr_setting
 from pipeline.structure import build_structure
 
 HEADING = "Annual Maintenance Review"
@@ -334,8 +335,8 @@ def test_ocr_lines_to_units_by_position():
     """No engine needed: boxes the detector cut from one row are joined (whichever it listed
     first), a box across a gutter stays apart, lines under each other make one paragraph, and
     a line twice the body size is its own unit with its own size."""
-    from pipeline.ingest.pdf_ocr import OcrLine
-    from pipeline.ingest.pdf_ocr_units import ocr_units
+    from pipeline.pdf.read.ocr_engine import OcrLine
+    from pipeline.pdf.read.ocr_units import ocr_units
 
     def line(text: str, x0: float, y0: float, size: float = 10.0) -> OcrLine:
         return OcrLine(text, (x0, y0, x0 + 0.5 * size * len(text), y0 + 1.3 * size), 0.99)

@@ -7,7 +7,7 @@ import pymupdf
 import pytest
 from test_pdf_layout_model import box, firsts, parse, text
 
-from pipeline.structure.pdf_stripes import join_stripes
+from pipeline.pdf.layout.stripes import join_stripes
 
 LEFT, RIGHT = 50, 316  # the columns' left edges; each 246 pt wide
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pymupdf
 
 from pipeline.ingest import load_folder
-from pipeline.ingest.pdf_tex import decode_text, tex_encoding
-from pipeline.structure.pdf import parse_pdf
+from pipeline.pdf.parse import parse_pdf
+from pipeline.pdf.read.tex import decode_text, tex_encoding
 
 SLOTS = {chr(c) for c in range(0x20) if c not in (0x09, 0x0A)} | {"\x7f"}
 

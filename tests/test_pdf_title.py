@@ -7,7 +7,7 @@ import pymupdf
 import pytest
 
 from pipeline.ingest import load_folder
-from pipeline.ingest.pdf_title import is_placeholder
+from pipeline.pdf.read.title import is_placeholder
 
 BODY = "The gauges were read every hour and the readings were checked twice."
 

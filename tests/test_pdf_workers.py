@@ -1,4 +1,4 @@
-"""PDF pages read by worker processes (pipeline.structure.pdf_workers): the PDFs of a run's
+"""PDF pages read by worker processes (pipeline.pdf.layout.workers): the PDFs of a run's
 next shards are read together and dealt out page by page, the parse takes what was read,
 and the structure is the one a single process finds."""
 
@@ -13,7 +13,7 @@ from conftest import write_report_pdf
 
 from pipeline.config import StructureSettings
 from pipeline.ids import sha256_hex
-from pipeline.structure import pdf_workers
+from pipeline.pdf.layout import workers as pdf_workers
 from pipeline.structure.build import parse_document
 
 
@@ -148,7 +148,7 @@ def test_a_run_without_pdfs_never_loads_pymupdf():
     import sys
 
     code = (
-        "import sys, assets, pipeline.structure.pdf_workers, pipeline.structure.build;"
+        "import sys, assets, pipeline.pdf.layout.workers, pipeline.structure.build;"
         "print('pymupdf' in sys.modules)"
     )
     root = Path(__file__).resolve().parents[1]

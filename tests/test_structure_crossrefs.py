@@ -8,10 +8,10 @@ import json
 import pymupdf
 
 from pipeline.ingest import load_folder
+from pipeline.pdf.parse import parse_pdf
 from pipeline.structure import build_structure
 from pipeline.structure.crossrefs import cross_references
 from pipeline.structure.markdown import parse_markdown
-from pipeline.structure.pdf import parse_pdf
 
 MD = """# Report
 

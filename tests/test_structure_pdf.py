@@ -9,9 +9,9 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from pipeline.pdf.parse import parse_pdf
+from pipeline.pdf.read.bullets import mark_bullets
 from pipeline.structure import PARSERS
-from pipeline.structure.pdf import parse_pdf
-from pipeline.structure.pdf_bullets import mark_bullets
 
 LOREM = (
     "Structured documents carry their meaning in layout as well as in words, and a parser "

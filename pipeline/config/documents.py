@@ -16,7 +16,8 @@ class StructureSettings(Section):
         "layout",
         description="how PDF structure is read: 'layout' classes page regions (headings, "
         "captions, footnotes, tables, page headers/footers, margin text) and orders them with "
-        "pymupdf's layout model (~0.25 s of CPU a page, over worker processes: pdf_workers); "
+        "pymupdf's layout model (~0.25 s of CPU a page, over worker processes: "
+        "pipeline/pdf/layout/workers.py); "
         "'heuristic': font-size and position rules, ~5-50 ms a page, for very large corpora",
     )
     pdf_workers: int = Field(

@@ -22,9 +22,9 @@ import polars as pl
 
 from pipeline import schemas
 from pipeline.config import Settings
-from pipeline.ingest.pdf_ocr import ocr_installed
 from pipeline.ingest.publications import FileMapping, read_manifest
 from pipeline.ingest.walk import Entry, walk_input
+from pipeline.pdf.read.ocr_engine import ocr_installed
 from pipeline.storage.files import atomic_write_text
 
 

@@ -22,8 +22,8 @@ from pipeline.structure.model import DocStructure
 from pipeline.structure.parsers import PARSERS
 from pipeline.structure.text import parse_text
 
-# pdf.py registers itself too, when it is imported: pymupdf loads with the first PDF parsed
-PARSERS.setdefault("application/pdf", deferred("pipeline.structure.pdf", "parse_pdf"))
+# pipeline/pdf/parse.py registers itself too, when imported: pymupdf loads with the first PDF
+PARSERS.setdefault("application/pdf", deferred("pipeline.pdf.parse", "parse_pdf"))
 
 
 def _plain(doc: dict[str, Any], _: bytes | None, __: Any = None) -> DocStructure:
@@ -92,7 +92,7 @@ def _cross_references(doc: DocStructure, failures: list[dict[str, Any]] | None) 
             failures.append(failure_row(row, "structure", exc, "no cross-references"))
         doc.warnings.append("cross-references failed")
         return []
-    # a PDF's links made some already (pipeline.structure.pdf_links)
+    # a PDF's links made some already (pipeline.pdf.build.annotations)
     linked = {(e["source_id"], e["target_id"]) for e in doc.edges if e["type"] == CROSS}
     return [e for e in found if (e["source_id"], e["target_id"]) not in linked]
 

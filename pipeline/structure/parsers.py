@@ -1,5 +1,5 @@
 """The parser registry: document mime type -> the parser that turns its row (and raw bytes)
-into a DocStructure. The format modules (markdown, notes, pdf) register themselves here;
+into a DocStructure. The format modules (markdown, notes, pdf.parse) register themselves here;
 pipeline.structure.build dispatches through it."""
 
 from __future__ import annotations

@@ -16,9 +16,20 @@ from typing import Any
 
 import pymupdf
 
-from pipeline.ingest.pdf_units import Line, Unit
+from pipeline.pdf.read.page_units import Line, Unit
+from pipeline.pdf.thresholds import (
+    ALL_MONO,
+    CODE_SHARE,
+    LISTING_MAX_BLANKS,
+    LISTING_MAX_PITCH,
+    LISTING_MIN_STEP,
+    LISTING_PITCH,
+    LISTING_ROW,
+    MIN_ADVANCES,
+    MONO_SPREAD,
+    TYPEWRITTEN_SHARE,
+)
 
-CODE_SHARE = 0.8  # a paragraph with at least this share of monospaced characters is code
 MONO_NAME = re.compile(
     r"Courier|Mono|NimbusMonL|Consol|Menlo|Monaco|Typewriter|CMS?L?TT|SFTT", re.IGNORECASE
 )
@@ -62,9 +73,9 @@ def _monospaced(doc: pymupdf.Document, xref: int, base: str) -> tuple[list[str],
     if font is None:
         return [base], by_name
     advances = [font.glyph_advance(ord(c)) for c in _PROBE if font.has_glyph(ord(c))]
-    if len(advances) < 3:  # a subset of a few glyphs says nothing
+    if len(advances) < MIN_ADVANCES:  # a subset of a few glyphs says nothing
         return [base, font.name], by_name
-    return [base, font.name], max(advances) - min(advances) < 0.02 and max(advances) > 0
+    return [base, font.name], max(advances) - min(advances) < MONO_SPREAD and max(advances) > 0
 
 
 def mark_monospace(page: pymupdf.Page, d: dict[str, Any]) -> None:
@@ -83,7 +94,9 @@ def mark_code(items: list[dict[str, Any]]) -> None:
     by a page or column break (or a blank line pymupdf made two blocks of) are one node."""
     chars = [(it["unit"], len(it["text"])) for it in items if it["kind"] == "PARAGRAPH"]
     total = sum(n for _, n in chars) or 1
-    if sum(u.mono * n for u, n in chars) > 0.5 * total:  # typewritten: no listings in it
+    if (
+        sum(u.mono * n for u, n in chars) > TYPEWRITTEN_SHARE * total
+    ):  # typewritten: no listings in it
         return
     listing: list[dict[str, Any]] = []  # the items of the listing being read
     for it in [*items, None]:
@@ -106,7 +119,7 @@ def _is_code(it: dict[str, Any], continuing: bool) -> bool:
     mono = it["unit"].mono
     if it["kind"] == "PARAGRAPH":
         return mono >= CODE_SHARE
-    return it["kind"] == "LIST_ITEM" and (mono >= 0.999 or continuing and mono >= CODE_SHARE)
+    return it["kind"] == "LIST_ITEM" and (mono >= ALL_MONO or continuing and mono >= CODE_SHARE)
 
 
 def code_text(units: list[Unit]) -> str:
@@ -139,7 +152,9 @@ def _rows(lines: list[Line]) -> list[Line]:
     rows: list[list[Line]] = []
     for ln in lines:
         first = rows[-1][0] if rows else None
-        if first and abs(ln.bbox[3] - first.bbox[3]) < 0.5 * min(_height(first), _height(ln)):
+        if first and abs(ln.bbox[3] - first.bbox[3]) < LISTING_ROW * min(
+            _height(first), _height(ln)
+        ):
             rows[-1].append(ln)
         else:
             rows.append([ln])
@@ -172,12 +187,12 @@ def _run_text(lines: list[Line]) -> str:
     # the pitch of consecutive lines, unless all are a blank line apart (code is set
     # with its lines ~1.2 sizes apart)
     size = max(ln.size for ln in lines) or _height(widest)
-    pitch = min((s for s in steps if s > 0.5 * size), default=0.0)
-    if not pitch or pitch > 1.8 * size:
-        pitch = 1.2 * size
+    pitch = min((s for s in steps if s > LISTING_MIN_STEP * size), default=0.0)
+    if not pitch or pitch > LISTING_MAX_PITCH * size:
+        pitch = LISTING_PITCH * size
     out = []
     for i, ln in enumerate(lines):
         if i:
-            out += [""] * min(2, max(0, round(steps[i - 1] / pitch) - 1))
+            out += [""] * min(LISTING_MAX_BLANKS, max(0, round(steps[i - 1] / pitch) - 1))
         out.append(" " * round((ln.bbox[0] - left) / width) + ln.text.rstrip())
     return "\n".join(out)

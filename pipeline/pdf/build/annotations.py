@@ -9,7 +9,7 @@ named destination) points to the first node at or below its destination point on
 target page (in the point's column when it has one): a heading stands for its section, as
 in a textual "Section 4.1" reference (pipeline.structure.crossrefs, which leaves out the
 pairs a link made); one to a bibliography entry is a REFERENCES_CITATION edge (hyperref
-links author-year citations, which pdf_edges' "[12]" markers miss). None goes to the section
+links author-year citations, which edges.py's "[12]" markers miss). None goes to the section
 its source is in (a browser's heading anchor links to itself), nor to a footnote (hyperref
 gives its destination no point; the markers' REFERENCES_NOTE edges go there). A URI stays an
 external link; a link to another file (GoToR, Launch) is its path, relative to this one's
@@ -24,11 +24,12 @@ from typing import Any
 import pymupdf
 
 from pipeline.structure.model import DocStructure
+from pipeline.pdf.thresholds import LINK_ABOVE, LINK_COLUMN_SLACK
 
 _INTERNAL = (pymupdf.LINK_GOTO, pymupdf.LINK_NAMED)
 _FILES = (pymupdf.LINK_GOTOR, pymupdf.LINK_LAUNCH)
 # a link to a bibliography entry is a citation (hyperref links author-year citations too,
-# which pdf_edges' "[12]" markers miss)
+# which edges.py's "[12]" markers miss)
 _KINDS = {"BIBLIOGRAPHIC_ENTRY": "REFERENCES_CITATION"}
 
 
@@ -101,7 +102,7 @@ def add_links(out: DocStructure, links: list[PdfLink]) -> None:
             continue
         node = _at(boxes.get(link.target[0], []), *link.target[1:])
         if node is None or node is source or node["node_type"] == "NOTE":
-            continue  # footnote markers have REFERENCES_NOTE edges (pdf_edges) already
+            continue  # footnote markers have REFERENCES_NOTE edges (build.edges) already
         kind = _KINDS.get(node["node_type"], "CROSS_REFERENCES")
         # a heading stands for its section, as a textual "Section 4.1" reference's target
         heading = node["node_type"] in ("HEADING", "TITLE")
@@ -136,8 +137,8 @@ def _at(boxes, x: float, y: float) -> dict[str, Any] | None:
     """The first node starting at or below (x, y): in the column holding x when one does,
     else on the whole page; the page's last node when none is below (a footnote's
     destination may be the page's foot)."""
-    below = [(b, n) for b, n in boxes if b[1] >= y - 2]
-    column = [(b, n) for b, n in below if x > 0 and b[0] - 5 <= x <= b[2] + 5]
+    below = [(b, n) for b, n in boxes if b[1] >= y - LINK_ABOVE]
+    column = [(b, n) for b, n in below if x > 0 and b[0] - LINK_COLUMN_SLACK <= x <= b[2] + LINK_COLUMN_SLACK]
     if column or below:
         return min(column or below, key=lambda bn: (bn[0][1], bn[0][0]))[1]
     return max(boxes, key=lambda bn: (bn[0][3], bn[0][0]))[1] if boxes else None

@@ -10,7 +10,7 @@ the other. The page was then read across the columns, left top, right top, left 
 column was then not continued at the top of the next).
 
 Here a stripe is joined to the one above it when together they are still columns of text:
-each has two columns or more (or the lower one goes on, within GOES_ON, under the column of
+each has two columns or more (or the lower one goes on, within STRIPE_GOES_ON, under the column of
 the upper one that reaches lowest: a word processor's unbalanced columns, where the band
 above a heading at the foot of the first column crosses the page because the second column
 ended higher up), none of its regions crosses a gutter of the pair, each column
@@ -27,13 +27,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-Box = Sequence[Any]  # (x0, y0, x1, y1, class) as pymupdf4llm passes them
+from pipeline.pdf.thresholds import (
+    STRIPE_FULL,
+    STRIPE_GAP,
+    STRIPE_GOES_ON,
+    STRIPE_INDENT,
+    STRIPE_MIN_COLUMN,
+)
 
-GAP = 3.0  # points between two columns, at least (pymupdf4llm's own test for columns)
-FULL = 0.7  # share of its column's width the widest region of a stripe's column fills
-INDENT = 0.05  # or starts this share of its column's width from the column's left edge
-MIN_COLUMN = 0.2  # share of the body's width a column spans, at least
-GOES_ON = 40.0  # points from a column's foot to a region in it below a blank band, at most
+Box = Sequence[Any]  # (x0, y0, x1, y1, class) as pymupdf4llm passes them
 
 
 def join_stripes(stripes: list[list[Box]]) -> list[list[Box]]:
@@ -83,7 +85,7 @@ def _stacked(column: list[Box]) -> bool:
 def _text_columns(columns: list[tuple[float, float, float]]) -> bool:
     """Whether `columns` are two or more, each a fifth of their width at least."""
     width = columns[-1][1] - columns[0][0]
-    return len(columns) >= 2 and min(x1 - x0 for x0, x1, _ in columns) >= MIN_COLUMN * width
+    return len(columns) >= 2 and min(x1 - x0 for x0, x1, _ in columns) >= STRIPE_MIN_COLUMN * width
 
 
 def _columns_go_on(above: list[Box], below: list[Box]) -> bool:
@@ -96,7 +98,7 @@ def _columns_go_on(above: list[Box], below: list[Box]) -> bool:
             return False
         for x0, x1, widest in own:
             c0, c1, _ = next(c for c in both if c[0] <= x0 and x1 <= c[1])
-            if widest < FULL * (c1 - c0) and x0 - c0 > INDENT * (c1 - c0):
+            if widest < STRIPE_FULL * (c1 - c0) and x0 - c0 > STRIPE_INDENT * (c1 - c0):
                 return False
     return True
 
@@ -109,16 +111,16 @@ def _longest_goes_on(above: list[Box], below: list[Box]) -> bool:
     foot = [max(b[3] for b in g) for g in groups]
     lowest = groups[foot.index(max(foot))]
     x0, x1 = min(b[0] for b in lowest), max(b[2] for b in lowest)
-    inside = all(x0 - GAP <= b[0] and b[2] <= x1 + GAP for b in below)
-    return inside and min(b[1] for b in below) - max(foot) <= GOES_ON
+    inside = all(x0 - STRIPE_GAP <= b[0] and b[2] <= x1 + STRIPE_GAP for b in below)
+    return inside and min(b[1] for b in below) - max(foot) <= STRIPE_GOES_ON
 
 
 def _groups(boxes: list[Box]) -> list[list[Box]]:
     """The columns of `boxes`, left to right: sorted by their left edges, a column ends where
-    the next box starts GAP right of all before it."""
+    the next box starts STRIPE_GAP right of all before it."""
     out: list[list[Box]] = []
     for b in sorted(boxes, key=lambda b: b[0]):
-        if out and b[0] - max(o[2] for o in out[-1]) <= GAP:
+        if out and b[0] - max(o[2] for o in out[-1]) <= STRIPE_GAP:
             out[-1].append(b)
         else:
             out.append([b])

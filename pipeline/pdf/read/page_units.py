@@ -1,6 +1,6 @@
 """Lines and units of a PDF page, and their reading order: the geometry that both the
-loader (a scanned page's OCR text, pdf_ocr_units.py) and the structure parser's page layout
-(pipeline.structure.pdf_layout) work on. A Line is one visual line with its box and font
+loader (a scanned page's OCR text, ocr_units.py) and the structure parser's page layout
+(pipeline.pdf.read.lines) work on. A Line is one visual line with its box and font
 measures; a Unit a paragraph-like run of lines (a block split where font size or weight
 changes, at bullets and at wide gaps); recursive XY-cut orders units column by column."""
 
@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+
+from pipeline.pdf.thresholds import BLOCK_GAP_RATIO, BLOCK_SIZE_RATIO, BOLD_SHARE
 
 
 @dataclass
@@ -20,7 +22,7 @@ class Line:
     math: float  # share of characters in math fonts
     markers: list[str] = field(default_factory=list)  # superscript note markers
     first_small: str = ""  # leading small/superscript token (a footnote's own marker)
-    mono: float = 0.0  # share of characters in monospaced fonts (pipeline.structure.pdf_code)
+    mono: float = 0.0  # share of characters in monospaced fonts (pipeline.pdf.read.listings)
 
 
 @dataclass
@@ -94,9 +96,14 @@ def split_block(lines: list[Line], page: int) -> list[Unit]:
             prev = cur[-1]
             ratio = max(ln.size, prev.size) / max(min(ln.size, prev.size), 0.1)
             gap = ln.bbox[1] - prev.bbox[3]
-            weight_change = (prev.bold > 0.9) != (ln.bold > 0.9)
+            weight_change = (prev.bold > BOLD_SHARE) != (ln.bold > BOLD_SHARE)
             bullet = bool(BULLET.match(ln.text.strip()))
-            if ratio > 1.12 or weight_change or bullet or gap > 1.2 * prev.size:
+            if (
+                ratio > BLOCK_SIZE_RATIO
+                or weight_change
+                or bullet
+                or gap > BLOCK_GAP_RATIO * prev.size
+            ):
                 units.append(Unit(cur, page))
                 cur = []
         cur.append(ln)

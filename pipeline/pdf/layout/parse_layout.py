@@ -3,7 +3,7 @@ shipped with pymupdf 2.x, run on the CPU, nothing downloaded) classes the region
 page (text, section-header, title, caption, footnote, list-item, formula, picture, table,
 page-header, page-footer) and pymupdf4llm puts them in reading order, columns included.
 
-The model gives regions; the text comes from pymupdf's own lines (`pdf_layout`), each span
+The model gives regions; the text comes from pymupdf's own lines (`read.lines`), each span
 given to the region that holds it, so superscript note markers, font sizes and
 hyphenation are read as on the heuristic path. Lines in no region (text the model left
 out) become paragraphs placed by position; rotated lines (margin text, axis labels) are
@@ -17,11 +17,17 @@ from typing import Any
 import pymupdf
 
 from pipeline.config import StructureSettings
-from pipeline.ingest.pdf_units import Line, Unit, split_block, xy_cut
-from pipeline.structure.model import DocStructure
-from pipeline.structure.pdf_bullets import LIST_GLYPH
-from pipeline.structure.pdf_classify import classify_page, title_and_headings
-from pipeline.structure.pdf_layout import (
+from pipeline.pdf.build.sections import SENT_END
+from pipeline.pdf.layout.classify import (
+    classify_page,
+    heading_classes,
+    title_and_headings,
+)
+from pipeline.pdf.layout.page_numbers import printed_numbers, roman_value, running_text
+from pipeline.pdf.layout.regions import FAILED, MARGIN_CLASSES, Region
+from pipeline.pdf.layout.workers import layout_regions
+from pipeline.pdf.read.bullets import LIST_GLYPH
+from pipeline.pdf.read.lines import (
     PAGE_NO,
     attach_markers,
     body_size,
@@ -31,18 +37,28 @@ from pipeline.structure.pdf_layout import (
     note_start,
     page_dict,
 )
-from pipeline.structure.pdf_ocr import HEADING_SIZE, heading_classes
-from pipeline.structure.pdf_pages import printed_numbers, roman_value, running_text
-from pipeline.structure.pdf_regions import FAILED, MARGIN_CLASSES, Region
-from pipeline.structure.pdf_sections import SENT_END
-from pipeline.structure.pdf_workers import layout_regions
+from pipeline.pdf.read.page_units import Line, Unit, split_block, xy_cut
+from pipeline.pdf.thresholds import (
+    BOLD_SHARE,
+    HALF_BOLD,
+    HEADING_RATIO,
+    HORIZONTAL_DX,
+    HORIZONTAL_DY,
+    MARGIN_CONTENT_WORDS,
+    SHORT_HEADING_LINES,
+    SHORT_HEADING_WORDS,
+    UPRIGHT_SHARE,
+    XY_MIN_HGAP,
+    XY_MIN_VGAP,
+)
+from pipeline.structure.model import DocStructure
 
 NO_TEXT_CLASSES = ("picture",)
 
 
 def _horizontal(line: dict[str, Any]) -> bool:
     dx, dy = line.get("dir", (1.0, 0.0))
-    return dx > 0.98 and abs(dy) < 0.1
+    return dx > HORIZONTAL_DX and abs(dy) < HORIZONTAL_DY
 
 
 def _region_of(bbox: tuple[float, ...], regions: list[Region]) -> int:
@@ -68,14 +84,14 @@ def _page_text(page: pymupdf.Page, pno: int, regions: list[Region]) -> list[Unit
     raws = [(bno, ln) for bno, b in enumerate(d["blocks"]) if b["type"] == 0 for ln in b["lines"]]
     size = [sum(len(s["text"]) for s in ln["spans"]) for _, ln in raws]
     across = sum(n for n, (_, ln) in zip(size, raws, strict=True) if _horizontal(ln))
-    upright = across >= 0.5 * sum(size)  # else a page set sideways: its text is all kept
+    upright = across >= UPRIGHT_SHARE * sum(size)  # else a page set sideways: its text is all kept
     for bno, raw in raws:
         if upright and not _horizontal(raw):
             continue  # rotated on an upright page: margin text or a figure's axis label
         parts: dict[int, list[dict[str, Any]]] = {}
         spans = raw["spans"]
         for i, s in enumerate(spans):
-            # a drawn bullet's span (pdf_bullets) goes where its text goes
+            # a drawn bullet's span (read.bullets) goes where its text goes
             box = spans[i + 1]["bbox"] if s.get("bullet") and i + 1 < len(spans) else s["bbox"]
             parts.setdefault(_region_of(box, regions), []).append(s)
         for rno, spans in parts.items():
@@ -113,7 +129,7 @@ def _page_text(page: pymupdf.Page, pno: int, regions: list[Region]) -> list[Unit
 def _split_text(region: Region) -> None:
     """A text region holding a short bold or larger line set off from the text above or
     below it (the model took a heading and a paragraph for one block), or list items led by
-    a bullet glyph (a list the model read as text: pdf_bullets)."""
+    a bullet glyph (a list the model read as text: read.bullets)."""
     assert region.unit is not None
     parts = split_block(region.unit.lines, region.unit.page)
     if len(parts) < 2 and not LIST_GLYPH.match(parts[0].text):
@@ -141,11 +157,16 @@ def _split_text(region: Region) -> None:
 
 def _heading_like(u: Unit, around: list[Unit]) -> bool:
     words = u.text.split()
-    if not words or len(words) > 12 or SENT_END.search(u.text):
+    if not words or len(words) > SHORT_HEADING_WORDS or SENT_END.search(u.text):
         return False
-    if len(u.lines) > 2:  # a heading wrapped in a narrow column is set larger, not only bold
-        return all(u.size >= 1.15 * n.size for n in around)
-    return all(u.bold > 0.9 and n.bold < 0.5 or u.size >= 1.15 * n.size for n in around)
+    if (
+        len(u.lines) > SHORT_HEADING_LINES
+    ):  # a heading wrapped in a narrow column is set larger, not only bold
+        return all(u.size >= HEADING_RATIO * n.size for n in around)
+    return all(
+        u.bold > BOLD_SHARE and n.bold < HALF_BOLD or u.size >= HEADING_RATIO * n.size
+        for n in around
+    )
 
 
 def _drawn(bbox: tuple[float, ...], images: list[Any], drawings: list[pymupdf.Rect]) -> bool:
@@ -192,11 +213,6 @@ def _table_text(region: Region) -> tuple[str, dict[str, Any]]:
     return (region.unit.text if region.unit else ""), {}
 
 
-# A page-header/footer region that is a sentence (this many words or more, ending like one)
-# and that no other page repeats (digits aside) is content the model put in a margin.
-MARGIN_CONTENT_WORDS = 5
-
-
 def _keep_margin_content(
     pages: list[list[Region]], orphans: list[list[Unit]], body: float
 ) -> set[int]:
@@ -224,7 +240,7 @@ def _keep_margin_content(
                 r.cls = "footnote"
             elif len(text.split()) >= MARGIN_CONTENT_WORDS and SENT_END.search(text):
                 r.cls = "text"
-            elif text and not _page_number(text) and (bare or r.unit.size >= HEADING_SIZE * body):
+            elif text and not _page_number(text) and (bare or r.unit.size >= HEADING_RATIO * body):
                 r.cls = "text"
                 lone.add(id(r.unit))
     return lone
@@ -267,7 +283,7 @@ def parse_layout(
 ) -> tuple[list[dict[str, Any]], dict[int, str], dict[str, Any]]:
     """Classified items in reading order, printed page numbers by page and metadata;
     `data` (the PDF's bytes) lets a long PDF be read by several processes. `ocr` holds the
-    units of scanned pages (`pdf_ocr`): the model's regions there (a picture) are dropped,
+    units of scanned pages (`read.ocr_pages`): the model's regions there (a picture) are dropped,
     the units read by position with headings by size."""
     ocr = ocr or {}
     pages = layout_regions(pdf, data, cfg.pdf_workers)
@@ -285,7 +301,7 @@ def parse_layout(
             regions.clear()
         orphans.append(list(ocr[pno]) if pno in ocr else _page_text(page, pno, regions))
         if not regions:  # no model regions: the heuristic path's column-aware order
-            orphans[-1] = xy_cut(orphans[-1], min_vgap=6.0, min_hgap=0.5)
+            orphans[-1] = xy_cut(orphans[-1], min_vgap=XY_MIN_VGAP, min_hgap=XY_MIN_HGAP)
         heights.append(page.rect.height or 792.0)
         if not any(r.unit for r in regions) and not orphans[-1]:
             out.warnings.append(f"page {pno + 1}: no text")

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from pipeline.structure.model import DocStructure
+from pipeline.pdf.thresholds import CAPTION_MAX_GAP, MAX_CITATION_RANGE, SIDE_PENALTY, WRONG_KIND_PENALTY
 
 CITATION = re.compile(r"\[(\d+(?:\s*[,–-]\s*\d+)*)\]")
 
@@ -44,7 +45,7 @@ def _expand(spec: str) -> list[str]:
     for part in spec.split(","):
         part = part.strip()
         m = re.match(r"^(\d+)\s*[–-]\s*(\d+)$", part)
-        if m and 0 < int(m.group(2)) - int(m.group(1)) < 50:
+        if m and 0 < int(m.group(2)) - int(m.group(1)) < MAX_CITATION_RANGE:
             nums += [str(n) for n in range(int(m.group(1)), int(m.group(2)) + 1)]
         elif part.isdigit():
             nums.append(part)
@@ -56,7 +57,7 @@ def _gap(a: tuple[float, ...], b: tuple[float, ...]) -> float:
     caption belongs to the figure above or below it, not to the one beside it."""
     v = max(0.0, b[1] - a[3], a[1] - b[3])
     overlap = min(a[2], b[2]) - max(a[0], b[0])
-    return v if overlap > 0 else v + 100
+    return v if overlap > 0 else v + SIDE_PENALTY
 
 
 def caption_edges(out: DocStructure, items: list[dict[str, Any]]) -> None:
@@ -75,8 +76,8 @@ def caption_edges(out: DocStructure, items: list[dict[str, Any]]) -> None:
             want = "TABLE" if re.match(r"^tab", c["text"], re.I) else "FIGURE"
             want = "CODE" if re.match(r"^(?:listing|example)", c["text"], re.I) else want
             for t in things:
-                d = _gap(c["unit"].bbox, t["unit"].bbox) + (0 if t["kind"] == want else 50)
-                if d < 150:
+                d = _gap(c["unit"].bbox, t["unit"].bbox) + (0 if t["kind"] == want else WRONG_KIND_PENALTY)
+                if d < CAPTION_MAX_GAP:
                     pairs.append((d, id(c), id(t), c, t))
         used: set[int] = set()
         for _, ci, ti, c, t in sorted(pairs, key=lambda p: p[0]):

@@ -1,6 +1,6 @@
 """From classified PDF items (in reading order) to the structure: paragraphs split by page or
 column breaks merged, the section tree (outline and detected headings), content nodes with
-positions, and the edges of `pdf_edges`. Shared by the layout-model and heuristic paths."""
+positions, and the edges of `build.edges`. Shared by the layout-model and heuristic paths."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import re
 from collections import Counter
 from typing import Any
 
-from pipeline.ingest.pdf_units import Unit, join_lines
+from pipeline.pdf.read.page_units import Unit, join_lines
 from pipeline.structure.model import DocStructure, position
-from pipeline.structure.pdf_edges import caption_edges, citation_edges, note_edges
+from pipeline.pdf.build.edges import caption_edges, citation_edges, note_edges
+from pipeline.pdf.thresholds import BIB_INDENT, CHAPTER_LEVELS, MIN_MATCH_CHARS, PROSE_MAX_DIGITS, SAME_FONT_RATIO
+from pipeline.pdf.thresholds import OUTLINE_COVERS
 
 NUMBERED = re.compile(r"^((?:\d+|[A-Z])(?:\.\d+)*)\.?\s+\S")
 CHAPTER_WORD = re.compile(r"^(chapter|part|appendix)\b", re.I)
@@ -23,8 +25,6 @@ FRONT = re.compile(
 )
 BACK = re.compile(r"^(index|glossary|notes|endnotes|related publications|back cover)$", re.I)
 SENT_END = re.compile(r"[.!?:;\"”’)\]]$")
-# The outline replaces the detected headings only when it names at least this share of them.
-OUTLINE_COVERS = 0.6
 
 Anchor = tuple[int, str, str, int]  # level, title, component type, 0-based page
 
@@ -66,7 +66,7 @@ def merge_continuations(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if it["kind"] == "PARAGRAPH" and last_para is not None:
             prev = last_para["text"]
             t = it["text"]
-            same_font = it["unit"].size >= 0.9 * last_para["unit"].size  # not a chart label
+            same_font = it["unit"].size >= SAME_FONT_RATIO * last_para["unit"].size  # not a chart label
             if t[:1].islower() and not SENT_END.search(prev) and same_font:
                 if not between:
                     last_para["text"] = join_text(prev, t)
@@ -79,7 +79,7 @@ def merge_continuations(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
             between = True
         out.append(it)
         if it["kind"] == "PARAGRAPH":
-            smaller = last_para is not None and it["unit"].size < 0.9 * last_para["unit"].size
+            smaller = last_para is not None and it["unit"].size < SAME_FONT_RATIO * last_para["unit"].size
             if _prose(it["text"]) and not smaller:
                 last_para = it
                 between = False
@@ -92,11 +92,11 @@ def _prose(text: str) -> bool:
     """Running text rather than a chart's labels or an undetected table's cells."""
     chars = [c for c in text if not c.isspace()]
     digits = sum(c.isdigit() for c in chars)
-    return len(text.split()) >= 2 and digits <= 0.2 * len(chars) and text[:1] not in "=+−-"
+    return len(text.split()) >= 2 and digits <= PROSE_MAX_DIGITS * len(chars) and text[:1] not in "=+−-"
 
 
 def join_text(a: str, b: str) -> str:
-    """`a` and `b` as pdf_units.join_lines joins two lines."""
+    """`a` and `b` as page_units.join_lines joins two lines."""
     return join_lines([a, b])
 
 
@@ -114,7 +114,7 @@ def toc_component(title: str, level: int, levels: int) -> str:
         return "NOTES_SECTION"
     if BACK.match(t):
         return "BACK_MATTER"
-    if level == 1 and (CHAPTER_WORD.match(title) or levels >= 3):
+    if level == 1 and (CHAPTER_WORD.match(title) or levels >= CHAPTER_LEVELS):
         return "CHAPTER"
     return "SECTION"
 
@@ -152,7 +152,7 @@ def match_toc(items: list[dict[str, Any]], title: str, page0: int) -> tuple[int,
         if first_on_page is None:
             first_on_page = i
         t = norm(it["text"])
-        if t and key and (t == key or t.endswith(key) or key.endswith(t) and len(t) > 3):
+        if t and key and (t == key or t.endswith(key) or key.endswith(t) and len(t) > MIN_MATCH_CHARS):
             if it["kind"] in ("PARAGRAPH", "LIST_ITEM"):
                 it["kind"] = "HEADING"
             return i, True
@@ -253,7 +253,7 @@ def _bib_entries(it: dict[str, Any]) -> list[str]:
     x_min = min(ln.bbox[0] for ln in lines)
     bracketed = any(BIB_NUM.match(ln.text.strip()) for ln in lines)
     for ln in lines:
-        starts = BIB_NUM.match(ln.text.strip()) or ln.bbox[0] <= x_min + 2
+        starts = BIB_NUM.match(ln.text.strip()) or ln.bbox[0] <= x_min + BIB_INDENT
         if not entries or starts and (BIB_NUM.match(ln.text.strip()) or not bracketed):
             entries.append([ln.text])
         else:

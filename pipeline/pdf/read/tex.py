@@ -58,7 +58,7 @@ def tex_encoding(text: str) -> str | None:
     """The TeX encoding ("T1", "OT1") whose slots `text`'s control characters are, or
     None; one only when they are mostly its ligatures (T1: also its quotes and dashes). A
     font without a Unicode map whose codes are glyph ids gives control characters everywhere
-    (a space each word): no TeX encoding, an unreadable text layer (pipeline.ingest.pdf_ocr)."""
+    (a space each word): no TeX encoding, an unreadable text layer (`ocr_engine`)."""
     slots = len(_SLOTS.findall(text))
     if not slots:
         return None

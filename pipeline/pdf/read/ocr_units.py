@@ -1,5 +1,5 @@
-"""A scanned page's OCR'd lines (pipeline.ingest.pdf_ocr) made into the units a text-layer
-page gives (pipeline.ingest.pdf_units), so paragraphs, reading order (XY-cut) and headings by
+"""A scanned page's OCR'd lines (pipeline.pdf.read.ocr_engine) made into the units a text-layer
+page gives (pipeline.pdf.read.page_units), so paragraphs, reading order (XY-cut) and headings by
 size work on them as far as the recognised boxes allow: the loader reads them as the page's
 text, the structure parser as its units. OCR knows no fonts: a line's size is estimated
 from its width per character (its box height for short lines), and lines of about the
@@ -9,30 +9,25 @@ from __future__ import annotations
 
 import statistics
 
-from pipeline.ingest.pdf_ocr import OcrLine
-from pipeline.ingest.pdf_units import Line, Unit, split_block, xy_cut
-
-# A line's font size from its width: Latin text averages about half an em a character,
-# whatever letters the line holds; its box height (ascenders, descenders, the detector's
-# margin) varies by a third between "same." and "percent while staff". Short lines are
-# measured by height (box height / font size ~ BOX_PER_POINT).
-EM_PER_CHAR = 0.5
-MIN_CHARS = 8
-BOX_PER_POINT = 1.3
-# Lines from 35% below to 20% above the page's median estimate are body size (words the
-# recogniser ran together make a line look ~15% larger); headings ~1.3x the body or more
-# keep their own size.
-SAME_SIZE = (0.35, 0.2)
-# Boxes on one row closer than this many box heights are one line (the detector cut it at a
-# wide space); a two-column paper's gutter (~17 pt at 10 pt text) left ~1 box height
-# between the expanded boxes, and a join there interleaved the columns' sentences.
-ROW_GAP = 0.5
+from pipeline.pdf.read.ocr_engine import OcrLine
+from pipeline.pdf.read.page_units import Line, Unit, split_block, xy_cut
+from pipeline.pdf.thresholds import (
+    BOX_PER_POINT,
+    EM_PER_CHAR,
+    OCR_MIN_CHARS,
+    OCR_OVERLAP,
+    OCR_ROW,
+    OCR_ROW_GAP,
+    OCR_SAME_SIZE,
+    XY_MIN_HGAP,
+    XY_MIN_VGAP,
+)
 
 
 def _estimate(ln: OcrLine) -> float:
     width, height = ln.bbox[2] - ln.bbox[0], ln.bbox[3] - ln.bbox[1]
     n = len(ln.text)
-    return width / (EM_PER_CHAR * n) if n >= MIN_CHARS else height / BOX_PER_POINT
+    return width / (EM_PER_CHAR * n) if n >= OCR_MIN_CHARS else height / BOX_PER_POINT
 
 
 def _sizes(lines: list[OcrLine]) -> list[float]:
@@ -43,12 +38,13 @@ def _sizes(lines: list[OcrLine]) -> list[float]:
         return []
     med = statistics.median([e for ln, e in zip(lines, est, strict=True) for _ in ln.text])
     return [
-        round(2 * (med if -SAME_SIZE[0] <= e / med - 1 <= SAME_SIZE[1] else e)) / 2 for e in est
+        round(2 * (med if -OCR_SAME_SIZE[0] <= e / med - 1 <= OCR_SAME_SIZE[1] else e)) / 2
+        for e in est
     ]
 
 
 def _rows(lines: list[Line]) -> list[Line]:
-    """Boxes on one row less than ROW_GAP box heights apart joined (the detector cuts a line
+    """Boxes on one row less than OCR_ROW_GAP box heights apart joined (the detector cuts a line
     at a wide space); boxes farther apart on a row stay apart (columns: a gutter is wider)."""
     out: list[Line] = []
     for ln in sorted(lines, key=lambda ln: (ln.bbox[1], ln.bbox[0])):
@@ -56,7 +52,7 @@ def _rows(lines: list[Line]) -> list[Line]:
             h = min(prev.bbox[3] - prev.bbox[1], ln.bbox[3] - ln.bbox[1])
             cy, pcy = (ln.bbox[1] + ln.bbox[3]) / 2, (prev.bbox[1] + prev.bbox[3]) / 2
             left, right = (prev, ln) if prev.bbox[0] <= ln.bbox[0] else (ln, prev)
-            if abs(cy - pcy) < 0.4 * h and 0 <= right.bbox[0] - left.bbox[2] < ROW_GAP * h:
+            if abs(cy - pcy) < OCR_ROW * h and 0 <= right.bbox[0] - left.bbox[2] < OCR_ROW_GAP * h:
                 out[i] = Line(
                     f"{left.text} {right.text}",
                     (
@@ -90,7 +86,7 @@ def ocr_units(lines: list[OcrLine], pno: int) -> list[Unit]:
             last = block[-1]
             gap = ln.bbox[1] - last.bbox[3]
             if (
-                -0.3 * h <= gap < 1.0 * h
+                -OCR_OVERLAP * h <= gap < 1.0 * h
                 and ln.bbox[0] < last.bbox[2]
                 and ln.bbox[2] > last.bbox[0]
             ):
@@ -105,5 +101,5 @@ def page_text(lines: list[OcrLine]) -> str:
     """A page's OCR lines as text in reading order, a line per paragraph: the blocks and
     column order the structure parser gives them (rows across two columns would interleave
     the columns' sentences)."""
-    units = xy_cut(ocr_units(lines, 0), min_vgap=6.0, min_hgap=0.5)
+    units = xy_cut(ocr_units(lines, 0), min_vgap=XY_MIN_VGAP, min_hgap=XY_MIN_HGAP)
     return "\n".join(u.text for u in units)

@@ -10,10 +10,15 @@ from __future__ import annotations
 
 from collections import Counter
 
-from pipeline.ingest.pdf_units import Unit
-from pipeline.structure.pdf_layout import PAGE_NO, ROMAN, normalise_margin_text
+from pipeline.pdf.read.lines import PAGE_NO, ROMAN, normalise_margin_text
+from pipeline.pdf.read.page_units import Unit
+from pipeline.pdf.thresholds import (
+    LAYOUT_MARGIN_LINES,
+    MIN_REPEAT_PAGES,
+    PAGE_NUMBER_DIGITS,
+    RUNNING_PAGES,
+)
 
-RUNNING_PAGES = 3  # the same margin text at the same place on this many pages runs
 _ROMAN_VALUES = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100, "d": 500, "m": 1000}
 
 
@@ -59,7 +64,7 @@ def _candidates(units: list[Unit]) -> list[tuple[str, int, str, Unit, bool]]:
         words = t.split()
         toks = [m.group(1)] if m else list(dict.fromkeys([words[0], words[-1]])) if words else []
         for tok in toks:
-            if tok.isdigit() and len(tok) <= 4:
+            if tok.isdigit() and len(tok) <= PAGE_NUMBER_DIGITS:
                 out.append(("arabic", int(tok), tok, u, m is not None))
             elif ROMAN.match(tok) and tok.islower() and (v := roman_value(tok)):
                 out.append(("roman", v, tok, u, m is not None))
@@ -119,7 +124,9 @@ def running_text(
     for units, h in zip(pages, heights, strict=True):
         keys, spots = set(), set()
         for u in units:
-            if len(u.lines) <= 3 and (u.bbox[3] <= margin * h or u.bbox[1] >= (1 - margin) * h):
+            if len(u.lines) <= LAYOUT_MARGIN_LINES and (
+                u.bbox[3] <= margin * h or u.bbox[1] >= (1 - margin) * h
+            ):
                 key = normalise_margin_text(u.text)
                 spot = (key, round(u.bbox[0]), round(u.bbox[1]))
                 band.append((key, spot, u))
@@ -127,7 +134,7 @@ def running_text(
                 spots.add(spot)
         seen.update(keys)
         placed.update(spots)
-    least = max(2, repeat * n)
+    least = max(MIN_REPEAT_PAGES, repeat * n)
     return {
         id(u)
         for key, spot, u in band

@@ -17,13 +17,19 @@ import re
 from collections import Counter
 from typing import Any
 
-_MAX_TITLE_CHARS = 200
-_MAX_FIRST_LINE_CHARS = 120
-# display type at least this much larger than the body (an ACL paper's 15 pt over 11 pt)
-_TITLE_RATIO = 1.25
-# characters in the largest type up to which a page whose text is mostly that type is a
-# cover (a title slide: two lines of title over an author line)
-_COVER_CHARS = 200
+from pipeline.pdf.thresholds import (
+    COVER_CHARS,
+    DISPLAY_TITLE_RATIO,
+    MAX_FIRST_LINE_CHARS,
+    MAX_TITLE_CHARS,
+    SENTENCE_WORDS,
+    TITLE_LINE_GAP,
+    TITLE_MAX_SLOPE,
+    TITLE_MIN_LETTERS,
+    TITLE_SIZE_SLACK,
+    TITLE_SPACE,
+)
+
 # a word of three letters or more ending a sentence and another beginning ("Dr. Ames" and
 # "U.S. Navy" do not)
 _SENTENCE_END = re.compile(r"\b[a-z]{3,}[.!?]\s+[A-Z]")
@@ -50,7 +56,7 @@ def _line_text(spans: list[dict[str, Any]]) -> str:
     text = spans[0]["text"]
     for a, b in zip(spans, spans[1:], strict=False):
         gap = b["bbox"][0] - a["bbox"][2]
-        text += (" " if gap > 0.15 * b["size"] else "") + b["text"]
+        text += (" " if gap > TITLE_SPACE * b["size"] else "") + b["text"]
     return " ".join(text.split())
 
 
@@ -61,7 +67,7 @@ def display_title(page_dict: dict[str, Any]) -> str | None:
     for block in page_dict.get("blocks", []):
         for line in block.get("lines", []):
             spans = [s for s in line["spans"] if s["text"].strip()]
-            if not spans or abs(line["dir"][1]) > 0.01:  # empty, or not horizontal
+            if not spans or abs(line["dir"][1]) > TITLE_MAX_SLOPE:  # empty, or not horizontal
                 continue
             for s in spans:
                 chars[_size(s["size"])] += len(s["text"].strip())
@@ -69,23 +75,29 @@ def display_title(page_dict: dict[str, Any]) -> str | None:
             x0, y0, _, y1 = line["bbox"]
             lines.append((y0, x0, y1, size, _line_text(spans)))
     body = chars.most_common(1)[0][0] if chars else 0.0
-    if body == max(chars, default=0.0) and chars[body] <= _COVER_CHARS and len(chars) > 1:
+    if body == max(chars, default=0.0) and chars[body] <= COVER_CHARS and len(chars) > 1:
         body = max(size for size in chars if size < body)  # a cover: its title is most of it
-    big = [ln for ln in lines if ln[3] >= _TITLE_RATIO * body and _letters(ln[4]) >= 3]
+    big = [
+        ln
+        for ln in lines
+        if ln[3] >= DISPLAY_TITLE_RATIO * body and _letters(ln[4]) >= TITLE_MIN_LETTERS
+    ]
     upper = [ln for ln in big if ln[0] < page_dict.get("height", 0) / 2]
     big = upper or big  # a cover's brand or a title page's authors sit lower down
     if not big:
         return None
     top = max(ln[3] for ln in big)
-    picked = sorted((ln for ln in big if ln[3] >= top - 0.5), key=lambda ln: (ln[0], ln[1]))
+    picked = sorted(
+        (ln for ln in big if ln[3] >= top - TITLE_SIZE_SLACK), key=lambda ln: (ln[0], ln[1])
+    )
     title, bottom = [picked[0][4]], picked[0][2]
     for y0, _, y1, _, text in picked[1:]:  # the block's next lines: a title over lines
-        if y0 - bottom > 1.2 * top:
+        if y0 - bottom > TITLE_LINE_GAP * top:
             break
         title.append(text)
         bottom = max(bottom, y1)
     joined = " ".join(title)
-    return joined if len(joined) <= _MAX_TITLE_CHARS else None
+    return joined if len(joined) <= MAX_TITLE_CHARS else None
 
 
 def _letters(text: str) -> int:
@@ -98,9 +110,16 @@ def first_line(text: str) -> str | None:
     more that runs on into the next (which goes on in lower case)."""
     lines = [ln.strip() for ln in text.split("\n") if ln.strip()][:2]
     line = lines[0] if lines else ""
-    if _letters(line) < 3 or len(line) > _MAX_FIRST_LINE_CHARS or _SENTENCE_END.search(line):
+    if (
+        _letters(line) < TITLE_MIN_LETTERS
+        or len(line) > MAX_FIRST_LINE_CHARS
+        or _SENTENCE_END.search(line)
+    ):
         return None
     runs_on = (
-        len(line.split()) >= 8 and line[-1].isalpha() and len(lines) > 1 and lines[1][0].islower()
+        len(line.split()) >= SENTENCE_WORDS
+        and line[-1].isalpha()
+        and len(lines) > 1
+        and lines[1][0].islower()
     )
     return None if runs_on else line

@@ -31,6 +31,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from pipeline.pdf.thresholds import (
+    MIN_UNREADABLE_CHARS,
+    OCR_MIN_SCORE,
+    SCAN_MIN_COVER,
+    UNREADABLE_SHARE,
+)
+
 if TYPE_CHECKING:  # imported where a page is read: shards.py imports this module for every run
     import pymupdf
 
@@ -52,11 +59,6 @@ DET_DPI = 150
 # Letter keep 300 / 150 dpi.
 OCR_MAX_PIXELS = 20_000_000
 DET_MAX_PIXELS = 2_500_000
-# Share of the page that images/drawings must cover for a text-less page to be a scan.
-MIN_COVER = 0.25
-# Recognised lines less sure than this are dropped: the engine's default 0.5 kept the bars
-# of a chart read as "--l" (0.54-0.58); the words of our test scans score 0.95 and more.
-MIN_SCORE = 0.65
 _CACHE_PAGES = 256
 LOAD_FAILED = "OCR engine failed to load"  # a broken install: a failure, not a setting
 
@@ -99,11 +101,6 @@ def ocr_setting(mode: OcrMode) -> Iterator[None]:
         _MODE.reset(token)
 
 
-# A text layer of which this share of the characters are no text (U+FFFD, control or
-# private-use characters: the glyph ids a font without a Unicode map gives, "5IF\x01IBSCPVS"
-# for "The harbour") is read by OCR like a scan. Real pages stay far below: the worst of the
-# shared and unseen PDFs is 2.1% (Wingdings bullets), a LaTeX paper's math fonts 0.2%.
-UNREADABLE_SHARE = 0.1
 _NO_TEXT = re.compile(r"[\ufffd\x00-\x08\x0e-\x1b\x7f-\x9f\ue000-\uf8ff]")
 _SPACE = re.compile(r"\s")
 
@@ -111,7 +108,7 @@ _SPACE = re.compile(r"\s")
 def unreadable(text: str) -> bool:
     """Whether a page's text layer is no text: at least UNREADABLE_SHARE of it."""
     chars = len(text) - len(_SPACE.findall(text))
-    return chars >= 20 and len(_NO_TEXT.findall(text)) >= UNREADABLE_SHARE * chars
+    return chars >= MIN_UNREADABLE_CHARS and len(_NO_TEXT.findall(text)) >= UNREADABLE_SHARE * chars
 
 
 def has_text(text: str) -> bool:
@@ -120,7 +117,7 @@ def has_text(text: str) -> bool:
 
 
 def image_only(page: pymupdf.Page) -> bool:
-    """No text layer, and images or drawings cover at least MIN_COVER of the page (a scan, or
+    """No text layer, and images or drawings cover at least SCAN_MIN_COVER of the page (a scan, or
     text converted to outlines); a blank page is not one."""
     import pymupdf
 
@@ -133,7 +130,7 @@ def image_only(page: pymupdf.Page) -> bool:
     for kind, rect in page.get_bboxlog():
         if "image" in kind or "path" in kind or "imgmask" in kind:
             covered |= pymupdf.Rect(rect) & page.rect
-    return abs(covered) >= MIN_COVER * area
+    return abs(covered) >= SCAN_MIN_COVER * area
 
 
 _engine: Any = None
@@ -237,7 +234,7 @@ def _recognise(eng: Any, page: pymupdf.Page, pix: pymupdf.Pixmap) -> list[OcrLin
     lines = []
     for box, res in zip(boxes, found, strict=True):
         text, score = " ".join(str(res[0]).split()), float(res[1])
-        if score >= MIN_SCORE and any(c.isalnum() for c in text):  # a chart's bars read "-"
+        if score >= OCR_MIN_SCORE and any(c.isalnum() for c in text):  # a chart's bars read "-"
             xs, ys = box[:, 0], box[:, 1]
             bbox = (
                 float(xs.min()) * sx,

@@ -4,7 +4,7 @@ its level-2 circle as a stroked one; Word's Symbol and Wingdings bullets come ou
 private-use characters. Either way the item's text starts with no marker, so the lists read
 as one paragraph. Here the drawn ones become a "•" / "◦" span in front of their line and
 the private-use ones their Unicode look-alikes, so lists split and classify as if typeset
-in text (pdf_units.BULLET). (A control character a font without a Unicode map gives its
+in text (page_units.BULLET). (A control character a font without a Unicode map gives its
 bullet stays: Dingbats' check marks in a table read the same.)
 """
 
@@ -15,14 +15,20 @@ from typing import Any
 
 import pymupdf
 
+from pipeline.pdf.thresholds import (
+    BULLET_COLOUR,
+    BULLET_EDGE,
+    BULLET_GAP,
+    BULLET_SIZE,
+    BULLET_SQUARE,
+)
+
 # Word's bullets in the Symbol and Wingdings fonts, as extracted without a ToUnicode map
 _PRIVATE_USE = str.maketrans(
     {"\uf0b7": "•", "\uf0a7": "▪", "\uf06e": "▪", "\uf0d8": "➢", "\uf076": "❖", "\uf0fc": "✓"}
 )
 # a line led by a bullet glyph: a list item whatever a layout model calls its block
 LIST_GLYPH = re.compile(r"[•◦▪‣●○■□➢❖✓]\s")
-_SIZE = (1.5, 8.0)  # a bullet's width and height in points
-_GAP = 2.5  # at most this many font sizes between a bullet and its text
 
 
 def mark_bullets(page: pymupdf.Page, d: dict[str, Any]) -> None:
@@ -57,9 +63,9 @@ def _dots(page: pymupdf.Page) -> list[tuple[tuple[float, ...], bool, tuple[float
     for dr in drawings:
         x0, y0, x1, y1 = dr["rect"]
         w, h = x1 - x0, y1 - y0
-        if not (_SIZE[0] <= w <= _SIZE[1] and _SIZE[0] <= h <= _SIZE[1]):
+        if not (BULLET_SIZE[0] <= w <= BULLET_SIZE[1] and BULLET_SIZE[0] <= h <= BULLET_SIZE[1]):
             continue
-        if abs(w - h) > 0.25 * max(w, h):
+        if abs(w - h) > BULLET_SQUARE * max(w, h):
             continue
         filled = "f" in dr.get("type", "")
         rgb = dr.get("fill") if filled else dr.get("color")
@@ -71,7 +77,9 @@ def _same_colour(rgb: tuple[float, ...], srgb: int) -> bool:
     """A bullet is painted in its text's colour; a chart legend's marker, beside its label
     just the same, in its series' colour."""
     text = ((srgb >> 16) & 255, (srgb >> 8) & 255, srgb & 255)
-    return len(rgb) == 3 and all(abs(c * 255 - t) <= 26 for c, t in zip(rgb, text, strict=True))
+    return len(rgb) == 3 and all(
+        abs(c * 255 - t) <= BULLET_COLOUR for c, t in zip(rgb, text, strict=True)
+    )
 
 
 def _led_by(lines: list[dict[str, Any]], rect: tuple[float, float, float, float]):
@@ -83,9 +91,13 @@ def _led_by(lines: list[dict[str, Any]], rect: tuple[float, float, float, float]
         x0, y0, x1, y1 = ln["bbox"]
         if not (y0 <= cy <= y1) or not ln["spans"]:
             continue
-        if x0 < rect[2] - 0.5 and x1 > rect[0]:
+        if x0 < rect[2] - BULLET_EDGE and x1 > rect[0]:
             return None  # text over the shape or around it: a glyph's part, a table rule
         size = ln["spans"][0]["size"]
-        if x0 >= rect[2] - 0.5 and x0 - rect[2] <= _GAP * size and (best_x is None or x0 < best_x):
+        if (
+            x0 >= rect[2] - BULLET_EDGE
+            and x0 - rect[2] <= BULLET_GAP * size
+            and (best_x is None or x0 < best_x)
+        ):
             best, best_x = ln, x0
     return best

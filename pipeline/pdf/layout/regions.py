@@ -3,7 +3,7 @@
 title, section-header, caption, footnote, list-item, formula, picture, table, page-header,
 page-footer) and pymupdf4llm orders them, columns included. The model is the cost of the
 layout path (~0.2 s of CPU a page); its ONNX sessions are made here (`use_model`) for how
-it runs in this project, and `pdf_workers` spreads pages over processes."""
+it runs in this project, and `workers` spreads pages over processes."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from typing import Any
 import pymupdf
 
 from pipeline import memory
-from pipeline.ingest.pdf_units import Unit
-from pipeline.structure import pdf_gutters, pdf_stripes
+from pipeline.pdf.layout import gutters, stripes
+from pipeline.pdf.read.page_units import Unit
+from pipeline.pdf.thresholds import MIN_GUTTER_SHARE, TOUCH_GAP
 
 MARGIN_CLASSES = ("page-header", "page-footer")
 FAILED = "model-failed"  # the class of the one region of a page the model could not read
@@ -123,8 +124,8 @@ def _model_regions(pdf: pymupdf.Document, pages: list[int]) -> list[list[Region]
 
     if _model_threads is None:
         use_model()
-    pdf_stripes.install()
-    pdf_gutters.install()
+    stripes.install()
+    gutters.install()
 
     parsed = parse_document(pdf, pages=pages, use_ocr=False, force_text=False)
     return [
@@ -164,7 +165,7 @@ def _join_pictures(regions: list[Region]) -> list[Region]:
     return out
 
 
-def _touch(a: tuple[float, ...], b: tuple[float, ...], gap: float = 2.0) -> bool:
+def _touch(a: tuple[float, ...], b: tuple[float, ...], gap: float = TOUCH_GAP) -> bool:
     return a[0] - gap <= b[2] and b[0] - gap <= a[2] and a[1] - gap <= b[3] and b[1] - gap <= a[3]
 
 
@@ -182,7 +183,7 @@ def _split_wide_gutter(regions: list[Region], width: float) -> list[Region]:
         if x0 - end > best:
             best, cut = x0 - end, (x0 + end) / 2
         end = max(end, x1)
-    if best < 0.05 * width:
+    if best < MIN_GUTTER_SHARE * width:
         return regions
     left = [r for r in body if r.bbox[2] <= cut]
     right = [r for r in body if r.bbox[0] >= cut]

@@ -2,12 +2,12 @@
 outline and/or detected headings, page labels on every node, and note/citation/caption edges.
 
 Two ways to find and classify the page regions, by `pdf_mode`:
-- "layout" (default): pymupdf's layout-analysis model (`pdf_model`): region classes and
+- "layout" (default): pymupdf's layout-analysis model (`layout.parse_layout`): region classes and
   reading order learned from many layouts; ~0.25 s of CPU a page (the other: 5-50 ms),
-  pages spread over worker processes (`pdf_workers`).
-- "heuristic": hand-written rules over font sizes and positions (`pdf_heuristic`), ~10-20
+  pages spread over worker processes (`layout.workers`).
+- "heuristic": hand-written rules over font sizes and positions (`rules.heuristic`), ~10-20
   ms a page, for very large corpora where time per page matters more than unusual layouts.
-Both give classified items that `pdf_sections` turns into the structure.
+Both give classified items that `build.sections` turns into the structure.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from typing import Any, Literal
 import pymupdf
 
 from pipeline.config import StructureSettings
+from pipeline.pdf.build.annotations import add_links, read_links
+from pipeline.pdf.build.sections import build, merge_continuations
+from pipeline.pdf.read.listings import mark_code
+from pipeline.pdf.read.ocr_pages import mark_ocr, structure_ocr
 from pipeline.structure.model import DocStructure
 from pipeline.structure.parsers import register
-from pipeline.structure.pdf_code import mark_code
-from pipeline.structure.pdf_links import add_links, read_links
-from pipeline.structure.pdf_ocr import mark_ocr, structure_ocr
-from pipeline.structure.pdf_sections import build, merge_continuations
 from pipeline.structure.text import parse_text
 
 PdfMode = Literal["layout", "heuristic"]
@@ -71,11 +71,11 @@ def parse_pdf(
         toc = pdf.get_toc(simple=True)
         ocr, report = structure_ocr(out, pdf, cfg, doc)  # scanned pages' units, if any
         if mode == "layout":
-            from pipeline.structure.pdf_model import parse_layout
+            from pipeline.pdf.layout.parse_layout import parse_layout
 
             items, printed, meta = parse_layout(out, pdf, cfg, data, ocr)
         else:
-            from pipeline.structure.pdf_heuristic import parse_heuristic
+            from pipeline.pdf.rules.heuristic import parse_heuristic
 
             items, printed, meta = parse_heuristic(out, pdf, cfg, ocr)
         mark_code(items)

@@ -24,7 +24,7 @@ from pipeline.ids import sha256_hex
 if TYPE_CHECKING:  # pymupdf and its layout model load only once a PDF is read (~0.6 s)
     import pymupdf
 
-    from pipeline.structure.pdf_regions import Region
+    from pipeline.pdf.layout.regions import Region
 
 PAGES_PER_WORKER = 24  # fewer pages than this per process: starting one costs more
 WAVE_PAGES = 512  # PDF pages read ahead at once: bounds the regions held in memory
@@ -94,7 +94,7 @@ def layout_regions(
     """Regions of every page of `pdf` (whose bytes are `data`), in reading order: read
     ahead (`ReadAhead`), else by worker processes (at most `workers`, 0: one a CPU) when
     the PDF is long enough, else here; pages no worker read are read here."""
-    from pipeline.structure.pdf_regions import finish, regions_in_process
+    from pipeline.pdf.layout.regions import finish, regions_in_process
 
     count = pdf.page_count
     got = _read_ahead.pop(sha256_hex(data), None) if data is not None and _read_ahead else None
@@ -170,10 +170,10 @@ class ReadAhead:
                     _read_ahead[read[0]] = read[1]
 
 
-if __name__ == "__main__":  # a worker: python -m pipeline.structure.pdf_workers JOBS OUT
+if __name__ == "__main__":  # a worker: python -m pipeline.pdf.layout.workers JOBS OUT
     import pymupdf
 
-    from pipeline.structure import pdf_regions  # Region pickled under its module's name
+    from pipeline.pdf.layout import regions as pdf_regions  # Region pickled under its module's name
 
     pdf_regions.use_model(threads=1)
     result: list[tuple[str, Pages]] = []

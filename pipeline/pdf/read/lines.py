@@ -1,5 +1,5 @@
 """Page layout for the PDF parser: pymupdf text blocks -> visual lines (font measures, note
-markers, right-to-left rows) -> units (split by pipeline.ingest.pdf_units, which also holds
+markers, right-to-left rows) -> units (split by pipeline.pdf.read.page_units, which also holds
 the reading order by XY-cut), and the tests on them: body size, captions, running
 headers/footers and printed page numbers."""
 
@@ -11,11 +11,27 @@ from typing import Any
 
 import pymupdf
 
-from pipeline.ingest.pdf_tex import decode_spans
-from pipeline.ingest.pdf_units import Line, Unit, split_block
-from pipeline.structure.pdf_bullets import mark_bullets
-from pipeline.structure.pdf_code import mark_monospace, row_gap
-from pipeline.structure.pdf_rtl import RTL, fix_rtl_ligatures
+from pipeline.pdf.read.bullets import mark_bullets
+from pipeline.pdf.read.listings import mark_monospace, row_gap
+from pipeline.pdf.read.page_units import Line, Unit, split_block
+from pipeline.pdf.read.rtl import RTL, fix_rtl_ligatures
+from pipeline.pdf.read.tex import decode_spans
+from pipeline.pdf.thresholds import (
+    BOLD_SHARE,
+    CAPTION_SMALL_RATIO,
+    DEFAULT_BODY_SIZE,
+    MARKER_ABOVE,
+    MARKER_LOW,
+    MARKER_MAX_CHARS,
+    MARKER_RAISE,
+    MARKER_RATIO,
+    MARKER_REACH,
+    MIN_FIGURE_AREA,
+    PAGE_NUMBER_DIGITS,
+    ROMAN_CHARS,
+    RTL_SHARE,
+    SAME_ROW,
+)
 
 # No TEXT_PRESERVE_LIGATURES: "ﬁ" comes out as "fi", which search and matching need.
 TEXT_FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_LIGATURES
@@ -52,7 +68,7 @@ def make_line(all_spans: list[dict[str, Any]]) -> Line | None:
         total += n
         bold += n if s["flags"] & 16 or "Bold" in s["font"] or ".B" in s["font"] else 0
         math += n if MATH_FONT.search(s["font"]) else 0
-        mono += n if s.get("mono") else 0  # pdf_code.mark_monospace
+        mono += n if s.get("mono") else 0  # listings.mark_monospace
     size = sizes.most_common(1)[0][0]
     x0 = min(s["bbox"][0] for s in spans)
     y0 = min(s["bbox"][1] for s in spans)
@@ -64,7 +80,9 @@ def make_line(all_spans: list[dict[str, Any]]) -> Line | None:
     code: bool | None = None  # whether the last span with text was monospaced
     for s in all_spans:
         t = s["text"]
-        small = s["size"] < 0.8 * size and (s["flags"] & 1 or s["bbox"][3] < y1 - 0.2 * size)
+        small = s["size"] < MARKER_RATIO * size and (
+            s["flags"] & 1 or s["bbox"][3] < y1 - MARKER_RAISE * size
+        )
         tok = t.strip()
         if tok and small and MARKER.match(tok) and not tok.isalpha():
             if not "".join(p for p in parts).strip():
@@ -100,7 +118,7 @@ def _unpad(parts: list[str], t: str, code: bool) -> str:
 def _rtl(text: str) -> bool:
     """Mostly right-to-left letters (Arabic, Hebrew, ...)."""
     letters = [c for c in text if c.isalpha()]
-    return len(RTL.findall(text)) > 0.5 * len(letters) if letters else False
+    return len(RTL.findall(text)) > RTL_SHARE * len(letters) if letters else False
 
 
 def merge_same_row(lines: list[Line]) -> list[Line]:
@@ -111,7 +129,9 @@ def merge_same_row(lines: list[Line]) -> list[Line]:
         prev = out[-1] if out else None
         if prev is not None:
             h = min(prev.bbox[3] - prev.bbox[1], ln.bbox[3] - ln.bbox[1])
-            same_row = abs(prev.bbox[3] - ln.bbox[3]) < 0.5 * h and ln.bbox[0] >= prev.bbox[2] - 1
+            same_row = (
+                abs(prev.bbox[3] - ln.bbox[3]) < SAME_ROW * h and ln.bbox[0] >= prev.bbox[2] - 1
+            )
             if same_row:
                 n1, n2 = len(prev.text), len(ln.text)
                 total = n1 + n2 or 1
@@ -139,8 +159,8 @@ def merge_same_row(lines: list[Line]) -> list[Line]:
 
 def page_dict(page: pymupdf.Page) -> dict[str, Any]:
     """The page's text as pymupdf's "dict", ready for `make_line`: TeX bitmap fonts' slots
-    read as text (pdf_tex), right-to-left ligatures mended, spans flagged monospaced
-    (pdf_code), drawn bullets made spans (pdf_bullets)."""
+    read as text (tex), right-to-left ligatures mended, spans flagged monospaced
+    (listings), drawn bullets made spans (bullets)."""
     d = page.get_text("dict", flags=TEXT_FLAGS, sort=False)
     decode_spans(d)
     fix_rtl_ligatures(page, d, TEXT_FLAGS)
@@ -158,7 +178,7 @@ def page_units(page: pymupdf.Page, pno: int) -> list[Unit]:
     for b in d["blocks"]:
         if b["type"] == 1:
             x0, y0, x1, y1 = b["bbox"]
-            if (x1 - x0) * (y1 - y0) > 400:
+            if (x1 - x0) * (y1 - y0) > MIN_FIGURE_AREA:
                 units.append(Unit([Line("", tuple(b["bbox"]), 0.0, 0.0, 0.0)], pno, image=True))
             continue
         lines: list[Line] = []
@@ -190,17 +210,17 @@ def _marker_host(m: Line, lines: list[Line]) -> tuple[Line, bool] | None:
         if (
             ln is m
             or not ln.text.strip()
-            or m.size >= 0.8 * ln.size
+            or m.size >= MARKER_RATIO * ln.size
             or h >= ln.bbox[2] - ln.bbox[0]
         ):
             continue  # vertical text (a chart's axis label) carries no markers
         raised = (
-            m.bbox[1] >= ln.bbox[1] - 0.5 * h
-            and (m.bbox[1] + m.bbox[3]) / 2 < (ln.bbox[1] + ln.bbox[3]) / 2 + 0.05 * h
+            m.bbox[1] >= ln.bbox[1] - MARKER_ABOVE * h
+            and (m.bbox[1] + m.bbox[3]) / 2 < (ln.bbox[1] + ln.bbox[3]) / 2 + MARKER_LOW * h
         )
         if not raised:
             continue
-        tol = 0.5 * ln.size
+        tol = MARKER_REACH * ln.size
         if -1 <= m.bbox[0] - ln.bbox[2] <= tol:
             return ln, True
         if -1 <= ln.bbox[0] - m.bbox[2] <= tol:
@@ -215,7 +235,7 @@ def attach_markers(blocks: list[list[Line]]) -> list[list[Line]]:
     lines = [ln for b in blocks for ln in b]
     used: set[int] = set()
     for m in lines:
-        if len(m.text.strip()) > 3:
+        if len(m.text.strip()) > MARKER_MAX_CHARS:
             continue
         found = _marker_host(m, [ln for ln in lines if id(ln) not in used])
         if found is None:
@@ -241,7 +261,7 @@ def body_size(units: list[Unit]) -> float:
     for u in units:
         for ln in u.lines:
             c[ln.size] += len(ln.text)
-    return c.most_common(1)[0][0] if c else 10.0
+    return c.most_common(1)[0][0] if c else DEFAULT_BODY_SIZE
 
 
 def is_caption(u: Unit, text: str, body: float) -> bool:
@@ -256,7 +276,7 @@ def is_caption(u: Unit, text: str, body: float) -> bool:
     rest = text[m.end() :].lstrip()
     if not rest[:1].islower():
         return True
-    return u.size < 0.95 * body or u.bold > 0.9
+    return u.size < CAPTION_SMALL_RATIO * body or u.bold > BOLD_SHARE
 
 
 def page_number_token(text: str) -> str | None:
@@ -268,7 +288,11 @@ def page_number_token(text: str) -> str | None:
     words = t.split()
     if len(words) >= 2:
         for w in (words[0], words[-1]):
-            if w.isdigit() and len(w) <= 4 or (ROMAN.match(w) and len(w) <= 5 and w.islower()):
+            if (
+                w.isdigit()
+                and len(w) <= PAGE_NUMBER_DIGITS
+                or (ROMAN.match(w) and len(w) <= ROMAN_CHARS and w.islower())
+            ):
                 return w
     return None
 

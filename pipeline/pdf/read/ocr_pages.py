@@ -1,5 +1,5 @@
 """Scanned PDF pages in the structure parser: the OCR'd lines of an image-only page
-(`pipeline.ingest.pdf_ocr`), made into units by `pipeline.ingest.pdf_ocr_units`, enter the
+(`pipeline.pdf.read.ocr_engine`), made into units by `pipeline.pdf.read.ocr_units`, enter the
 parse as a text-layer page's units do; their headings are found by size (OCR knows no
 fonts, nothing is bold or set in a math font), and the nodes and document metadata say
 which pages came from OCR."""
@@ -12,29 +12,12 @@ from typing import Any
 import pymupdf
 
 from pipeline.config import StructureSettings
-from pipeline.ingest.pdf import PAGE_BREAK
-from pipeline.ingest.pdf_ocr import OCR_DPI, OcrReport, has_text, ocr_document
-from pipeline.ingest.pdf_ocr_units import ocr_units
-from pipeline.ingest.pdf_tex import decode_text
-from pipeline.ingest.pdf_units import Unit
+from pipeline.pdf.read.load import PAGE_BREAK
+from pipeline.pdf.read.ocr_engine import OCR_DPI, OcrReport, has_text, ocr_document
+from pipeline.pdf.read.ocr_units import ocr_units
+from pipeline.pdf.read.page_units import Unit
+from pipeline.pdf.read.tex import decode_text
 from pipeline.structure.model import DocStructure
-from pipeline.structure.pdf_sections import SENT_END
-
-# A line this much larger than the body text is set as a heading.
-HEADING_SIZE = 1.15
-
-
-def heading_classes(units: list[Unit], body: float) -> dict[int, str]:
-    """Layout-path classes of an OCR'd page's units (the model saw no text there): a short
-    line clearly larger than the body text and not a sentence is a section header."""
-    out = {}
-    for u in units:
-        text = u.text.strip()
-        words = text.split()
-        short = 0 < len(words) <= 12 and len(u.lines) <= 2
-        if short and not SENT_END.search(text) and u.size >= HEADING_SIZE * body:
-            out[id(u)] = "section-header"
-    return out
 
 
 def _has_text(pdf: pymupdf.Document, doc: dict[str, Any]) -> list[bool]:
@@ -85,4 +68,4 @@ def mark_ocr(
         meta["ocr_skipped"] = {str(p + 1): why for p, why in sorted(report.skipped.items())}
 
 
-__all__ = ["heading_classes", "mark_ocr", "structure_ocr"]
+__all__ = ["mark_ocr", "structure_ocr"]

@@ -8,10 +8,10 @@ from typing import Any
 import pymupdf
 
 from pipeline.ingest.formats import LoadedDoc, LoadError, register
-from pipeline.ingest.pdf_ocr import current_mode, has_text, ocr_document
-from pipeline.ingest.pdf_ocr_units import page_text
-from pipeline.ingest.pdf_tex import decode_spans, decode_text
-from pipeline.ingest.pdf_title import display_title, first_line, is_placeholder
+from pipeline.pdf.read.ocr_engine import current_mode, has_text, ocr_document
+from pipeline.pdf.read.ocr_units import page_text
+from pipeline.pdf.read.tex import decode_spans, decode_text
+from pipeline.pdf.read.title import display_title, first_line, is_placeholder
 
 PAGE_BREAK = "\f"
 _META_KEYS = ("author", "subject", "keywords", "creator", "producer", "creationDate", "modDate")

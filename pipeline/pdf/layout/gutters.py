@@ -11,9 +11,9 @@ and four-column documents made here).
 Here, before pymupdf4llm orders the regions, a region's own text lines are parted where a
 blank strip GUTTER wide runs from its top to its bottom. A text region (or a list item: the
 model's name for two columns' headings side by side, once) is cut, into text, when every
-side is prose (WIDE line heights wide, MIN_ROWS rows or more, most across the side's
+side is prose (GUTTER_WIDE line heights wide, GUTTER_MIN_ROWS rows or more, most across the side's
 width: not a form's labels and values, not a table of short cells); a heading region when
-one side is prose and another is not (the heading). A side narrower than MIN_SIDE of the
+one side is prose and another is not (the heading). A side narrower than GUTTER_MIN_SIDE of the
 widest (columns are alike: a list's bullets, a heading's number apart from its words) is
 no column: part of the side it leads in a text region, no cut in a heading. Parts that then
 overlap a text region of the same column are one region again, so every line belongs to one
@@ -25,19 +25,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pipeline.structure.pdf_code import MONO_NAME
+from pipeline.pdf.read.listings import MONO_NAME
+from pipeline.pdf.thresholds import (
+    GUTTER,
+    GUTTER_ALIGNED,
+    GUTTER_FULL,
+    GUTTER_FULL_ROWS,
+    GUTTER_MIN_ROWS,
+    GUTTER_MIN_SIDE,
+    GUTTER_WIDE,
+)
 
 Box = tuple[Any, ...]  # (x0, y0, x1, y1, class) as pymupdf4llm passes them
 
-GUTTER = 4.0  # points of blank between two columns, at least
-MIN_ROWS = 3  # rows of text on each side of a gutter, at least
-FULL = 0.7  # share of its side's width a full row fills
-FULL_ROWS = 0.5  # share of a side's rows that are full, at least
-WIDE = 6  # line heights a side of prose spans, at least (not a table's one-word cells)
-MIN_SIDE = 0.5  # share of the widest side's width a column spans, at least
-ALIGNED = 3.0  # points two regions' left and right edges may differ in one column
 # the classes of the regions cut: a list item over two columns' headings is text again,
-# whose headings pdf_model tells by their type
+# whose headings parse_layout tells by their type
 SPLIT = ("text", "list-item", "section-header")
 MONOSPACED = 8  # MuPDF's span flag for a monospaced font
 
@@ -60,7 +62,7 @@ def _centre_in(line: Sequence[float], box: Box) -> bool:
 
 def _columns(box: Box, lines: list[Sequence[float]]) -> list[Box]:
     """The columns of region `box`, or none when it is one column. A text region is cut
-    when every side is prose, a side narrower than MIN_SIDE of the widest (columns are
+    when every side is prose, a side narrower than GUTTER_MIN_SIDE of the widest (columns are
     alike: a list's bullets, a heading's number apart from its words) being part of the
     side it leads; a heading region when one side is prose and another is not (a heading
     beside the text of the next column: the sides that are not prose stay one heading, and
@@ -82,14 +84,14 @@ def _columns(box: Box, lines: list[Sequence[float]]) -> list[Box]:
             parts.append((list(side), cls))
     out = [_hull(side, cls) for side, cls in parts]
     widths = [b[2] - b[0] for b in out]
-    return [] if min(widths) < MIN_SIDE * max(widths) else out
+    return [] if min(widths) < GUTTER_MIN_SIDE * max(widths) else out
 
 
 def _lead_in(sides: list[list[Sequence[float]]]) -> list[list[Sequence[float]]]:
-    """`sides` with each one narrower than MIN_SIDE of the widest joined to the side after
+    """`sides` with each one narrower than GUTTER_MIN_SIDE of the widest joined to the side after
     it (the last one: before it)."""
     widths = [max(ln[2] for ln in side) - min(ln[0] for ln in side) for side in sides]
-    narrow = [w < MIN_SIDE * max(widths, default=0.0) for w in widths]
+    narrow = [w < GUTTER_MIN_SIDE * max(widths, default=0.0) for w in widths]
     while len(sides) > 1 and any(narrow):
         i = narrow.index(True)
         side, _ = sides.pop(i), narrow.pop(i)
@@ -122,11 +124,12 @@ def _hull(rects: list[Sequence[Any]], cls: str) -> Box:
 
 
 def _prose(side: list[Sequence[float]]) -> bool:
-    """Whether the lines of one side are a column of text: WIDE line heights wide, MIN_ROWS
-    rows or more (lines level with each other are one row: MuPDF cuts a justified line at
-    its wide spaces), most of them across FULL of the side's width."""
+    """Whether the lines of one side are a column of text: GUTTER_WIDE line heights wide,
+    GUTTER_MIN_ROWS rows or more (lines level with each other are one row: MuPDF cuts a
+    justified line at its wide spaces), most of them across GUTTER_FULL of the side's
+    width."""
     x0, x1 = min(ln[0] for ln in side), max(ln[2] for ln in side)
-    if x1 - x0 < WIDE * sorted(ln[3] - ln[1] for ln in side)[len(side) // 2]:
+    if x1 - x0 < GUTTER_WIDE * sorted(ln[3] - ln[1] for ln in side)[len(side) // 2]:
         return False
     rows: list[list[float]] = []  # y0, y1, x0, x1
     for ln in sorted(side, key=lambda ln: (ln[1] + ln[3]) / 2):
@@ -136,8 +139,8 @@ def _prose(side: list[Sequence[float]]) -> bool:
             row[2], row[3] = min(row[2], ln[0]), max(row[3], ln[2])
         else:
             rows.append([ln[1], ln[3], ln[0], ln[2]])
-    full = sum(1 for r in rows if r[3] - r[2] >= FULL * (x1 - x0))
-    return len(rows) >= MIN_ROWS and full >= FULL_ROWS * len(rows)
+    full = sum(1 for r in rows if r[3] - r[2] >= GUTTER_FULL * (x1 - x0))
+    return len(rows) >= GUTTER_MIN_ROWS and full >= GUTTER_FULL_ROWS * len(rows)
 
 
 def _join_overlaps(boxes: list[Box]) -> list[Box]:
@@ -155,7 +158,7 @@ def _join_overlaps(boxes: list[Box]) -> list[Box]:
 
 
 def _same_column(a: Box, b: Box) -> bool:
-    return abs(a[0] - b[0]) <= ALIGNED and abs(a[2] - b[2]) <= ALIGNED
+    return abs(a[0] - b[0]) <= GUTTER_ALIGNED and abs(a[2] - b[2]) <= GUTTER_ALIGNED
 
 
 def _overlap(a: Box, b: Box) -> bool:

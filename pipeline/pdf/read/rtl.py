@@ -10,6 +10,8 @@ from typing import Any
 
 import pymupdf
 
+from pipeline.pdf.thresholds import RTL_EDGE, RTL_ZERO_WIDTH
+
 RTL = re.compile(r"[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")
 
 
@@ -20,7 +22,9 @@ def _span_text(chars: list[dict[str, Any]]) -> str:
         z, c = cs[i], cs[i + 1]
         zx0, _, zx1, _ = z["bbox"]
         cx0, _, cx1, _ = c["bbox"]
-        one_glyph = zx1 - zx0 < 0.01 and abs(cx1 - zx0) < 0.5 and cx1 - cx0 > 0.01
+        one_glyph = (
+            zx1 - zx0 < RTL_ZERO_WIDTH and abs(cx1 - zx0) < RTL_EDGE and cx1 - cx0 > RTL_ZERO_WIDTH
+        )
         if one_glyph and RTL.match(z["c"]) and RTL.match(c["c"]):
             cs[i], cs[i + 1] = c, z
             i += 2

@@ -8,10 +8,25 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pipeline.ingest.pdf_units import Unit
-from pipeline.structure.pdf_heuristic import cover_pages
-from pipeline.structure.pdf_layout import CAPTION_LABEL, is_caption, note_start
-from pipeline.structure.pdf_sections import SENT_END, dedupe_headings, join_text
+from pipeline.pdf.build.sections import SENT_END, dedupe_headings, join_text
+from pipeline.pdf.covers import cover_pages
+from pipeline.pdf.read.lines import CAPTION_LABEL, is_caption, note_start
+from pipeline.pdf.read.page_units import Unit
+from pipeline.pdf.thresholds import (
+    CLASSED_CHAPTER_RATIO,
+    HALF_BOLD,
+    HEADING_ALIGN,
+    HEADING_CENTRE,
+    HEADING_RATIO,
+    HEADING_SIZE_SLACK,
+    HEADING_WRAP_GAP,
+    LIST_HEADING_WORDS,
+    MATH_SHARE,
+    NOTE_RATIO,
+    NOTE_TOP_SLACK,
+    SHORT_HEADING_LINES,
+    SHORT_HEADING_WORDS,
+)
 
 WORD = re.compile(r"[^\W\d_]{2,}")
 MATH_SIGN = re.compile(r"[=<>≤≥∑∫√±×÷∈]")
@@ -30,16 +45,16 @@ def _kind(cls: str, u: Unit, text: str, body: float, max_words: int) -> str:
         if labelled and is_caption(u, text, body):
             return "CAPTION"
         if re.fullmatch(r"\d{1,3}|[IVX]{1,5}", text.strip()):  # a chapter number set large
-            return "HEADING" if u.size >= 1.5 * body else "PARAGRAPH"
-        if not WORD.search(text) or u.math > 0.3:  # "a2 + 8 = 12" set large: an equation
-            return "FORMULA" if MATH_SIGN.search(text) or u.math > 0.3 else "PARAGRAPH"
+            return "HEADING" if u.size >= CLASSED_CHAPTER_RATIO * body else "PARAGRAPH"
+        if not WORD.search(text) or u.math > MATH_SHARE:  # "a2 + 8 = 12" set large: an equation
+            return "FORMULA" if MATH_SIGN.search(text) or u.math > MATH_SHARE else "PARAGRAPH"
         return "TITLE" if cls == "title" else "HEADING"
     if cls == "caption":
         return "PARAGRAPH" if labelled and not is_caption(u, text, body) else "CAPTION"
     if cls == "list-item":  # "8 List of veterans" set larger than the text: a heading
         titled = text[:1].isalnum() and len(WORD.findall(text)) >= 2  # no bullet or box
         short = len(text.split()) <= max_words and not SENT_END.search(text)
-        return "HEADING" if titled and short and u.size >= 1.15 * body else "LIST_ITEM"
+        return "HEADING" if titled and short and u.size >= HEADING_RATIO * body else "LIST_ITEM"
     if cls == "formula":
         return "FORMULA"
     return "CAPTION" if labelled and is_caption(u, text, body) else "PARAGRAPH"
@@ -85,7 +100,7 @@ def _continues_note(u: Unit, text: str, notes: list[dict[str, Any]]) -> bool:
     column, which the model took for text."""
     top = min(n["unit"].bbox[1] for n in notes)
     unfinished = not SENT_END.search(notes[-1]["text"])
-    return unfinished and text[:1].islower() and u.bbox[1] >= top - 2
+    return unfinished and text[:1].islower() and u.bbox[1] >= top - NOTE_TOP_SLACK
 
 
 def classify_page(
@@ -93,7 +108,7 @@ def classify_page(
     cls_of: dict[int, str],
     tables: dict[int, tuple[str, dict[str, Any]]],
     body: float,
-    max_words: int = 20,
+    max_words: int = LIST_HEADING_WORDS,
 ) -> list[dict[str, Any]]:
     """Items of one page: the flow in reading order, then its footnotes (a footnote region
     with no marker, or `_continues_note` text, after a note that ends mid-sentence continues
@@ -112,7 +127,7 @@ def classify_page(
         text = u.text
         if not text.strip():
             continue
-        small = u.size <= 0.92 * body
+        small = u.size <= NOTE_RATIO * body
         if cls == "text" and small and notes and _continues_note(u, text, notes):
             prev = notes[-1]
             prev["unit"] = Unit(prev["unit"].lines + u.lines, u.page, "NOTE")
@@ -175,6 +190,21 @@ def join_wrapped_headings(items: list[dict[str, Any]]) -> None:
 
 def _wrapped(a: Unit, b: Unit) -> bool:
     (ax0, _, ax1, ay1), (bx0, by0, bx1, _) = a.bbox, b.bbox
-    aligned = abs(ax0 - bx0) <= 3 or abs((ax0 + ax1) - (bx0 + bx1)) <= 6
-    alike = abs(a.size - b.size) <= 0.5 and (a.bold > 0.5) == (b.bold > 0.5)
-    return a.page == b.page and aligned and alike and -1 <= by0 - ay1 <= 0.8 * a.size
+    aligned = abs(ax0 - bx0) <= HEADING_ALIGN or abs((ax0 + ax1) - (bx0 + bx1)) <= HEADING_CENTRE
+    alike = abs(a.size - b.size) <= HEADING_SIZE_SLACK and (a.bold > HALF_BOLD) == (
+        b.bold > HALF_BOLD
+    )
+    return a.page == b.page and aligned and alike and -1 <= by0 - ay1 <= HEADING_WRAP_GAP * a.size
+
+
+def heading_classes(units: list[Unit], body: float) -> dict[int, str]:
+    """Layout-path classes of an OCR'd page's units (the model saw no text there): a short
+    line clearly larger than the body text and not a sentence is a section header."""
+    out = {}
+    for u in units:
+        text = u.text.strip()
+        words = text.split()
+        short = 0 < len(words) <= SHORT_HEADING_WORDS and len(u.lines) <= SHORT_HEADING_LINES
+        if short and not SENT_END.search(text) and u.size >= HEADING_RATIO * body:
+            out[id(u)] = "section-header"
+    return out
