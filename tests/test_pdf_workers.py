@@ -43,6 +43,7 @@ def shard_frames(folder: Path) -> dict[str, pl.DataFrame]:
             rows.append(
                 {"id": sha256_hex(name.encode()), "source_path": name, "title": name}
                 | {"text": text, "sha256": sha256_hex(data), "mime_type": mime}
+                | {"n_pages": 2 if mime == "application/pdf" else 1}
             )
         frames[key] = pl.DataFrame(rows)
     return frames
@@ -88,7 +89,9 @@ def test_documents_loaded_ahead_are_bounded_without_pdfs(tmp_path, two_cpus, mon
     """A corpus with no PDFs must not load every shard's documents at once."""
     monkeypatch.setattr(pdf_workers, "WAVE_BYTES", 1)
     frames = {
-        k: pl.DataFrame({"source_path": [f"{k}.md"], "mime_type": ["text/markdown"]})
+        k: pl.DataFrame(
+            {"source_path": [f"{k}.md"], "mime_type": ["text/markdown"], "n_pages": [1]}
+        )
         for k in ("s0", "s1", "s2")
     }
     loads: list[str] = []

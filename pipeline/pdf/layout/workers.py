@@ -111,16 +111,6 @@ def layout_regions(
     return finish(pdf, pages)  # type: ignore[arg-type]
 
 
-def _page_count(path: Path) -> int:
-    import pymupdf
-
-    try:
-        with pymupdf.open(path) as pdf:
-            return 0 if pdf.needs_pass else pdf.page_count
-    except Exception:  # noqa: BLE001 - the parser reports it
-        return 0
-
-
 class ReadAhead:
     """The documents of a run's shards, taken in order, with their PDFs' regions read
     ahead: from the shard asked for on, shards are loaded until they hold WAVE_PAGES PDF
@@ -158,8 +148,9 @@ class ReadAhead:
             self.loaded[k] = frame = self.load(k)
             if not self.on or self.root is None:
                 return
-            for path in frame.filter(pl.col("mime_type") == "application/pdf")["source_path"]:
-                if count := _page_count(self.root / path):
+            pdf_rows = frame.filter(pl.col("mime_type") == "application/pdf")
+            for path, count in pdf_rows.select("source_path", "n_pages").iter_rows():
+                if count:  # as the documents step read it: the file is not opened again
                     pdfs.append((str(self.root / path), count))
             held += frame.estimated_size()
             if sum(c for _, c in pdfs) >= WAVE_PAGES or held >= WAVE_BYTES:
