@@ -6,6 +6,7 @@ costs plus the HTTP round trip (~1-2 ms).
 
     POST /query/{naive,local,global,expand,focus,flow}   body: QueryRequest (JSON)
     GET  /health
+    GET  /  and its evidence endpoints (/page, /section, /entity): app/serve/page.py
 
 The body holds the question and the options of `docgraph query` (`publication`: a list of
 publication ids to search within, as its --publication).
@@ -60,6 +61,8 @@ from app.serve.limits import (
     size_problem,
     validation_message,
 )
+from app.serve.page import add_page
+from app.serve.page_images import PageImages
 from app.serve.request import QueryRequest, run_query
 from pipeline.query.modes import MODES, QUERY_MODES, STREAM_MODES
 
@@ -72,8 +75,8 @@ SCOPED_VIEWS = 16  # publication filters kept open
 
 
 def create_app(index: GraphIndex, limits: ServeSettings | None = None) -> FastAPI:
-    """The API over an open index (one endpoint per mode, and /health), within `limits`
-    (default: the index's settings `serve`)."""
+    """The API over an open index (one endpoint per mode, /health, and the query page with
+    its evidence endpoints), within `limits` (default: the index's settings `serve`)."""
     limits = limits or index.settings.serve
     app = FastAPI(title="docgraph", summary="Graph-RAG queries over one docgraph index")
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
@@ -114,6 +117,7 @@ def create_app(index: GraphIndex, limits: ServeSettings | None = None) -> FastAP
 
     for mode in QUERY_MODES:
         app.post(f"/query/{mode}", response_class=Response)(endpoint(mode))
+    add_page(app, index, slots, PageImages())
     return app
 
 

@@ -1,0 +1,271 @@
+"""The query page of `docgraph serve` (app/serve/page.py), driven in a real headless Chromium
+over its DevTools protocol: a question typed and Enter pressed, the answer and its citations,
+a PDF citation's page with its boxes highlighted (canvas pixels checked), a text citation's
+section with the passage marked, an entity opened from the graph panel, global mode's
+reports, the messages for an unknown mode and a failed request, and an index whose document
+is titled like an XSS payload that runs nothing. Without a browser: the security headers,
+and the 404s of the page images that must read no file."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pymupdf
+import pytest
+from browser import CHROMIUM, Browser
+from conftest import needs_system_tool
+from test_serve import running
+
+from app.run import run_index
+from app.serve.server import open_index
+from pipeline.config import load_settings
+
+needs_chromium = needs_system_tool("chromium", CHROMIUM is not None)
+PDF_QUESTION = "Who directed the Cavendish Laboratory?"
+PDF_TITLE = "Laboratories of Modern Physics"
+XSS_TITLE = "<img src=x onerror=window.__xss=1>"
+
+
+def get(url: str) -> tuple[int, dict[str, str], bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=60) as resp:
+            return resp.status, dict(resp.headers), resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
+
+
+def post(url: str, body: dict) -> dict:
+    data = json.dumps(body).encode("utf-8")
+    req = urllib.request.Request(url, data, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        return json.loads(resp.read())
+
+
+def _open(inp: Path, out: Path):
+    return open_index(
+        str(out), load_settings(None, {"output_dir": str(out), "input_dir": str(inp)})
+    )
+
+
+@pytest.fixture(scope="module")
+def served(sample_index):
+    """The sample corpus plus a two-page PDF, served; (index, base URL)."""
+    inp, out, _, _ = sample_index
+    index = _open(inp, out)
+    with running(index) as url:
+        yield index, url
+
+
+@pytest.fixture(scope="module")
+def xss_served(tmp_path_factory):
+    """An index of one Markdown document whose title and heading are an XSS payload."""
+    root = tmp_path_factory.mktemp("xss-page")
+    inp, out = root / "input", root / "output"
+    inp.mkdir()
+    body = (
+        f"# {XSS_TITLE}\n\n{XSS_TITLE} was founded by Marie Curie in Paris in 1909. "
+        f"Marie Curie directed {XSS_TITLE} and worked there with Irène Curie.\n"
+    )
+    (inp / "payload.md").write_text(body, encoding="utf-8")
+    assert run_index(input_dir=str(inp), output_dir=str(out), log_level="ERROR").success
+    with running(_open(inp, out)) as url:
+        yield url
+
+
+def test_page_and_assets_carry_the_security_headers(served):
+    _, url = served
+    for path, kind in [
+        ("/", "text/html"),
+        ("/assets/page.js", "text/javascript"),
+        ("/assets/page.css", "text/css"),
+        ("/assets/vis-network.min.js", "text/javascript"),
+        ("/assets/vis-network.LICENSE.txt", "text/plain"),
+    ]:
+        status, headers, body = get(url + path)
+        assert status == 200 and headers["content-type"].startswith(kind), path
+        csp = headers["content-security-policy"]
+        assert "default-src 'self'" in csp and "script-src 'self'" in csp
+        assert "unsafe-inline" not in csp and "http" not in csp and "*" not in csp
+        assert headers["x-content-type-options"] == "nosniff"
+    html = get(url + "/")[2].decode()
+    assert "<script>" not in html and "style=" not in html and "http" not in html
+    assert get(url + "/assets/graph.js")[0] == 404
+    assert get(url + "/assets/..%2fserver.py")[0] == 404
+
+
+def test_page_images_refuse_what_the_index_does_not_hold(served, monkeypatch):
+    """404 for an unknown document, a Markdown document, `..`, a page out of range; no
+    file is opened or read for any of them; a good page is rendered once, then cached."""
+    index, url = served
+    docs = index.documents
+    pdf = docs.filter(docs["source_path"] == "laboratories.pdf")["id"][0]
+    text = docs.filter(docs["source_path"] == "marie_curie.md")["id"][0]
+    opened, read = [], []
+    real_open, real_read = pymupdf.open, Path.read_bytes
+    monkeypatch.setattr(pymupdf, "open", lambda *a, **k: opened.append(a) or real_open(*a, **k))
+    monkeypatch.setattr(Path, "read_bytes", lambda p: read.append(p) or real_read(p))
+    refused = [
+        f"/page/{'0' * 32}/1.png",  # not in the index
+        f"/page/{text}/1.png",  # in the index, not a PDF
+        f"/page/{pdf}/0.png",
+        f"/page/{pdf}/3.png",  # the PDF has two pages
+        f"/page/{pdf}/-1.png",
+        f"/page/{pdf}/99999999999999999999.png",
+        f"/page/{pdf}/one.png",
+        "/page/../laboratories.pdf/1.png",
+        "/page/%2e%2e/1.png",
+        f"/page/{pdf}%2f..%2f..%2fetc/1.png",
+        f"/page/{pdf}/..%2f1.png",
+        f"/page/{'a' * 200}/1.png",
+        "/entity/no-such-entity",
+        f"/entity/{'a' * 129}",
+        "/section/..",
+        "/section/no-such-section",
+    ]
+    for path in refused:
+        status, _, body = get(url + path)
+        assert status == 404, (path, status, body)
+    assert opened == [] and read == []
+    status, headers, png = get(f"{url}/page/{pdf}/2.png")
+    assert status == 200 and png.startswith(b"\x89PNG") and headers["x-page-zoom"] == "1.5"
+    assert get(f"{url}/page/{pdf}/2.png")[2] == png
+    assert len(opened) == 1  # the second came from the cache
+
+
+def _pixels_in(browser: Browser, box: dict, zoom: float) -> tuple[int, int]:
+    """(highlight-coloured pixels, all pixels) of the canvas inside a box (PDF points)."""
+    x, y = int(box["x0"] * zoom) + 3, int(box["y0"] * zoom) + 3
+    w, h = int((box["x1"] - box["x0"]) * zoom) - 6, int((box["y1"] - box["y0"]) * zoom) - 6
+    return browser.evaluate(
+        f"""(function () {{
+        var d = document.getElementById('pdf').getContext('2d')
+          .getImageData({x}, {y}, {w}, {h}).data, n = 0;
+        for (var i = 0; i < d.length; i += 4)
+          if (d[i] > 235 && d[i + 1] > 210 && d[i + 1] < 245
+              && d[i + 2] > 115 && d[i + 2] < 165) n++;
+        return [n, d.length / 4];
+        }})()"""
+    )
+
+
+def _ask(browser: Browser, url: str | None, mode: str, question: str) -> None:
+    """Ask in `mode`: on a freshly opened page (`url`), or on the page open."""
+    if url:
+        browser.navigate(url + "/#mode=" + mode)
+        browser.wait_for("document.body.dataset.state === 'idle'")
+    else:
+        browser.evaluate(f"document.getElementById('mode').value = {json.dumps(mode)}")
+        browser.evaluate("document.getElementById('question').value = ''")
+    browser.type_and_enter("#question", question)
+    browser.wait_for("document.body.dataset.state === 'done'")
+
+
+@needs_chromium
+def test_page_asks_and_shows_the_evidence(served, tmp_path):
+    index, url = served
+    result = post(url + "/query/local", {"query": PDF_QUESTION})
+    cites = result["citations"]
+    pdf_n = next(c["n"] for c in cites if c["document_title"] == PDF_TITLE)
+    text_n = next(c["n"] for c in cites if c["source_path"].endswith((".md", ".txt")))
+    unit = next(r for r in result["records"] if r["id"] == cites[pdf_n - 1]["id"])
+    boxes = [p for p in unit["positions"] if p["page"] == 1 and p["x1"] > p["x0"]]
+    with Browser(tmp_path / "profile") as browser:
+        _ask(browser, url, "local", PDF_QUESTION)
+        assert browser.evaluate("document.body.dataset.citations") == str(len(cites))
+        shown = browser.evaluate(
+            "[...document.querySelectorAll('#citations li')].map(e => e.textContent)"
+        )
+        assert len(shown) == len(cites) and PDF_TITLE in shown[pdf_n - 1]
+        answer = browser.evaluate("document.getElementById('answer').textContent")
+        assert cites[0]["sentence"] in answer and "[1]" in answer
+        # the PDF citation: its page, the cited boxes highlighted where they are recorded
+        browser.evaluate(
+            f"document.querySelector('#citations li[data-n=\"{pdf_n}\"] button').click()"
+        )
+        browser.wait_for("document.body.dataset.highlight > 0")
+        assert browser.evaluate("document.body.dataset.highlight") == str(len(boxes))
+        zoom = float(browser.evaluate("document.body.dataset.pdfZoom"))
+        for box in boxes:
+            marked, total = _pixels_in(browser, box, zoom)
+            assert marked > 0.3 * total, (box, marked, total)
+        margin = {"x0": 5, "y0": 5, "x1": 60, "y1": 50}  # no box there
+        assert _pixels_in(browser, margin, zoom)[0] == 0
+        if os.environ.get("DOCGRAPH_PAGE_SCREENSHOT"):
+            Path(os.environ["DOCGRAPH_PAGE_SCREENSHOT"]).write_bytes(browser.screenshot())
+        # a text citation: its section, the cited sentence marked
+        browser.evaluate(
+            f"document.querySelector('#citations li[data-n=\"{text_n}\"] button').click()"
+        )
+        browser.wait_for("document.body.dataset.sectionCited > 0")
+        marked = browser.evaluate("document.querySelector('#section-text mark').textContent")
+        assert marked == cites[text_n - 1]["sentence"]
+        # the graph panel: an entity opened, its description shown
+        assert int(browser.evaluate("document.body.dataset.graphNodes")) > 0
+        assert browser.evaluate("!!document.querySelector('#graph canvas')")
+        entity_id = browser.evaluate("document.querySelector('#entities button').dataset.entity")
+        browser.evaluate("document.querySelector('#entities button').click()")
+        entity = json.loads(get(f"{url}/entity/{entity_id}")[2])
+        browser.wait_for("document.body.dataset.entity")
+        assert browser.evaluate("document.body.dataset.entity") == entity["title"]
+        shown = browser.evaluate("document.querySelector('#entity .description').textContent")
+        assert shown == entity["description"] and entity["description"]
+        panel = browser.evaluate("document.getElementById('entity').textContent")
+        assert all(r["title"] in panel for r in entity["reports"]) and entity["reports"]
+        # global mode: the reports it reduced
+        _ask(browser, None, "global", "What are the main themes?")
+        assert int(browser.evaluate("document.body.dataset.reports")) > 0
+        assert browser.evaluate("document.getElementById('reports').children.length") > 0
+        assert browser.dialogs() == []
+
+
+@needs_chromium
+def test_page_says_what_went_wrong(served, tmp_path):
+    _, url = served
+    with Browser(tmp_path / "profile") as browser:
+        browser.navigate(url + "/#mode=nosuch")
+        browser.wait_for("document.body.dataset.state === 'error'")
+        assert "unknown mode" in browser.evaluate("document.getElementById('status').textContent")
+        _ask_fails = "document.body.dataset.state === 'error'"
+        browser.navigate(url + "/#mode=focus")
+        browser.wait_for("document.body.dataset.state === 'idle'")
+        browser.type_and_enter("#question", "no_such_note.md")
+        browser.wait_for(_ask_fails)
+        status = browser.evaluate("document.getElementById('status').textContent")
+        detail = json.loads(_post_status(url + "/query/focus", {"query": "no_such_note.md"}))
+        assert "failed (400)" in status and detail["detail"] in status
+
+
+def _post_status(url: str, body: dict) -> str:
+    try:
+        post(url, body)
+    except urllib.error.HTTPError as exc:
+        return exc.read().decode()
+    raise AssertionError("the request did not fail")
+
+
+@needs_chromium
+def test_page_shows_an_xss_title_as_text(xss_served, tmp_path):
+    url = xss_served
+    with Browser(tmp_path / "profile") as browser:
+        browser.navigate(url + "/")
+        browser.evaluate("window.__xss = 0")
+        browser.wait_for("document.body.dataset.state === 'idle'")
+        browser.type_and_enter("#question", "Who founded it in Paris in 1909?")
+        browser.wait_for("document.body.dataset.state === 'done'")
+        assert int(browser.evaluate("document.body.dataset.citations")) > 0
+        cited = browser.evaluate("document.getElementById('citations').textContent")
+        assert XSS_TITLE in cited  # the title, as text
+        browser.evaluate("document.querySelector('#citations button').click()")
+        browser.wait_for("document.body.dataset.sectionCited > 0")
+        buttons = browser.evaluate("document.querySelectorAll('#entities button').length")
+        if buttons:
+            browser.evaluate("document.querySelector('#entities button').click()")
+            browser.wait_for("document.body.dataset.entity")
+        assert XSS_TITLE in browser.evaluate("document.body.textContent")
+        assert browser.evaluate("document.querySelectorAll('main img').length") == 0
+        assert browser.evaluate("window.__xss") == 0
+        assert browser.dialogs() == []
