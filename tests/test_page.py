@@ -76,6 +76,18 @@ def xss_served(tmp_path_factory):
         yield url
 
 
+@pytest.fixture(scope="module")
+def empty_served(tmp_path_factory):
+    """An index of a folder whose one file is empty: no text units."""
+    root = tmp_path_factory.mktemp("empty-page")
+    inp, out = root / "input", root / "output"
+    inp.mkdir()
+    (inp / "empty.txt").write_bytes(b"")
+    assert run_index(input_dir=str(inp), output_dir=str(out), log_level="ERROR").success
+    with running(_open(inp, out)) as url:
+        yield url
+
+
 def test_page_and_assets_carry_the_security_headers(served):
     _, url = served
     for path, kind in [
@@ -194,8 +206,8 @@ def test_page_asks_and_shows_the_evidence(served, tmp_path):
             assert marked > 0.3 * total, (box, marked, total)
         margin = {"x0": 5, "y0": 5, "x1": 60, "y1": 50}  # no box there
         assert _pixels_in(browser, margin, zoom)[0] == 0
-        if os.environ.get("DOCGRAPH_PAGE_SCREENSHOT"):
-            Path(os.environ["DOCGRAPH_PAGE_SCREENSHOT"]).write_bytes(browser.screenshot())
+        if os.environ.get("PAGE_SCREENSHOT_PNG"):
+            Path(os.environ["PAGE_SCREENSHOT_PNG"]).write_bytes(browser.screenshot())
         # a text citation: its section, the cited sentence marked
         browser.evaluate(
             f"document.querySelector('#citations li[data-n=\"{text_n}\"] button').click()"
@@ -239,6 +251,19 @@ def test_page_says_what_went_wrong(served, tmp_path):
         assert "failed (400)" in status and detail["detail"] in status
 
 
+@needs_chromium
+def test_page_says_the_index_is_empty(empty_served, tmp_path):
+    with Browser(tmp_path / "profile") as browser:
+        browser.navigate(empty_served + "/")
+        browser.wait_for("document.body.dataset.state === 'empty'")
+        status = browser.evaluate("document.getElementById('status').textContent")
+        assert status.startswith("The index is empty")
+        browser.type_and_enter("#question", "Who was Marie Curie?")
+        browser.wait_for("document.body.dataset.state === 'done'")
+        answer = browser.evaluate("document.getElementById('answer').textContent")
+        assert "is empty" in answer and browser.evaluate("document.body.dataset.citations") == "0"
+
+
 def _post_status(url: str, body: dict) -> str:
     try:
         post(url, body)
@@ -261,11 +286,14 @@ def test_page_shows_an_xss_title_as_text(xss_served, tmp_path):
         assert XSS_TITLE in cited  # the title, as text
         browser.evaluate("document.querySelector('#citations button').click()")
         browser.wait_for("document.body.dataset.sectionCited > 0")
-        buttons = browser.evaluate("document.querySelectorAll('#entities button').length")
-        if buttons:
-            browser.evaluate("document.querySelector('#entities button').click()")
-            browser.wait_for("document.body.dataset.entity")
-        assert XSS_TITLE in browser.evaluate("document.body.textContent")
+        titles = browser.evaluate(
+            "[...document.querySelectorAll('#entities button')].map(b => b.textContent)"
+        )
+        assert titles, "the answer used no entity"
+        browser.evaluate("document.querySelector('#entities button').click()")
+        browser.wait_for("document.body.dataset.entity")
+        sources = browser.evaluate("document.getElementById('entity').textContent")
+        assert XSS_TITLE in sources  # the entity's sources name the document, as text
         assert browser.evaluate("document.querySelectorAll('main img').length") == 0
         assert browser.evaluate("window.__xss") == 0
         assert browser.dialogs() == []

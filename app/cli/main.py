@@ -70,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="serve the query modes over HTTP (FastAPI, Ctrl-C stops)")
     common(p)
+    p.add_argument(
+        "--input", help="input folder the page shows cited PDF pages from (settings input_dir)"
+    )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (no authentication)")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument(

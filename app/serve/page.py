@@ -29,7 +29,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.serve.evidence import entity_json, section_json
 from app.serve.limits import RETRY_AFTER_S, Busy, WorkSlots
-from app.serve.page_images import ID_PATTERN, NotServed, PageImages
+from app.serve.page_images import ID_PATTERN, ZOOM, NotServed, PageImages
 
 if TYPE_CHECKING:
     from pipeline.query import GraphIndex
@@ -117,9 +117,12 @@ def add_page(app: FastAPI, index: GraphIndex, slots: WorkSlots, images: PageImag
         """Page `page` of a PDF of the published index as PNG; header X-Page-Zoom: pixels
         per PDF point (bounding boxes are in points)."""
         _checked_id(document_id, request)
+        current = index.latest()
+        data, zoom = images.cached(current, document_id, page), ZOOM
         try:
-            async with slots.slot():
-                data, zoom = await run_in_threadpool(images.png, index.latest(), document_id, page)
+            if data is None:  # a render is CPU-bound: it waits for a slot, as searches do
+                async with slots.slot():
+                    data, zoom = await run_in_threadpool(images.png, current, document_id, page)
         except NotServed:
             raise HTTPException(404, "no such page of a document of the index") from None
         except Busy as exc:

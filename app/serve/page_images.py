@@ -10,6 +10,7 @@ page) in an LRU bounded both in entries and in bytes, so a page cited by many an
 rendered once, and a newly published version never shows an old rendering.
 
     PageImages(max_entries, max_bytes).png(index, document_id, page) -> (png bytes, zoom)
+    PageImages.cached(index, document_id, page) -> png bytes or None (no slot needed)
 """
 
 from __future__ import annotations
@@ -48,15 +49,22 @@ class PageImages:
         self._documents: dict[str, pl.DataFrame] = {}  # version -> its PDF documents
         self.renders = 0  # pages rendered (not from the cache)
 
+    def cached(self, index: IndexTables, document_id: str, page: int) -> bytes | None:
+        """The PNG of the page when this version's rendering of it is in the cache (it was
+        checked when rendered), else None; reads nothing."""
+        with self._lock:
+            hit = self._cache.get((str(index.version), document_id, page))
+            if hit is not None:
+                self._cache.move_to_end((str(index.version), document_id, page))
+            return hit
+
     def png(self, index: IndexTables, document_id: str, page: int) -> tuple[bytes, float]:
         """The PNG of page `page` (1-based) of the document, and its pixels per point."""
         path = self.source(index, document_id, page)
         key = (str(index.version), document_id, page)
-        with self._lock:
-            hit = self._cache.get(key)
-            if hit is not None:
-                self._cache.move_to_end(key)
-                return hit, ZOOM
+        hit = self.cached(index, document_id, page)
+        if hit is not None:
+            return hit, ZOOM
         data = render(path, page)
         with self._lock:
             self.renders += 1
