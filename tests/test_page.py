@@ -184,7 +184,17 @@ def test_page_asks_and_shows_the_evidence(served, tmp_path):
     pdf_n = next(c["n"] for c in cites if c["document_title"] == PDF_TITLE)
     text_n = next(c["n"] for c in cites if c["source_path"].endswith((".md", ".txt")))
     unit = next(r for r in result["records"] if r["id"] == cites[pdf_n - 1]["id"])
-    boxes = [p for p in unit["positions"] if p["page"] == 1 and p["x1"] > p["x0"]]
+    # the highlight: the boxes of the cited sentence's content node, not the whole unit's
+    section = json.loads(get(f"{url}/section/{unit['section_id']}?unit={unit['id']}")[2])
+    sentence = " ".join(cites[pdf_n - 1]["sentence"].split())
+    nodes = [n for n in section["nodes"] if n["cited"] and sentence in " ".join(n["text"].split())]
+    boxes = [b for n in nodes for b in n["boxes"] if b["page"] == 1]
+    others = [
+        p
+        for p in unit["positions"]
+        if p["page"] == 1 and p["x1"] > p["x0"] and not any(p["y0"] == b["y0"] for b in boxes)
+    ]
+    assert len(nodes) == 1 and boxes and others  # the unit holds the heading and the title too
     with Browser(tmp_path / "profile") as browser:
         _ask(browser, url, "local", PDF_QUESTION)
         assert browser.evaluate("document.body.dataset.citations") == str(len(cites))
@@ -205,9 +215,8 @@ def test_page_asks_and_shows_the_evidence(served, tmp_path):
             marked, total = _pixels_in(browser, box, zoom)
             assert marked > 0.3 * total, (box, marked, total)
         margin = {"x0": 5, "y0": 5, "x1": 60, "y1": 50}  # no box there
-        assert _pixels_in(browser, margin, zoom)[0] == 0
-        if os.environ.get("PAGE_SCREENSHOT_PNG"):
-            Path(os.environ["PAGE_SCREENSHOT_PNG"]).write_bytes(browser.screenshot())
+        for box in [margin, *others]:
+            assert _pixels_in(browser, box, zoom)[0] == 0, box
         # a text citation: its section, the cited sentence marked
         browser.evaluate(
             f"document.querySelector('#citations li[data-n=\"{text_n}\"] button').click()"
@@ -227,6 +236,13 @@ def test_page_asks_and_shows_the_evidence(served, tmp_path):
         assert shown == entity["description"] and entity["description"]
         panel = browser.evaluate("document.getElementById('entity').textContent")
         assert all(r["title"] in panel for r in entity["reports"]) and entity["reports"]
+        if os.environ.get("PAGE_SCREENSHOT_PNG"):  # docs/page.png: the PDF citation open
+            browser.evaluate("document.body.dataset.highlight = ''")
+            browser.evaluate(
+                f"document.querySelector('#citations li[data-n=\"{pdf_n}\"] button').click()"
+            )
+            browser.wait_for("document.body.dataset.highlight > 0")
+            Path(os.environ["PAGE_SCREENSHOT_PNG"]).write_bytes(browser.screenshot())
         # global mode: the reports it reduced
         _ask(browser, None, "global", "What are the main themes?")
         assert int(browser.evaluate("document.body.dataset.reports")) > 0

@@ -10,7 +10,8 @@ characters); an id the version does not hold is a KeyError (404 at the endpoint)
     entity_json(index, entity_id)     -> title, type, description, relationships, sources,
                                          community reports
     section_json(index, section_id, unit_id) -> title, path, document, its content nodes'
-                                         text, those the cited unit holds marked `cited`
+                                         text and boxes (PDF), those the cited unit holds
+                                         marked `cited`
 """
 
 from __future__ import annotations
@@ -120,23 +121,49 @@ def _reports(index: IndexTables, entity_row: int) -> list[dict[str, Any]]:
     ]
 
 
+def _box(p: dict[str, Any]) -> dict[str, Any]:
+    """A position's page and bounding box (PDF points, origin top left)."""
+    return {k: p[k] for k in ("page", "x0", "y0", "x1", "y1")}
+
+
+def _descendants(sections: pl.DataFrame, root: str) -> set[str]:
+    """`root` and every section under it (the content of a chapter is in its subsections)."""
+    children: dict[str, list[str]] = {}
+    for sid, parent in sections.select("id", "parent_id").iter_rows():
+        children.setdefault(parent, []).append(sid)
+    found, todo = {root}, [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _has_area(p: dict[str, Any]) -> bool:
+    return (p.get("x1") or 0) > (p.get("x0") or 0) and (p.get("y1") or 0) > (p.get("y0") or 0)
+
+
 def section_json(index: IndexTables, section_id: str, unit_id: str | None) -> dict[str, Any]:
-    """The section `section_id`: title, path, document and its content nodes in reading
-    order, each `cited` when the text unit `unit_id` holds it."""
-    section = index.table("sections", ["id", "document_id", "title", "path"]).filter(
-        pl.col("id") == section_id
-    )
+    """The section `section_id`: title, path, document and the content nodes in it and its
+    subsections in reading order (text, and page boxes where the document has them), each
+    `cited` when the text unit `unit_id` holds it."""
+    sections = index.table("sections", ["id", "parent_id", "document_id", "title", "path"])
+    section = sections.filter(pl.col("id") == section_id)
     if section.height == 0:
         raise KeyError(section_id)
     s = section.row(0, named=True)
+    within = _descendants(sections.filter(pl.col("document_id") == s["document_id"]), section_id)
     cited: set[str] = set()
     row = index.unit_row.get(unit_id) if unit_id else None
     if row is not None:
         found = index.text_units["content_node_ids"][row]
         cited = set(found.to_list() if found is not None else [])
     nodes = (
-        index.table("content_nodes", ["id", "section_id", "node_type", "text", "seq_major"])
-        .filter(pl.col("section_id") == section_id)
+        index.table(
+            "content_nodes", ["id", "section_id", "node_type", "text", "seq_major", "positions"]
+        )
+        .filter(pl.col("section_id").is_in(list(within)))
         .sort("seq_major", maintain_order=True)
     )
     docs = index.documents.filter(pl.col("id") == s["document_id"])
@@ -153,6 +180,7 @@ def section_json(index: IndexTables, section_id: str, unit_id: str | None) -> di
                 "type": n["node_type"] or "",
                 "text": _cut(n["text"], 4 * TEXT_CHARS),
                 "cited": n["id"] in cited,
+                "boxes": [_box(p) for p in n["positions"] or [] if _has_area(p)],
             }
             for n in nodes.head(MAX_NODES).iter_rows(named=True)
         ],

@@ -171,23 +171,47 @@
     var isPdf = /\.pdf$/i.test(rec.source_path || c.source_path || "");
     $("viewer").hidden = false;
     $("viewer-title").textContent = "[" + c.n + "] " + where(c);
-    if (isPdf && boxes.length) {
-      var pages = [];
-      boxes.forEach(function (b) { if (pages.indexOf(b.page) < 0) pages.push(b.page); });
-      pages.sort(function (a, b) { return a - b; });
-      var nav = $("viewer-nav");
-      clear(nav);
-      pages.forEach(function (pg) {
-        var b = el("button", "p. " + pg);
-        b.type = "button";
-        b.addEventListener("click", function () { showPdf(rec.document_id || c.document_id, pg, boxes); });
-        nav.appendChild(b);
-      });
-      showPdf(rec.document_id || c.document_id, pages[0], boxes);
+    if (isPdf && boxes.length && rec.section_id) {
+      // the boxes of the cited sentence's own content nodes, where the section has them
+      fetch("/section/" + encodeURIComponent(rec.section_id) + "?unit=" + encodeURIComponent(c.id))
+        .then(function (resp) { return resp.ok ? resp.json() : null; })
+        .then(function (s) { showPdfCitation(c, rec, sentenceBoxes(s, c.sentence) || boxes); })
+        .catch(function () { showPdfCitation(c, rec, boxes); });
+    } else if (isPdf && boxes.length) {
+      showPdfCitation(c, rec, boxes);
     } else {
       clear($("viewer-nav"));
       showSection(rec.section_id, c.id, c.sentence);
     }
+  }
+
+  function flat(text) { return String(text || "").replace(/\s+/g, " ").trim(); }
+
+  function sentenceBoxes(section, sentence) {
+    // boxes of the cited nodes holding the sentence, else of every cited node, else null
+    if (!section) return null;
+    var cited = section.nodes.filter(function (n) { return n.cited && n.boxes.length; });
+    var want = flat(sentence);
+    var holding = cited.filter(function (n) { return want && flat(n.text).indexOf(want) >= 0; });
+    var chosen = holding.length ? holding : cited;
+    var boxes = [];
+    chosen.forEach(function (n) { boxes = boxes.concat(n.boxes); });
+    return boxes.length ? boxes : null;
+  }
+
+  function showPdfCitation(c, rec, boxes) {
+    var pages = [];
+    boxes.forEach(function (b) { if (pages.indexOf(b.page) < 0) pages.push(b.page); });
+    pages.sort(function (a, b) { return a - b; });
+    var nav = $("viewer-nav");
+    clear(nav);
+    pages.forEach(function (pg) {
+      var b = el("button", "p. " + pg);
+      b.type = "button";
+      b.addEventListener("click", function () { showPdf(rec.document_id || c.document_id, pg, boxes); });
+      nav.appendChild(b);
+    });
+    showPdf(rec.document_id || c.document_id, pages[0], boxes);
   }
 
   function showPdf(docId, page, boxes) {
