@@ -247,7 +247,11 @@ def test_page_asks_and_shows_the_evidence(served, tmp_path):
         _ask(browser, None, "global", "What are the main themes?")
         assert int(browser.evaluate("document.body.dataset.reports")) > 0
         assert browser.evaluate("document.getElementById('reports').children.length") > 0
+        # focus: a uri, not a question
+        _ask(browser, None, "focus", "niels_bohr.md")
+        assert "Niels Bohr" in browser.evaluate("document.getElementById('answer').textContent")
         assert browser.dialogs() == []
+        assert [e for e in browser.events if e.get("method") == "Runtime.exceptionThrown"] == []
 
 
 @needs_chromium

@@ -3,11 +3,12 @@
 Why here and so guarded: the server reads files on a client's say-so only through this
 module. A page is served only for a document of the published version the index reads: the
 id is looked up in that version's `documents` table, the file is that row's `source_path`
-under the settings' `input_dir` (resolved; it must stay inside the folder), the document
-must be a PDF and the page within its `n_pages`. Anything else is `NotServed` (a 404) before
-any file is opened. Rendering (pymupdf, ~20-60 ms a page) is cached per (version, document,
-page) in an LRU bounded both in entries and in bytes, so a page cited by many answers is
-rendered once, and a newly published version never shows an old rendering.
+under the settings' `input_dir` (resolved; it must stay inside the folder, and still have
+the size the index recorded), the document must be a PDF and the page within its
+`n_pages`. Anything else is `NotServed` (a 404) before any file is opened. Rendering
+(pymupdf, ~20 ms a page) is cached per (version, document, page) in an LRU bounded both
+in entries and in bytes, so a page cited by many answers is rendered once, and a newly
+published version never shows an old rendering.
 
     PageImages(max_entries, max_bytes).png(index, document_id, page) -> (png bytes, zoom)
     PageImages.cached(index, document_id, page) -> png bytes or None (no slot needed)
@@ -84,7 +85,7 @@ class PageImages:
         row = docs.filter(pl.col("id") == document_id)
         if row.height == 0:
             raise NotServed("no such PDF document in the published index")
-        source, n_pages = row["source_path"][0], row["n_pages"][0]
+        source, n_pages, size = row["source_path"][0], row["n_pages"][0], row["byte_size"][0]
         if n_pages is None or page > n_pages:
             raise NotServed(f"the document has {n_pages or 0} pages")
         if not source or ".." in Path(source).parts:
@@ -93,6 +94,8 @@ class PageImages:
         path = (root / source).resolve()
         if not path.is_relative_to(root) or not path.is_file():
             raise NotServed("the document's file is not in the input folder")
+        if size is not None and path.stat().st_size != size:
+            raise NotServed("the file changed since the published version indexed it")
         return path
 
     def _pdf_documents(self, index: IndexTables) -> pl.DataFrame:
@@ -100,7 +103,8 @@ class PageImages:
         with self._lock:
             docs = self._documents.get(version)
         if docs is None:
-            docs = index.table("documents", ["id", "source_path", "n_pages", "mime_type"])
+            columns = ["id", "source_path", "n_pages", "mime_type", "byte_size"]
+            docs = index.table("documents", columns)
             docs = docs.filter(pl.col("mime_type") == "application/pdf")
             with self._lock:
                 self._documents = {version: docs}  # the newest version only

@@ -66,12 +66,22 @@
     modeSelect.value = list.indexOf("local") >= 0 ? "local" : list[0];
   }
   fillModes(known);
+  modeSelect.addEventListener("change", function () {
+    question.placeholder = modeSelect.value === "focus"
+      ? "A note or section uri, e.g. niels_bohr.md"
+      : "Ask a question";
+  });
   var params = new URLSearchParams(location.hash.replace(/^#/, ""));
   fetch("/health").then(function (resp) {
     if (!resp.ok) return failed("health check", resp);
     return resp.json().then(function (h) {
       known = h.modes || MODES;
       fillModes(known);
+  modeSelect.addEventListener("change", function () {
+    question.placeholder = modeSelect.value === "focus"
+      ? "A note or section uri, e.g. niels_bohr.md"
+      : "Ask a question";
+  });
       body.setAttribute("data-text-units", String(h.text_units));
       var mode = params.get("mode");
       if (mode && known.indexOf(mode) < 0) {
