@@ -127,5 +127,11 @@ class Browser:
         self.send("Input.dispatchKeyEvent", {"type": "keyDown", "text": "\r", **key})
         self.send("Input.dispatchKeyEvent", {"type": "keyUp", **key})
 
+    def click_at(self, x: float, y: float) -> None:
+        """A left click at (x, y) CSS pixels of the viewport, as a mouse would."""
+        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
+            event = {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1}
+            self.send("Input.dispatchMouseEvent", event)
+
     def screenshot(self) -> bytes:
         return base64.b64decode(self.send("Page.captureScreenshot", {"format": "png"})["data"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -224,12 +225,15 @@ def test_page_asks_and_shows_the_evidence(served, tmp_path):
         browser.wait_for("document.body.dataset.sectionCited > 0")
         marked = browser.evaluate("document.querySelector('#section-text mark').textContent")
         assert marked == cites[text_n - 1]["sentence"]
-        # the graph panel: an entity opened, its description shown
+        # the graph panel: a node clicked on the canvas opens its entity, description shown
         assert int(browser.evaluate("document.body.dataset.graphNodes")) > 0
-        assert browser.evaluate("!!document.querySelector('#graph canvas')")
-        entity_id = browser.evaluate("document.querySelector('#entities button').dataset.entity")
-        browser.evaluate("document.querySelector('#entities button').click()")
-        entity = json.loads(get(f"{url}/entity/{entity_id}")[2])
+        browser.wait_for("document.body.dataset.graphFirst")
+        time.sleep(0.3)  # the layout has settled: the node stays where it was drawn
+        first = json.loads(browser.evaluate("document.body.dataset.graphFirst"))
+        canvas = "document.querySelector('#graph canvas').getBoundingClientRect()"
+        box = browser.evaluate(f"(r => [r.left, r.top])({canvas})")
+        browser.click_at(box[0] + first["x"], box[1] + first["y"])
+        entity = json.loads(get(f"{url}/entity/{first['id']}")[2])
         browser.wait_for("document.body.dataset.entity")
         assert browser.evaluate("document.body.dataset.entity") == entity["title"]
         shown = browser.evaluate("document.querySelector('#entity .description').textContent")

@@ -135,6 +135,7 @@
     clear(answer); clear(list); clear(reports);
     $("viewer").hidden = true;
     $("entity").hidden = true;
+    ["data-entity", "data-highlight", "data-section-cited"].forEach(function (a) { body.removeAttribute(a); });
     var cites = result.citations || [];
     if (cites.length) {
       var p = el("p");
@@ -315,6 +316,7 @@
     body.setAttribute("data-graph-nodes", String(nodes.length));
     body.setAttribute("data-graph-edges", String(edges.length));
     if (network) { network.destroy(); network = null; }
+    body.removeAttribute("data-graph-first");
     if (!nodes.length || typeof vis === "undefined") return;
     network = new vis.Network($("graph"), { nodes: new vis.DataSet(nodes), edges: new vis.DataSet(edges) }, {
       nodes: { shape: "dot", size: 10, font: { size: 13 } },
@@ -324,6 +326,12 @@
     });
     network.on("click", function (params) {
       if (params.nodes && params.nodes.length) openEntity(params.nodes[0]);
+    });
+    network.once("stabilizationIterationsDone", function () { network.setOptions({ physics: false }); });
+    network.on("afterDrawing", function () {
+      // where the first node is drawn (px in #graph), for a test to click it
+      var id = nodes[0].id, at = network.canvasToDOM(network.getPositions([id])[id]);
+      body.setAttribute("data-graph-first", JSON.stringify({ id: id, x: at.x, y: at.y }));
     });
   }
 
