@@ -13,7 +13,8 @@ served beside it). Everything the page shows from the index goes in through `tex
     GET /entity/<entity_id>                 an entity, its relationships, sources, reports
 
 Every response of the server carries a Content-Security-Policy that allows nothing from
-elsewhere and no inline script (`SecurityHeaders`) and `X-Content-Type-Options: nosniff`.
+elsewhere and no inline script (`SecurityHeaders`; not FastAPI's /docs and /redoc, which
+load Swagger UI and ReDoc from a CDN) and `X-Content-Type-Options: nosniff`.
 Ids are at most 128 characters of [A-Za-z0-9_-], pages integers; anything else, an id the
 published version does not hold, or a `..` in the path is a 404 before any file is read.
 """
@@ -62,8 +63,13 @@ ASSETS = {
 CACHE = {"cache-control": "no-cache"}
 
 
+# FastAPI's own API docs load Swagger UI / ReDoc from a CDN with inline script: no CSP there
+OWN_DOCS = ("/docs", "/redoc")
+
+
 class SecurityHeaders:
-    """ASGI middleware: the CSP, nosniff and no-referrer headers on every response."""
+    """ASGI middleware: the CSP, nosniff and no-referrer headers on every response (the CSP
+    on all but FastAPI's API docs pages, which it would leave blank)."""
 
     def __init__(self, app) -> None:
         self.app = app
@@ -73,11 +79,15 @@ class SecurityHeaders:
             await self.app(scope, receive, send)
             return
 
+        path = scope.get("path", "")
+        docs = any(path == d or path.startswith(d + "/") for d in OWN_DOCS)
+        added = HEADERS[1:] if docs else HEADERS
+
         async def sending(message) -> None:
             if message["type"] == "http.response.start":
-                names = {name for name, _ in HEADERS}
+                names = {name for name, _ in added}
                 kept = [h for h in message.get("headers", []) if h[0].lower() not in names]
-                message = {**message, "headers": kept + HEADERS}
+                message = {**message, "headers": kept + added}
             await send(message)
 
         await self.app(scope, receive, sending)
