@@ -22,6 +22,7 @@ from conftest import needs_system_tool
 from test_serve import running
 
 from app.run import run_index
+from app.serve.page_images import NotServed, PageImages
 from app.serve.server import open_index
 from pipeline.config import load_settings
 
@@ -323,3 +324,39 @@ def test_page_shows_an_xss_title_as_text(xss_served, tmp_path):
         assert browser.evaluate("document.querySelectorAll('main img').length") == 0
         assert browser.evaluate("window.__xss") == 0
         assert browser.dialogs() == []
+
+
+def test_page_images_cache_is_bounded_and_files_are_checked(sample_index, tmp_path):
+    """The LRU holds at most its entries and bytes; a PDF that changed size since it was
+    indexed, that is gone, or whose path leads out of the input folder is not served."""
+    from pipeline.query import GraphIndex
+
+    src, out, _, _ = sample_index
+    inp = tmp_path / "input"
+    inp.mkdir()
+    pdf = inp / "laboratories.pdf"
+    pdf.write_bytes((src / "laboratories.pdf").read_bytes())
+    settings = load_settings(None, {"output_dir": str(out), "input_dir": str(inp)})
+    index = GraphIndex.open(out, settings)
+    doc = index.documents.filter(index.documents["source_path"] == "laboratories.pdf")["id"][0]
+    one = PageImages(max_entries=1)
+    for page in (1, 1, 2, 1):
+        one.png(index, doc, page)
+    assert one.renders == 3 and len(one._cache) == 1  # page 1 was evicted by page 2
+    first = one.png(index, doc, 1)[0]
+    small = PageImages(max_bytes=len(first) + 10)
+    for page in (1, 2):
+        small.png(index, doc, page)
+    assert small._bytes <= len(first) + 10 and len(small._cache) == 1
+    outside = tmp_path / "outside.pdf"
+    outside.write_bytes(pdf.read_bytes())
+    pdf.unlink()
+    pdf.symlink_to(outside)  # same size, but out of the input folder
+    with pytest.raises(NotServed):
+        PageImages().png(index, doc, 1)
+    pdf.unlink()
+    with pytest.raises(NotServed):  # gone
+        PageImages().png(index, doc, 1)
+    pdf.write_bytes(outside.read_bytes() + b"\n% changed\n")
+    with pytest.raises(NotServed):  # changed since it was indexed
+        PageImages().png(index, doc, 1)
