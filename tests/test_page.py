@@ -360,3 +360,32 @@ def test_page_images_cache_is_bounded_and_files_are_checked(sample_index, tmp_pa
     pdf.write_bytes(outside.read_bytes() + b"\n% changed\n")
     with pytest.raises(NotServed):  # changed since it was indexed
         PageImages().png(index, doc, 1)
+
+
+@needs_chromium
+def test_page_streams_an_llm_answer(sample_index, tmp_path):
+    """LLM mode: the answer is shown piece by piece as the server streams it (Server-Sent
+    Events), then as the whole result."""
+    from test_serve import QUESTION, responder
+
+    from pipeline.config import LlmSettings
+    from pipeline.llm.client import LlmClient
+    from pipeline.llm.fake_server import FakeLlm
+    from pipeline.query import GraphIndex
+
+    inp, out, _, _ = sample_index
+    settings = load_settings(None, {"output_dir": str(out), "input_dir": str(inp)})
+    with FakeLlm(responder=responder) as fake:
+        llm = LlmSettings(base_url=fake.base_url, api_key="sk-test", timeout_s=5.0)
+        client = LlmClient(llm, tmp_path / "llm-cache", backoff_base_s=0.01)
+        index = GraphIndex.open(out, settings, llm=client)
+        with running(index) as url, Browser(tmp_path / "profile") as browser:
+            health = json.loads(get(url + "/health")[2])
+            assert health["llm"] and health["stream_modes"] == ["naive", "local", "expand", "flow"]
+            _ask(browser, url, "naive", QUESTION)
+            answer = browser.evaluate("document.getElementById('answer').textContent")
+            pieces = int(browser.evaluate("document.body.dataset.pieces || '0'"))
+            status = browser.evaluate("document.getElementById('status').textContent")
+            assert browser.dialogs() == []
+    assert answer.startswith("FROM CONTEXT: ") and pieces > 1, (answer, pieces)
+    assert status.startswith("naive: ")

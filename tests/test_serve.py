@@ -148,6 +148,7 @@ def test_llm_answers_stream_as_server_sent_events(sample_index, tmp_path):
                 assert pieces and [e for e, _ in got] == ["answer"] * len(pieces) + ["result"]
                 result = json.loads(got[-1][1])
                 assert result["mode"] == mode and result["answer"] == "".join(pieces)
+                assert result["citations"] == []  # as the unstreamed LLM answer's
                 assert result["answer"].startswith("FROM CONTEXT: ") and result["context_text"]
                 assert len(pieces) > 1 if mode == "naive" else result["answer"] == expected
             status, _, text = post(f"{url}/query/local", {"query": QUESTION})

@@ -93,6 +93,7 @@ def create_app(index: GraphIndex, limits: ServeSettings | None = None) -> FastAP
             "text_units": current.text_units.height,
             "llm": index.llm is not None,
             "modes": list(QUERY_MODES),
+            "stream_modes": list(STREAM_MODES) if index.llm is not None else [],
         }
 
     def endpoint(mode: str):
@@ -193,6 +194,8 @@ def _events(
         yield _event("error", json.dumps({"detail": detail}, ensure_ascii=False))
         return
     result.answer = "".join(pieces)
+    if result.fallback is None:  # the LLM's answer: no extractive citations (as unstreamed)
+        result.citations = []
     yield _event("result", result.to_json())
 
 

@@ -12,6 +12,7 @@
   var known = MODES.slice();
   var network = null;
   var last = null; // the last result shown
+  var llm = false, streamModes = []; // LLM mode, and the modes whose answer it streams
 
   function el(tag, text, cls) {
     var e = document.createElement(tag);
@@ -77,11 +78,8 @@
     return resp.json().then(function (h) {
       known = h.modes || MODES;
       fillModes(known);
-  modeSelect.addEventListener("change", function () {
-    question.placeholder = modeSelect.value === "focus"
-      ? "A note or section uri, e.g. niels_bohr.md"
-      : "Ask a question";
-  });
+      llm = !!h.llm;
+      streamModes = h.stream_modes || [];
       body.setAttribute("data-text-units", String(h.text_units));
       var mode = params.get("mode");
       if (mode && known.indexOf(mode) < 0) {
@@ -113,19 +111,66 @@
     if (!text.trim()) { setStatus("Type a question first.", "error"); return; }
     setStatus("searching…", "searching");
     var started = performance.now();
+    var stream = llm && streamModes.indexOf(mode) >= 0;
     fetch("/query/" + encodeURIComponent(mode), {
       method: "POST",
       headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ query: text })
+      body: JSON.stringify({ query: text, stream: stream })
     }).then(function (resp) {
       if (!resp.ok) return failed("the " + mode + " search", resp);
-      return resp.json().then(function (result) {
-        showResult(result);
-        var ms = Math.round(performance.now() - started);
-        var n = (result.citations || []).length;
-        setStatus(mode + ": " + n + " citations, " + result.records.length + " records in " + ms + " ms", "done");
-      });
+      var done = function (result) { finished(mode, result, started); };
+      if ((resp.headers.get("Content-Type") || "").indexOf("text/event-stream") === 0) {
+        return readEvents(resp, done);
+      }
+      return resp.json().then(done);
     }).catch(function (e) { setStatus("the request failed: " + e, "error"); });
+  }
+
+  function finished(mode, result, started) {
+    showResult(result);
+    var ms = Math.round(performance.now() - started);
+    var n = (result.citations || []).length;
+    var said = mode + ": " + n + " citations, " + result.records.length + " records in " + ms + " ms";
+    if (result.fallback) said += " (the LLM failed, offline answer shown: " + result.fallback + ")";
+    setStatus(said, "done");
+  }
+
+  // An LLM answer streamed as Server-Sent Events (app/serve/server.py): `answer` events
+  // (JSON strings) shown as they come, then `result` (the whole result) or `error`.
+  function readEvents(resp, done) {
+    var reader = resp.body.getReader(), decoder = new TextDecoder();
+    var buffer = "", shown = "", pieces = 0, answer = $("answer");
+    clear(answer);
+    setStatus("answering…", "streaming");
+    function handle(block) {
+      var name = "message", data = "";
+      block.split("\n").forEach(function (line) {
+        if (line.indexOf("event: ") === 0) name = line.slice(7);
+        else if (line.indexOf("data: ") === 0) data += line.slice(6);
+      });
+      if (!data) return;
+      var value = JSON.parse(data);
+      if (name === "answer") {
+        shown += value;
+        answer.textContent = shown;
+        body.setAttribute("data-pieces", String(++pieces));
+      } else if (name === "result") {
+        done(value);
+      } else if (name === "error") {
+        setStatus("the LLM answer failed: " + value.detail, "error");
+      }
+    }
+    function pump() {
+      return reader.read().then(function (r) {
+        if (r.done) { if (buffer.trim()) handle(buffer); return; }
+        buffer += decoder.decode(r.value, { stream: true });
+        var blocks = buffer.split("\n\n");
+        buffer = blocks.pop();
+        blocks.forEach(handle);
+        return pump();
+      });
+    }
+    return pump();
   }
 
   // ---- the answer and its citations -------------------------------------------------------
