@@ -18,7 +18,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 from browser import CHROMIUM, Browser
-from conftest import needs_system_tool
+from conftest import needs_system_tool, write_report_pdf
 from test_serve import running
 
 from app.run import run_index
@@ -389,3 +389,37 @@ def test_page_streams_an_llm_answer(sample_index, tmp_path):
             assert browser.dialogs() == []
     assert answer.startswith("FROM CONTEXT: ") and pieces > 1, (answer, pieces)
     assert status.startswith("naive: ")
+
+
+def test_a_published_reindex_is_what_the_next_request_sees(tmp_path):
+    """After a re-index publishes a new version, the running page answers from it: the old
+    version's PDF is no longer served, the new one is (the image cache is per version)."""
+    import polars as pl
+
+    from pipeline.storage import store
+
+    inp, out = tmp_path / "input", tmp_path / "output"
+    inp.mkdir()
+    write_report_pdf(inp / "report.pdf")
+    (inp / "note.md").write_text("# Note\n\nMarie Curie worked in Paris.\n", encoding="utf-8")
+
+    def pdf_id() -> str:
+        docs = store.read_table(out, "documents")
+        return docs.filter(pl.col("source_path") == "report.pdf")["id"].item()
+
+    assert run_index(input_dir=str(inp), output_dir=str(out), log_level="ERROR").success
+    old = pdf_id()
+    with running(_open(inp, out)) as url:
+        first = json.loads(get(url + "/health")[2])["version"]
+        assert get(f"{url}/page/{old}/1.png")[0] == 200
+        with open(inp / "report.pdf", "ab") as f:  # same pages, new bytes: a new document id
+            f.write(b"% edited\n")
+        assert run_index(input_dir=str(inp), output_dir=str(out), log_level="ERROR").success
+        new = pdf_id()
+        assert new != old
+        assert json.loads(get(url + "/health")[2])["version"] != first
+        assert get(f"{url}/page/{old}/1.png")[0] == 404
+        status, _, png = get(f"{url}/page/{new}/1.png")
+        assert status == 200 and png.startswith(b"\x89PNG")
+        result = post(url + "/query/naive", {"query": "Who directed the Cavendish Laboratory?"})
+        assert any(c["document_id"] == new for c in result["citations"])
