@@ -17,6 +17,10 @@ import pymupdf
 from conftest import write_report_pdf
 
 from app.run import run_index
+from pipeline.config import StructureSettings
+from pipeline.pdf import once
+from pipeline.storage import store
+from pipeline.structure.model import DocStructure
 
 READS, HASHES, OPENS = 1, 1, 1
 
@@ -53,3 +57,36 @@ def test_an_index_reads_hashes_and_opens_a_pdf_once(tmp_path, monkeypatch):
     counts = _count(monkeypatch, inp / "report.pdf")
     assert run_index(None, str(inp), str(tmp_path / "out")).success
     assert (counts["read"], counts["hash"], counts["open"]) == (READS, HASHES, OPENS), counts
+    assert not list((tmp_path / "out").rglob(store.SCRATCH_DIR))  # the hand-over: not published
+
+
+def test_a_hand_over_under_other_settings_is_not_taken(tmp_path):
+    """The structure step parses the files again rather than take parses made otherwise."""
+    shard = once.Shard((), {"d": DocStructure("d", "a.pdf", "a")})
+    once.hand_over(tmp_path, "s0", shard, StructureSettings())
+    assert once.taken(tmp_path, "s0", StructureSettings()) == shard.parsed
+    assert once.taken(tmp_path, "s0", StructureSettings(pdf_structure="heuristic")) == {}
+    assert once.taken(tmp_path, "s1", StructureSettings()) == {}  # none handed over
+
+
+def test_a_parse_that_raises_is_left_to_the_structure_step(tmp_path, monkeypatch):
+    """Its file is parsed again there, and the failure recorded as ever; the PDF is closed."""
+    from pipeline.ingest.loader import load_entries
+    from pipeline.ingest.walk import Entry
+
+    write_report_pdf(tmp_path / "a.pdf")
+    closed = []
+
+    def fails(item, settings, pages):
+        item.pdf.close = lambda: closed.append(item.row["source_path"])
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(once, "parse_opened", fails)
+    entries = [Entry("a.pdf", tmp_path / "a.pdf")]
+    ahead = once.ReadAhead(
+        ["s0"],
+        lambda k, opened: load_entries(tmp_path, entries, None, opened),
+        StructureSettings(pdf_structure="heuristic"),
+    )
+    shard = ahead.shard("s0")
+    assert shard.frames[0].height == 1 and shard.parsed == {} and closed == ["a.pdf"]
