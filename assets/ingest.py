@@ -13,6 +13,7 @@ from pipeline.ingest import check_input_folder, own_folders, shards, walk_input
 from pipeline.ingest.loader import load_entries
 from pipeline.ingest.publications import failures_frame, publications_frame, read_manifest
 from pipeline.ingest.walk import Entry, read_listing
+from pipeline.pdf.once import ReadAhead, hand_over
 from pipeline.pdf.read.ocr_engine import ocr_setting
 from pipeline.storage import store
 from resources import DocgraphConfig
@@ -60,9 +61,20 @@ def documents_asset(n_shards: int):
         )
         reasons: dict[str, str] = {}
 
-        def load(key: str):
+        def load_shard(key: str, opened):
             with ocr_setting(settings.structure.ocr):  # scanned PDF pages: OCR or not
-                docs, rejected = load_entries(root, groups[key], mapping)
+                return load_entries(root, groups[key], mapping, opened)
+
+        # each PDF's structure parsed in its loader's open, the layout model's pages of the
+        # next shards read ahead by worker processes; handed to the structure step as data
+        ahead = ReadAhead(
+            context.partition_keys, load_shard, settings.structure, settings.structure.pdf_workers
+        )
+
+        def load(key: str):
+            shard = ahead.shard(key)
+            hand_over(folder, key, shard, settings.structure)
+            docs, rejected = shard.frames
             for row in rejected.iter_rows(named=True):
                 context.log.warning(f"rejected {row['source_path']}: {row['reason']}")
                 reasons[row["source_path"]] = row["reason"]

@@ -40,7 +40,7 @@ def structure_asset(n_shards: int):
         backfill_policy=SHARD_POLICY,
     )
     def document_structure(context: AssetExecutionContext, docgraph: DocgraphConfig):
-        from pipeline.pdf.layout.workers import ReadAhead
+        from pipeline.pdf.once import taken
 
         settings = docgraph.settings()
         folder = run_dir(docgraph, context)
@@ -49,17 +49,13 @@ def structure_asset(n_shards: int):
         node_types: dict[str, int] = {}
         failed: list[pl.DataFrame] = []
 
-        shards = ReadAhead(  # PDF pages of the next shards read by worker processes
-            context.partition_keys,
-            lambda key: shard_files.read_shard(folder, "documents", key),
-            settings.input_dir,
-            settings.structure.pdf_structure == "layout",
-            settings.structure.pdf_workers,
-        )
-
         def parse(key: str) -> dict[str, pl.DataFrame]:
             built = build_structure(
-                shards.documents(key), settings.input_dir, settings.structure, resolve_links=False
+                shard_files.read_shard(folder, "documents", key),
+                settings.input_dir,
+                settings.structure,
+                resolve_links=False,
+                parsed=taken(folder, key, settings.structure),  # the documents step's PDFs
             )
             for name, value in built.stats.items():
                 stats[name] = stats.get(name, 0.0) + value

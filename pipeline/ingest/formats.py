@@ -23,6 +23,9 @@ class LoadedDoc:
     n_pages: int = 1
     metadata: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # The format's open reader of the file, still open (a PDF's pymupdf Document): the
+    # structure parse reads it instead of opening the file again. The caller closes it.
+    source: Any = None
 
 
 # (path, raw bytes) -> LoadedDoc, or raise LoadError. Keyed by lower-case suffix.

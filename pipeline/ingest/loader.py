@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -40,11 +40,21 @@ def load_folder(
     return load_entries(root, entries, read_manifest(root, entries).files)
 
 
+# (document row, file, the loader's open reader of it): takes the reader (and closes it)
+Opened = Callable[[dict[str, Any], Path, Any], None]
+
+
 def load_entries(
-    root: Path, entries: Iterable[Entry], mapping: Mapping[str, FileMapping] | None = None
+    root: Path,
+    entries: Iterable[Entry],
+    mapping: Mapping[str, FileMapping] | None = None,
+    opened: Opened | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """`load_folder` over some entries of a walk of `root` (one document shard's); `mapping`
-    (the publications manifest's files) fills the documents' publication columns."""
+    (the publications manifest's files) fills the documents' publication columns. A
+    document whose loader left its file open (`LoadedDoc.source`: a PDF) is handed to
+    `opened` with its row, so that its structure is parsed from what was read once;
+    without `opened` it is closed."""
     mapping = mapping or {}
     docs: list[pa.Table] = []  # one row each, made as the file is read (see _document_row)
     samples: list[str] = []  # what each document's language is told from
@@ -86,6 +96,11 @@ def load_entries(
             "warnings": list(doc.warnings),
             **_publication_columns(mapping.get(rel)),
         }
+        if doc.source is not None:
+            if opened is not None:
+                opened(row, path, doc.source)
+            else:
+                doc.source.close()
         del doc
         docs.append(_document_row(row))
     return _documents_frame(docs, samples), _rejected_frame(rejected)

@@ -9,16 +9,18 @@ atomically at the end). Whole tables, versions and publishing are pipeline.stora
 from __future__ import annotations
 
 import contextlib
+import pickle
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import schemas
-from pipeline.storage.files import atomic_path
-from pipeline.storage.store import parquet_options, read_manifest
+from pipeline.storage.files import atomic_path, atomic_write_bytes
+from pipeline.storage.store import SCRATCH_DIR, parquet_options, read_manifest
 
 # Parquet row groups of a shard file: a reader can stream a shard a group at a time (a huge
 # document is one shard); 16k rows of chunks is ~13 MB of text
@@ -123,3 +125,22 @@ def read_shard_parts(
         return
     for batch in pq.ParquetFile(path).iter_batches(batch_size=rows, columns=columns):
         yield pl.from_arrow(batch)  # type: ignore[misc]
+
+
+def write_scratch(root: str | Path, name: str, shard: str, value: Any) -> Path:
+    """Hand `value` (pickled) from one step of this run to a later one: shard `shard` of
+    `name` in the run's scratch folder, which publishing removes (store.SCRATCH_DIR)."""
+    path = Path(root) / SCRATCH_DIR / name / f"{shard}.pickle"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    return path
+
+
+def read_scratch(root: str | Path, name: str, shard: str) -> Any:
+    """What `write_scratch` handed over for shard `shard` of `name` (this run's own
+    file, never another's: staging starts without it), None when there is none."""
+    path = Path(root) / SCRATCH_DIR / name / f"{shard}.pickle"
+    try:
+        return pickle.loads(path.read_bytes())
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError):
+        return None

@@ -4,6 +4,7 @@
 <output>/index.json          the manifest: which version is current (swapped last, atomically)
 <output>/versions/<v>/       a published version: <table>.parquet, lancedb/, state files
 <output>/staging/            the version being written by the one running writer (see lock)
+<output>/staging/scratch/    what one step hands the next that is no table (never published)
 <output>/cache/              content-keyed caches shared by all versions (LLM, embeddings)
 ```
 
@@ -51,6 +52,7 @@ LANCE_DIR = "lancedb"
 MANIFEST = "index.json"
 VERSIONS_DIR = "versions"
 STAGING_DIR = "staging"
+SCRATCH_DIR = "scratch"  # in staging: steps' hand-overs (the PDF parses), removed at publish
 RUN_MARKER = ".run.json"  # in staging: which run it belongs to, when it started
 VERSION_INFO = "version.json"  # in a version: its manifest
 LLM_CACHE_DIRS = ("cache/llm", "cache/llm_memo")  # per-entry files, refreshed on every hit
@@ -214,6 +216,7 @@ def publish(root: str | Path, run_id: str, keep: int = 2) -> dict[str, Any]:
         "tables": tables,
     }
     text = json.dumps(manifest, indent=1, sort_keys=True) + "\n"
+    shutil.rmtree(staging / SCRATCH_DIR, ignore_errors=True)  # hand-overs: no version's
     atomic_write_text(staging / VERSION_INFO, text)  # the version describes itself
     (staging / RUN_MARKER).unlink()
     target = root / VERSIONS_DIR / version

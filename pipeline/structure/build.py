@@ -1,11 +1,12 @@
 """Documents to structure tables: each document parsed by its format's parser (with the
-plain-text fallback when that raises, recorded as a `structure_failures` row), its
+plain-text fallback when that raises, recorded as a `structure_failures` row), or taken as
+the documents step parsed it (a PDF: `pipeline.pdf.once`, its file not read again), its
 cross-references added, links between documents resolved or collected, and the rows
 gathered into the sections, content_nodes and structure_edges frames."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,14 +48,18 @@ def parse_document(
     input_dir: Path | None,
     settings: StructureSettings | None = None,
     failures: list[dict[str, Any]] | None = None,
+    parsed: Mapping[str, DocStructure] | None = None,
 ) -> DocStructure:
-    """The document's structure by its format's parser; when that raises, its plain-text
-    structure, and when even that raises, the root section alone (chunking then reads the
-    document's text). Each fallback is a row appended to `failures`."""
+    """The document's structure: as the documents step parsed it (`parsed`, by document
+    id), else by its format's parser; when that raises, its plain-text structure, and when
+    even that raises, the root section alone (chunking then reads the document's text).
+    Each fallback is a row appended to `failures`."""
     parser = PARSERS.get(doc["mime_type"], _plain)
-    raw = None if parser is _plain else _raw_bytes(doc, input_dir)  # plain text reads no file
+    done = parsed.get(doc["id"]) if parsed else None
+    # plain text and a parse handed over read no file
+    raw = None if parser is _plain or done is not None else _raw_bytes(doc, input_dir)
     try:
-        out = parser(doc, raw, settings or StructureSettings())
+        out = done if done is not None else parser(doc, raw, settings or StructureSettings())
         if failures is not None:  # parts of the document the parser had to leave out
             failures.extend(_part_failure(doc, why, fallback) for why, fallback in out.failures)
         return out
@@ -153,8 +158,10 @@ def build_structure(
     input_dir: str | Path | None = None,
     settings: StructureSettings | None = None,
     resolve_links: bool = True,
+    parsed: Mapping[str, DocStructure] | None = None,
 ) -> BuiltStructure:
-    """Each document parsed (pipeline.structure.parsers), with its cross-references. Links
+    """Each document parsed (pipeline.structure.parsers) or taken from `parsed` (by
+    document id: the documents step's PDF parses), with its cross-references. Links
     between documents are resolved among `documents` into edges, or, with
     `resolve_links=False` (one shard of a corpus), returned as rows in `links`."""
     from pipeline.structure.links import link_rows
@@ -162,7 +169,7 @@ def build_structure(
 
     root = Path(input_dir) if input_dir is not None else None
     failures: list[dict[str, Any]] = []
-    docs = [parse_document(d, root, settings, failures) for d in _rows(documents)]
+    docs = [parse_document(d, root, settings, failures, parsed) for d in _rows(documents)]
     links = [] if resolve_links else link_rows(docs)
     link_edges = resolve(docs) if resolve_links else []
     sections = [s for d in docs for s in d.sections]

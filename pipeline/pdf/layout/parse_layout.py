@@ -25,7 +25,7 @@ from pipeline.pdf.layout.classify import (
 )
 from pipeline.pdf.layout.page_numbers import printed_numbers, roman_value, running_text
 from pipeline.pdf.layout.regions import FAILED, MARGIN_CLASSES, Region
-from pipeline.pdf.layout.workers import layout_regions
+from pipeline.pdf.layout.workers import Pages, layout_regions
 from pipeline.pdf.read.bullets import LIST_GLYPH
 from pipeline.pdf.read.lines import (
     PAGE_NO,
@@ -280,13 +280,15 @@ def parse_layout(
     cfg: StructureSettings,
     data: bytes | None = None,
     ocr: dict[int, list[Unit]] | None = None,
+    ahead: Pages | None = None,
 ) -> tuple[list[dict[str, Any]], dict[int, str], dict[str, Any]]:
     """Classified items in reading order, printed page numbers by page and metadata;
+    `ahead`: the pages' regions read by worker processes before (`pipeline.pdf.once`), else
     `data` (the PDF's bytes) lets a long PDF be read by several processes. `ocr` holds the
     units of scanned pages (`read.ocr_pages`): the model's regions there (a picture) are dropped,
     the units read by position with headings by size."""
     ocr = ocr or {}
-    pages = layout_regions(pdf, data, cfg.pdf_workers)
+    pages = layout_regions(pdf, data, cfg.pdf_workers, ahead)
     orphans: list[list[Unit]] = []
     heights: list[float] = []
     for pno, regions in enumerate(pages):

@@ -1,9 +1,10 @@
 """The layout model's pages spread over worker processes, one a usable CPU, each running
 the model on one thread (on 2 CPUs, 1.7x one process running it on both): a long PDF's
-pages are dealt out among them, and `ReadAhead` has the PDFs of a run's next shards read
-together, so that many short PDFs use every core too. Workers are `python -m` processes (not
-multiprocessing: that re-runs the caller's main script, and forking would copy the
-model's ONNX threads); pages a failed worker had are read by the calling process."""
+pages are dealt out among them, and the documents step has the PDFs of a run's next shards
+read together (`pipeline.pdf.once`), so that many short PDFs use every core too. Workers
+are `python -m` processes (not multiprocessing: that re-runs the caller's main script, and
+forking would copy the model's ONNX threads); pages a failed worker had are read by the
+calling process. Nothing is module state: what was read is returned to the caller."""
 
 from __future__ import annotations
 
@@ -12,11 +13,8 @@ import pickle
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-import polars as pl
 
 from pipeline.cpu import usable_cpus
 from pipeline.ids import sha256_hex
@@ -27,11 +25,8 @@ if TYPE_CHECKING:  # pymupdf and its layout model load only once a PDF is read (
     from pipeline.pdf.layout.regions import Region
 
 PAGES_PER_WORKER = 24  # fewer pages than this per process: starting one costs more
-WAVE_PAGES = 512  # PDF pages read ahead at once: bounds the regions held in memory
-WAVE_BYTES = 64 << 20  # and the documents loaded ahead (a corpus with few or no PDFs)
 
 Pages = list[list["Region"] | None]  # regions of each page of a PDF; None: not read
-_read_ahead: dict[str, Pages] = {}  # by the PDF's sha256, taken by layout_regions
 
 
 def worker_count(n_pages: int, most: int = 0) -> int:
@@ -89,76 +84,27 @@ def read_pages(pdfs: list[tuple[str, int]], n: int) -> list[tuple[str, Pages] | 
 
 
 def layout_regions(
-    pdf: pymupdf.Document, data: bytes | None, workers: int = 0
+    pdf: pymupdf.Document, data: bytes | None, workers: int = 0, ahead: Pages | None = None
 ) -> list[list[Region]]:
-    """Regions of every page of `pdf` (whose bytes are `data`), in reading order: read
-    ahead (`ReadAhead`), else by worker processes (at most `workers`, 0: one a CPU) when
-    the PDF is long enough, else here; pages no worker read are read here."""
+    """Regions of every page of `pdf` (whose bytes are `data`, if given), in reading order:
+    `ahead` (read by worker processes before: `pipeline.pdf.once`), else by worker
+    processes (at most `workers`, 0: one a CPU) when the PDF is long enough and its bytes
+    are here, else here; pages no worker read are read here."""
     from pipeline.pdf.layout.regions import finish, regions_in_process
 
     count = pdf.page_count
-    got = _read_ahead.pop(sha256_hex(data), None) if data is not None and _read_ahead else None
+    got = ahead
     n = worker_count(count, workers)
     if got is None and data is not None and n > 1:
         with tempfile.TemporaryDirectory(prefix="docgraph-pdf-") as tmp:
             (Path(tmp) / "doc.pdf").write_bytes(data)
             read = read_pages([(str(Path(tmp) / "doc.pdf"), count)], n)[0]
         got = read[1] if read else None
-    pages = got if got is not None and len(got) == count else [None] * count
+    pages = list(got) if got is not None and len(got) == count else [None] * count
     missing = [pno for pno, rs in enumerate(pages) if rs is None]
     for pno, rs in zip(missing, regions_in_process(pdf, missing), strict=True):
         pages[pno] = rs
     return finish(pdf, pages)  # type: ignore[arg-type]
-
-
-class ReadAhead:
-    """The documents of a run's shards, taken in order, with their PDFs' regions read
-    ahead: from the shard asked for on, shards are loaded until they hold WAVE_PAGES PDF
-    pages or WAVE_BYTES of documents (which bounds what is held), and those pages are read
-    by worker processes, for `layout_regions` to take as each document is parsed. So a
-    corpus of short PDFs uses every core, not only a PDF long enough to be split."""
-
-    def __init__(
-        self,
-        keys: list[str],
-        load: Callable[[str], pl.DataFrame],
-        input_dir: str | Path | None,
-        layout: bool,
-        workers: int = 0,
-    ) -> None:
-        """`layout`: the run's PDFs take the layout path (`pdf.pdf_mode`); `workers`: at
-        most that many processes (0: one a CPU)."""
-        self.keys, self.load, self.workers = keys, load, workers
-        self.root = Path(input_dir) if input_dir is not None else None
-        self.on = self.root is not None and layout and worker_count(10**9, workers) > 1
-        self.loaded: dict[str, pl.DataFrame] = {}
-
-    def documents(self, key: str) -> pl.DataFrame:
-        """The shard's documents (its PDFs read ahead, with those of the shards after it)."""
-        if key not in self.loaded:
-            self._load_from(key)
-        return self.loaded.pop(key)
-
-    def _load_from(self, key: str) -> None:
-        _read_ahead.clear()  # what the last group's parsing did not take
-        after = self.keys[self.keys.index(key) :] if key in self.keys else [key]
-        pdfs: list[tuple[str, int]] = []
-        held = 0
-        for k in after:
-            self.loaded[k] = frame = self.load(k)
-            if not self.on or self.root is None:
-                return
-            pdf_rows = frame.filter(pl.col("mime_type") == "application/pdf")
-            for path, count in pdf_rows.select("source_path", "n_pages").iter_rows():
-                if count:  # as the documents step read it: the file is not opened again
-                    pdfs.append((str(self.root / path), count))
-            held += frame.estimated_size()
-            if sum(c for _, c in pdfs) >= WAVE_PAGES or held >= WAVE_BYTES:
-                break
-        if (n := worker_count(sum(c for _, c in pdfs), self.workers)) > 1:
-            for read in read_pages(pdfs, n):
-                if read is not None:
-                    _read_ahead[read[0]] = read[1]
 
 
 if __name__ == "__main__":  # a worker: python -m pipeline.pdf.layout.workers JOBS OUT

@@ -1,4 +1,6 @@
-"""PDF loader (pymupdf): page texts joined by form feeds so chunks can map back to pages."""
+"""PDF loader (pymupdf): page texts joined by form feeds so chunks can map back to pages.
+The document it opened is handed back open (`LoadedDoc.source`): the documents step parses
+its structure from it (`pipeline.pdf.once`), so the file is opened once."""
 
 from __future__ import annotations
 
@@ -51,28 +53,39 @@ def _display_title(page: pymupdf.Page) -> str:
 
 @register(".pdf")
 def load_pdf(path: Path, data: bytes) -> LoadedDoc:
-    with _open(data) as doc:
-        if doc.needs_pass:
-            raise LoadError("encrypted PDF (password required)")
-        if doc.page_count == 0:
-            raise LoadError("PDF has no pages")
-        repaired = bool(getattr(doc, "is_repaired", False))
-        pages = [_page_text(p) for p in doc]
-        # scanned pages and unreadable text layers: OCR'd when the engine is there (and the
-        # setting allows), else skipped; an unreadable layer is never indexed as text
-        found, ocr = ocr_document(doc, [has_text(t) for t in pages], current_mode())
-        for pno in ocr.unreadable:
-            pages[pno] = ""
-        for pno, lines in found.items():
-            pages[pno] = page_text(lines).replace(PAGE_BREAK, "\n")
-        labels = [p.get_label() for p in doc]
-        raw_meta = doc.metadata or {}
-        title = (raw_meta.get("title") or "").strip()
-        if is_placeholder(title):
-            title = ""
-        if not title and 0 not in found and 0 not in ocr.unreadable:  # page 1's own text
-            title = _display_title(doc[0])
-        toc_len = len(doc.get_toc())
+    """The PDF's document, with its pymupdf Document still open (`source`: the caller
+    closes it); LoadError when it cannot be a document (closed then)."""
+    doc = _open(data)
+    try:
+        return _load(path, doc)
+    except BaseException:
+        doc.close()
+        raise
+
+
+def _load(path: Path, doc: pymupdf.Document) -> LoadedDoc:
+    """`load_pdf` on the opened document."""
+    if doc.needs_pass:
+        raise LoadError("encrypted PDF (password required)")
+    if doc.page_count == 0:
+        raise LoadError("PDF has no pages")
+    repaired = bool(getattr(doc, "is_repaired", False))
+    pages = [_page_text(p) for p in doc]
+    # scanned pages and unreadable text layers: OCR'd when the engine is there (and the
+    # setting allows), else skipped; an unreadable layer is never indexed as text
+    found, ocr = ocr_document(doc, [has_text(t) for t in pages], current_mode())
+    for pno in ocr.unreadable:
+        pages[pno] = ""
+    for pno, lines in found.items():
+        pages[pno] = page_text(lines).replace(PAGE_BREAK, "\n")
+    labels = [p.get_label() for p in doc]
+    raw_meta = doc.metadata or {}
+    title = (raw_meta.get("title") or "").strip()
+    if is_placeholder(title):
+        title = ""
+    if not title and 0 not in found and 0 not in ocr.unreadable:  # page 1's own text
+        title = _display_title(doc[0])
+    toc_len = len(doc.get_toc())
     messages = _mupdf_messages()
     if not any(t.strip() for t in pages):
         if repaired:  # e.g. a truncated file: MuPDF rebuilt a skeleton with no readable content
@@ -114,4 +127,5 @@ def load_pdf(path: Path, data: bytes) -> LoadedDoc:
         n_pages=len(pages),
         metadata=meta,
         warnings=warnings,
+        source=doc,
     )
