@@ -54,13 +54,12 @@ def _show_warnings(caught: list[warnings.WarningMessage], fallback: type[Warning
 
 
 def _print_query(index, args: argparse.Namespace) -> None:
-    from app.serve.request import QueryRequest, run_query
-    from pipeline.query.modes import OPTIONS, STREAM_MODES
+    from pipeline.query.modes import OPTIONS, STREAM_MODES, get_mode
 
     stream = args.stream and index.llm is not None and not args.json
     given = {name: getattr(args, name) for name, o in OPTIONS.items() if o.exposed}
-    request = QueryRequest(query=args.query, **given)
-    result = run_query(index, args.mode, request, llm_answer=not stream)
+    options = get_mode(args.mode).from_request(given)  # as `docgraph serve` reads a body
+    result = index.search(args.mode, args.query, llm_answer=not stream, **options)
     if args.json:  # the same text `docgraph serve` answers
         print(result.to_json(indent=2))
     elif args.mode == "focus" and not args.question:

@@ -1,10 +1,11 @@
 """One query request: its fields made from the modes' registry, shared by the CLI and the API.
 
-Why one place: `docgraph query --json` and `docgraph serve` must give the same result for
-the same question and options, so both build a `QueryRequest` and call `run_query`; both
-print `SearchResult.to_json`. The fields are the exposed options of pipeline/query/modes.py
-with their bounds (counts >= 1, a level >= 0), checked by pydantic, so a bad HTTP body is a
-422 naming the field.
+Why from the registry: `docgraph query --json` and `docgraph serve` must give the same
+result for the same question and options, so both take a mode's options from
+pipeline/query/modes.py (`QueryMode.from_request`) and call `GraphIndex.search`; both print
+`SearchResult.to_json`. The fields are the registry's exposed options with their bounds
+(counts >= 1, a level >= 0, as the CLI's flags), checked by pydantic, so a bad HTTP body is
+a 422 naming the field.
 """
 
 from __future__ import annotations
