@@ -3,7 +3,8 @@ over its DevTools protocol: a question typed and Enter pressed, the answer and i
 a PDF citation's page with its boxes highlighted (canvas pixels checked), a text citation's
 section with the passage marked, an entity opened from the graph panel, global mode's
 reports, the messages for an unknown mode and a failed request, and an index whose document
-is titled like an XSS payload that runs nothing. Without a browser: the security headers,
+is titled like an XSS payload, with an entity named so by the (fake) model, that runs
+nothing. Without a browser: the security headers,
 and the 404s of the page images that must read no file."""
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ from app.run import run_index
 from app.serve.page_images import NotServed, PageImages
 from app.serve.server import open_index
 from pipeline.config import load_settings
+from pipeline.storage import store
 
 needs_chromium = needs_system_tool("chromium", CHROMIUM is not None)
 PDF_QUESTION = "Who directed the Cavendish Laboratory?"
 PDF_TITLE = "Laboratories of Modern Physics"
 XSS_TITLE = "<img src=x onerror=window.__xss=1>"
+XSS_ENTITY = XSS_TITLE.strip("<>")  # the entity's title: its description keeps the payload
 
 
 def get(url: str) -> tuple[int, dict[str, str], bytes]:
@@ -62,9 +65,48 @@ def served(sample_index):
         yield index, url
 
 
+def _xss_extraction(messages: list[dict]) -> str:
+    """The fake LLM's answers, its extraction also naming an entity like an XSS payload
+    (related to Marie Curie): what a model may well return for such a text."""
+    from pipeline.llm.fake_answers import default_responder
+
+    answer = default_responder(messages)
+    try:
+        blocks = json.loads(answer)
+    except ValueError:
+        return answer
+    if not isinstance(blocks, dict) or not all(
+        isinstance(b, dict) and "entities" in b for b in blocks.values()
+    ):
+        return answer
+    for block in blocks.values():
+        block["entities"].append(
+            {
+                "title": XSS_TITLE,
+                "type": "ORGANIZATION",
+                "description": f"{XSS_TITLE} is an institute in Paris.",
+            }
+        )
+        block.setdefault("relationships", []).append(
+            {
+                "source": "Marie Curie",
+                "target": XSS_TITLE,
+                "type": "RELATED_TO",
+                "description": f"Marie Curie directed {XSS_TITLE}.",
+                "strength": 8,
+            }
+        )
+    return json.dumps(blocks, ensure_ascii=False)
+
+
 @pytest.fixture(scope="module")
 def xss_served(tmp_path_factory):
-    """An index of one Markdown document whose title and heading are an XSS payload."""
+    """An index of one Markdown document whose title and heading are an XSS payload, built
+    in LLM mode by a fake model that also names an entity so; served offline."""
+    from conftest import write_llm_config
+
+    from pipeline.llm.fake_server import FakeLlm
+
     root = tmp_path_factory.mktemp("xss-page")
     inp, out = root / "input", root / "output"
     inp.mkdir()
@@ -73,7 +115,13 @@ def xss_served(tmp_path_factory):
         f"Marie Curie directed {XSS_TITLE} and worked there with Irène Curie.\n"
     )
     (inp / "payload.md").write_text(body, encoding="utf-8")
-    assert run_index(input_dir=str(inp), output_dir=str(out), log_level="ERROR").success
+    with FakeLlm(responder=_xss_extraction) as fake, pytest.MonkeyPatch.context() as env:
+        env.setenv("OPENAI_API_KEY", "sk-test")
+        config = write_llm_config(root / "llm.yaml", fake.base_url)
+        done = run_index(config, str(inp), str(out), log_level="ERROR")
+    assert done.success
+    titles = store.read_table(out, "entities")["title"].to_list()
+    assert XSS_ENTITY in titles, titles  # the merge cleans a title's brackets away
     with running(_open(inp, out)) as url:
         yield url
 
@@ -317,10 +365,12 @@ def test_page_shows_an_xss_title_as_text(xss_served, tmp_path):
             "[...document.querySelectorAll('#entities button')].map(b => b.textContent)"
         )
         assert titles, "the answer used no entity"
-        browser.evaluate("document.querySelector('#entities button').click()")
+        assert XSS_ENTITY in titles  # the entity named like the payload, as a chip's text
+        chip = titles.index(XSS_ENTITY)
+        browser.evaluate(f"document.querySelectorAll('#entities button')[{chip}].click()")
         browser.wait_for("document.body.dataset.entity")
-        sources = browser.evaluate("document.getElementById('entity').textContent")
-        assert XSS_TITLE in sources  # the entity's sources name the document, as text
+        shown = browser.evaluate("document.getElementById('entity').textContent")
+        assert shown.count(XSS_TITLE) >= 2  # its description and its source, as text
         assert browser.evaluate("document.querySelectorAll('main img').length") == 0
         assert browser.evaluate("window.__xss") == 0
         assert browser.dialogs() == []
