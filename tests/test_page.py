@@ -262,6 +262,8 @@ def test_page_asks_and_shows_the_evidence(served, tmp_path):
         )
         browser.wait_for("document.body.dataset.highlight > 0")
         assert browser.evaluate("document.body.dataset.highlight") == str(len(boxes))
+        source = browser.evaluate("document.getElementById('viewer-source').textContent")
+        assert source == f"file: {unit['source_path']} (in the input folder)"
         zoom = float(browser.evaluate("document.body.dataset.pdfZoom"))
         for box in boxes:
             marked, total = _pixels_in(browser, box, zoom)

@@ -227,6 +227,8 @@
     var isPdf = /\.pdf$/i.test(rec.source_path || c.source_path || "");
     $("viewer").hidden = false;
     $("viewer-title").textContent = "[" + c.n + "] " + where(c);
+    var source = rec.source_path || c.source_path || "";
+    $("viewer-source").textContent = source ? "file: " + source + " (in the input folder)" : "";
     if (isPdf && boxes.length && rec.section_id) {
       // the boxes of the cited sentence's own content nodes, where the section has them
       fetch("/section/" + encodeURIComponent(rec.section_id) + "?unit=" + encodeURIComponent(c.id))
