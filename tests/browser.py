@@ -127,6 +127,12 @@ class Browser:
         self.send("Input.dispatchKeyEvent", {"type": "keyDown", "text": "\r", **key})
         self.send("Input.dispatchKeyEvent", {"type": "keyUp", **key})
 
+    def press(self, key: str, code: int, text: str = "") -> None:
+        """Press and release one key (e.g. "Tab", 9; "Enter", 13, "\\r") where focus is."""
+        event = {"key": key, "code": key, "windowsVirtualKeyCode": code}
+        self.send("Input.dispatchKeyEvent", {"type": "keyDown", "text": text, **event})
+        self.send("Input.dispatchKeyEvent", {"type": "keyUp", **event})
+
     def click_at(self, x: float, y: float) -> None:
         """A left click at (x, y) CSS pixels of the viewport, as a mouse would."""
         for kind in ("mouseMoved", "mousePressed", "mouseReleased"):

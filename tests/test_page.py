@@ -475,3 +475,25 @@ def test_a_published_reindex_is_what_the_next_request_sees(tmp_path):
         assert status == 200 and png.startswith(b"\x89PNG")
         result = post(url + "/query/naive", {"query": "Who directed the Cavendish Laboratory?"})
         assert any(c["document_id"] == new for c in result["citations"])
+
+
+@needs_chromium
+def test_the_page_works_with_the_keyboard_alone(served, tmp_path):
+    """Ask with Enter, Tab to the first citation, open it with Enter, Tab on to an entity
+    and open it with Enter: no mouse, no script calling click()."""
+    _, url = served
+    with Browser(tmp_path / "profile") as browser:
+        _ask(browser, url, "local", PDF_QUESTION)
+        for target in ("#citations button", "#entities button"):
+            for _ in range(60):  # Tab until the first such button has the focus
+                browser.press("Tab", 9)
+                if browser.evaluate(
+                    f"document.activeElement === document.querySelector({json.dumps(target)})"
+                ):
+                    break
+            else:
+                raise AssertionError(f"Tab never reached {target}")
+            browser.press("Enter", 13, "\r")
+        browser.wait_for("!document.getElementById('viewer').hidden")
+        browser.wait_for("document.body.dataset.entity")
+        assert browser.dialogs() == []
