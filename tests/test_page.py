@@ -417,7 +417,7 @@ def test_page_images_cache_is_bounded_and_files_are_checked(sample_index, tmp_pa
 @needs_chromium
 def test_page_streams_an_llm_answer(sample_index, tmp_path):
     """LLM mode: the answer is shown piece by piece as the server streams it (Server-Sent
-    Events), then as the whole result."""
+    Events), then as the whole result; an LLM that fails is said in the status line."""
     from test_serve import QUESTION, responder
 
     from pipeline.config import LlmSettings
@@ -438,9 +438,15 @@ def test_page_streams_an_llm_answer(sample_index, tmp_path):
             answer = browser.evaluate("document.getElementById('answer').textContent")
             pieces = int(browser.evaluate("document.body.dataset.pieces || '0'"))
             status = browser.evaluate("document.getElementById('status').textContent")
+            fake.queue_faults(*["500"] * 10)  # every try of the next answer fails
+            browser.evaluate("document.getElementById('question').value = ''")
+            browser.type_and_enter("#question", "Where did Marie Curie work?")
+            browser.wait_for("document.body.dataset.state === 'error'")
+            failed = browser.evaluate("document.getElementById('status').textContent")
             assert browser.dialogs() == []
     assert answer.startswith("FROM CONTEXT: ") and pieces > 1, (answer, pieces)
     assert status.startswith("naive: ")
+    assert failed.startswith("the LLM answer failed: LLM answer failed: "), failed
 
 
 def test_a_published_reindex_is_what_the_next_request_sees(tmp_path):
