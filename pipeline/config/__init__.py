@@ -106,10 +106,17 @@ def _deep_update(base: dict[str, Any], upd: dict[str, Any]) -> dict[str, Any]:
 
 ENV_PREFIX = "DOCGRAPH_"
 ENV_CONFIG = "DOCGRAPH_CONFIG"  # the YAML file's path, not a setting
-# DOCGRAPH_ variables that are no settings: read by the query notebook itself, and the
-# Dagster executor of the index job (resources.executors: chosen when the job is defined).
+# DOCGRAPH_ variables that are no settings: read by the query notebook itself, the Dagster
+# executor of the index job (resources.executors: chosen when the job is defined), and the
+# test suite's skip policy (tests/conftest.py; .ci/run sets it).
 ENV_NOT_SETTINGS = frozenset(
-    {ENV_CONFIG, "DOCGRAPH_INDEX", "DOCGRAPH_QUESTION", "DOCGRAPH_EXECUTOR"}
+    {
+        ENV_CONFIG,
+        "DOCGRAPH_INDEX",
+        "DOCGRAPH_QUESTION",
+        "DOCGRAPH_EXECUTOR",
+        "DOCGRAPH_STRICT_SKIPS",
+    }
 )
 ENV_NESTED = "__"
 _SHOWN_INPUT_CHARS = 40
