@@ -15,8 +15,10 @@ For each size a corpus is written (see `write_corpus`) and indexed by `docgraph 
   counted once, like du: versions share files as hard links);
 - rows of documents, text_units and entities from the Parquet footers (`<name>.parquet` or a
   folder of shards `<name>/*.parquet`);
-- an incremental run: one file gets a sentence appended and the same command runs again on
-  the same output folder.
+- three incremental runs, the same command again on the same output folder after each
+  change (a nightly run's): one file gets a sentence appended; 100 new documents are added
+  (the next ones of the corpus); one document is deleted. Wall time, CPU time, peak RSS and
+  the per-stage table of each.
 
 Corpus: the MuSiQue passages first (as benchmarks/throughput.py writes them), then seeded
 variations of them: sentences of 2-4 passages mixed and shuffled, titles and names swapped
@@ -52,6 +54,9 @@ PER_FOLDER = 100
 SEED = 20240611
 TABLES = ("documents", "text_units", "entities")
 EDIT_SENTENCE = "\nThe scale benchmark appended this sentence to measure an incremental run."
+ADDED = 100  # documents added by the second incremental run
+# the incremental runs after the full index, in order, and what each does
+INCREMENTAL = {"edit": "one-file edit", "add": f"{ADDED} documents added", "delete": "one deleted"}
 
 # ------------------------------------------------------------------------------ corpus
 
@@ -128,16 +133,20 @@ def doc_path(root: Path, i: int) -> Path:
     return root / f"d{i // PER_FOLDER:04d}" / f"{i:06d}.txt"
 
 
-def write_corpus(target: Path, size: int, real: int | None = None) -> None:
-    """Documents 0..size-1 under `target`, PER_FOLDER to a sub-folder; all texts distinct.
+def write_corpus(target: Path, size: int, real: int | None = None, start: int = 0) -> None:
+    """Documents start..size-1 under `target`, PER_FOLDER to a sub-folder; all texts
+    distinct (documents before `start` are made, not written: each depends on those before).
     The first `real` (default: all) MuSiQue passages are written as they are."""
     passages = json.loads(MUSIQUE.read_text())
     maker = CorpusMaker(passages)
     maker.n_real = len(passages) if real is None else min(real, len(passages))
     for i in range(size):
+        text = maker.document(i)
+        if i < start:
+            continue
         path = doc_path(target, i)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(maker.document(i))
+        path.write_text(text)
 
 
 # ------------------------------------------------------------------------------ memory
@@ -340,10 +349,15 @@ def bench(size: int, work: Path, real: int | None = None) -> dict:
     rows = {name: table_rows(version, name) for name in TABLES}
     out_mb = disk_bytes(version, out / "cache") / 2**20
 
+    # the nightly runs: one file edited, ADDED new files, one file deleted (each a run)
     edited = doc_path(inp, size // 2)
     with edited.open("a") as fh:
         fh.write(EDIT_SENTENCE)
     edit = run_index(inp, out, log)
+    write_corpus(inp, size + ADDED, real, start=size)
+    added = run_index(inp, out, log)
+    doc_path(inp, size // 3).unlink()
+    deleted = run_index(inp, out, log)
     after = current_version(out)
     rows_after = {name: table_rows(after, name) for name in TABLES}
     return {
@@ -353,6 +367,8 @@ def bench(size: int, work: Path, real: int | None = None) -> dict:
         "full": full,
         "out_mb": out_mb,
         "edit": edit,
+        "add": added,
+        "delete": deleted,
         "rows_after": rows_after,
         "log": log,
     }
@@ -369,7 +385,9 @@ COLUMNS = (
     "peak RSS one process MB",
     "tree RSS MB",
     "output MB",
-    "incremental edit wall s",
+    "one-file edit wall s",
+    f"add {ADDED} wall s",
+    "delete one wall s",
     "incremental peak MB",
 )
 
@@ -385,7 +403,9 @@ def _cells(r: dict) -> list[float]:
         r["full"]["tree_mb"],
         r["out_mb"],
         r["edit"]["wall_s"],
-        r["edit"]["one_mb"],
+        r["add"]["wall_s"],
+        r["delete"]["wall_s"],
+        max(r[run]["one_mb"] for run in INCREMENTAL),
     ]
 
 
@@ -408,15 +428,16 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def stage_table(results: list[dict]) -> str:
-    """Per stage of the full run: wall s and the index process's peak MB at each size."""
-    steps = list(dict.fromkeys(k for r in results for k in r["full"]["stages"]))
+def stage_table(results: list[dict], run: str = "full") -> str:
+    """Per stage of `run` (full, edit, add, delete): wall s and the index process's peak MB
+    at each size."""
+    steps = list(dict.fromkeys(k for r in results for k in r[run]["stages"]))
     head = ["stage"] + [f"{r['size']:,} docs: s / index process peak MB" for r in results]
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * len(results)]
     for step in steps:
         cells = []
         for r in results:
-            wall, mb = r["full"]["stages"].get(step, (float("nan"), float("nan")))
+            wall, mb = r[run]["stages"].get(step, (float("nan"), float("nan")))
             cells.append(f"{wall:,.1f} / {mb:,.0f}")
         lines.append(f"| {step} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -478,12 +499,16 @@ def main() -> None:
         for size in sorted(args.sizes):
             r = bench(size, work, args.real)
             results.append(r)
-            f, e = r["full"], r["edit"]
+            f = r["full"]
+            runs = "; ".join(
+                f"{run} run {r[run]['wall_s']:.1f} s ({r[run]['cpu_s']:.1f} CPU s, peaks "
+                f"{r[run]['peaks']})"
+                for run in INCREMENTAL
+            )
             print(
                 f"{size:,} docs: corpus {r['write_s']:.1f} s; index {f['wall_s']:.1f} s "
-                f"({f['cpu_s']:.1f} CPU s, peak RSS per process: {f['peaks']}); edit run "
-                f"{e['wall_s']:.1f} s ({e['cpu_s']:.1f} CPU s, peaks {e['peaks']}); "
-                f"rows after the edit {r['rows_after']}",
+                f"({f['cpu_s']:.1f} CPU s, peak RSS per process: {f['peaks']}); {runs}; "
+                f"rows after them {r['rows_after']}",
                 flush=True,
             )
     finally:
@@ -496,6 +521,9 @@ def main() -> None:
     print(table(results))
     print("\nPer stage of the full run (asset checks left out):\n")
     print(stage_table(results))
+    for run, what in INCREMENTAL.items():
+        print(f"\nPer stage of the {what} run:\n")
+        print(stage_table(results, run))
     if len(results) > 1:
         print("\nProjection from the two largest sizes (a * chunks^p per stage):\n")
         print(projection(results))

@@ -81,7 +81,7 @@ def record_tail(folder: str | Path, settings: Settings) -> None:
     atomic_write_text(Path(folder) / TAIL_FILE, text)
 
 
-def _recorded_tail(folder: Path) -> str | None:
+def recorded_tail(folder: Path) -> str | None:
     try:
         return json.loads((folder / TAIL_FILE).read_text(encoding="utf-8")).get("settings")
     except (OSError, ValueError, AttributeError):
@@ -132,7 +132,7 @@ def plan_run(settings: Settings, entries: list[Entry] | None = None) -> RunPlan:
             reason += f", {len(retry)} hold extraction failures to retry"
         return RunPlan(sorted(stale + retry), True, reason)
     version = manifest["version"]
-    if _recorded_tail(store.resolve(settings.output_dir)) != tail_settings_digest(settings):
+    if recorded_tail(store.resolve(settings.output_dir)) != tail_settings_digest(settings):
         return RunPlan(
             [], True, f"the corpus-wide stages' settings or code changed since {version}"
         )
