@@ -281,3 +281,42 @@ def test_one_large_file_runs_each_step_in_its_own_process(tmp_path, monkeypatch)
     assert executor_by_size(settings(2), entries) == "multiprocess"
     assert executor_by_size(settings(3), entries) is None
     assert executor_by_size(settings(0), entries) is None  # 0: never
+
+
+def test_a_nightly_run_of_few_changed_files_stays_in_one_process(tmp_path, monkeypatch):
+    """The executor weighs the files a run must process (find_stale.files_to_run), not the
+    corpus: an edit, an added file or a deleted one in a corpus over the limit is a small
+    run in one process; new per-document settings re-run whole shards, counted whole."""
+    from app.run import executor_by_size, run_index
+    from pipeline.config import load_settings
+    from pipeline.ingest.find_stale import files_to_run, input_entries, plan_run
+
+    inp, out = tmp_path / "in", tmp_path / "out"
+    inp.mkdir()
+    for i in range(6):
+        (inp / f"d{i}.txt").write_text(f"Document {i} names Alice Smith and Bob Jones.\n")
+    monkeypatch.delenv("DOCGRAPH_EXECUTOR", raising=False)
+
+    def sizes(chunking=None):
+        storage = {"multiprocess_from_documents": 3, "shards": 2}
+        folders = {"input_dir": str(inp), "output_dir": str(out)}
+        settings = load_settings(None, {**folders, "storage": storage, **(chunking or {})})
+        entries = input_entries(settings)
+        stale = plan_run(settings, entries).shards
+        to_run = files_to_run(settings, entries, stale)
+        return stale, to_run, executor_by_size(settings, entries, to_run)
+
+    assert sizes() == (["000", "001"], 6, "multiprocess")  # no index yet: every file
+    config = tmp_path / "docgraph.yaml"
+    config.write_text("storage:\n  shards: 2\n  multiprocess_from_documents: 0\n")
+    assert run_index(str(config), str(inp), str(out)).success
+    assert sizes()[1:] == (0, None)  # up to date
+    (inp / "d1.txt").write_text("Document 1 now names Carol White.\n")
+    (inp / "d9.txt").write_text("A new document on Dan Brown.\n")
+    (inp / "d4.txt").unlink()
+    stale, to_run, executor = sizes()
+    assert stale and (to_run, executor) == (3, "multiprocess")
+    (inp / "d9.txt").unlink()
+    assert sizes()[1:] == (2, None)
+    # a per-document setting changed: every shard re-runs whole, every file counts
+    assert sizes({"chunking": {"chunk_size": 200}}) == (["000", "001"], 5, "multiprocess")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
@@ -40,6 +41,40 @@ def stale_shards(settings: Settings, entries: list[Entry] | None = None) -> list
     if store.read_manifest(settings.output_dir) is None:
         return sorted(prints)
     return shards.stale_shards(store.resolve(settings.output_dir), prints)
+
+
+def files_to_run(settings: Settings, entries: list[Entry], stale: list[str]) -> int:
+    """How many input files a run of the `stale` shards must (re)process: the files added,
+    edited (size or mtime) or deleted since the published version, when their shards are
+    every stale shard; else every file of the stale shards (no version yet, or new
+    per-document settings re-run whole shards). What the executor choice weighs: a nightly
+    run of 100 new files in a 40k corpus touches every shard, but is 100 files of work."""
+    n = settings.storage.shards
+    in_stale = [e for e in entries if not e.hidden and shards.shard_of(e.rel, n) in set(stale)]
+    if store.read_manifest(settings.output_dir) is None:
+        return len(in_stale)
+    base = store.read_table(
+        store.resolve(settings.output_dir),
+        "documents",
+        ["source_path", "byte_size", "creation_date"],
+    )
+    known = set(base.iter_rows())
+    changed = {e.rel for e in entries if not e.hidden and _file_key(e) not in known}
+    changed |= set(base.get_column("source_path").to_list()) - {e.rel for e in entries}
+    if {shards.shard_of(rel, n) for rel in changed} >= set(stale):
+        return len(changed)
+    return len(in_stale)
+
+
+def _file_key(entry: Entry) -> tuple[str, int, str] | None:
+    """(path, size, mtime) as the documents table records them (pipeline.ingest.loader)."""
+    if entry.path is None:
+        return None
+    try:
+        st = entry.path.stat()
+    except OSError:
+        return None
+    return entry.rel, st.st_size, datetime.fromtimestamp(st.st_mtime, tz=UTC).isoformat()
 
 
 # what an LLM call's settings change only in how it is made, not in what it answers
