@@ -76,6 +76,7 @@ def communities(
             **community_sizes(df),
             incremental="carried_over" if plan["carry_over"] else "recomputed",
             incremental_reason=plan["reason"],
+            **_rows_carried(df, previous),
             cumulative_change=round(float(plan["change"]), 6),
             run_change=round(float(plan["run_change"]), 6),
         ),
@@ -83,6 +84,13 @@ def communities(
 
 
 COMMUNITIES_STATE = "communities_state.json"
+
+
+def _rows_carried(df: pl.DataFrame, previous: pl.DataFrame) -> dict[str, int]:
+    """Communities as the last version had them (their id hashes their members) and the
+    others; the same keys as every incremental tail stage's metadata."""
+    carried = df.get_column("id").is_in(previous.get_column("id").implode()).sum()
+    return {"rows_carried": int(carried), "rows_recomputed": df.height - int(carried)}
 
 
 def _read_state(path: Path) -> dict | None:
@@ -136,6 +144,7 @@ def community_reports(
     )
     df = built.reports
     failures, llm_meta = [], {"reports_kept_unchanged": built.kept}
+    llm_meta |= {"rows_carried": built.kept, "rows_recomputed": df.height - built.kept}
     if llm_mode(settings):  # bottom-up LLM reports; a failed one keeps its extractive report
         client = llm.get()
         before = client.metadata()

@@ -466,7 +466,9 @@ def test_asset_keeps_the_state_sidecar_and_reports_the_mode(sample_index, tmp_pa
     rerun = run_index(input_dir=str(inp), output_dir=str(again))
     meta = _communities_metadata(rerun)
     assert meta["incremental"] == "carried_over" and meta["cumulative_change"] == 0.0
-    assert store.read_table(again, "communities").equals(store.read_table(out, "communities"))
+    communities = store.read_table(again, "communities")
+    assert (meta["rows_carried"], meta["rows_recomputed"]) == (communities.height, 0)
+    assert communities.equals(store.read_table(out, "communities"))
     # and every report is kept from the last run (pipeline.communities.reports.reuse_unchanged),
     # as is
     reports = store.read_table(out, "community_reports")
@@ -476,7 +478,9 @@ def test_asset_keeps_the_state_sidecar_and_reports_the_mode(sample_index, tmp_pa
         for e in rerun.get_asset_materialization_events()
         if e.asset_key.path[-1] == "community_reports"
     ]
-    assert event.materialization.metadata["reports_kept_unchanged"].value == reports.height
+    report_meta = {k: v.value for k, v in event.materialization.metadata.items()}
+    assert report_meta["reports_kept_unchanged"] == report_meta["rows_carried"] == reports.height
+    assert report_meta["rows_recomputed"] == 0
     assert (store.resolve(again) / "communities_state.json").read_bytes() == (
         state_path.read_bytes()
     )
