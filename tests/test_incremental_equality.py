@@ -31,6 +31,8 @@ import polars as pl
 import pytest
 
 from app.run import run_index
+from pipeline.communities.reports.offline import build_reports
+from pipeline.config import load_settings
 from pipeline.ids import stable_id
 from pipeline.schemas import TABLES, VECTOR_TABLES
 from pipeline.storage import store
@@ -74,6 +76,16 @@ TOLERANCE: dict[str, dict[str, float]] = {
 # the code writing it (a sharded table shard by shard, each in document and reading order;
 # the tail's tables sorted), so a carried-over row must take the place a full run gives it.
 UNORDERED: dict[str, str] = {}
+# Columns that name a row of a table without an `id`, to say which rows differ and how
+# (rows sharing them are paired in order); others: all scalar columns.
+KEYS: dict[str, list[str]] = {
+    "document_edges": ["source_id", "type", "marker_text"],
+    "structure_edges": ["source_id", "type", "marker_text"],
+    "same_topic_edges": ["source_id", "target_id"],
+    "document_links": ["document_id", "source_id", "href"],
+    "extracted_entities": ["text_unit_id", "title"],
+    "extracted_relationships": ["text_unit_id", "source", "target", "type"],
+}
 # Tables compared with the carry-over policy rather than with the full index: communities
 # keep the last run's hierarchy within graph.incremental_max_change, reports keep their
 # text while their inputs are unchanged (docs/incremental.md).
@@ -316,6 +328,7 @@ def indexes(shared_data: Path, tmp_path_factory) -> dict:
         "titles": titles,
         "corpus": corpus,
         "first": first,
+        "config": config,
     }
 
 
@@ -350,16 +363,18 @@ def table_difference(
     full: pl.DataFrame,
     ordered: bool = True,
     tolerance: dict[str, float] | None = None,
+    sides: tuple[str, str] = ("incremental", "full"),
 ) -> str:
     """'' when the tables hold the same rows (in the same order when `ordered`; the columns
-    of `tolerance` within it), else a message naming the columns and a few rows that differ."""
+    of `tolerance` within it), else a message naming the columns and a few rows that differ
+    (`sides`: what the two tables are)."""
     if inc.columns != full.columns:
-        return f"{name}: columns {inc.columns} != full index's {full.columns}"
+        return f"{name}: columns {inc.columns} != the {sides[1]} table's {full.columns}"
     loose = [c for c in tolerance or {} if c in inc.columns]
     if not ordered:
         by = [c for c in _scalar(inc) if c not in loose] + loose
         inc, full = (f.sort(by, maintain_order=True, nulls_last=True) for f in (inc, full))
-    exact = _exact_difference(name, inc.drop(loose), full.drop(loose), ordered)
+    exact = _exact_difference(name, inc.drop(loose), full.drop(loose), ordered, sides)
     if exact:
         return exact
     parts = []
@@ -367,7 +382,7 @@ def table_difference(
         off = (inc[c] - full[c]).abs()
         far = off > tolerance[c]
         if far.any():
-            rows = inc.with_columns(full[c].alias(c + "__full")).filter(far)
+            rows = inc.with_columns(full[c].alias(f"{c}__{sides[1]}")).filter(far)
             parts.append(
                 f"{name}: column {c!r} differs by more than {tolerance[c]} in {far.sum()} rows,"
                 f" e.g.\n{_rows(rows)}"
@@ -375,37 +390,39 @@ def table_difference(
     return "\n".join(parts)
 
 
-def _exact_difference(name: str, inc: pl.DataFrame, full: pl.DataFrame, ordered: bool) -> str:
+def _exact_difference(
+    name: str, inc: pl.DataFrame, full: pl.DataFrame, ordered: bool, sides: tuple[str, str]
+) -> str:
     if inc.equals(full):
         return ""
-    key = _scalar(inc)
-    a, b = _keyed(inc, key), _keyed(full, key)
-    if a.equals(b):
+    if _keyed(inc, _scalar(inc)).equals(_keyed(full, _scalar(full))):
         if not ordered:
             return ""
         at = next(i for i in range(inc.height) if inc[i].rows() != full[i].rows())
         return (
             f"{name}: same rows in another order; first difference at row {at}:\n"
-            f"  incremental: {inc[at].rows(named=True)}\n  full: {full[at].rows(named=True)}"
+            f"  {sides[0]}: {inc[at].rows(named=True)}\n  {sides[1]}: {full[at].rows(named=True)}"
         )
-    parts = [f"{name}: {inc.height} rows after the incremental runs, {full.height} in full"]
+    parts = [f"{name}: {inc.height} rows in the {sides[0]} table, {full.height} in the {sides[1]}"]
     ids = "id" in inc.columns and inc["id"].n_unique() == inc.height
-    on = ["id"] if ids else key + ["_n"]
-    both = a.join(b, on=on, suffix="__full", maintain_order="left")
+    key = ["id"] if ids else [c for c in KEYS.get(name, _scalar(inc)) if c in inc.columns]
+    a, b, on = _keyed(inc, key), _keyed(full, key), key + ["_n"]
+    suffix = f"__{sides[1]}"
+    both = a.join(b, on=on, suffix=suffix, maintain_order="left")
     for c in inc.columns:  # rows of one key with other values: name the columns
         if c in on:
             continue
-        pairs = zip(both[c].to_list(), both[c + "__full"].to_list(), strict=True)
+        pairs = zip(both[c].to_list(), both[c + suffix].to_list(), strict=True)
         mask = pl.Series([x != y for x, y in pairs], dtype=pl.Boolean)
         if mask.any():
-            diff = both.filter(mask).select(*on, c, c + "__full")
+            diff = both.filter(mask).select(*on, c, c + suffix)
             parts.append(f"  column {c!r} differs in {mask.sum()} rows, e.g.\n{_rows(diff)}")
     only_inc = a.join(b.select(on), on=on, how="anti", nulls_equal=True)
     only_full = b.join(a.select(on), on=on, how="anti", nulls_equal=True)
     if only_inc.height:
-        parts.append(f"  {only_inc.height} rows only in the incremental index:\n{_rows(only_inc)}")
+        parts.append(f"  {only_inc.height} rows only in the {sides[0]} table:\n{_rows(only_inc)}")
     if only_full.height:
-        parts.append(f"  {only_full.height} rows only in the full index:\n{_rows(only_full)}")
+        parts.append(f"  {only_full.height} rows only in the {sides[1]} table:\n{_rows(only_full)}")
     return "\n".join(parts)
 
 
@@ -423,9 +440,15 @@ def test_a_difference_names_the_table_the_columns_and_the_rows() -> None:
     listed = full.with_columns(pl.Series("ids", [["x"], ["z"], ["y"]]))
     assert "column 'ids' differs in 1 rows" in table_difference("t", listed, full)
     fewer = table_difference("t", full.head(2), full)
-    assert "1 rows only in the full index" in fewer and "id='c'" in fewer
-    edges = full.drop("id")  # no id column: rows keyed by their scalar values
-    assert "rows only in the incremental index" in table_difference("e", changed.drop("id"), edges)
+    assert "1 rows only in the full table" in fewer and "id='c'" in fewer
+    plain = full.drop("id")  # no id column and no KEYS: rows keyed by their scalar values
+    assert "rows only in the incremental table" in table_difference("e", changed.drop("id"), plain)
+    links = pl.DataFrame(
+        {"source_id": ["s", "s"], "type": ["REFERS_TO"] * 2, "marker_text": ["a", "b"]}
+    ).with_columns(target_id=pl.Series([None, "t"], dtype=pl.Utf8))
+    stale = links.with_columns(target_id=pl.lit(None, dtype=pl.Utf8))
+    text = table_difference("structure_edges", stale, links)  # keyed by KEYS
+    assert "column 'target_id' differs in 1 rows" in text and "marker_text='b'" in text
     moved = full.with_columns(pl.col("w") + 1e-6)
     assert table_difference("t", moved, full, tolerance={"w": 1e-5}) == ""
     assert "'w' differs by more than 1e-07" in table_difference(
@@ -666,6 +689,20 @@ def test_communities_and_reports_follow_the_carry_over_policy(indexes) -> None:
         f"{len(levels[0] - levels[1])} entities only in the incremental index's top level, "
         f"{len(levels[1] - levels[0])} only in the full index's"
     )
+
+
+def test_every_report_is_what_its_community_makes_it(indexes) -> None:
+    """A report kept from an earlier run (its inputs unchanged: reuse_unchanged) reads as
+    one assembled now from the same index's tables: no stale name, quote or reference."""
+    settings = load_settings(indexes["config"]).reports
+    for out in (indexes["full"], indexes["inc"]):
+        tables = [store.read_table(out, n) for n in ("communities", "entities", "relationships")]
+        units = store.read_table(out, "text_units")
+        fresh = build_reports(*tables, units, settings)
+        stored = store.read_table(out, "community_reports")
+        sides = ("stored", "assembled_now")
+        problem = table_difference(f"community_reports of {out.name}", stored, fresh, sides=sides)
+        assert not problem, problem
 
 
 # ------------------------------------------------------------------------------ Lance
