@@ -1,62 +1,45 @@
-"""Issue 49's equality guard: after a seeded sequence of edits, additions, deletions and
-moves, each followed by an incremental `run_index`, every table of the index equals a full
+"""Issue 49's equality guard: after a seeded sequence of 20 edits, additions, deletions,
+moves, a retitle and a title-form flip (tests/edit_sequence.py), with an incremental
+`run_index` after every OPS_PER_RUN of them, every table of the index equals a full
 re-index of the same input folder into a fresh output folder.
 
 Why: the corpus-wide tail is being made incremental (carry unchanged rows over, recompute
 only what an edit touched); a carried-over row that a full index would have computed
 differently is silent corruption, and only a comparison with a full run can see it. The
-corpus is small (a few hundred short documents, 4 shards) so the 20 runs stay quick, but
-built so that edits reach across documents: documents share sentences (entities,
-relationships and SAME_TOPIC neighbours), Markdown pages link to each other (relative
-links with anchors, wikilinks, some to pages that only a later addition creates), and one
-entity is written in two forms so that an edit changes which one is its title.
+corpus is small (200 short documents, 4 shards) so the runs stay quick, but built so that
+edits reach rows of documents they did not touch (a test shows they do).
 
-Allowed differences, each with its reason, are the module's constants (`EXCLUDED`,
-`POLICY_TABLES`, `LANCE_EXCLUDED`); the communities and reports are checked against the
-carry-over policy instead (docs/incremental.md): their rows are what their members make
-them, and everything they name exists.
+Allowed differences, each with its reason, are this module's constants: EXCLUDED columns,
+TOLERANCE, UNORDERED tables (none), LANCE_EXCLUDED columns, VECTOR_TOLERANCE. The
+POLICY_TABLES, communities and reports, are checked against the carry-over policy instead
+(docs/incremental.md): a community's rows are what its members make them, every id it
+lists exists, and every report reads as one assembled now from the same index (so it
+names only entities that exist, and quotes nothing deleted).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import random
 import re
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 import pytest
+from edit_sequence import FORM_A, FORM_B, N_DOCS, N_OPS, first_corpus, operations
 
 from app.run import run_index
 from pipeline.communities.reports.offline import build_reports
 from pipeline.config import load_settings
+from pipeline.graph.titles import title_key
 from pipeline.ids import stable_id
 from pipeline.schemas import TABLES, VECTOR_TABLES
 from pipeline.storage import store
+from pipeline.vectors.texts import row_text
 
-SEED = 49
-N_DOCS = 200  # documents of the first index
-N_OPS = 20  # operations after it
 # operations between two incremental runs: 2 keeps the test near a minute on the 2-core
 # machine (an incremental run's fixed cost, Dagster's and the tail's, is ~3 s of CPU)
 OPS_PER_RUN = 2
-PASSAGES = 120  # MuSiQue passages the sentences come from: documents i and i + 120 share one
-# every FAMILY-th document is on the first passages: more sections on one topic than
-# same_topic.max_connections, so a change to one moves the SAME_TOPIC edges of others
-FAMILY = 8
-FOLDERS = ("notes", "notes/archive", "wiki", "wiki/people", "misc")
-HEADINGS = ("History", "Career", "Legacy", "Works", "Reception", "Geography")
 CONFIG = "storage:\n  shards: 4\n"
-
-# One entity in two surface forms (one key, pipeline.graph.titles): its title is the more
-# frequent form, which the `form` operation flips from FORM_A to FORM_B.
-FORM_A, FORM_B = "Karl-Heinz Brandt", "Karl Heinz Brandt"
-FORM_SENTENCE = "{} founded the Brandt Foundry in Leipzig with Maria Oster in 1871."
-FORM_LATER = "{} later sold the Brandt Foundry to the city of Dresden."
-FORM_DOCS = (0, 1, 2)  # documents 0 and 1 use FORM_A, 2 FORM_B; never deleted or moved
 
 # Columns that may differ from a full re-index, and why (table -> {column: reason}).
 EXCLUDED: dict[str, dict[str, str]] = {
@@ -98,203 +81,24 @@ VECTOR_TOLERANCE = 1e-5
 SHOWN = 5  # differing rows a failure shows
 
 
-# ------------------------------------------------------------------------------ corpus
-
-
-def _split(text: str) -> list[str]:
-    return [s.strip() for s in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9])", text) if len(s) > 20]
-
-
-@dataclass
-class Doc:
-    title: str
-    sections: list[tuple[str, list[str]]]  # (heading, sentences); the first heading ""
-    links: list[str] = field(default_factory=list)  # doc numbers, or "w<n>": a wikilink
-
-
-class Corpus:
-    """Documents in memory, written to `root` after each operation: document i's path,
-    title, sections of sentences and links, all from a seeded generator."""
-
-    def __init__(self, root: Path, passages: list[dict]):
-        self.root = root
-        self.rng = random.Random(SEED)
-        self.passages = [(p["title"], _split(p["text"]) or [p["text"]]) for p in passages]
-        self.pool = [s for _, ss in self.passages for s in ss]
-        self.docs: dict[int, Doc] = {}
-        self.paths: dict[int, str] = {}
-        self.next = 0
-        self.removed: set[str] = set()  # sentences an operation took out of a document
-
-    def path_of(self, i: int, folder: str | None = None, stem: str | None = None) -> str:
-        ext = "txt" if i % 4 == 3 else "md"
-        return f"{folder or FOLDERS[i % len(FOLDERS)]}/{stem or f'doc{i:03d}'}.{ext}"
-
-    def make(self, i: int) -> Doc:
-        rng = self.rng
-        title, sents = self.passages[i % PASSAGES]
-        if i % FAMILY == 0:  # the family's three passages and one sentence of its own
-            sents = [s for _, ss in self.passages[:3] for s in ss] + [rng.choice(self.pool)]
-        else:
-            sents = list(sents) + rng.sample(self.pool, rng.randint(1, 3))
-        if i in FORM_DOCS:
-            form = FORM_B if i == FORM_DOCS[-1] else FORM_A
-            sents.insert(1, FORM_SENTENCE.format(form))
-        cut = max(1, len(sents) // 3)
-        headings = rng.sample(HEADINGS, 2)
-        sections = [("", sents[:cut]), (headings[0], sents[cut : 2 * cut])]
-        sections.append((headings[1], sents[2 * cut :]))
-        links = [str(rng.randrange(N_DOCS + N_OPS)) for _ in range(rng.randint(0, 2))]
-        links += [f"w{rng.randrange(N_DOCS + N_OPS)}" for _ in range(rng.randint(0, 1))]
-        return Doc(f"{title} ({i})", sections, links)
-
-    def render(self, i: int) -> str:
-        doc, path = self.docs[i], self.paths[i]
-        if path.endswith(".txt"):
-            body = [" ".join(ss) for _, ss in doc.sections if ss]
-            return doc.title + "\n\n" + "\n\n".join(body) + "\n"
-        parts = [f"# {doc.title}"]
-        for heading, ss in doc.sections:
-            parts += ([f"## {heading}"] if heading else []) + ([" ".join(ss)] if ss else [])
-        refs = []
-        for link in doc.links:
-            if link.startswith("w"):
-                refs.append(f"[[doc{int(link[1:]):03d}]]")
-                continue
-            j = int(link)
-            target = self.paths.get(j, self.path_of(j))
-            rel = os.path.relpath(target, os.path.dirname(path))
-            # the target's heading as it is now (a retitle breaks the anchor), else a guess
-            heading = self.docs[j].sections[1][0] if j in self.docs else HEADINGS[j % 6]
-            anchor = heading.lower()
-            refs.append(f"[page {j}]({rel}#{anchor})")
-        if refs:
-            parts += ["## See also", " ".join(f"See {r}." for r in refs)]
-        return "\n\n".join(parts) + "\n"
-
-    def add(self) -> int:
-        i = self.next
-        self.next += 1
-        self.docs[i], self.paths[i] = self.make(i), self.path_of(i)
-        self.write(i)
-        return i
-
-    def write(self, i: int) -> None:
-        path = self.root / self.paths[i]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.render(i))
-
-    def remove(self, i: int) -> None:
-        (self.root / self.paths.pop(i)).unlink()
-        del self.docs[i]
-
-    # ---- operations: each returns a line for the log
-    def gone(self) -> set[str]:
-        """Sentences operations removed that no document holds any more."""
-        kept = {s for doc in self.docs.values() for _, ss in doc.sections for s in ss}
-        return self.removed - kept
-
-    def pick(self, spare_form: bool = False) -> int:
-        ids = sorted(i for i in self.docs if not (spare_form and i in FORM_DOCS))
-        return self.rng.choice(ids)
-
-    def _sentence_at(self, i: int) -> tuple[list[str], int]:
-        sections = [ss for _, ss in self.docs[i].sections if ss]
-        ss = self.rng.choice(sections)
-        return ss, self.rng.randrange(len(ss))
-
-    def op_append(self) -> str:
-        i = self.pick()
-        ss = self.rng.choice([ss for _, ss in self.docs[i].sections])
-        ss.append(self.rng.choice(self.pool))
-        self.write(i)
-        return f"append a sentence to {self.paths[i]}"
-
-    def op_replace(self) -> str:
-        i = self.pick()
-        ss, k = self._sentence_at(i)
-        self.removed.add(ss[k])
-        ss[k] = self.rng.choice(self.pool)
-        self.write(i)
-        return f"replace sentence {k} of {self.paths[i]}"
-
-    def op_delete_sentence(self) -> str:
-        i = self.pick(spare_form=True)
-        ss, k = self._sentence_at(i)
-        self.removed.add(ss.pop(k))
-        self.write(i)
-        return f"delete sentence {k} of {self.paths[i]}"
-
-    def op_add(self) -> str:
-        return f"add {self.paths[self.add()]}"
-
-    def op_delete(self) -> str:
-        i = self.pick(spare_form=True)
-        path = self.paths[i]
-        self.removed.update(s for _, ss in self.docs[i].sections for s in ss)
-        self.remove(i)
-        return f"delete {path}"
-
-    def op_move(self) -> str:
-        i = self.pick(spare_form=True)
-        old = self.paths[i]
-        folder = self.rng.choice([f for f in FOLDERS if not old.startswith(f + "/")])
-        stem = f"doc{i:03d}" if self.rng.random() < 0.5 else f"moved{i:03d}"
-        (self.root / old).unlink()
-        self.paths[i] = self.path_of(i, folder, stem)
-        self.write(i)
-        return f"move {old} to {self.paths[i]}"
-
-    def op_retitle(self) -> str:
-        i = self.rng.choice(sorted(i for i, p in self.paths.items() if p.endswith(".md")))
-        doc = self.docs[i]
-        k = self.rng.randrange(1, len(doc.sections))
-        heading, ss = doc.sections[k]
-        new = self.rng.choice([h for h in HEADINGS if h != heading])
-        doc.sections[k] = (new, ss)
-        self.write(i)
-        return f"retitle section {heading!r} of {self.paths[i]} to {new!r}"
-
-    def op_form(self) -> str:
-        """Two more mentions of FORM_B in documents that had none: it becomes the title."""
-        others = sorted(i for i in self.docs if i not in FORM_DOCS)
-        for i in self.rng.sample(others, 2):
-            self.docs[i].sections[-1][1].append(FORM_LATER.format(FORM_B))
-            self.write(i)
-        return f"flip {FORM_A!r} to {FORM_B!r}"
-
-
-KINDS = ("append", "replace", "delete_sentence", "add", "delete", "move", "retitle", "form")
-COMMON = ("append", "replace", "delete_sentence", "add", "delete", "move", "retitle")
-
-
-def operations() -> list[str]:
-    """N_OPS operation kinds, seeded: each kind once, the rest drawn from the common ones."""
-    rng = random.Random(SEED + 1)
-    kinds = list(KINDS) + rng.choices(COMMON, k=N_OPS - len(KINDS))
-    rng.shuffle(kinds)
-    return kinds
-
-
 # ------------------------------------------------------------------------------ runs
 
 
 def _index(config: Path, inp: Path, out: Path) -> float:
-    start, cpu = time.perf_counter(), time.process_time()
+    """Index `inp` into `out` (incrementally when `out` holds an index): the seconds taken."""
+    start = time.perf_counter()
     assert run_index(str(config), str(inp), str(out), log_level="ERROR").success
-    print(f"run {time.perf_counter() - start:.1f}s cpu {time.process_time() - cpu:.1f}s")
-    return time.perf_counter() - start
+    return round(time.perf_counter() - start, 1)
 
 
 # tables of the first index kept to see what the operations changed
 SNAPSHOT = ("documents", "content_nodes", "sections", "structure_edges", "same_topic_edges")
-SNAPSHOT += ("relationships",)
 
 
 def _title(out: Path) -> str:
+    """The title of the entity written as FORM_A and FORM_B (its id hashes their key)."""
     ents = store.read_table(out, "entities", ["id", "title"])
-    key = stable_id("karl heinz brandt")
-    return ents.filter(pl.col("id") == key)["title"].item()
+    return ents.filter(pl.col("id") == stable_id(title_key(FORM_A)))["title"].item()
 
 
 @pytest.fixture(scope="module")
@@ -303,10 +107,7 @@ def indexes(shared_data: Path, tmp_path_factory) -> dict:
     inp, inc, full = base / "in", base / "incremental", base / "full"
     config = base / "docgraph.yaml"
     config.write_text(CONFIG)
-    passages = json.loads((shared_data / "musique" / "musique_train_corpus.json").read_text())
-    corpus = Corpus(inp, passages[:PASSAGES])
-    for _ in range(N_DOCS):
-        corpus.add()
+    corpus = first_corpus(inp, shared_data / "musique" / "musique_train_corpus.json")
     times = {"first": _index(config, inp, inc)}
     titles = {"first": _title(inc)}
     first = {name: store.read_table(inc, name) for name in SNAPSHOT}
@@ -318,9 +119,9 @@ def indexes(shared_data: Path, tmp_path_factory) -> dict:
         log.append(f"-- incremental run {len(runs)}")
         if "form" in batch:
             titles["form"] = _title(inc)
-    times["incremental"] = sum(runs)
+    times["incremental"] = runs
     times["full"] = _index(config, inp, full)
-    print(f"\nequality runs (s): {times}\n" + "\n".join(log))
+    print(f"\nindex runs (s): {times}\n" + "\n".join(log))  # shown when a test fails
     return {
         "inc": inc,
         "full": full,
@@ -495,7 +296,7 @@ def test_the_operations_reach_rows_of_documents_they_did_not_touch(indexes) -> N
     unchanged fails the comparison)."""
     first, inc = indexes["first"], indexes["inc"]
     docs, sections, nodes = _untouched(indexes)
-    assert N_DOCS // 2 < len(docs) < N_DOCS
+    assert N_DOCS // 2 < len(docs) < N_DOCS, len(docs)
     # a link of an untouched document resolves elsewhere (its target added, moved, retitled
     # or deleted)
     key = ["source_id", "marker_text", "target_id", "metadata"]
@@ -503,21 +304,23 @@ def test_the_operations_reach_rows_of_documents_they_did_not_touch(indexes) -> N
         t.filter(pl.col("type") == "REFERS_TO", pl.col("source_id").is_in(nodes)).select(key)
         for t in (first["structure_edges"], store.read_table(inc, "structure_edges"))
     ]
-    assert links[0].join(links[1], on=key, how="anti").height > 0
+    redo = "the sequence no longer shows it: change tests/edit_sequence.py until it does"
+    assert links[0].join(links[1], on=key, how="anti").height > 0, f"no link changed; {redo}"
     # a SAME_TOPIC edge between untouched sections comes or goes
     edges = [
         t.filter(pl.col("source_id").is_in(sections), pl.col("target_id").is_in(sections))
         for t in (first["same_topic_edges"], store.read_table(inc, "same_topic_edges"))
     ]
     pair = ["source_id", "target_id"]
-    assert not edges[0].select(pair).sort(pair).equals(edges[1].select(pair).sort(pair))
+    same = edges[0].select(pair).sort(pair).equals(edges[1].select(pair).sort(pair))
+    assert not same, f"no SAME_TOPIC edge changed; {redo}"
     # a relationship held only by untouched documents' text units takes the new title
     units = set(store.read_table(inc, "text_units").filter(pl.col("document_id").is_in(docs))["id"])
     renamed = store.read_table(inc, "relationships").filter(
         pl.col("text_unit_ids").list.eval(pl.element().is_in(units)).list.all(),
         (pl.col("source") == FORM_B) | (pl.col("target") == FORM_B),
     )
-    assert renamed.height > 0
+    assert renamed.height > 0, f"no relationship of untouched documents renamed; {redo}"
 
 
 def test_every_table_equals_a_full_reindex(indexes) -> None:
@@ -756,9 +559,16 @@ def test_the_lance_tables_equal_a_full_reindex(indexes) -> None:
         a, b = lance_table(inc, name), lance_table(full, name)
         if name == "community_reports":  # rows follow the reports (carry-over policy)
             for out, frame in ((inc, a), (full, b)):
-                own = store.read_table(out, name, ["id", "community", "level"]).sort("id")
-                if not frame.select(own.columns).equals(own):
-                    problems.append(f"lance {name} of {out.name}: not its reports' rows")
+                own = store.read_table(out, name).sort("id")
+                own = own.select("id", row_text(name, own), "community", "level")
+                problems.append(
+                    table_difference(
+                        f"lance {name} of {out.name}",
+                        frame.select(own.columns),
+                        own,
+                        sides=("lance", "reports"),
+                    )
+                )
             same = set(a["id"]) & set(b["id"])  # the same members: the same derived vector
             a, b = (f.filter(pl.col("id").is_in(same)).select("id", "vector") for f in (a, b))
         problems.append(lance_difference(name, a, b))
