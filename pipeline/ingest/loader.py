@@ -42,6 +42,8 @@ def load_folder(
 
 # (document row, file, the loader's open reader of it): takes the reader (and closes it)
 Opened = Callable[[dict[str, Any], Path, Any], None]
+# (relative path, sha256 of the bytes) -> the documents row loaded from them before, or None
+Keep = Callable[[str, str], pl.DataFrame | None]
 
 
 def load_entries(
@@ -49,12 +51,16 @@ def load_entries(
     entries: Iterable[Entry],
     mapping: Mapping[str, FileMapping] | None = None,
     opened: Opened | None = None,
+    keep: Keep | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """`load_folder` over some entries of a walk of `root` (one document shard's); `mapping`
     (the publications manifest's files) fills the documents' publication columns. A
     document whose loader left its file open (`LoadedDoc.source`: a PDF) is handed to
     `opened` with its row, so that its structure is parsed from what was read once;
-    without `opened` it is closed."""
+    without `opened` it is closed. `keep(rel, sha256)`: the row an earlier run loaded from
+    these very bytes (None: load them), taken instead of loading (its file's format is not
+    parsed, nor handed to `opened`); what the file system and the manifest say of the file
+    (creation date, publication columns) and its place are today's."""
     mapping = mapping or {}
     docs: list[pa.Table] = []  # one row each, made as the file is read (see _document_row)
     samples: list[str] = []  # what each document's language is told from
@@ -68,6 +74,12 @@ def load_entries(
         try:
             data = path.read_bytes()
             sha, size = sha256_hex(data), len(data)
+            kept = keep(rel, sha) if keep is not None else None
+            if kept is not None:
+                del data
+                samples.append(language_sample(kept.get_column("text")[0] or ""))
+                docs.append(_kept_row(kept, len(docs), _mtime_iso(path), mapping.get(rel)))
+                continue
             doc = load_bytes(path, data)
         except LoadError as e:
             rejected.append(_rejected_row(rel, sha, size, str(e)))
@@ -131,6 +143,18 @@ def _relative(reason: str, root: Path) -> str:
 
 def _rejected_row(rel: str, sha: str, size: int, reason: str) -> dict[str, Any]:
     return {"source_path": rel, "sha256": sha, "byte_size": size, "stage": "load", "reason": reason}
+
+
+def _kept_row(row: pl.DataFrame, n: int, created: str, mapped: FileMapping | None) -> pa.Table:
+    """A documents row loaded before from the same bytes at the same path (one-row frame),
+    as the document `n` of this load: its own columns kept, today's creation date and
+    publication columns, no text units yet (the chunks step fills them)."""
+    today = {"human_readable_id": n, "creation_date": created, **_publication_columns(mapped)}
+    row = row.with_columns(
+        *(pl.lit(v, row.schema[k]).alias(k) for k, v in today.items()),
+        pl.lit([], pl.List(pl.Utf8)).alias("text_unit_ids"),
+    )
+    return schemas.conform(row, "documents")
 
 
 def _document_row(row: dict[str, Any]) -> pa.Table:

@@ -1,0 +1,171 @@
+"""A shard that runs again carries over the rows of its unchanged documents (issue 49): after
+files of a shard are edited, added and deleted, every per-document table's shard files hold
+exactly the rows a full run on a fresh output folder writes (same order, same short ids),
+while only the new and changed documents were loaded, parsed, chunked and extracted again
+(counted in the run's process). A settings change carries nothing."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+
+import polars as pl
+import pytest
+from conftest import write_report_pdf
+from dagster import DagsterEventType, DagsterInstance, EventRecordsFilter
+
+from app.run import run_index
+from pipeline.extract.nlp import NlpExtractor
+from pipeline.ingest import loader, shards
+from pipeline.storage import store
+from pipeline.storage.carry import open_carry
+from pipeline.structure import build
+
+N = 2
+TABLES = (
+    "documents",
+    "rejected_documents",
+    "sections",
+    "content_nodes",
+    "document_edges",
+    "document_links",
+    "structure_failures",
+    "chunks",
+    "chunk_failures",
+    "extracted_entities",
+    "extracted_relationships",
+    "extraction_failures",
+)
+PEOPLE = ["Ada Lovelace", "Charles Babbage", "Mary Somerville", "Michael Faraday"]
+
+
+def _markdown(i: int) -> str:
+    a, b = PEOPLE[i % 4], PEOPLE[(i + 1) % 4]
+    return (
+        f"# Letter {i}\n\n{a} wrote to {b} from London in {1830 + i}.[^1] "
+        f"See [the next letter](letter{(i + 1) % 8}.md) and [[Letter {(i + 2) % 8}]].\n\n"
+        f"## Reply\n\n{b} answered about the Analytical Engine and the Royal Society.\n\n"
+        f"[^1]: Kept in the archive of {a}.\n"
+    )
+
+
+def _write(inp: Path) -> None:
+    for i in range(8):
+        (inp / f"letter{i}.md").write_text(_markdown(i))
+    for i in range(6):
+        (inp / "notes" / f"note{i}.txt").write_text(
+            f"Note {i}\n\n{PEOPLE[i % 4]} visited Paris in {1840 + i}. The visit was short.\n"
+        )
+    write_report_pdf(inp / "report.pdf")
+    (inp / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
+
+
+def _count_work(monkeypatch) -> Counter:
+    """Documents loaded and parsed, text units extracted, by the run's process."""
+    counts: Counter = Counter()
+    load, parse, extract = loader.load_bytes, build.parse_document, NlpExtractor.extract
+
+    def loading(path, data):
+        counts[("load", path.name)] += 1
+        return load(path, data)
+
+    def parsing(doc, *args, **kwargs):
+        counts[("parse", doc["source_path"])] += 1
+        return parse(doc, *args, **kwargs)
+
+    def extracting(self, units):
+        counts[("units", "")] += units.height
+        return extract(self, units)
+
+    monkeypatch.setattr(loader, "load_bytes", loading)
+    monkeypatch.setattr(build, "parse_document", parsing)
+    monkeypatch.setattr(NlpExtractor, "extract", extracting)
+    return counts
+
+
+def _metadata(instance: DagsterInstance, run_id: str, asset: str) -> dict:
+    records = instance.get_event_records(
+        EventRecordsFilter(event_type=DagsterEventType.ASSET_MATERIALIZATION), limit=100000
+    )
+    for record in records:
+        entry = record.event_log_entry
+        if entry.run_id == run_id and entry.dagster_event.asset_key.to_user_string() == asset:
+            meta = entry.dagster_event.event_specific_data.materialization.metadata
+            return {k: v.value for k, v in meta.items()}
+    raise AssertionError(f"{asset} not materialized")
+
+
+def _shard_files(out: Path, table: str) -> dict[str, pl.DataFrame]:
+    return {p.stem: pl.read_parquet(p) for p in store.table_files(out, table)}
+
+
+@pytest.fixture
+def corpus(tmp_path, monkeypatch):
+    monkeypatch.setenv("DOCGRAPH_EXECUTOR", "in_process")
+    inp = tmp_path / "in"
+    (inp / "notes").mkdir(parents=True)
+    _write(inp)
+    config = tmp_path / "docgraph.yaml"
+    config.write_text(f"storage:\n  shards: {N}\n")
+    (tmp_path / "dagster").mkdir()
+    instance = DagsterInstance.local_temp(str(tmp_path / "dagster"))
+
+    def run(out: Path, cfg: Path = config):
+        result = run_index(str(cfg), str(inp), str(out), instance=instance, log_level="ERROR")
+        assert result.success
+        return result.run_id
+
+    return {"inp": inp, "tmp": tmp_path, "run": run, "instance": instance, "config": config}
+
+
+def test_a_re_run_shard_carries_unchanged_documents_and_equals_a_full_run(corpus, monkeypatch):
+    inp, run, out = corpus["inp"], corpus["run"], corpus["tmp"] / "out"
+    run(out)
+    time.sleep(0.01)
+    (inp / "letter3.md").write_text(_markdown(3) + "\nFaraday lectured at the Royal Institution.\n")
+    (inp / "notes" / "note9.txt").write_text("Note 9\n\nMary Somerville met Ada Lovelace.\n")
+    (inp / "notes" / "note2.txt").unlink()
+    changed = {"letter3.md", "notes/note9.txt"}
+    ran = {shards.shard_of(p, N) for p in [*changed, "notes/note2.txt"]}
+    kept = [
+        p for p in ("report.pdf", "letter1.md", "notes/note4.txt") if shards.shard_of(p, N) in ran
+    ]
+    assert kept  # some unchanged documents share a shard with a change
+
+    counts = _count_work(monkeypatch)
+    run_id = run(out)
+    loaded = {name for (kind, name), n in counts.items() if kind == "load" if n}
+    parsed = {name for (kind, name), n in counts.items() if kind == "parse" if n}
+    # only the new and changed files (and the one that fails to load, tried again) are loaded
+    assert loaded <= {"letter3.md", "note9.txt", "broken.pdf"} and "letter3.md" in loaded
+    assert parsed == changed
+    before_units = store.read_table(out, "chunks", ["id", "document_id"])
+    meta = _metadata(corpus["instance"], run_id, "extracted_entities")
+    assert meta["incremental"] == "carried" and meta["rows_carried"] > 0
+    assert counts[("units", "")] == meta["text_units_recomputed"] > 0
+    docs_meta = _metadata(corpus["instance"], run_id, "documents")
+    assert docs_meta["documents_carried"] >= len(kept) and docs_meta["rows_carried"] >= len(kept)
+    assert before_units.height > counts[("units", "")]
+
+    fresh = corpus["tmp"] / "fresh"
+    run(fresh)
+    for table in TABLES:
+        ours, full = _shard_files(out, table), _shard_files(fresh, table)
+        assert sorted(ours) == sorted(full), table
+        for shard, frame in full.items():
+            assert ours[shard].equals(frame), (table, shard)
+
+
+def test_new_per_document_settings_carry_nothing(corpus, monkeypatch):
+    run, out, tmp = corpus["run"], corpus["tmp"] / "out", corpus["tmp"]
+    run(out)
+    other = tmp / "other.yaml"
+    other.write_text(f"storage:\n  shards: {N}\nchunking:\n  chunk_size: 200\n")
+    counts = _count_work(monkeypatch)
+    run_id = run(out, other)
+    meta = _metadata(corpus["instance"], run_id, "chunks")
+    assert meta["incremental"] == "whole" and meta["rows_carried"] == 0
+    assert "settings" in meta["incremental_reason"]
+    assert {name for kind, name in counts if kind == "parse"} >= {"letter1.md", "report.pdf"}
+    assert open_carry(out, "any", full=True).reason  # `--full`: nothing carried either
