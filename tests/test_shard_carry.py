@@ -100,72 +100,88 @@ def _shard_files(out: Path, table: str) -> dict[str, pl.DataFrame]:
     return {p.stem: pl.read_parquet(p) for p in store.table_files(out, table)}
 
 
-@pytest.fixture
-def corpus(tmp_path, monkeypatch):
-    monkeypatch.setenv("DOCGRAPH_EXECUTOR", "in_process")
-    inp = tmp_path / "in"
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """A full index; files of both shards edited, added and deleted, and the index run again
+    (its work counted); a full index of the same input into a fresh folder."""
+    tmp = tmp_path_factory.mktemp("carry")
+    inp, out, fresh = tmp / "in", tmp / "out", tmp / "fresh"
     (inp / "notes").mkdir(parents=True)
     _write(inp)
-    config = tmp_path / "docgraph.yaml"
+    config = tmp / "docgraph.yaml"
     config.write_text(f"storage:\n  shards: {N}\n")
-    (tmp_path / "dagster").mkdir()
-    instance = DagsterInstance.local_temp(str(tmp_path / "dagster"))
+    (tmp / "dagster").mkdir()
+    instance = DagsterInstance.local_temp(str(tmp / "dagster"))
 
-    def run(out: Path, cfg: Path = config):
-        result = run_index(str(cfg), str(inp), str(out), instance=instance, log_level="ERROR")
+    def run(folder: Path, cfg: Path = config) -> str:
+        result = run_index(str(cfg), str(inp), str(folder), instance=instance, log_level="ERROR")
         assert result.success
         return result.run_id
 
-    return {"inp": inp, "tmp": tmp_path, "run": run, "instance": instance, "config": config}
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("DOCGRAPH_EXECUTOR", "in_process")
+        run(out)
+        time.sleep(0.01)
+        (inp / "letter3.md").write_text(
+            _markdown(3) + "\nFaraday lectured at the Royal Institution.\n"
+        )
+        (inp / "notes" / "note9.txt").write_text("Note 9\n\nMary Somerville met Ada Lovelace.\n")
+        (inp / "notes" / "note2.txt").unlink()
+        with pytest.MonkeyPatch.context() as counting:
+            counts = _count_work(counting)
+            run_id = run(out)
+        run(fresh)
+        yield {
+            "tmp": tmp,
+            "out": out,
+            "fresh": fresh,
+            "run": run,
+            "run_id": run_id,
+            "counts": counts,
+            "instance": instance,
+        }
 
 
-def test_a_re_run_shard_carries_unchanged_documents_and_equals_a_full_run(corpus, monkeypatch):
-    inp, run, out = corpus["inp"], corpus["run"], corpus["tmp"] / "out"
-    run(out)
-    time.sleep(0.01)
-    (inp / "letter3.md").write_text(_markdown(3) + "\nFaraday lectured at the Royal Institution.\n")
-    (inp / "notes" / "note9.txt").write_text("Note 9\n\nMary Somerville met Ada Lovelace.\n")
-    (inp / "notes" / "note2.txt").unlink()
-    changed = {"letter3.md", "notes/note9.txt"}
-    ran = {shards.shard_of(p, N) for p in [*changed, "notes/note2.txt"]}
+CHANGED = {"letter3.md", "notes/note9.txt"}
+
+
+def test_a_re_run_shard_works_only_on_its_new_and_changed_documents(runs):
+    ran = {shards.shard_of(p, N) for p in [*CHANGED, "notes/note2.txt"]}
     kept = [
         p for p in ("report.pdf", "letter1.md", "notes/note4.txt") if shards.shard_of(p, N) in ran
     ]
     assert kept  # some unchanged documents share a shard with a change
-
-    counts = _count_work(monkeypatch)
-    run_id = run(out)
+    counts, instance, run_id = runs["counts"], runs["instance"], runs["run_id"]
     loaded = {name for (kind, name), n in counts.items() if kind == "load" if n}
     parsed = {name for (kind, name), n in counts.items() if kind == "parse" if n}
     # only the new and changed files (and the one that fails to load, tried again) are loaded
     assert loaded <= {"letter3.md", "note9.txt", "broken.pdf"} and "letter3.md" in loaded
-    assert parsed == changed
-    before_units = store.read_table(out, "chunks", ["id", "document_id"])
-    meta = _metadata(corpus["instance"], run_id, "extracted_entities")
+    assert parsed == CHANGED
+    units = counts[("units", "")]
+    meta = _metadata(instance, run_id, "extracted_entities")
     assert meta["incremental"] == "carried" and meta["rows_carried"] > 0
-    assert counts[("units", "")] == meta["text_units_recomputed"] > 0
-    docs_meta = _metadata(corpus["instance"], run_id, "documents")
-    assert docs_meta["documents_carried"] >= len(kept) and docs_meta["rows_carried"] >= len(kept)
-    assert before_units.height > counts[("units", "")]
+    assert units == meta["text_units_recomputed"] > 0
+    assert store.read_table(runs["out"], "chunks", ["id"]).height > units
+    docs = _metadata(instance, run_id, "documents")
+    assert docs["documents_carried"] >= len(kept) and docs["rows_carried"] >= len(kept)
 
-    fresh = corpus["tmp"] / "fresh"
-    run(fresh)
+
+def test_every_per_document_table_equals_a_full_run_row_for_row(runs):
     for table in TABLES:
-        ours, full = _shard_files(out, table), _shard_files(fresh, table)
+        ours, full = _shard_files(runs["out"], table), _shard_files(runs["fresh"], table)
         assert sorted(ours) == sorted(full), table
         for shard, frame in full.items():
             assert ours[shard].equals(frame), (table, shard)
 
 
-def test_new_per_document_settings_carry_nothing(corpus, monkeypatch):
-    run, out, tmp = corpus["run"], corpus["tmp"] / "out", corpus["tmp"]
-    run(out)
-    other = tmp / "other.yaml"
+def test_new_per_document_settings_carry_nothing(runs, monkeypatch):
+    monkeypatch.setenv("DOCGRAPH_EXECUTOR", "in_process")
+    other = runs["tmp"] / "other.yaml"
     other.write_text(f"storage:\n  shards: {N}\nchunking:\n  chunk_size: 200\n")
     counts = _count_work(monkeypatch)
-    run_id = run(out, other)
-    meta = _metadata(corpus["instance"], run_id, "chunks")
+    run_id = runs["run"](runs["fresh"], other)
+    meta = _metadata(runs["instance"], run_id, "chunks")
     assert meta["incremental"] == "whole" and meta["rows_carried"] == 0
     assert "settings" in meta["incremental_reason"]
     assert {name for kind, name in counts if kind == "parse"} >= {"letter1.md", "report.pdf"}
-    assert open_carry(out, "any", full=True).reason  # `--full`: nothing carried either
+    assert open_carry(runs["out"], "any", full=True).reason  # `--full`: nothing carried either

@@ -160,8 +160,8 @@ def base_rows(carry: Carry, table: str, shard: str, column: str, ids: Iterable[s
 
 class KeptDocuments:
     """The loader's `keep` for one shard (pipeline.ingest.loader.load_entries): the base's
-    row of a file whose path and bytes (sha256) are the base's, i.e. of the same document
-    id; none when rows may not be carried into the shard. `hits`: rows handed out."""
+    rows of the files whose path and bytes (sha256) are the base's, i.e. of the same
+    document ids; none when rows may not be carried into the shard."""
 
     def __init__(self, carry: Carry, shard: str):
         self.carry = carry
@@ -170,13 +170,14 @@ class KeptDocuments:
         self.at = {row: i for i, row in enumerate(rows)}
         self.hits = 0
 
-    def __call__(self, rel: str, sha: str) -> pl.DataFrame | None:
-        i = self.at.get((rel, sha))
-        if i is None or self.frame is None:
-            return None
-        self.hits += 1
-        self.carry.count("documents", 1)
-        return self.frame.slice(i, 1)
+    def find(self, rel: str, sha: str) -> int | None:
+        return self.at.get((rel, sha))
+
+    def rows(self, at: list[int]) -> pl.DataFrame:
+        assert self.frame is not None
+        self.hits += len(at)
+        self.carry.count("documents", len(at))
+        return self.frame[at]
 
     def done(self, loaded: int) -> None:
         """The shard is loaded: `loaded` documents in all, `hits` of them carried."""
