@@ -145,15 +145,11 @@ def extract_carried(
     if remember is not None:
         remember(carried.get_column("text").to_list())
     order, ids = text_units.get_column("id"), carried.get_column("id")
-    return (
-        *(
-            merge_in_order(
-                name,
-                order,
-                base_rows(carry, name, shard, "text_unit_id", ids),
-                keyed(fresh, "text_unit_id"),
-            )
-            for name, fresh in (("extracted_entities", ents), ("extracted_relationships", rels))
-        ),
-        failures,
-    )
+
+    def merged(name: str, fresh: pl.DataFrame) -> pl.DataFrame:
+        base = base_rows(carry, name, shard, "text_unit_id", ids)
+        return merge_in_order(name, order, base, keyed(fresh, "text_unit_id"))
+
+    # rows by unit: an LLM unit that fell back offline has its rows in its place, not after
+    # its batch's (the order of a run with fallbacks, which is not reproduced anyway)
+    return merged("extracted_entities", ents), merged("extracted_relationships", rels), failures
