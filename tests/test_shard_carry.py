@@ -16,6 +16,7 @@ from conftest import write_report_pdf
 from dagster import DagsterEventType, DagsterInstance, EventRecordsFilter
 
 from app.run import run_index
+from pipeline.config import load_settings
 from pipeline.extract.nlp import NlpExtractor
 from pipeline.ingest import loader, shards
 from pipeline.storage import store
@@ -174,14 +175,20 @@ def test_every_per_document_table_equals_a_full_run_row_for_row(runs):
             assert ours[shard].equals(frame), (table, shard)
 
 
-def test_new_per_document_settings_carry_nothing(runs, monkeypatch):
-    monkeypatch.setenv("DOCGRAPH_EXECUTOR", "in_process")
-    other = runs["tmp"] / "other.yaml"
-    other.write_text(f"storage:\n  shards: {N}\nchunking:\n  chunk_size: 200\n")
-    counts = _count_work(monkeypatch)
-    run_id = runs["run"](runs["fresh"], other)
-    meta = _metadata(runs["instance"], run_id, "chunks")
-    assert meta["incremental"] == "whole" and meta["rows_carried"] == 0
-    assert "settings" in meta["incremental_reason"]
-    assert {name for kind, name in counts if kind == "parse"} >= {"letter1.md", "report.pdf"}
-    assert open_carry(runs["out"], "any", full=True).reason  # `--full`: nothing carried either
+def test_new_per_document_settings_carry_nothing(runs):
+    """A shard the base made with other per-document settings (or another docgraph) carries
+    nothing: every step asks `Carry.on` before it takes a row; `--full` carries nothing."""
+
+    def carry_with(yaml: str):
+        path = runs["tmp"] / "other.yaml"
+        path.write_text(f"storage:\n  shards: {N}\n{yaml}")
+        return open_carry(runs["out"], shards.carry_digest(load_settings(str(path))))
+
+    same = carry_with("")
+    assert same.reason is None and all(same.on(k) for k in shards.shard_keys(N))
+    for other in ("chunking:\n  chunk_size: 200\n", "extraction:\n  max_relation_distance: 0\n"):
+        changed = carry_with(other)
+        assert not any(changed.on(k) for k in shards.shard_keys(N)), other
+        assert "settings" in changed.metadata("chunks", 5)["incremental_reason"]
+        assert changed.metadata("chunks", 5)["incremental"] == "whole"
+    assert open_carry(runs["out"], same.digest, full=True).reason  # `--full`
