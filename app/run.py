@@ -21,7 +21,7 @@ from pathlib import Path
 from dagster import DagsterInstance, JobExecutionResult, build_reconstructable_job, execute_job
 
 from assets.ingest import LISTING_TAG
-from assets.shards import range_tags, tail_keys
+from assets.shards import FULL_TAG, range_tags, tail_keys
 from pipeline import memory
 from pipeline.config import Settings
 from pipeline.ingest.find_stale import files_to_run, input_entries, plan_run
@@ -136,6 +136,7 @@ def run_index(
         run_config["execution"] = {"config": {"max_concurrent": 1}}
     instance, scratch = _instance(instance, executor)
     listing = _save_listing(entries)
+    full_tag = {FULL_TAG: "1"} if full else {}  # nothing carried over
     key = (config_path, input_dir, output_dir, executor)
     _BUILT[key] = job
     try:
@@ -145,7 +146,7 @@ def run_index(
                 job_ref,
                 instance=instance,
                 run_config=run_config,
-                tags={**range_tags(stale), LISTING_TAG: str(listing)},
+                tags={**range_tags(stale), LISTING_TAG: str(listing), **full_tag},
                 raise_on_error=raise_on_error,
                 asset_selection=selection,
             ) as result,

@@ -7,8 +7,8 @@ import polars as pl
 from dagster import AssetExecutionContext, multi_asset
 
 from assets.metadata import counts_table, llm_delta
-from assets.shards import SHARD_POLICY, run_shards, shard_partitions, specs
-from pipeline.extract import extract_resilient, get_extractor
+from assets.shards import SHARD_POLICY, run_shards, shard_carry, shard_partitions, specs
+from pipeline.extract import extract_carried, get_extractor, kept_units
 from pipeline.storage import shard_files, store
 from resources import DocgraphConfig, LlmResource
 from resources.llm import llm_mode
@@ -45,12 +45,14 @@ def extraction_asset(n_shards: int):
         reasons: dict[str, str] = {}
 
         cache = client.cache if client is not None else None
+        carry = shard_carry(context, settings)  # unchanged units: the base's rows
 
         def extract(key: str) -> Iterator[dict[str, pl.DataFrame]]:
             first = len(cache.used) if cache is not None else 0
             mentions = relations = 0
+            kept = kept_units(carry, key)
             for units in shard_files.read_shard_parts(folder, "chunks", key, PART_UNITS):
-                ents, rels, failures = extract_resilient(extractor, units)
+                ents, rels, failures = extract_carried(extractor, units, carry, key, kept)
                 mentions, relations = mentions + ents.height, relations + rels.height
                 for row in failures.iter_rows(named=True):
                     context.log.warning(
@@ -79,6 +81,8 @@ def extraction_asset(n_shards: int):
                 **llm_meta,
             }
 
-        yield from run_shards(context, folder, EXTRACTION_TABLES, extract, metadata)
+        yield from run_shards(
+            context, folder, EXTRACTION_TABLES, extract, metadata, carry, "text_units"
+        )
 
     return extracted_graph

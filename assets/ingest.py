@@ -8,7 +8,7 @@ from pathlib import Path
 from dagster import AssetExecutionContext, AssetOut, MetadataValue, Output, multi_asset
 
 from assets.metadata import PARQUET_KINDS, failures_md, frame_metadata
-from assets.shards import SHARD_POLICY, run_shards, shard_partitions, specs
+from assets.shards import SHARD_POLICY, run_shards, shard_carry, shard_partitions, specs
 from pipeline.ingest import check_input_folder, own_folders, shards, walk_input
 from pipeline.ingest.loader import load_entries
 from pipeline.ingest.publications import failures_frame, publications_frame, read_manifest
@@ -16,6 +16,7 @@ from pipeline.ingest.walk import Entry, read_listing
 from pipeline.pdf.once import ReadAhead, hand_over
 from pipeline.pdf.read.ocr_engine import ocr_setting
 from pipeline.storage import store
+from pipeline.storage.carry import KeptDocuments
 from resources import DocgraphConfig
 from resources.output import run_dir
 
@@ -60,10 +61,15 @@ def documents_asset(n_shards: int):
             root, own, n, shards.stage_settings_digest(settings), entries=entries, mapping=mapping
         )
         reasons: dict[str, str] = {}
+        # a file whose path and bytes the base version holds: its row, not loaded again
+        carry = shard_carry(context, settings)
 
         def load_shard(key: str, opened):
+            keep = KeptDocuments(carry, key)
             with ocr_setting(settings.structure.ocr):  # scanned PDF pages: OCR or not
-                return load_entries(root, groups[key], mapping, opened)
+                frames = load_entries(root, groups[key], mapping, opened, keep)
+            keep.done(frames[0].height)
+            return frames
 
         # each PDF's structure parsed in its loader's open, the layout model's pages of the
         # next shards read ahead by worker processes; handed to the structure step as data
@@ -89,8 +95,10 @@ def documents_asset(n_shards: int):
                 "input_dir": settings.input_dir,
                 "rejected": MetadataValue.json(reasons),
             },
+            carry,
         )
-        shards.write_state(folder, n, {k: prints[k] for k in context.partition_keys})
+        done = {k: prints[k] for k in context.partition_keys}
+        shards.write_state(folder, n, done, shards.carry_digest(settings))
         yield from results
 
     return documents

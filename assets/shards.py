@@ -28,8 +28,10 @@ from dagster import (
 
 from assets.metadata import COLUMN_SCHEMA, PARQUET_KINDS, declared_schema, parquet_metadata
 from pipeline import memory
-from pipeline.ingest.shards import corpus_short_ids, shard_keys
+from pipeline.config import Settings
+from pipeline.ingest.shards import carry_digest, corpus_short_ids, shard_keys
 from pipeline.storage import shard_files
+from pipeline.storage.carry import Carry, open_carry
 from resources import output_root_entry
 
 # the single-run policy is what the shards need and is stable in use; Dagster marks it beta
@@ -37,6 +39,9 @@ warnings.filterwarnings("ignore", message=".*backfill_policy.*", category=Warnin
 RANGE_START = "dagster/asset_partition_range_start"
 RANGE_END = "dagster/asset_partition_range_end"
 SHARD_POLICY = BackfillPolicy.single_run()
+# A run tag: every document of the shards that run is computed again (`docgraph index
+# --full`), none carried over from the version the run started from (pipeline.storage.carry)
+FULL_TAG = "docgraph/full"
 
 
 def shard_partitions(n: int) -> StaticPartitionsDefinition:
@@ -54,6 +59,13 @@ def tail_keys(asset_graph) -> list:
     return [
         k for k in asset_graph.materializable_asset_keys if not asset_graph.get(k).is_partitioned
     ]
+
+
+def shard_carry(context: AssetExecutionContext, settings: Settings) -> Carry:
+    """What a per-document step may carry over, inside the shards it runs, from the version
+    the run started from: the rows of the documents that did not change."""
+    full = context.run.tags.get(FULL_TAG) == "1"
+    return open_carry(settings.output_dir, carry_digest(settings), full)
 
 
 def specs(group: str, tables: dict[str, str], deps: list[str]) -> list[AssetSpec]:
@@ -79,14 +91,18 @@ def run_shards(
     tables: Iterable[str],
     work: Callable[[str], dict[str, pl.DataFrame] | Iterable[dict[str, pl.DataFrame]]],
     extra: Callable[[], dict[str, Any]] = dict,
+    carry: Carry | None = None,
+    unit: str = "documents",
 ) -> list[MaterializeResult]:
     """Run `work(shard)` for every shard of the run's range and write the frames it returns
     as those shards' files of each table (or, when it yields them part by part, each part
     as it comes: a huge document's shard is never whole in memory; a part's short ids must
     then be numbered over the shard by `work`); one materialization per table, with the rows the
     range holds now, per-shard timing, and the whole table's row count and preview
-    (assets.metadata, from its files). Dagster stores it once per shard of the range (16
-    copies in a full run), so the column schema is left to the definition (`specs`)."""
+    (assets.metadata, from its files), and with `carry` the rows carried over from the
+    base version and recomputed (`unit`: what the step carries, documents or text units).
+    Dagster stores it once per shard of the range (16 copies in a full run), so the column
+    schema is left to the definition (`specs`)."""
     started = time.perf_counter()
     tables = list(tables)
     keys = context.partition_keys
@@ -121,6 +137,7 @@ def run_shards(
                 **output_root_entry(folder.parent.resolve()),
                 **{k: v for k, v in parquet_metadata(folder, name).items() if k != COLUMN_SCHEMA},
                 **meta,
+                **(carry.metadata(name, rows[name], unit) if carry is not None else {}),
             },
         )
         for name in tables

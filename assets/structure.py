@@ -13,11 +13,12 @@ from assets.metadata import (
     frame_metadata,
     link_resolution,
 )
-from assets.shards import SHARD_POLICY, run_shards, shard_partitions, specs
+from assets.shards import SHARD_POLICY, run_shards, shard_carry, shard_partitions, specs
 from pipeline import schemas
 from pipeline.failures import failures_frame
 from pipeline.storage import shard_files, store
 from pipeline.structure import build_structure
+from pipeline.structure.build import carry_structure
 from pipeline.structure.links import resolve_link_table
 from resources import DocgraphConfig
 from resources.output import run_dir
@@ -49,9 +50,11 @@ def structure_asset(n_shards: int):
         node_types: dict[str, int] = {}
         failed: list[pl.DataFrame] = []
 
-        def parse(key: str) -> dict[str, pl.DataFrame]:
+        carry = shard_carry(context, settings)  # unchanged documents: the base's rows
+
+        def build(key: str, documents: pl.DataFrame) -> dict[str, pl.DataFrame]:
             built = build_structure(
-                shard_files.read_shard(folder, "documents", key),
+                documents,
                 settings.input_dir,
                 settings.structure,
                 resolve_links=False,
@@ -63,9 +66,6 @@ def structure_asset(n_shards: int):
                 for note in found:
                     context.log.warning(f"{path}: {note}")
                 notes.append(f"- {path}: {'; '.join(found)}")
-            for kind, count in built.content_nodes.group_by("node_type").len().iter_rows():
-                node_types[kind] = node_types.get(kind, 0) + count
-            failed.append(failures_frame(built.failures, "structure_failures"))
             return {
                 "sections": built.sections,
                 "content_nodes": built.content_nodes,
@@ -73,8 +73,16 @@ def structure_asset(n_shards: int):
                 "document_links": pl.from_arrow(
                     schemas.pa.Table.from_pylist(built.links, schema=schemas.DOCUMENT_LINKS)
                 ),
-                "structure_failures": failed[-1],
+                "structure_failures": failures_frame(built.failures, "structure_failures"),
             }
+
+        def parse(key: str) -> dict[str, pl.DataFrame]:
+            documents = shard_files.read_shard(folder, "documents", key)
+            frames = carry_structure(carry, key, documents, lambda docs: build(key, docs))
+            for kind, count in frames["content_nodes"].group_by("node_type").len().iter_rows():
+                node_types[kind] = node_types.get(kind, 0) + count
+            failed.append(frames["structure_failures"])
+            return frames
 
         yield from run_shards(
             context,
@@ -92,6 +100,7 @@ def structure_asset(n_shards: int):
                 ),
                 **{k: round(v, 3) for k, v in stats.items()},
             },
+            carry,
         )
 
     return document_structure

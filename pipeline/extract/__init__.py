@@ -14,8 +14,16 @@ import polars as pl
 from pipeline import progress, schemas
 from pipeline.config import ExtractionSettings
 from pipeline.extract.nlp import NlpExtractor
+from pipeline.storage.carry import Carry, base_rows, keyed, merge_in_order
 
-__all__ = ["Extractor", "NlpExtractor", "extract_resilient", "get_extractor"]
+__all__ = [
+    "Extractor",
+    "NlpExtractor",
+    "extract_carried",
+    "extract_resilient",
+    "get_extractor",
+    "kept_units",
+]
 
 
 class Extractor(Protocol):
@@ -106,3 +114,42 @@ def extract_resilient(
         concat(rels, "extracted_relationships"),
         pl.DataFrame(failures, schema=schemas.empty("extraction_failures").schema),
     )
+
+
+def kept_units(carry: Carry, shard: str) -> set[str]:
+    """The text units of shard `shard` whose rows the base version holds (pipeline.storage.
+    carry): its units less those whose extraction failed (tried again, LLM mode's timeouts
+    and rate limits above all). A unit's id hashes its text (and its document's path), and
+    its extraction reads its text alone (an LLM pack never crosses documents, and a unit's
+    graph is remembered by its text), so its rows are what extracting it again writes."""
+    if not carry.on(shard):
+        return set()
+    units = carry.base_shard("chunks", shard, ["id"]).get_column("id")
+    failed = carry.base_shard("extraction_failures", shard, ["text_unit_id"])
+    return set(units.to_list()) - set(failed.get_column("text_unit_id").to_list())
+
+
+def extract_carried(
+    extractor: Extractor, text_units: pl.DataFrame, carry: Carry, shard: str, kept: set[str]
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """`extract_resilient` over the units not in `kept` (`kept_units`); the rows of those
+    in it are the base's, in the order extracting every unit writes them. An extractor
+    that records what it used (LLM mode: `keep_units`) is told of the units carried."""
+    keep = pl.col("id").is_in(list(kept))
+    carried = text_units.filter(keep)
+    ents, rels, failures = extract_resilient(extractor, text_units.filter(~keep))
+    carry.count_keys(carried.height, text_units.height - carried.height)
+    if not carried.height:
+        return ents, rels, failures
+    remember = getattr(extractor, "keep_units", None)
+    if remember is not None:
+        remember(carried.get_column("text").to_list())
+    order, ids = text_units.get_column("id"), carried.get_column("id")
+
+    def merged(name: str, fresh: pl.DataFrame) -> pl.DataFrame:
+        base = base_rows(carry, name, shard, "text_unit_id", ids)
+        return merge_in_order(name, order, base, keyed(fresh, "text_unit_id"))
+
+    # rows by unit: an LLM unit that fell back offline has its rows in its place, not after
+    # its batch's (the order of a run with fallbacks, which is not reproduced anyway)
+    return merged("extracted_entities", ents), merged("extracted_relationships", rels), failures

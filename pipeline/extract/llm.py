@@ -229,6 +229,14 @@ class LlmExtractor:
         parts += [str(self.settings.gleanings), text]
         return sha256_hex("\x1f".join(parts).encode("utf-8"))
 
+    def keep_units(self, texts: list[str]) -> None:
+        """Units whose rows were carried over from the base version (pipeline.extract.
+        extract_carried), not extracted: their remembered graphs count as used, so the cache
+        sweep keeps what extracting them again would read (store.record_cache_keys)."""
+        memo = self.memo
+        if memo is not None:
+            memo.used.extend(self._memo_key(t) for t in texts if t)
+
     def _remembered(self, texts: list[str]) -> dict[int, UnitGraph]:
         """The graphs the memo holds, by row."""
         memo = self.memo

@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import polars as pl
@@ -44,21 +44,34 @@ def load_folder(
 Opened = Callable[[dict[str, Any], Path, Any], None]
 
 
+class Keep(Protocol):
+    """Rows an earlier run loaded (pipeline.storage.carry.KeptDocuments): `find` the one
+    loaded from these very bytes at this path (sha256), `rows` of those found, by number."""
+
+    def find(self, rel: str, sha: str) -> int | None: ...
+
+    def rows(self, at: list[int]) -> pl.DataFrame: ...
+
+
 def load_entries(
     root: Path,
     entries: Iterable[Entry],
     mapping: Mapping[str, FileMapping] | None = None,
     opened: Opened | None = None,
+    keep: Keep | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """`load_folder` over some entries of a walk of `root` (one document shard's); `mapping`
     (the publications manifest's files) fills the documents' publication columns. A
     document whose loader left its file open (`LoadedDoc.source`: a PDF) is handed to
     `opened` with its row, so that its structure is parsed from what was read once;
-    without `opened` it is closed."""
+    without `opened` it is closed. A file `keep` finds (its path and bytes loaded before)
+    keeps that row instead (its format not parsed, nor handed to `opened`), with what the
+    file system and the manifest say of it today (creation date, publication columns)."""
     mapping = mapping or {}
-    docs: list[pa.Table] = []  # one row each, made as the file is read (see _document_row)
+    docs: list[pa.Table | None] = []  # one row each, made as the file is read (_document_row)
     samples: list[str] = []  # what each document's language is told from
     rejected: list[dict[str, Any]] = []
+    kept: list[tuple[int, int, str, str]] = []  # (place, keep's row, creation date, path)
     for entry in progress.iterate("loading", entries):
         rel, path = entry.rel, entry.path
         if path is None:
@@ -68,6 +81,12 @@ def load_entries(
         try:
             data = path.read_bytes()
             sha, size = sha256_hex(data), len(data)
+            at = keep.find(rel, sha) if keep is not None else None
+            if at is not None:  # its row (and language) taken below, all of them at once
+                kept.append((len(docs), at, _mtime_iso(path), rel))
+                docs.append(None)
+                samples.append("")
+                continue
             doc = load_bytes(path, data)
         except LoadError as e:
             rejected.append(_rejected_row(rel, sha, size, str(e)))
@@ -103,7 +122,8 @@ def load_entries(
                 doc.source.close()
         del doc
         docs.append(_document_row(row))
-    return _documents_frame(docs, samples), _rejected_frame(rejected)
+    languages = _take_kept(docs, kept, keep, mapping) if keep is not None and kept else {}
+    return _documents_frame(docs, samples, languages), _rejected_frame(rejected)
 
 
 # The documents columns the publications manifest fills (FileMapping's fields).
@@ -131,6 +151,34 @@ def _relative(reason: str, root: Path) -> str:
 
 def _rejected_row(rel: str, sha: str, size: int, reason: str) -> dict[str, Any]:
     return {"source_path": rel, "sha256": sha, "byte_size": size, "stage": "load", "reason": reason}
+
+
+def _take_kept(
+    docs: list[pa.Table | None],
+    kept: list[tuple[int, int, str, str]],
+    keep: Keep,
+    mapping: Mapping[str, FileMapping],
+) -> dict[int, str]:
+    """The `kept` rows into their places of `docs` (rows loaded before, made at once: a row
+    at a time cost more than loading a text file): today's short id, creation date and
+    publication columns, no text units yet (the chunks step fills them). Returns their
+    languages by place (told from the same text before)."""
+    places, at, created, rels = (list(c) for c in zip(*kept, strict=True))
+    pubs = [_publication_columns(mapping.get(rel)) for rel in rels]
+    today = pl.DataFrame(
+        {
+            "human_readable_id": places,
+            "creation_date": created,
+            **{c: [p[c] for p in pubs] for c in PUBLICATION_COLUMNS},
+        },
+        schema_overrides={c: pl.Utf8 for c in ("creation_date", *PUBLICATION_COLUMNS)},
+    )
+    rows = keep.rows(at).drop(today.columns).hstack(today)
+    rows = rows.with_columns(pl.lit([], pl.List(pl.Utf8)).alias("text_unit_ids"))
+    table = schemas.conform(rows, "documents")
+    for j, place in enumerate(places):
+        docs[place] = table.slice(j, 1)
+    return dict(zip(places, rows.get_column("language").to_list(), strict=True))
 
 
 def _document_row(row: dict[str, Any]) -> pa.Table:
@@ -171,7 +219,11 @@ def language_sample(text: str) -> str:
     return "".join(text[i * step : i * step + width] for i in range(LANGUAGE_SAMPLE_PIECES))
 
 
-def _documents_frame(rows: list[pa.Table], samples: list[str]) -> pl.DataFrame:
+def _documents_frame(
+    rows: list[pa.Table | None], samples: list[str], languages: dict[int, str]
+) -> pl.DataFrame:
+    """The rows as one frame, their language told from `samples` or given (`languages`, by
+    place: rows loaded before)."""
     if not rows:
         return schemas.empty("documents")
     # Language by script share, vectorised: cheap and good enough to route Russian vs English.
@@ -180,7 +232,10 @@ def _documents_frame(rows: list[pa.Table], samples: list[str]) -> pl.DataFrame:
     language = pl.select(
         pl.when(pl.lit(cyr) > 0.3 * pl.lit(letters)).then(pl.lit("ru")).otherwise(pl.lit("en"))
     ).to_series()
-    df = pl.from_arrow(pa.concat_tables(rows))
+    if languages:
+        language = language.scatter(list(languages), list(languages.values()))
+    # one chunk per column first: polars took 0.4 s to join 2,000 one-row chunks itself
+    df = pl.from_arrow(pa.concat_tables([r for r in rows if r is not None]).combine_chunks())
     return df.with_columns(language.alias("language"))  # type: ignore[union-attr]
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,20 @@ def stage_settings_digest(settings: Settings) -> str:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:16]
 
 
+def carry_digest(settings: Settings) -> str:
+    """What the rows of a document that did not change depend on besides its file: the
+    per-document settings (`stage_settings_digest`) and docgraph's version (its code).
+    Recorded per shard in a version's STATE_FILE; a shard that runs again takes rows of
+    unchanged documents from the version it started from only when its digest there is
+    this one (pipeline.storage.carry)."""
+    try:
+        code = metadata.version("docgraph")
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        code = "unknown"
+    text = f"{stage_settings_digest(settings)}\x1f{code}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
 def by_shard(entries: Iterable[Entry], n: int) -> dict[str, list[Entry]]:
     """A walk's entries grouped by shard, every shard present."""
     groups: dict[str, list[Entry]] = {key: [] for key in shard_keys(n)}
@@ -128,7 +143,8 @@ def changed(previous: dict[str, str] | None, current: dict[str, str]) -> list[st
     return sorted(k for k, fp in current.items() if previous.get(k) != fp)
 
 
-STATE_FILE = "shards.json"  # in a version: the shard count and each shard's fingerprint
+# in a version: the shard count, each shard's fingerprint and the carry_digest it was made with
+STATE_FILE = "shards.json"
 
 
 def read_state(folder: str | Path) -> dict[str, Any]:
@@ -140,12 +156,18 @@ def read_state(folder: str | Path) -> dict[str, Any]:
     return state if isinstance(state, dict) else {}
 
 
-def write_state(folder: str | Path, n: int, done: dict[str, str]) -> None:
-    """Record the fingerprints of the shards a run indexed (`done`) into the run's folder;
-    the other shards keep theirs (a different shard count starts the record over)."""
+def write_state(folder: str | Path, n: int, done: dict[str, str], carry: str = "") -> None:
+    """Record the fingerprints of the shards a run indexed (`done`) into the run's folder,
+    and the `carry_digest` they were made with; the other shards keep theirs (a different
+    shard count starts the record over)."""
     state = read_state(folder)
-    previous = state.get("fingerprints", {}) if state.get("count") == n else {}
-    state = {"count": n, "fingerprints": {**previous, **done}}
+    same = state.get("count") == n
+    previous = state.get("fingerprints", {}) if same else {}
+    digests = state.get("carry", {}) if same and isinstance(state.get("carry"), dict) else {}
+    digests = {k: v for k, v in digests.items() if k not in done}
+    if carry:
+        digests.update(dict.fromkeys(done, carry))
+    state = {"count": n, "fingerprints": {**previous, **done}, "carry": digests}
     atomic_write_text(Path(folder) / STATE_FILE, json.dumps(state, indent=1, sort_keys=True))
 
 

@@ -6,7 +6,7 @@ gathered into the sections, content_nodes and structure_edges frames."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from pipeline.config import StructureSettings
 from pipeline.failures import failure_row
 from pipeline.ids import sha256_hex
 from pipeline.lazy import deferred
+from pipeline.storage.carry import KEY, PASS, Carry, keyed, merge_in_order
 from pipeline.structure import markdown, notebook_sections  # noqa: F401  (register their parsers)
 from pipeline.structure.model import DocStructure
 from pipeline.structure.parsers import PARSERS
@@ -190,3 +191,52 @@ def build_structure(
         failures=failures,
         links=links,
     )
+
+
+# The tables of a shard's structure (the structure step's); the fallback of the failures
+# `build_structure` writes after every document's parse: those of cross-references.
+SHARD_TABLES = ("sections", "content_nodes", "document_edges", "document_links")
+FAILURES = "structure_failures"
+CROSS_FALLBACK = "no cross-references"
+
+
+def carry_structure(
+    carry: Carry,
+    shard: str,
+    documents: pl.DataFrame,
+    build: Callable[[pl.DataFrame], dict[str, pl.DataFrame]],
+) -> dict[str, pl.DataFrame]:
+    """Shard `shard`'s structure tables as `build(documents)` makes them, built only for the
+    documents the base version lacks: the others' rows are the base's (pipeline.storage.carry;
+    a document's structure depends on its file and the settings alone: links between
+    documents are resolved later, over every shard)."""
+    kept = carry.kept(shard, documents.get_column("id"))
+    base = _keyed_tables({t: carry.base_shard(t, shard) for t in (*SHARD_TABLES, FAILURES)})
+    if kept and base["document_edges"].get_column(KEY).null_count():
+        carry.whole[shard] = "an edge of the base starts at no section or node"
+        kept = set()
+    if not kept:
+        carry.count_keys(0, documents.height)
+        return build(documents)
+    fresh = _keyed_tables(build(documents.filter(~pl.col("id").is_in(list(kept)))))
+    out = {}
+    for name, rows in base.items():
+        rows = rows.filter(pl.col(KEY).is_in(list(kept)))
+        carry.count(name, rows.height)
+        out[name] = merge_in_order(name, documents.get_column("id"), rows, fresh[name])
+    carry.count_keys(len(kept), documents.height - len(kept))
+    return out
+
+
+def _keyed_tables(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """A shard's structure tables, each row keyed by its document (an edge by its source's:
+    a section or a content node), the failures by pass (cross-references last)."""
+    edges = tables["document_edges"]
+    out = {name: keyed(tables[name], "document_id") for name in tables if name != "document_edges"}
+    passes = (pl.col("fallback") == CROSS_FALLBACK).fill_null(False).cast(pl.Int8)
+    out[FAILURES] = out[FAILURES].with_columns(passes.alias(PASS))
+    owners = pl.concat(
+        [out[t].select(pl.col("id").alias("source_id"), KEY) for t in SHARD_TABLES[:2]]
+    ).unique("source_id", keep="first")
+    out["document_edges"] = edges.join(owners, on="source_id", how="left", maintain_order="left")
+    return out
