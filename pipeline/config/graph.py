@@ -26,6 +26,12 @@ class GraphSettings(Section):
         "communities_state.json of the index version), and a change of seed, max_cluster_size or "
         "max_levels recomputes; 0: always recompute",
     )
+    incremental_merge_max_share: float = Field(
+        0.25,
+        description="re-runs: the entity merge recomputes only the entities and relationships "
+        "an edit touched while the text units it reads for them are at most this fraction of "
+        "the corpus's, and merges everything above it; 0: always merge everything",
+    )
 
 
 class ReportSettings(Section):

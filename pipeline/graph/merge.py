@@ -29,6 +29,7 @@ from pipeline.graph.encode_strings import (
     decode,
     dense_codes,
     group_runs,
+    sorted_vocab,
 )
 from pipeline.graph.titles import key_map
 from pipeline.ids import stable_id_expr
@@ -40,6 +41,7 @@ def merge_graph(
     text_units: pl.DataFrame,
     settings: GraphSettings,
     homes: pl.DataFrame | None = None,
+    given_titles: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(entities, relationships, text_units) — entities/relationships with exactly
     schemas.ENTITIES / RELATIONSHIPS columns; text_units = the input text_units with
@@ -58,11 +60,15 @@ def merge_graph(
     """
     max_tok = settings.description_max_tokens
     vocabularies, ee, er, text_of = mention_codes(extracted_entities, extracted_relationships)
+    if given_titles is not None:
+        vocabularies, ee = _with_displays(vocabularies, ee, given_titles.get_column("title"))
     units, keys, displays, etypes, rtypes = vocabularies
     feats = sentence_features(pl.concat([ee.get_column("d"), er.get_column("d")]), text_of)
 
     # ---- entities: one row per key, numbered in output order (pos)
     title_pick, type_pick = _entity_picks(ee, vocabularies)
+    if given_titles is not None:
+        title_pick = _given(title_pick, given_titles, vocabularies)
     ent_units = group_runs(ee.select("k", "u"), ["k", "u"])
     frequency = group_runs(ent_units, ["k"], pl.len().cast(pl.Int64).alias("frequency"), sort=False)
     er, rel = _relationship_runs(er)
@@ -140,6 +146,34 @@ def _entity_picks(
         .select("k", type=decode(vocabularies.etypes, "t"))
     )
     return title_pick, type_pick
+
+
+def _with_displays(
+    vocabularies: Vocabularies, ee: pl.DataFrame, more: pl.Series
+) -> tuple[Vocabularies, pl.DataFrame]:
+    """The display vocabulary with `more` strings in it, `ee`'s display codes moved to it."""
+    displays = sorted_vocab(vocabularies.displays, more)
+    moved = codes_in(vocabularies.displays, displays)
+    ee = ee.with_columns(disp=pl.lit(moved).gather(pl.col("disp")))
+    return vocabularies._replace(displays=displays), ee
+
+
+def _given(
+    title_pick: pl.DataFrame, given: pl.DataFrame, vocabularies: Vocabularies
+) -> pl.DataFrame:
+    """`title_pick` with the title (and its code) of the keys in `given` (key, title)."""
+    given = given.select(
+        k=codes_in(given.get_column("key").cast(pl.Utf8), vocabularies.keys),
+        given=pl.col("title").cast(pl.Utf8),
+        given_code=codes_in(given.get_column("title").cast(pl.Utf8), vocabularies.displays),
+    ).drop_nulls("k")
+    return (
+        title_pick.join(given, on="k", how="left", maintain_order="left")
+        .with_columns(
+            title=pl.coalesce("given", "title"), title_code=pl.coalesce("given_code", "title_code")
+        )
+        .drop("given", "given_code")
+    )
 
 
 def _relationship_runs(er: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
