@@ -47,8 +47,13 @@ def read_matching(
         for f in store.table_files(root, name)
         if f.stem not in skip
     ]
-    empty = schemas.empty(name).select(columns).with_row_index("row")
-    return pl.concat([empty.with_columns(shard=pl.lit("", dtype=pl.Utf8)), *parts])
+    return pl.concat([no_matching(name), *parts])
+
+
+def no_matching(name: str) -> pl.DataFrame:
+    """`read_matching`'s frame when no row matches."""
+    empty = schemas.empty(name).select(MENTION_COLUMNS[name]).with_row_index("row")
+    return empty.with_columns(shard=pl.lit("", dtype=pl.Utf8))
 
 
 def read_mentions(root: str | Path) -> tuple[pl.DataFrame, pl.DataFrame]:

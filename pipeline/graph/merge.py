@@ -216,17 +216,22 @@ def _entity_evidence(
     text_of: TextOf,
 ) -> pl.DataFrame:
     """Per (entity pos, evidence sentence d): its distinct units, the earliest home unit,
-    centrality and where the entity's name stands (`extractive_descriptions`' input)."""
-    ev = group_runs(ee.filter(pl.col("d").is_not_null()).select("k", "d", "u"), ["k", "d", "u"])
+    centrality (how many keys d is evidence of: counted here, or given per mention as c)
+    and where the entity's name stands (`extractive_descriptions`' input)."""
+    given = "c" in ee.columns  # each sentence's centrality, counted over the whole corpus
+    first = [pl.col("c").first()] if given else []
+    ev = ee.filter(pl.col("d").is_not_null()).select("k", "d", "u", *(["c"] if given else []))
+    ev = group_runs(ev, ["k", "d", "u"], *first)
     # joined on (u, k) as one integer: on the two columns the join took +270 MB over 4M rows
     uk = pl.col("u").cast(pl.UInt64) * 2**32 + pl.col("k").cast(pl.UInt64)
     home = _home_units(homes, units, keys).select(uk=uk, home="home")
     ev = ev.with_columns(uk=uk).join(home, on="uk", how="left", maintain_order="left").drop("uk")
     ev = (
         group_runs(  # distinct units; the first of them in the entity's own document
-            ev, ["k", "d"], pl.len().alias("units"), pl.col("home").min(), sort=False
+            ev, ["k", "d"], pl.len().alias("units"), pl.col("home").min(), *first, sort=False
         )
-        .with_columns(centrality=pl.col("k").count().over("d"))
+        .with_columns(centrality=pl.col("c") if given else pl.col("k").count().over("d"))
+        .drop("c", strict=False)
         .join(pos, on="k")
     )
     return ev.with_columns(name_positions(ev, "pos", titles, text_of))

@@ -36,7 +36,13 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.config import GraphSettings
-from pipeline.graph.mention_tables import MENTION_COLUMNS, read_matching, read_mentions
+from pipeline.graph.encode_mentions import CENTRALITY
+from pipeline.graph.mention_tables import (
+    MENTION_COLUMNS,
+    no_matching,
+    read_matching,
+    read_mentions,
+)
 from pipeline.graph.merge import merge_graph
 from pipeline.graph.titles import unit_titles
 from pipeline.graph.touched import Touched, entity_ids, touched, with_ends, with_keys
@@ -67,33 +73,36 @@ class Recomputed:
 
 
 class _Mentions:
-    """The mention rows read so far: the shards that ran whole (`ran`), the others' rows of
-    the units and sentences asked for."""
+    """The run's mention rows read so far: entity mentions of the units and sentences asked
+    for, relation mentions of the units asked for; `ran`: whether a row's shard ran."""
 
-    def __init__(self, folder: Path, t: Touched, ran: frozenset[str]):
-        self.folder, self.skip = folder, ran
-        self.ee = t.run_ee.with_columns(ran=pl.lit(True))
-        self.er = t.run_er
+    def __init__(self, folder: Path, ran: frozenset[str]):
+        self.folder, self.ran = folder, ran
+        self.ee = with_keys(no_matching("extracted_entities")).with_columns(ran=pl.lit(False))
+        self.er = with_ends(no_matching("extracted_relationships"))
         self.units: set[str] = set()
+        self.relation_units: set[str] = set()
         self.sentences: set[str] = set()
 
-    def read(self, units: set[str], sentences: set[str]) -> bool:
-        """Read the rows of `units` and `sentences` not read yet; whether there were any."""
+    def read(self, units: set[str], relation_units: set[str], sentences: set[str]) -> bool:
+        """Read the entity mentions of `units` and `sentences`, the relation mentions of
+        `relation_units`, not read yet; whether there were any."""
         new_u, new_d = units - self.units, sentences - self.sentences
-        if not new_u and not new_d:
-            return False
+        new_r = relation_units - self.relation_units
         unit, text = pl.col("text_unit_id"), pl.col("description")
-        old = unit.is_in(list(self.units)) | text.is_in(list(self.sentences))
-        where = (unit.is_in(list(new_u)) | text.is_in(list(new_d))) & ~old
-        ee = read_matching(self.folder, "extracted_entities", where, self.skip)
-        self.ee = pl.concat([self.ee, with_keys(ee).with_columns(ran=pl.lit(False))])
-        if new_u:
-            where = unit.is_in(list(new_u))
-            er = read_matching(self.folder, "extracted_relationships", where, self.skip)
+        if new_u or new_d:
+            old = unit.is_in(list(self.units)) | text.is_in(list(self.sentences))
+            where = (unit.is_in(list(new_u)) | text.is_in(list(new_d))) & ~old
+            ee = read_matching(self.folder, "extracted_entities", where)
+            ee = with_keys(ee).with_columns(ran=pl.col("shard").is_in(list(self.ran)))
+            self.ee = pl.concat([self.ee, ee])
+        if new_r:
+            er = read_matching(self.folder, "extracted_relationships", unit.is_in(list(new_r)))
             self.er = pl.concat([self.er, with_ends(er)])
         self.units |= new_u
+        self.relation_units |= new_r
         self.sentences |= new_d
-        return True
+        return bool(new_u or new_d or new_r)
 
     def sentences_of(self, keys: set[str]) -> set[str]:
         d = self.ee.filter(pl.col("key").is_in(list(keys))).get_column("description")
@@ -117,18 +126,21 @@ def recompute(
     t = touched(changes)
     ents_b = store.read_table(base, "entities")
     rels_b = store.read_table(base, "relationships")
-    m = _Mentions(changes.folder, t, frozenset(changes.shards))
+    m = _Mentions(changes.folder, frozenset(changes.shards))
     keys, rids = set(t.keys.to_list()), set(t.rids.to_list())
+    changed, sentences = set(t.units.to_list()), set(t.sentences.to_list())
     present = set(chunks.get_column("id").to_list())
     total = max(len(present), 1)
     while True:
-        units = _units_of(ents_b, _ids(keys)) | _units_of(rels_b, rids)
-        if len(units & present) > max_share * total:
+        units = _units_of(ents_b, _ids(keys)) | changed
+        relation_units = _units_of(rels_b, rids) | changed
+        share = len((units | relation_units) & present)
+        if share > max_share * total:
             return (
-                f"the touched rows read {len(units & present):,} of {total:,} text units, above "
+                f"the touched rows read {share:,} of {total:,} text units, above "
                 f"graph.incremental_merge_max_share ({max_share:g})"
             )
-        if m.read(units, m.sentences_of(keys) | set(t.sentences.to_list())):
+        if m.read(units, relation_units, m.sentences_of(keys) | sentences):
             continue
         more_keys = _centrality_keys(m, t) - keys
         more_rids = _incident(rels_b, _ids(_without_mentions(m, keys))) - rids
@@ -148,7 +160,7 @@ def recompute(
                 entities=ents,
                 relationships=rels,
                 mentions=(xe, xr),
-                units_read=len(m.units),
+                units_read=len(m.units | m.relation_units),
             )
         rids |= flipped
 
@@ -251,7 +263,9 @@ def _merge_part(
     sentences): their rows, and the mentions merged (in read_mentions' order)."""
     order = ["shard", "row"]
     own = pl.col("key").is_in(list(keys))
-    xe = m.ee.filter(own | pl.col("description").is_in(list(m.sentences_of(keys)))).sort(order)
+    # every row of a sentence of theirs is read: how many keys it is evidence of, corpus-wide
+    centrality = m.ee.group_by("description").agg(pl.col("key").n_unique().alias(CENTRALITY))
+    xe = m.ee.filter(own).join(centrality, on="description", how="left").sort(order)
     xr = m.er.filter(pl.col("rid").is_in(list(rids))).sort(order)
     ends = set(xr.get_column("sk").to_list()) | set(xr.get_column("tk").to_list())
     given = (
@@ -259,14 +273,14 @@ def _merge_part(
         .join(ents_b.select("id", "title"), on="id")
         .select("key", "title")
     )
-    units = xe.filter(own).get_column("text_unit_id").unique()
+    units = xe.get_column("text_unit_id").unique()
     part = chunks.filter(pl.col("id").is_in(units.to_list()))
     homes = unit_titles(
         part.select("id", "document_id", "section_id", "seq"),
         _rows(folder, "documents", part.get_column("document_id"), ["id", "title"]),
         _rows(folder, "sections", part.get_column("section_id"), ["id", "path"]),
     )
-    xe, xr = xe.select(ENTITY_COLUMNS), xr.select(RELATION_COLUMNS)
+    xe, xr = xe.select(*ENTITY_COLUMNS, CENTRALITY), xr.select(RELATION_COLUMNS)
     ents, rels, _ = merge_graph(xe, xr, chunks.clear(), settings, homes, given)
     ids = list(_ids(keys).values())
     ents = ents.filter(pl.col("id").is_in(ids))

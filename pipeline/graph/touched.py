@@ -16,6 +16,7 @@ entity's id is `stable_id(key)`, a relationship's `stable_id(source key, target 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 
@@ -24,6 +25,7 @@ from pipeline.graph.encode_mentions import SYMMETRIC_TYPES
 from pipeline.graph.mention_tables import MENTION_COLUMNS
 from pipeline.graph.titles import key_map, unit_titles
 from pipeline.ids import stable_id_expr
+from pipeline.storage import store
 from pipeline.storage.run_changes import RunChanges
 
 ENTITY_COLUMNS = MENTION_COLUMNS["extracted_entities"]
@@ -88,59 +90,65 @@ def entity_ids(keys: pl.Series) -> pl.DataFrame:
 
 @dataclass(frozen=True)
 class Touched:
-    """The shards that ran, both sides, and what differs between them. `run_ee`/`run_er`:
-    the run's mention rows of those shards (with keys); `base_ee`: the base's entity
-    mentions there (for the sentences they share with other shards); `keys`: merge keys
-    whose entity rows may change; `rids`: relationship ids whose rows may change;
-    `sentences`: evidence sentences of entity mentions that differ (either side); `units`:
-    text units with differing mention rows (either side)."""
+    """What differs between the base version's and the run's files of the shards that ran.
+    `keys`: merge keys whose entity rows may change; `rids`: relationship ids whose rows may
+    change; `units`: text units with differing mention rows (either side); `sentences`:
+    evidence sentences of the entity mentions that differ (either side); `base_ee`: the
+    base's entity mentions of those sentences in the shards that ran, with keys (how many
+    keys each sentence was evidence of before)."""
 
-    run_ee: pl.DataFrame
-    run_er: pl.DataFrame
-    base_ee: pl.DataFrame
     keys: pl.Series
     rids: pl.Series
-    sentences: pl.Series
     units: pl.Series
+    sentences: pl.Series
+    base_ee: pl.DataFrame
 
 
 def touched(changes: RunChanges) -> Touched:
-    """What changed between the base version's and the run's files of the shards that ran."""
-    shards = sorted(changes.shards)
+    """What changed between the base version's and the run's files of the shards that ran:
+    rows compared as strings, keys computed for the rows that differ only."""
+    assert changes.base is not None
+    shards, base, run = sorted(changes.shards), changes.base, changes.folder
 
-    def both(table: str, columns: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
-        def read(frame: pl.DataFrame, shard: str) -> pl.DataFrame:
-            return frame.select(columns).with_row_index("row").with_columns(shard=pl.lit(shard))
+    def read(root: Path, table: str) -> pl.DataFrame:
+        columns = MENTION_COLUMNS[table]
+        return pl.concat(
+            [schemas.empty(table).select(columns)]
+            + [_shard(root, table, s, columns) for s in shards]
+        )
 
-        run = [read(changes.run_shard(table, s), s) for s in shards]
-        base = [read(changes.base_shard(table, s), s) for s in shards]
-        empty = read(schemas.empty(table), "")
-        return pl.concat([empty, *run]), pl.concat([empty, *base])
-
-    run_ee, base_ee = (with_keys(f) for f in both("extracted_entities", ENTITY_COLUMNS))
-    run_er, base_er = (with_ends(f) for f in both("extracted_relationships", RELATION_COLUMNS))
-    ee = _both_ways(run_ee, base_ee, [*ENTITY_COLUMNS, "key"])
-    er = _both_ways(run_er, base_er, [*RELATION_COLUMNS, "sk", "tk", "rid"])
+    run_ee, base_ee = read(run, "extracted_entities"), read(base, "extracted_entities")
+    ee = with_keys(_both_ways(run_ee, base_ee))
+    er = with_ends(
+        _both_ways(read(run, "extracted_relationships"), read(base, "extracted_relationships"))
+    )
+    del run_ee
     keys = pl.concat(
         [ee.get_column("key"), er.get_column("sk"), er.get_column("tk"), _home_keys(changes)]
     )
     sentences = ee.get_column("description").drop_nulls()
+    sentences = sentences.filter(sentences != "").unique().sort()
     return Touched(
-        run_ee=run_ee,
-        run_er=run_er,
-        base_ee=base_ee,
         keys=keys.unique().sort(),
         rids=er.get_column("rid").unique().sort(),
-        sentences=sentences.filter(sentences != "").unique().sort(),
         units=pl.concat([ee.get_column("text_unit_id"), er.get_column("text_unit_id")])
         .unique()
         .sort(),
+        sentences=sentences,
+        base_ee=with_keys(base_ee.filter(pl.col("description").is_in(sentences.to_list()))),
     )
 
 
-def _both_ways(a: pl.DataFrame, b: pl.DataFrame, cols: list[str]) -> pl.DataFrame:
-    """`cols` of the rows of `a` or `b` the other does not hold as often."""
-    a, b = a.select(cols), b.select(cols)
+def _shard(root: Path, table: str, shard: str, columns: list[str]) -> pl.DataFrame:
+    """`columns` of shard `shard` of sharded table `table` in `root` (none: no rows)."""
+    path = store.table_path(root, table) / f"{shard}.parquet"
+    if not path.exists():
+        return schemas.empty(table).select(columns)
+    return pl.read_parquet(path, columns=columns)
+
+
+def _both_ways(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
+    """The rows of `a` or `b` the other does not hold as often."""
     return pl.concat([_differing(a, b), _differing(b, a)])
 
 
@@ -156,20 +164,20 @@ def _home_keys(changes: RunChanges) -> pl.Series:
     """Keys of the document and section titles whose units or positions (`unit_titles`, the
     merge's `homes`) differ in the shards that ran: an entity of that name ranks its
     sentences from there first."""
+    assert changes.base is not None
 
-    def homes(read) -> pl.DataFrame:
+    def homes(root: Path) -> pl.DataFrame:
         parts = []
         for s in sorted(changes.shards):
-            units = read("chunks", s).select("id", "document_id", "section_id", "seq")
-            docs = read("documents", s).select("id", "title")
-            sections = read("sections", s).select("id", "path")
+            units = _shard(root, "chunks", s, ["id", "document_id", "section_id", "seq"])
+            docs = _shard(root, "documents", s, ["id", "title"])
+            sections = _shard(root, "sections", s, ["id", "path"])
             parts.append(unit_titles(units, docs, sections))
         schema = {"text_unit_id": pl.Utf8, "title": pl.Utf8, "seq": pl.Int64}
         return pl.concat(
             [pl.DataFrame(schema=schema), *(p.select(list(schema)).cast(schema) for p in parts)]
         )
 
-    run, base = homes(changes.run_shard), homes(changes.base_shard)
-    titles = _both_ways(run, base, run.columns).get_column("title")
+    titles = _both_ways(homes(changes.folder), homes(changes.base)).get_column("title")
     keys = key_map(titles).get_column("key")
     return keys.filter(keys != "")
