@@ -45,7 +45,14 @@ from pipeline.graph.mention_tables import (
 )
 from pipeline.graph.merge import merge_graph
 from pipeline.graph.titles import unit_titles
-from pipeline.graph.touched import Touched, entity_ids, touched, with_ends, with_keys
+from pipeline.graph.touched import (
+    KeyCache,
+    Touched,
+    entity_ids,
+    touched,
+    with_ends,
+    with_keys,
+)
 from pipeline.storage import store
 from pipeline.storage.run_changes import RunChanges
 
@@ -77,7 +84,7 @@ class _Mentions:
     for, relation mentions of the units asked for; `ran`: whether a row's shard ran."""
 
     def __init__(self, folder: Path, ran: frozenset[str]):
-        self.folder, self.ran = folder, ran
+        self.folder, self.ran, self.keys = folder, ran, KeyCache()
         self.ee = with_keys(no_matching("extracted_entities")).with_columns(ran=pl.lit(False))
         self.er = with_ends(no_matching("extracted_relationships"))
         self.units: set[str] = set()
@@ -94,11 +101,11 @@ class _Mentions:
             old = unit.is_in(list(self.units)) | text.is_in(list(self.sentences))
             where = (unit.is_in(list(new_u)) | text.is_in(list(new_d))) & ~old
             ee = read_matching(self.folder, "extracted_entities", where)
-            ee = with_keys(ee).with_columns(ran=pl.col("shard").is_in(list(self.ran)))
+            ee = with_keys(ee, self.keys).with_columns(ran=pl.col("shard").is_in(list(self.ran)))
             self.ee = pl.concat([self.ee, ee])
         if new_r:
             er = read_matching(self.folder, "extracted_relationships", unit.is_in(list(new_r)))
-            self.er = pl.concat([self.er, with_ends(er)])
+            self.er = pl.concat([self.er, with_ends(er, self.keys)])
         self.units |= new_u
         self.relation_units |= new_r
         self.sentences |= new_d

@@ -32,17 +32,33 @@ ENTITY_COLUMNS = MENTION_COLUMNS["extracted_entities"]
 RELATION_COLUMNS = MENTION_COLUMNS["extracted_relationships"]
 
 
-def with_keys(ee: pl.DataFrame) -> pl.DataFrame:
+class KeyCache:
+    """Merge keys of surface titles, each computed once: `title_key` is Python per string,
+    and an incremental merge keys the rows it reads a batch at a time."""
+
+    def __init__(self) -> None:
+        self.known = pl.DataFrame(schema={"surface": pl.Utf8, "key": pl.Utf8})
+
+    def of(self, titles: pl.Series) -> pl.DataFrame:
+        """(surface, key) of (at least) every distinct title of `titles`."""
+        new = titles.drop_nulls().unique()
+        new = new.filter(~new.is_in(self.known.get_column("surface").to_list()))
+        if new.len():
+            self.known = pl.concat([self.known, key_map(new).select("surface", "key")])
+        return self.known
+
+
+def with_keys(ee: pl.DataFrame, keys: KeyCache | None = None) -> pl.DataFrame:
     """Entity mention rows (ENTITY_COLUMNS, strings) with `key`, their title's merge key;
     rows without one (no title, or a title of punctuation) dropped, as the merge drops them."""
     ee = ee.with_columns(pl.col(c).cast(pl.Utf8) for c in ENTITY_COLUMNS)
-    km = key_map(ee.get_column("title")).select(title="surface", key="key")
+    km = (keys or KeyCache()).of(ee.get_column("title")).select(title="surface", key="key")
     return ee.join(km, on="title", how="left", maintain_order="left").filter(
         pl.col("key").is_not_null() & (pl.col("key") != "")
     )
 
 
-def with_ends(er: pl.DataFrame) -> pl.DataFrame:
+def with_ends(er: pl.DataFrame, keys: KeyCache | None = None) -> pl.DataFrame:
     """Relation mention rows (RELATION_COLUMNS, strings) with their ends' keys `sk`, `tk` (a
     symmetric type's in key order) and `rid`, the id of the relationship they merge into;
     rows the merge drops (an end without a key, a self-loop) dropped."""
@@ -50,7 +66,7 @@ def with_ends(er: pl.DataFrame) -> pl.DataFrame:
         pl.col(c).cast(pl.Float64 if c == "weight" else pl.Utf8) for c in RELATION_COLUMNS
     )
     surfaces = pl.concat([er.get_column("source"), er.get_column("target")])
-    km = key_map(surfaces).select("surface", "key")
+    km = (keys or KeyCache()).of(surfaces)
     er = (
         er.join(
             km.rename({"surface": "source", "key": "a"}),
