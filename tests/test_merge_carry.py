@@ -7,6 +7,7 @@ each run carried over the last one's tables."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import shutil
 from pathlib import Path
@@ -16,10 +17,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline import schemas
-from pipeline.config import GraphSettings
+from pipeline.config import GraphSettings, LlmSettings
 from pipeline.graph.merge_carry import Recomputed, merge_whole, path_ordered_chunks, recompute
 from pipeline.graph.merge_splice import LISTS, splice
+from pipeline.graph.summarize_llm import summarize_descriptions
 from pipeline.ids import carry_short_ids, stable_id
+from pipeline.llm.client import LlmClient
+from pipeline.llm.fake_server import FakeLlm
 from pipeline.storage import store
 from pipeline.storage.run_changes import RunChanges
 
@@ -191,10 +195,12 @@ def _conformed(frame: pl.DataFrame, name: str):
     return frame.select(list(dtypes)).to_arrow().cast(schema)
 
 
-def _whole(folder: Path, base: Path | None):
+def _whole(folder: Path, base: Path | None, llm=None):
     """The whole merge of `folder`, short ids carried from `base` as the asset does."""
     chunks = path_ordered_chunks(folder)
-    ents, rels, units, _ = merge_whole(folder, chunks, SETTINGS)
+    ents, rels, units, mentions = merge_whole(folder, chunks, SETTINGS)
+    if llm is not None:
+        ents, rels, _ = summarize_descriptions(ents, rels, *mentions, llm, SETTINGS)
     if base is not None:
         short = ["id", "human_readable_id"]
         ents = carry_short_ids(ents, store.read_table(base, "entities", short))
@@ -208,13 +214,20 @@ def _write_graph(folder: Path, ents, rels, units) -> None:
     store.write_table(folder, "text_units", units)
 
 
-def _carried(folder: Path, base: Path, shards: set[str], max_share: float = 1.0):
+def _carried(folder: Path, base: Path, shards: set[str], max_share: float = 1.0, llm=None):
+    """The incremental merge as the asset runs it (in LLM mode: the rows merged again
+    summarised before they are spliced)."""
     changes = RunChanges(folder, base, None, frozenset(shards))
     chunks = path_ordered_chunks(folder)
     part = recompute(changes, chunks, SETTINGS, max_share)
     if isinstance(part, str):
         return part
     assert isinstance(part, Recomputed)
+    if llm is not None:
+        ents, rels, _ = summarize_descriptions(
+            part.entities, part.relationships, *part.mentions, llm, SETTINGS
+        )
+        part = dataclasses.replace(part, entities=ents, relationships=rels)
     ents, rels, units, counts = splice(
         part, chunks, store.read_table(base, "text_units", ["id", *LISTS])
     )
@@ -334,6 +347,29 @@ def test_a_sentence_repeated_elsewhere_counts_the_keys_there(start, tmp_path):
     want = _whole(run, folder)
     for name, a, b in zip(("entities", "relationships", "text_units"), got, want, strict=False):
         _same(a, b, name)
+
+
+def test_llm_summaries_of_the_rows_merged_again_equal_the_whole_merge_s(start, tmp_path):
+    """LLM mode: only the rows merged again are summarised (the fake model answers with an
+    item's first descriptions, whatever else its call holds), the others keep theirs."""
+    corpus, base = start
+    rng = random.Random(5)
+    with FakeLlm() as srv:
+        llm = LlmClient(LlmSettings(base_url=srv.base_url, api_key=None, max_retries=0), None)
+        _write_graph(base, *_whole(base, None, llm))
+        for i in range(1, 5):
+            op = rng.choice(["edit", "add", "delete"])
+            folder, shards = _next(tmp_path, base, corpus, [getattr(corpus, op)()], i)
+            srv.reset_counters()
+            got = _carried(folder, base, shards, llm=llm)
+            assert srv.requests  # the rows merged again include summarised ones
+            want = _whole(folder, base, llm)
+            for name, a, b in zip(
+                ("entities", "relationships", "text_units"), got, want, strict=False
+            ):
+                _same(a, b, name)
+            _write_graph(folder, *got[:3])
+            base = folder
 
 
 def test_too_large_a_change_asks_for_the_whole_merge(start, tmp_path):
