@@ -164,16 +164,20 @@ def _shard(root: Path, table: str, shard: str, columns: list[str]) -> pl.DataFra
 
 
 def _both_ways(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
-    """The rows of `a` or `b` the other does not hold as often."""
-    return pl.concat([_differing(a, b), _differing(b, a)])
-
-
-def _differing(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
-    """Rows of `a` that `b` does not hold as often (rows as a multiset)."""
-    cols = a.columns
-    ca = a.group_by(cols).len()
-    cb = b.group_by(cols).len()
-    return ca.join(cb, on=[*cols, "len"], how="anti", nulls_equal=True).drop("len")
+    """The distinct rows of `a` or `b` that the other does not hold as often (rows as
+    multisets), compared by a 64-bit hash of each row: a group-by and join on every string
+    column took ~10x longer. A changed row goes unseen only if it has the hash of another
+    row that changed the other way (about 2^-64 a pair); an unchanged row that shares a
+    changed one's hash is reported too, which only merges a row more."""
+    h = pl.struct(a.columns).hash()
+    a, b = a.with_columns(_h=h), b.with_columns(_h=h)
+    counts = pl.concat(
+        [a.group_by("_h").agg(n=pl.len()), b.group_by("_h").agg(n=-pl.len().cast(pl.Int64))],
+        how="vertical_relaxed",
+    )
+    moved = counts.group_by("_h").agg(pl.col("n").sum()).filter(pl.col("n") != 0)
+    rows = pl.concat([a, b]).filter(pl.col("_h").is_in(moved.get_column("_h").implode()))
+    return rows.unique(maintain_order=True).drop("_h")
 
 
 def _home_keys(changes: RunChanges) -> pl.Series:
