@@ -28,12 +28,10 @@ MENTION_COLUMNS = {
 }
 
 
-def read_matching(
-    root: str | Path, name: str, where: pl.Expr, skip: frozenset[str] = frozenset()
-) -> pl.DataFrame:
+def read_matching(root: str | Path, name: str, where: pl.Expr) -> pl.DataFrame:
     """The rows of mention table `name` (its MENTION_COLUMNS, strings) that match `where`,
-    from every shard file of `root` but those named in `skip`, with `shard` (the file's)
-    and `row` (its place in the file): the rows in the order read_mentions reads them, once
+    from every shard file of `root`, with `shard` (the file's) and `row` (its place in the
+    file): the rows in the order read_mentions reads them, once
     sorted on (shard, row). A few columns of each file are read and filtered as they come:
     an incremental merge (pipeline.graph.merge_carry) reads only what a change touched."""
     columns = MENTION_COLUMNS[name]
@@ -45,7 +43,6 @@ def read_matching(
         .with_columns(shard=pl.lit(f.stem))
         .collect()
         for f in store.table_files(root, name)
-        if f.stem not in skip
     ]
     return pl.concat([no_matching(name), *parts])
 
