@@ -1,6 +1,10 @@
 """The entity graph over the whole corpus: every shard's mentions merged into entities,
-relationships and text units (pipeline.graph), their descriptions summarised in LLM mode."""
+relationships and text units (pipeline.graph), their descriptions summarised in LLM mode.
+A re-run merges again only the rows its changed shards touched and keeps the others from
+the version it started from (pipeline.graph.merge_carry), unless too much changed; the
+metadata says which (`incremental`, `rows_recomputed`, `rows_carried`)."""
 
+import dataclasses
 import time
 
 import polars as pl
@@ -13,13 +17,15 @@ from assets.metadata import (
     frame_metadata,
     llm_delta,
 )
+from pipeline.config import Settings
 from pipeline.failures import stage_failures_frame
-from pipeline.graph.mention_tables import read_mentions
-from pipeline.graph.merge import merge_graph
+from pipeline.graph.merge_carry import Recomputed, merge_whole, path_ordered_chunks, recompute
+from pipeline.graph.merge_splice import LISTS, splice
 from pipeline.graph.summarize_llm import summarize_descriptions
-from pipeline.graph.titles import unit_titles
 from pipeline.ids import carry_short_ids
+from pipeline.ingest.find_stale import tail_settings_digest
 from pipeline.storage import store
+from pipeline.storage.run_changes import RunChanges, run_changes
 from pipeline.vectors.lance import entity_model_texts
 from resources import DocgraphConfig, EmbedderResource, LlmResource
 from resources.llm import llm_mode
@@ -55,43 +61,27 @@ def graph(
     started = time.perf_counter()
     settings = docgraph.settings()
     folder = run_dir(docgraph, context)
-    # in path order, as one shard would hold them: what follows (numbering, ties broken by
-    # row order) does not depend on the shard count
-    paths = store.read_table(folder, "documents", ["id", "source_path"])
-    chunks = (
-        store.read_table(folder, "chunks")
-        .join(paths, left_on="document_id", right_on="id", how="left", maintain_order="left")
-        .sort("source_path", maintain_order=True)
-        .drop("source_path")
-    )
-    extracted_entities, extracted_relationships = read_mentions(folder)
-    homes = unit_titles(
-        chunks.select("id", "document_id", "section_id", "seq"),
-        store.read_table(folder, "documents", ["id", "title"]),
-        store.read_table(folder, "sections", ["id", "path"]),
-    )
-    ents, rels, units = merge_graph(
-        extracted_entities, extracted_relationships, chunks, settings.graph, homes
-    )
-    del chunks, homes  # held while the tables are written, else (one 151 MB file: 100 MB)
-    # entities and relationships keep their short ids across runs (what reports cite)
-    short = ["id", "human_readable_id"]
-    ents = carry_short_ids(ents, store.read_table(folder, "entities", short))
-    rels = carry_short_ids(rels, store.read_table(folder, "relationships", short))
+    chunks = path_ordered_chunks(folder)
+    changes = run_changes(folder, settings.output_dir, tail_settings_digest(settings))
+    part = _carried_rows(changes, chunks, settings)
+    if isinstance(part, str):
+        ents, rels, units, failures, llm_meta = _whole(folder, chunks, settings, llm)
+        recomputed, counts = ents, {"incremental": "whole", "incremental_reason": part}
+        counts = {
+            n: {**counts, "rows_recomputed": f.height, "rows_carried": 0}
+            for n, f in (("entities", ents), ("relationships", rels), ("text_units", units))
+        }
+    else:
+        ents, rels, units, failures, llm_meta, counts = _carried(part, chunks, settings, llm)
+        recomputed = ents.filter(pl.col("id").is_in(part.entities.get_column("id").to_list()))
+    del chunks  # held while the tables are written, else (one 151 MB file: 100 MB)
     # chunks are numbered within their shard; a text unit's short id (cited in query
     # contexts as [n]) is numbered over the corpus, in path then chunk order
     units = units.with_columns(human_readable_id=pl.int_range(pl.len(), dtype=pl.Int64))
-    failures, llm_meta = [], {}
-    if llm_mode(settings):
-        client = llm.get()
-        before = client.metadata()
-        ents, rels, failures = summarize_descriptions(
-            ents, rels, extracted_entities, extracted_relationships, client, settings.graph
-        )
-        llm_meta = llm_delta(before, client.metadata())
-    del extracted_entities, extracted_relationships  # 4.3M + 5.4M rows of one 151 MB file
-    # entities_vectors comes after the chunk embeddings: the worker embeds these next
-    titles = entity_model_texts(ents, embedder.get(), settings.embedding)
+    # entities_vectors comes after the chunk embeddings: the worker embeds these next (the
+    # rows merged again: the others' are in the embedding cache since the base version)
+    titles = entity_model_texts(recomputed, embedder.get(), settings.embedding)
+    del recomputed
     prefetched = embedder.prefetch(context, titles, "entities_vectors")
     by_type = dict(ents.group_by("type").len().sort("len", descending=True).iter_rows())
     degrees = degree_summary(ents, rels)
@@ -100,7 +90,13 @@ def graph(
         ents,
         output_name="entities",
         metadata=frame_metadata(
-            ents, started, "entities", by_type=by_type_table, prefetched=prefetched, **degrees
+            ents,
+            started,
+            "entities",
+            by_type=by_type_table,
+            prefetched=prefetched,
+            **degrees,
+            **counts["entities"],
         ),
     )
     # each table let go once written: the text units' copy into Arrow as they are written is
@@ -109,14 +105,18 @@ def graph(
     yield Output(
         rels,
         output_name="relationships",
-        metadata=frame_metadata(rels, started, "relationships", **degrees, **llm_meta),
+        metadata=frame_metadata(
+            rels, started, "relationships", **degrees, **llm_meta, **counts["relationships"]
+        ),
     )
     del rels
     # in one piece: its id lists come a slice at a time, and Arrow took +0.15 GB more to
     # convert them so (one 151 MB file) than to convert them whole
     units = units.rechunk()
     yield Output(
-        units, output_name="text_units", metadata=frame_metadata(units, started, "text_units")
+        units,
+        output_name="text_units",
+        metadata=frame_metadata(units, started, "text_units", **counts["text_units"]),
     )
     fails = stage_failures_frame("summarize", [(f["id"], f["reason"]) for f in failures])
     yield Output(
@@ -124,3 +124,59 @@ def graph(
         output_name="summary_failures",
         metadata=frame_metadata(fails, started, "summary_failures"),
     )
+
+
+def _carried_rows(
+    changes: RunChanges, chunks: pl.DataFrame, settings: Settings
+) -> Recomputed | str:
+    """The rows the run touched, merged again (pipeline.graph.merge_carry); or why the whole
+    merge runs."""
+    if changes.whole is not None:
+        return changes.whole
+    if settings.graph.incremental_merge_max_share <= 0:
+        return "graph.incremental_merge_max_share is 0"
+    assert changes.base is not None
+    if llm_mode(settings) and store.table_rows(changes.base, "summary_failures"):
+        return "the base version holds summary failures to retry"
+    return recompute(changes, chunks, settings.graph, settings.graph.incremental_merge_max_share)
+
+
+def _whole(folder, chunks: pl.DataFrame, settings: Settings, llm: LlmResource):
+    """Every mention merged: (entities, relationships, text_units, failures, llm metadata)."""
+    ents, rels, units, mentions = merge_whole(folder, chunks, settings.graph)
+    # entities and relationships keep their short ids across runs (what reports cite)
+    short = ["id", "human_readable_id"]
+    ents = carry_short_ids(ents, store.read_table(folder, "entities", short))
+    rels = carry_short_ids(rels, store.read_table(folder, "relationships", short))
+    failures, llm_meta = [], {}
+    if llm_mode(settings):
+        client = llm.get()
+        before = client.metadata()
+        ents, rels, failures = summarize_descriptions(ents, rels, *mentions, client, settings.graph)
+        llm_meta = llm_delta(before, client.metadata())
+    return ents, rels, units, failures, llm_meta
+
+
+def _carried(part: Recomputed, chunks: pl.DataFrame, settings: Settings, llm: LlmResource):
+    """The touched rows (their summaries in LLM mode) over the base version's:
+    (entities, relationships, text_units, failures, llm metadata, metadata per table)."""
+    failures, llm_meta = [], {}
+    if llm_mode(settings):
+        client = llm.get()
+        before = client.metadata()
+        ents, rels, failures = summarize_descriptions(
+            part.entities, part.relationships, *part.mentions, client, settings.graph
+        )
+        part = dataclasses.replace(part, entities=ents, relationships=rels)
+        llm_meta = llm_delta(before, client.metadata())
+    assert part.base is not None
+    base_lists = store.read_table(part.base, "text_units", ["id", *LISTS])
+    ents, rels, units, counts = splice(part, chunks, base_lists)
+    short = ["id", "human_readable_id"]
+    ents = carry_short_ids(ents, part.base_entities.select(short))
+    rels = carry_short_ids(rels, part.base_relationships.select(short))
+    reason = f"{part.units_read:,} text units' mentions read"
+    meta = {
+        n: {"incremental": "carried", "incremental_reason": reason, **c} for n, c in counts.items()
+    }
+    return ents, rels, units, failures, llm_meta, meta

@@ -19,6 +19,9 @@ from pipeline.graph.titles import key_map
 # Relation types whose direction carries no meaning: merged as unordered pairs.
 SYMMETRIC_TYPES = frozenset({"RELATED_TO", "SPOUSE", "SIBLING", "RELATIVE", "ALTERNATIVE_NAME"})
 FALLBACK_TYPE = "CONCEPT"  # for relation endpoints no entity row mentions
+# An optional column of entity mentions: how many keys, over the whole corpus, the mention's
+# sentence is evidence of (the merge counts it over its own mentions when it is absent).
+CENTRALITY = "centrality"
 
 
 class Vocabularies(NamedTuple):
@@ -44,7 +47,8 @@ def mention_codes(
     """(vocabularies, ee, er, text_of): every mention as integer codes. ee: entity mentions
     (u, k, disp, t, d), plus the relation endpoints no entity row names; er: relation
     mentions (u, sk, tk, t, d, w) without self-loops, a symmetric type's ends in key order;
-    text_of: the evidence sentences of codes d (see `evidence_codes`)."""
+    text_of: the evidence sentences of codes d (see `evidence_codes`). With a CENTRALITY
+    column in `xe`, ee has it as c."""
     # ---- vocabularies: sorted distinct strings; a code is an index in one
     units = sorted_vocab(_col(xe, "text_unit_id"), _col(xr, "text_unit_id"))
     km = key_map(sorted_vocab(_col(xe, "title"), _col(xr, "source"), _col(xr, "target")))
@@ -69,7 +73,10 @@ def mention_codes(
             "t": codes_in(_col(xe, "type", FALLBACK_TYPE), etypes),
             "d": ed,
         }
-    ).filter(pl.col("k").is_not_null())
+    )
+    if CENTRALITY in xe.columns:  # given per mention: a merge of a part of the corpus
+        ee = ee.with_columns(c=xe.get_column(CENTRALITY).cast(pl.UInt32))
+    ee = ee.filter(pl.col("k").is_not_null())
     ssc, tsc = codes_in(_col(xr, "source"), surfaces), codes_in(_col(xr, "target"), surfaces)
     er = pl.DataFrame(
         {
@@ -113,6 +120,7 @@ def mention_codes(
                     disp=decode(surf_disp, "sc"),
                     t=pl.lit(fallback, dtype=pl.UInt32),
                     d=pl.lit(None, dtype=pl.UInt32),
+                    **({"c": pl.lit(None, dtype=pl.UInt32)} if "c" in ee.columns else {}),
                 ),
             ]
         )

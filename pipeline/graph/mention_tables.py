@@ -28,6 +28,31 @@ MENTION_COLUMNS = {
 }
 
 
+def read_matching(root: str | Path, name: str, where: pl.Expr) -> pl.DataFrame:
+    """The rows of mention table `name` (its MENTION_COLUMNS, strings) that match `where`,
+    from every shard file of `root`, with `shard` (the file's) and `row` (its place in the
+    file): the rows in the order read_mentions reads them, once
+    sorted on (shard, row). A few columns of each file are read and filtered as they come:
+    an incremental merge (pipeline.graph.merge_carry) reads only what a change touched."""
+    columns = MENTION_COLUMNS[name]
+    parts = [
+        pl.scan_parquet(f)
+        .select(columns)
+        .with_row_index("row")
+        .filter(where)
+        .with_columns(shard=pl.lit(f.stem))
+        .collect()
+        for f in store.table_files(root, name)
+    ]
+    return pl.concat([no_matching(name), *parts])
+
+
+def no_matching(name: str) -> pl.DataFrame:
+    """`read_matching`'s frame when no row matches."""
+    empty = schemas.empty(name).select(MENTION_COLUMNS[name]).with_row_index("row")
+    return empty.with_columns(shard=pl.lit("", dtype=pl.Utf8))
+
+
 def read_mentions(root: str | Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The extracted entities and relationships of `root`, as merge_graph reads them: its
     columns only, the strings Categorical (one Categories for both tables, so their codes

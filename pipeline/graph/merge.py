@@ -29,6 +29,7 @@ from pipeline.graph.encode_strings import (
     decode,
     dense_codes,
     group_runs,
+    sorted_vocab,
 )
 from pipeline.graph.titles import key_map
 from pipeline.ids import stable_id_expr
@@ -40,6 +41,7 @@ def merge_graph(
     text_units: pl.DataFrame,
     settings: GraphSettings,
     homes: pl.DataFrame | None = None,
+    given_titles: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(entities, relationships, text_units) — entities/relationships with exactly
     schemas.ENTITIES / RELATIONSHIPS columns; text_units = the input text_units with
@@ -58,11 +60,15 @@ def merge_graph(
     """
     max_tok = settings.description_max_tokens
     vocabularies, ee, er, text_of = mention_codes(extracted_entities, extracted_relationships)
+    if given_titles is not None:
+        vocabularies, ee = _with_displays(vocabularies, ee, given_titles.get_column("title"))
     units, keys, displays, etypes, rtypes = vocabularies
     feats = sentence_features(pl.concat([ee.get_column("d"), er.get_column("d")]), text_of)
 
     # ---- entities: one row per key, numbered in output order (pos)
     title_pick, type_pick = _entity_picks(ee, vocabularies)
+    if given_titles is not None:
+        title_pick = _given(title_pick, given_titles, vocabularies)
     ent_units = group_runs(ee.select("k", "u"), ["k", "u"])
     frequency = group_runs(ent_units, ["k"], pl.len().cast(pl.Int64).alias("frequency"), sort=False)
     er, rel = _relationship_runs(er)
@@ -142,6 +148,34 @@ def _entity_picks(
     return title_pick, type_pick
 
 
+def _with_displays(
+    vocabularies: Vocabularies, ee: pl.DataFrame, more: pl.Series
+) -> tuple[Vocabularies, pl.DataFrame]:
+    """The display vocabulary with `more` strings in it, `ee`'s display codes moved to it."""
+    displays = sorted_vocab(vocabularies.displays, more)
+    moved = codes_in(vocabularies.displays, displays)
+    ee = ee.with_columns(disp=pl.lit(moved).gather(pl.col("disp")))
+    return vocabularies._replace(displays=displays), ee
+
+
+def _given(
+    title_pick: pl.DataFrame, given: pl.DataFrame, vocabularies: Vocabularies
+) -> pl.DataFrame:
+    """`title_pick` with the title (and its code) of the keys in `given` (key, title)."""
+    given = given.select(
+        k=codes_in(given.get_column("key").cast(pl.Utf8), vocabularies.keys),
+        given=pl.col("title").cast(pl.Utf8),
+        given_code=codes_in(given.get_column("title").cast(pl.Utf8), vocabularies.displays),
+    ).drop_nulls("k")
+    return (
+        title_pick.join(given, on="k", how="left", maintain_order="left")
+        .with_columns(
+            title=pl.coalesce("given", "title"), title_code=pl.coalesce("given_code", "title_code")
+        )
+        .drop("given", "given_code")
+    )
+
+
 def _relationship_runs(er: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """`er` sorted on (sk, tk, t), `run` numbering its runs; a relationship (w summed) per run."""
     er = er.sort("sk", "tk", "t", maintain_order=True).with_columns(
@@ -182,17 +216,22 @@ def _entity_evidence(
     text_of: TextOf,
 ) -> pl.DataFrame:
     """Per (entity pos, evidence sentence d): its distinct units, the earliest home unit,
-    centrality and where the entity's name stands (`extractive_descriptions`' input)."""
-    ev = group_runs(ee.filter(pl.col("d").is_not_null()).select("k", "d", "u"), ["k", "d", "u"])
+    centrality (how many keys d is evidence of: counted here, or given per mention as c)
+    and where the entity's name stands (`extractive_descriptions`' input)."""
+    given = "c" in ee.columns  # each sentence's centrality, counted over the whole corpus
+    first = [pl.col("c").first()] if given else []
+    ev = ee.filter(pl.col("d").is_not_null()).select("k", "d", "u", *(["c"] if given else []))
+    ev = group_runs(ev, ["k", "d", "u"], *first)
     # joined on (u, k) as one integer: on the two columns the join took +270 MB over 4M rows
     uk = pl.col("u").cast(pl.UInt64) * 2**32 + pl.col("k").cast(pl.UInt64)
     home = _home_units(homes, units, keys).select(uk=uk, home="home")
     ev = ev.with_columns(uk=uk).join(home, on="uk", how="left", maintain_order="left").drop("uk")
     ev = (
         group_runs(  # distinct units; the first of them in the entity's own document
-            ev, ["k", "d"], pl.len().alias("units"), pl.col("home").min(), sort=False
+            ev, ["k", "d"], pl.len().alias("units"), pl.col("home").min(), *first, sort=False
         )
-        .with_columns(centrality=pl.col("k").count().over("d"))
+        .with_columns(centrality=pl.col("c") if given else pl.col("k").count().over("d"))
+        .drop("c", strict=False)
         .join(pos, on="k")
     )
     return ev.with_columns(name_positions(ev, "pos", titles, text_of))

@@ -79,6 +79,8 @@ def _file_key(entry: Entry) -> tuple[str, int, str] | None:
 
 # what an LLM call's settings change only in how it is made, not in what it answers
 _LLM_RUNTIME = {"api_key", "timeout_s", "max_retries", "concurrency", "cache", "prices"}
+# graph settings that change how the tail computes its tables, never what they hold
+_GRAPH_RUNTIME = {"incremental_merge_max_share"}
 
 
 # What the tail writes, by version: a change re-runs the tail of an index written before
@@ -97,7 +99,7 @@ def tail_settings_digest(settings: Settings) -> str:
         code = "unknown"
     parts = [
         shards.stage_settings_digest(settings),
-        settings.graph.model_dump_json(),
+        settings.graph.model_dump_json(exclude=_GRAPH_RUNTIME),
         settings.reports.model_dump_json(),
         settings.same_topic.model_dump_json(),
         settings.llm.model_dump_json(exclude=_LLM_RUNTIME),

@@ -1,0 +1,303 @@
+"""The incremental merge: after a run that changed a few shards, only the entity and
+relationship rows the change touched are merged again (by `merge_graph` itself, over the
+mentions they depend on); every other row is the base version's
+(pipeline.graph.merge_splice puts them together).
+
+Why it is exact. An entity row of key k is a function of k's mentions (title, aliases, type,
+frequency, text units, evidence), the homes of its units, its degree, and the `centrality`
+of its evidence sentences (how many keys, over the corpus, a sentence is evidence of); a
+relationship row of its mentions, its ends' titles and degrees. The keys and relationships
+whose own mentions or homes changed are found by comparing the shards that ran
+(pipeline.graph.touched). Their rows are merged again from:
+
+- every mention of those keys and relationships: read from the units the base version lists
+  for them (text_unit_ids) and from the shards that ran;
+- every entity mention, anywhere, whose sentence is evidence of one of them: so that the
+  merge counts each sentence's centrality over the whole corpus (a sentence repeated in
+  other documents has mentions outside those units);
+- the other end's title, as the base version has it, for a relationship with an end that
+  is not merged again (`merge_graph`'s given_titles).
+
+What their change reaches beyond them is followed until nothing more is reached: a key that
+keeps no entity mention is titled by its relation ends, so all its relationships are merged
+again; a sentence whose centrality changed changes the rows of every key it is evidence
+of; a key whose title changed, the rows of its relationships (their source/target and
+description head). Degrees come from the spliced relationships, so they need no mentions.
+
+When the units to read pass `max_share` of the corpus, or the base version cannot be used,
+the caller merges everything instead (`recompute` returns why).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from pipeline.config import GraphSettings
+from pipeline.graph.encode_mentions import CENTRALITY
+from pipeline.graph.mention_tables import (
+    MENTION_COLUMNS,
+    no_matching,
+    read_matching,
+    read_mentions,
+)
+from pipeline.graph.merge import merge_graph
+from pipeline.graph.titles import unit_titles
+from pipeline.graph.touched import (
+    KeyCache,
+    Touched,
+    entity_ids,
+    touched,
+    with_ends,
+    with_keys,
+)
+from pipeline.storage import store
+from pipeline.storage.run_changes import RunChanges
+
+ENTITY_COLUMNS = MENTION_COLUMNS["extracted_entities"]
+RELATION_COLUMNS = MENTION_COLUMNS["extracted_relationships"]
+
+
+@dataclass(frozen=True)
+class Recomputed:
+    """The base version's tables and the rows merged again. `ids`/`rids`: the entity and
+    relationship ids whose rows are replaced (a replaced id with no new row is gone);
+    `entities`/`relationships`: their new rows (degrees not yet final); `mentions`: the
+    entity and relation mentions they were merged from (what LLM summaries read);
+    `units_read`: the text units whose mentions were read; `base`: the base version."""
+
+    base: Path
+    base_entities: pl.DataFrame
+    base_relationships: pl.DataFrame
+    ids: pl.Series
+    rids: pl.Series
+    entities: pl.DataFrame
+    relationships: pl.DataFrame
+    mentions: tuple[pl.DataFrame, pl.DataFrame]
+    units_read: int
+
+
+class _Mentions:
+    """The run's mention rows read so far: entity mentions of the units and sentences asked
+    for, relation mentions of the units asked for; `ran`: whether a row's shard ran."""
+
+    def __init__(self, folder: Path, ran: frozenset[str]):
+        self.folder, self.ran, self.keys = folder, ran, KeyCache()
+        self.ee = with_keys(no_matching("extracted_entities")).with_columns(ran=pl.lit(False))
+        self.er = with_ends(no_matching("extracted_relationships"))
+        self.units: set[str] = set()
+        self.relation_units: set[str] = set()
+        self.sentences: set[str] = set()
+
+    def read(self, units: set[str], relation_units: set[str], sentences: set[str]) -> bool:
+        """Read the entity mentions of `units` and `sentences`, the relation mentions of
+        `relation_units`, not read yet; whether there were any."""
+        new_u, new_d = units - self.units, sentences - self.sentences
+        new_r = relation_units - self.relation_units
+        unit, text = pl.col("text_unit_id"), pl.col("description")
+        if new_u or new_d:
+            old = unit.is_in(list(self.units)) | text.is_in(list(self.sentences))
+            where = (unit.is_in(list(new_u)) | text.is_in(list(new_d))) & ~old
+            ee = read_matching(self.folder, "extracted_entities", where)
+            ee = with_keys(ee, self.keys).with_columns(ran=pl.col("shard").is_in(list(self.ran)))
+            self.ee = pl.concat([self.ee, ee])
+        if new_r:
+            er = read_matching(self.folder, "extracted_relationships", unit.is_in(list(new_r)))
+            self.er = pl.concat([self.er, with_ends(er, self.keys)])
+        self.units |= new_u
+        self.relation_units |= new_r
+        self.sentences |= new_d
+        return bool(new_u or new_d or new_r)
+
+    def sentences_of(self, keys: set[str]) -> set[str]:
+        d = self.ee.filter(pl.col("key").is_in(list(keys))).get_column("description")
+        return set(d.drop_nulls().to_list()) - {""}
+
+
+def recompute(
+    changes: RunChanges,
+    chunks: pl.DataFrame,
+    settings: GraphSettings,
+    max_share: float,
+) -> Recomputed | str:
+    """The rows the run touched, merged again; or why the whole merge must run instead."""
+    assert changes.base is not None and changes.whole is None
+    base = changes.base
+    missing = [
+        t for t in ("entities", "relationships", "text_units") if not store.table_files(base, t)
+    ]
+    if missing:
+        return f"the base version lacks {', '.join(missing)}"
+    t = touched(changes)
+    ents_b = store.read_table(base, "entities")
+    rels_b = store.read_table(base, "relationships")
+    m = _Mentions(changes.folder, frozenset(changes.shards))
+    keys, rids = set(t.keys.to_list()), set(t.rids.to_list())
+    changed, sentences = set(t.units.to_list()), set(t.sentences.to_list())
+    present = set(chunks.get_column("id").to_list())
+    total = max(len(present), 1)
+    while True:
+        units = _units_of(ents_b, _ids(keys)) | changed
+        relation_units = _units_of(rels_b, rids) | changed
+        share = len((units | relation_units) & present)
+        if share > max_share * total:
+            return (
+                f"the touched rows read {share:,} of {total:,} text units, above "
+                f"graph.incremental_merge_max_share ({max_share:g})"
+            )
+        if m.read(units, relation_units, m.sentences_of(keys) | sentences):
+            continue
+        more_keys = _centrality_keys(m, t) - keys
+        more_rids = _incident(rels_b, _ids(_without_mentions(m, keys))) - rids
+        if more_keys or more_rids:
+            keys |= more_keys
+            rids |= more_rids
+            continue
+        ents, rels, xe, xr = _merge_part(m, keys, rids, ents_b, chunks, changes.folder, settings)
+        flipped = _incident(rels_b, _flipped(ents, ents_b)) - rids
+        if not flipped:
+            return Recomputed(
+                base=base,
+                base_entities=ents_b,
+                base_relationships=rels_b,
+                ids=pl.Series("id", sorted(_ids(keys).values()), dtype=pl.Utf8),
+                rids=pl.Series("id", sorted(rids), dtype=pl.Utf8),
+                entities=ents,
+                relationships=rels,
+                mentions=(xe, xr),
+                units_read=len(m.units | m.relation_units),
+            )
+        rids |= flipped
+
+
+def path_ordered_chunks(folder: str | Path) -> pl.DataFrame:
+    """The text units of `folder` in path order, as one shard would hold them: what the
+    merge does with them (numbering, ties broken by row order) does not depend on the shard
+    count."""
+    paths = store.read_table(folder, "documents", ["id", "source_path"])
+    return (
+        store.read_table(folder, "chunks")
+        .join(paths, left_on="document_id", right_on="id", how="left", maintain_order="left")
+        .sort("source_path", maintain_order=True)
+        .drop("source_path")
+    )
+
+
+def merge_whole(
+    folder: str | Path, chunks: pl.DataFrame, settings: GraphSettings
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, tuple[pl.DataFrame, pl.DataFrame]]:
+    """Every mention of `folder` merged: (entities, relationships, text_units, the mentions)."""
+    mentions = read_mentions(folder)
+    homes = unit_titles(
+        chunks.select("id", "document_id", "section_id", "seq"),
+        store.read_table(folder, "documents", ["id", "title"]),
+        store.read_table(folder, "sections", ["id", "path"]),
+    )
+    ents, rels, units = merge_graph(*mentions, chunks, settings, homes)
+    return ents, rels, units, mentions
+
+
+def _ids(keys: set[str]) -> dict[str, str]:
+    """key -> entity id."""
+    frame = entity_ids(pl.Series("key", sorted(keys), dtype=pl.Utf8))
+    return dict(frame.iter_rows())
+
+
+def _units_of(table: pl.DataFrame, ids) -> set[str]:
+    """The text units `table` (entities or relationships) lists for rows `ids`."""
+    ids = list(ids.values()) if isinstance(ids, dict) else list(ids)
+    rows = table.filter(pl.col("id").is_in(ids)).get_column("text_unit_ids")
+    return set(rows.explode().drop_nulls().to_list())
+
+
+def _incident(rels: pl.DataFrame, ids) -> set[str]:
+    """Ids of the relationships of `rels` with an end in entity ids `ids`."""
+    ids = list(ids.values()) if isinstance(ids, dict) else list(ids)
+    if not ids:
+        return set()
+    end = pl.col("source_id").is_in(ids) | pl.col("target_id").is_in(ids)
+    return set(rels.filter(end).get_column("id").to_list())
+
+
+def _without_mentions(m: _Mentions, keys: set[str]) -> set[str]:
+    """Keys with no entity mention left (all of a touched key's are read): the merge titles
+    them by their relation ends, every relationship of theirs."""
+    return keys - set(m.ee.get_column("key").to_list())
+
+
+def _centrality_keys(m: _Mentions, t: Touched) -> set[str]:
+    """Keys whose evidence holds a sentence shared by a changed mention whose count of keys
+    (its centrality) changed: before, the rows of the shards that did not run and the base's
+    of those that did; now, the run's."""
+    sentences = list(t.sentences.to_list())
+    text = pl.col("description").is_in(sentences)
+    now = m.ee.filter(text)
+    before = pl.concat(
+        [
+            now.filter(~pl.col("ran")).select("description", "key"),
+            t.base_ee.filter(text).select("description", "key"),
+        ]
+    )
+
+    def counts(frame: pl.DataFrame) -> pl.DataFrame:
+        return frame.group_by("description").agg(pl.col("key").n_unique().alias("n"))
+
+    both = counts(now).join(counts(before), on="description", how="full", coalesce=True)
+    changed = both.filter(pl.col("n").fill_null(0) != pl.col("n_right").fill_null(0))
+    moved = now.filter(pl.col("description").is_in(changed.get_column("description").to_list()))
+    return set(moved.get_column("key").to_list())
+
+
+def _flipped(ents: pl.DataFrame, base: pl.DataFrame) -> set[str]:
+    """Ids of entities whose title is not the base version's (new ones have no relationship
+    in the base; gone ones have their relationships among the changed)."""
+    joined = ents.select("id", "title").join(base.select("id", "title"), on="id", suffix="_base")
+    return set(joined.filter(pl.col("title") != pl.col("title_base")).get_column("id").to_list())
+
+
+def _merge_part(
+    m: _Mentions,
+    keys: set[str],
+    rids: set[str],
+    ents_b: pl.DataFrame,
+    chunks: pl.DataFrame,
+    folder: Path,
+    settings: GraphSettings,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """`merge_graph` over the mentions of `keys` and `rids` (and the companions of their
+    sentences): their rows, and the mentions merged (in read_mentions' order)."""
+    order = ["shard", "row"]
+    own = pl.col("key").is_in(list(keys))
+    # every row of a sentence of theirs is read: how many keys it is evidence of, corpus-wide
+    centrality = m.ee.group_by("description").agg(pl.col("key").n_unique().alias(CENTRALITY))
+    xe = m.ee.filter(own).join(centrality, on="description", how="left").sort(order)
+    xr = m.er.filter(pl.col("rid").is_in(list(rids))).sort(order)
+    ends = set(xr.get_column("sk").to_list()) | set(xr.get_column("tk").to_list())
+    given = (
+        entity_ids(pl.Series("key", sorted(ends - keys), dtype=pl.Utf8))
+        .join(ents_b.select("id", "title"), on="id")
+        .select("key", "title")
+    )
+    units = xe.get_column("text_unit_id").unique()
+    part = chunks.filter(pl.col("id").is_in(units.to_list()))
+    homes = unit_titles(
+        part.select("id", "document_id", "section_id", "seq"),
+        _rows(folder, "documents", part.get_column("document_id"), ["id", "title"]),
+        _rows(folder, "sections", part.get_column("section_id"), ["id", "path"]),
+    )
+    xe, xr = xe.select(*ENTITY_COLUMNS, CENTRALITY), xr.select(RELATION_COLUMNS)
+    ents, rels, _ = merge_graph(xe, xr, chunks.clear(), settings, homes, given)
+    ids = list(_ids(keys).values())
+    ents = ents.filter(pl.col("id").is_in(ids))
+    rels = rels.filter(pl.col("id").is_in(list(rids)))
+    return ents, rels, xe, xr
+
+
+def _rows(folder: Path, table: str, ids: pl.Series, columns: list[str]) -> pl.DataFrame:
+    """Rows `ids` of sharded table `table`, `columns` only."""
+    wanted = ids.drop_nulls().unique().to_list()
+    return (
+        store.scan_table(folder, table).select(columns).filter(pl.col("id").is_in(wanted)).collect()
+    )

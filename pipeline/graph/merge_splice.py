@@ -1,0 +1,172 @@
+"""An incremental merge's rows (pipeline.graph.merge_carry) put together with the base
+version's into the three tables a whole merge writes, equal to them.
+
+Why its own module: what a replaced row changes in the rows kept is not in the rows merged
+again, and is fixed here from the tables themselves: an entity's degree is its count of
+distinct neighbours over the relationships now (so it is counted over the spliced
+relationships, not over the mentions read); a kept relationship with a replaced end gets
+its new combined degree; a text unit's entity and relationship ids are the inverse of the
+rows' text_unit_ids, so only the units a replaced row lists (now or before) get new lists.
+Rows are then ordered as `merge_graph` orders them: entities by frequency (descending),
+title, id; relationships by weight (descending), source title, target title, type, id
+(the merge sorts on codes of those strings, which sort as the strings do).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import polars as pl
+
+from pipeline.graph.merge_carry import Recomputed
+
+LISTS = ("entity_ids", "relationship_ids")
+_STRINGS = pl.List(pl.Utf8)
+
+
+class Spliced(NamedTuple):
+    """The three tables, and per table how many rows were merged again (`recomputed`),
+    patched (relationships whose combined degree changed with an end's degree) or kept."""
+
+    entities: pl.DataFrame
+    relationships: pl.DataFrame
+    text_units: pl.DataFrame
+    counts: dict[str, dict[str, int]]
+
+
+def splice(r: Recomputed, chunks: pl.DataFrame, base_lists: pl.DataFrame) -> Spliced:
+    """The tables of `r`'s rows over the base version's; `chunks`: the run's text units in
+    path order (what the merge numbers them in); `base_lists`: the base's text units (id,
+    entity_ids, relationship_ids)."""
+    ids = r.ids.to_list()
+    kept = r.base_relationships.filter(~pl.col("id").is_in(r.rids.to_list()))
+    rels = pl.concat([kept, r.relationships.select(kept.columns)])
+    ents = _entities(r, rels, ids)
+    rels, patched = _combined_degrees(rels, ents, ids)
+    rels = rels.sort(["weight", "source", "target", "type", "id"], descending=[True] + [False] * 4)
+    units, relisted = _text_units(r, chunks, base_lists)
+    counts = {
+        "entities": _count(ents.height, r.entities.height),
+        "relationships": {
+            **_count(rels.height, r.relationships.height),
+            "rows_degree_updated": patched,
+        },
+        "text_units": _count(units.height, relisted),
+    }
+    return Spliced(ents, rels, units, counts)
+
+
+def _count(rows: int, recomputed: int) -> dict[str, int]:
+    return {"rows_recomputed": recomputed, "rows_carried": rows - recomputed}
+
+
+def _entities(r: Recomputed, rels: pl.DataFrame, ids: list[str]) -> pl.DataFrame:
+    """Base entities with the replaced ones' new rows, their degrees counted over `rels`."""
+    ends = pl.concat(
+        [rels.select(a="source_id", b="target_id"), rels.select(a="target_id", b="source_id")]
+    )
+    degree = (
+        ends.filter(pl.col("a").is_in(ids))
+        .unique()
+        .group_by("a")
+        .agg(pl.len().cast(pl.Int64).alias("new_degree"))
+        .rename({"a": "id"})
+    )
+    columns = r.base_entities.columns
+    new = (
+        r.entities.join(degree, on="id", how="left", maintain_order="left")
+        .with_columns(degree=pl.col("new_degree").fill_null(0).cast(pl.Int64))
+        .select(columns)
+    )
+    kept = r.base_entities.filter(~pl.col("id").is_in(ids))
+    return pl.concat([kept, new]).sort(
+        ["frequency", "title", "id"], descending=[True, False, False]
+    )
+
+
+def _combined_degrees(
+    rels: pl.DataFrame, ents: pl.DataFrame, ids: list[str]
+) -> tuple[pl.DataFrame, int]:
+    """`rels` with the combined degree of those with an end in `ids` counted again from
+    `ents`' degrees; how many kept relationships it changed."""
+    end = pl.col("source_id").is_in(ids) | pl.col("target_id").is_in(ids)
+    touched, other = rels.filter(end), rels.filter(~end)
+    degree = ents.select("id", "degree")
+    fixed = (
+        touched.join(
+            degree.rename({"id": "source_id", "degree": "sd"}),
+            on="source_id",
+            how="left",
+            maintain_order="left",
+        )
+        .join(
+            degree.rename({"id": "target_id", "degree": "td"}),
+            on="target_id",
+            how="left",
+            maintain_order="left",
+        )
+        .with_columns(new=(pl.col("sd") + pl.col("td")).cast(pl.Int64))
+    )
+    patched = fixed.filter(pl.col("new") != pl.col("combined_degree")).height
+    fixed = fixed.with_columns(combined_degree=pl.col("new")).select(rels.columns)
+    return pl.concat([other, fixed]), patched
+
+
+def _text_units(
+    r: Recomputed, chunks: pl.DataFrame, base_lists: pl.DataFrame
+) -> tuple[pl.DataFrame, int]:
+    """`chunks` with their entity and relationship ids: the base's, but for the units a
+    replaced row lists now or listed before, and units the base did not have; how many
+    units got new lists."""
+    old_rows = [
+        r.base_entities.filter(pl.col("id").is_in(r.ids.to_list())),
+        r.base_relationships.filter(pl.col("id").is_in(r.rids.to_list())),
+    ]
+    listed = pl.concat(
+        [f.get_column("text_unit_ids").explode() for f in (*old_rows, r.entities, r.relationships)]
+    )
+    new_units = chunks.get_column("id").filter(
+        ~chunks.get_column("id").is_in(base_lists.get_column("id").to_list())
+    )
+    again = pl.concat([listed, new_units]).drop_nulls().unique().to_list()
+    lists = base_lists.filter(pl.col("id").is_in(again))
+    relisted = [
+        _relisted(lists, "entity_ids", r.ids, r.entities, again),
+        _relisted(lists, "relationship_ids", r.rids, r.relationships, again),
+    ]
+    redone = (
+        pl.DataFrame({"id": again}, schema={"id": pl.Utf8})
+        .join(relisted[0], on="id", how="left")
+        .join(relisted[1], on="id", how="left")
+    )
+    lists = pl.concat([base_lists.filter(~pl.col("id").is_in(again)).select("id", *LISTS), redone])
+    units = chunks.drop([c for c in LISTS if c in chunks.columns])
+    empty = pl.lit([], dtype=_STRINGS)
+    units = units.join(lists, on="id", how="left", maintain_order="left").with_columns(
+        pl.col(c).fill_null(empty) for c in LISTS
+    )
+    return units, chunks.get_column("id").is_in(again).sum()
+
+
+def _relisted(
+    lists: pl.DataFrame, column: str, replaced: pl.Series, rows: pl.DataFrame, units: list[str]
+) -> pl.DataFrame:
+    """(id, `column`) of text units `units`: the ids their base list holds but `replaced`,
+    and those of `rows` (the replaced rows now) that list them; sorted, as the merge's."""
+    kept = (
+        lists.select("id", item=column)
+        .explode("item")
+        .filter(pl.col("item").is_not_null() & ~pl.col("item").is_in(replaced.to_list()))
+    )
+    now = (
+        rows.select(item="id", id="text_unit_ids")
+        .explode("id")
+        .filter(pl.col("id").is_in(units))
+        .select("id", "item")
+    )
+    return (
+        pl.concat([kept, now])
+        .group_by("id")
+        .agg(pl.col("item").unique().sort().alias(column))
+        .with_columns(pl.col(column).cast(_STRINGS))
+    )

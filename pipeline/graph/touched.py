@@ -1,0 +1,203 @@
+"""What a run changed in the entity merge's input, as the merge keys and relationship ids
+whose rows may change: the first step of an incremental merge (pipeline.graph.merge_carry).
+
+Why by rows and not by text units: a shard that ran is read both as the base version holds
+it and as the run wrote it, and the mention rows (and the units' homes: the document and
+section titles a unit is in, with its position) that differ are what changed. That holds
+however extraction behaves: a unit whose id stayed (its id hashes its path and text) but
+whose mentions or position moved is caught too, and a unit that changed nothing the merge
+reads touches nothing.
+
+Keys and relationship ids are computed as the merge computes them (pipeline.graph.titles'
+key, pipeline.graph.encode_mentions' symmetric types and self-loops), from strings: an
+entity's id is `stable_id(key)`, a relationship's `stable_id(source key, target key, type)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from pipeline import schemas
+from pipeline.graph.encode_mentions import SYMMETRIC_TYPES
+from pipeline.graph.mention_tables import MENTION_COLUMNS
+from pipeline.graph.titles import key_map, unit_titles
+from pipeline.ids import stable_id_expr
+from pipeline.storage import store
+from pipeline.storage.run_changes import RunChanges
+
+ENTITY_COLUMNS = MENTION_COLUMNS["extracted_entities"]
+RELATION_COLUMNS = MENTION_COLUMNS["extracted_relationships"]
+
+
+class KeyCache:
+    """Merge keys of surface titles, each computed once: `title_key` is Python per string,
+    and an incremental merge keys the rows it reads a batch at a time."""
+
+    def __init__(self) -> None:
+        self.known = pl.DataFrame(schema={"surface": pl.Utf8, "key": pl.Utf8})
+
+    def of(self, titles: pl.Series) -> pl.DataFrame:
+        """(surface, key) of (at least) every distinct title of `titles`."""
+        new = titles.drop_nulls().unique()
+        new = new.filter(~new.is_in(self.known.get_column("surface").to_list()))
+        if new.len():
+            self.known = pl.concat([self.known, key_map(new).select("surface", "key")])
+        return self.known
+
+
+def with_keys(ee: pl.DataFrame, keys: KeyCache | None = None) -> pl.DataFrame:
+    """Entity mention rows (ENTITY_COLUMNS, strings) with `key`, their title's merge key;
+    rows without one (no title, or a title of punctuation) dropped, as the merge drops them."""
+    ee = ee.with_columns(pl.col(c).cast(pl.Utf8) for c in ENTITY_COLUMNS)
+    km = (keys or KeyCache()).of(ee.get_column("title")).select(title="surface", key="key")
+    return ee.join(km, on="title", how="left", maintain_order="left").filter(
+        pl.col("key").is_not_null() & (pl.col("key") != "")
+    )
+
+
+def with_ends(er: pl.DataFrame, keys: KeyCache | None = None) -> pl.DataFrame:
+    """Relation mention rows (RELATION_COLUMNS, strings) with their ends' keys `sk`, `tk` (a
+    symmetric type's in key order) and `rid`, the id of the relationship they merge into;
+    rows the merge drops (an end without a key, a self-loop) dropped."""
+    er = er.with_columns(
+        pl.col(c).cast(pl.Float64 if c == "weight" else pl.Utf8) for c in RELATION_COLUMNS
+    )
+    surfaces = pl.concat([er.get_column("source"), er.get_column("target")])
+    km = (keys or KeyCache()).of(surfaces)
+    er = (
+        er.join(
+            km.rename({"surface": "source", "key": "a"}),
+            on="source",
+            how="left",
+            maintain_order="left",
+        )
+        .join(
+            km.rename({"surface": "target", "key": "b"}),
+            on="target",
+            how="left",
+            maintain_order="left",
+        )
+        .filter(
+            pl.col("a").is_not_null()
+            & pl.col("b").is_not_null()
+            & (pl.col("a") != "")
+            & (pl.col("b") != "")
+            & (pl.col("a") != pl.col("b"))
+        )
+    )
+    kind = pl.col("type").fill_null("RELATED_TO")
+    swap = kind.is_in(list(SYMMETRIC_TYPES)) & (pl.col("a") > pl.col("b"))
+    return (
+        er.with_columns(
+            sk=pl.when(swap).then("b").otherwise("a"), tk=pl.when(swap).then("a").otherwise("b")
+        )
+        .with_columns(rid=stable_id_expr("sk", "tk", kind))
+        .drop("a", "b")
+    )
+
+
+def entity_ids(keys: pl.Series) -> pl.DataFrame:
+    """(key, id) of merge keys."""
+    return keys.to_frame("key").with_columns(id=stable_id_expr("key"))
+
+
+@dataclass(frozen=True)
+class Touched:
+    """What differs between the base version's and the run's files of the shards that ran.
+    `keys`: merge keys whose entity rows may change; `rids`: relationship ids whose rows may
+    change; `units`: text units with differing mention rows (either side); `sentences`:
+    evidence sentences of the entity mentions that differ (either side); `base_ee`: the
+    base's entity mentions of those sentences in the shards that ran, with keys (how many
+    keys each sentence was evidence of before)."""
+
+    keys: pl.Series
+    rids: pl.Series
+    units: pl.Series
+    sentences: pl.Series
+    base_ee: pl.DataFrame
+
+
+def touched(changes: RunChanges) -> Touched:
+    """What changed between the base version's and the run's files of the shards that ran:
+    rows compared as strings, keys computed for the rows that differ only."""
+    assert changes.base is not None
+    shards, base, run = sorted(changes.shards), changes.base, changes.folder
+
+    def read(root: Path, table: str) -> pl.DataFrame:
+        columns = MENTION_COLUMNS[table]
+        return pl.concat(
+            [schemas.empty(table).select(columns)]
+            + [_shard(root, table, s, columns) for s in shards]
+        )
+
+    run_ee, base_ee = read(run, "extracted_entities"), read(base, "extracted_entities")
+    ee = with_keys(_both_ways(run_ee, base_ee))
+    er = with_ends(
+        _both_ways(read(run, "extracted_relationships"), read(base, "extracted_relationships"))
+    )
+    del run_ee
+    keys = pl.concat(
+        [ee.get_column("key"), er.get_column("sk"), er.get_column("tk"), _home_keys(changes)]
+    )
+    sentences = ee.get_column("description").drop_nulls()
+    sentences = sentences.filter(sentences != "").unique().sort()
+    return Touched(
+        keys=keys.unique().sort(),
+        rids=er.get_column("rid").unique().sort(),
+        units=pl.concat([ee.get_column("text_unit_id"), er.get_column("text_unit_id")])
+        .unique()
+        .sort(),
+        sentences=sentences,
+        base_ee=with_keys(base_ee.filter(pl.col("description").is_in(sentences.to_list()))),
+    )
+
+
+def _shard(root: Path, table: str, shard: str, columns: list[str]) -> pl.DataFrame:
+    """`columns` of shard `shard` of sharded table `table` in `root` (none: no rows)."""
+    path = store.table_path(root, table) / f"{shard}.parquet"
+    if not path.exists():
+        return schemas.empty(table).select(columns)
+    return pl.read_parquet(path, columns=columns)
+
+
+def _both_ways(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
+    """The distinct rows of `a` or `b` that the other does not hold as often (rows as
+    multisets), compared by a 64-bit hash of each row: a group-by and join on every string
+    column took ~10x longer. A changed row goes unseen only if it has the hash of another
+    row that changed the other way (about 2^-64 a pair); an unchanged row that shares a
+    changed one's hash is reported too, which only merges a row more."""
+    h = pl.struct(a.columns).hash()
+    a, b = a.with_columns(_h=h), b.with_columns(_h=h)
+    counts = pl.concat(
+        [a.group_by("_h").agg(n=pl.len()), b.group_by("_h").agg(n=-pl.len().cast(pl.Int64))],
+        how="vertical_relaxed",
+    )
+    moved = counts.group_by("_h").agg(pl.col("n").sum()).filter(pl.col("n") != 0)
+    rows = pl.concat([a, b]).filter(pl.col("_h").is_in(moved.get_column("_h").implode()))
+    return rows.unique(maintain_order=True).drop("_h")
+
+
+def _home_keys(changes: RunChanges) -> pl.Series:
+    """Keys of the document and section titles whose units or positions (`unit_titles`, the
+    merge's `homes`) differ in the shards that ran: an entity of that name ranks its
+    sentences from there first."""
+    assert changes.base is not None
+
+    def homes(root: Path) -> pl.DataFrame:
+        parts = []
+        for s in sorted(changes.shards):
+            units = _shard(root, "chunks", s, ["id", "document_id", "section_id", "seq"])
+            docs = _shard(root, "documents", s, ["id", "title"])
+            sections = _shard(root, "sections", s, ["id", "path"])
+            parts.append(unit_titles(units, docs, sections))
+        schema = {"text_unit_id": pl.Utf8, "title": pl.Utf8, "seq": pl.Int64}
+        return pl.concat(
+            [pl.DataFrame(schema=schema), *(p.select(list(schema)).cast(schema) for p in parts)]
+        )
+
+    titles = _both_ways(homes(changes.folder), homes(changes.base)).get_column("title")
+    keys = key_map(titles).get_column("key")
+    return keys.filter(keys != "")

@@ -1,0 +1,380 @@
+"""The incremental merge (pipeline.graph.merge_carry + merge_splice) against the whole merge
+of the same input, on a synthetic sharded corpus whose mention rows are written directly:
+sentences repeated across documents (with other keys beside them in some), titles that flip
+with an edit, relation ends no entity row names, symmetric types, fractional weights,
+documents titled by an entity's name. A seeded sequence of edits, additions and deletions,
+each run carried over the last one's tables."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline import schemas
+from pipeline.config import GraphSettings, LlmSettings
+from pipeline.graph.merge_carry import Recomputed, merge_whole, path_ordered_chunks, recompute
+from pipeline.graph.merge_splice import LISTS, splice
+from pipeline.graph.summarize_llm import summarize_descriptions
+from pipeline.ids import carry_short_ids, stable_id
+from pipeline.llm.client import LlmClient
+from pipeline.llm.fake_server import FakeLlm
+from pipeline.storage import store
+from pipeline.storage.run_changes import RunChanges
+
+SHARDS = 4
+FIRST = ["Ada", "Charles", "Mary", "Michael", "George", "Emmy", "Lise", "Niels"]
+LAST = ["Lovelace", "Babbage", "Somerville", "Faraday", "Boole", "Noether", "Meitner"]
+PLACES = ["London", "Paris", "Cambridge", "Turin", "Berlin", "Vienna", "Oslo", "Lyon"]
+NAMES = [(f"{f} {ln}", "PERSON") for f in FIRST[:5] for ln in LAST[:5]] + [
+    (p, "CITY") for p in PLACES
+]
+SETTINGS = GraphSettings()
+
+
+def _variants(name: str) -> list[str]:
+    """Display forms of one key: the name, upper case, with an article, possessive."""
+    return [name, name, name.upper(), f"the {name}", f"{name}'s"]
+
+
+class Corpus:
+    """Documents (path -> title and units of sentence ids) over a bank of sentences, each
+    with its mentions; the same sentence gives the same mentions wherever it stands but for
+    an extra mention some units add (a unit-dependent extraction)."""
+
+    def __init__(self, seed: int):
+        self.rng = random.Random(seed)
+        self.bank: list[tuple[str, list[tuple[str, str]], list[tuple]]] = []
+        for i in range(40):
+            self.bank.append(self._sentence(i))
+        self.docs: dict[str, dict] = {}
+        self.serial = 0
+        for _ in range(14):
+            self.add()
+
+    def _sentence(self, i: int):
+        rng = self.rng
+        picks = rng.sample(NAMES, rng.choice([2, 2, 3]))
+        shown = [(rng.choice(_variants(n)), t) for n, t in picks]
+        text = f"Sentence {i}: " + " met ".join(s for s, _ in shown) + "."
+        rels = []
+        for a in range(len(shown)):
+            for b in range(a + 1, len(shown)):
+                kind = rng.choice(["RELATED_TO", "RELATED_TO", "WORKED_WITH"])
+                rels.append((shown[a][0], shown[b][0], kind, rng.choice([1.0, 0.5, 1 / 3])))
+        if rng.random() < 0.15:  # an end no entity row names
+            rels.append((shown[0][0], f"Ghost {i % 3}", "RELATED_TO", 0.5))
+        return text, shown, rels
+
+    def add(self) -> str:
+        self.serial += 1
+        path = f"d{self.serial:03d}.txt"
+        rng = self.rng
+        title = rng.choice([n for n, _ in NAMES] + ["Notes", "Letters"])
+        units = [self._unit() for _ in range(rng.choice([2, 3]))]
+        self.docs[path] = {"title": title, "units": units}
+        return path
+
+    def _unit(self) -> list[tuple[int, str | None]]:
+        """(sentence, an extra name this unit's extraction adds beside it, or None), 1-3."""
+        return [
+            (self.rng.randrange(len(self.bank)), "Turin" if self.rng.random() < 0.3 else None)
+            for _ in range(self.rng.choice([1, 2, 3]))
+        ]
+
+    def edit(self) -> str:
+        path = self.rng.choice(sorted(self.docs))
+        doc = self.docs[path]
+        op = self.rng.choice(["replace", "append", "insert", "title", "flip"])
+        if op == "replace":
+            doc["units"][self.rng.randrange(len(doc["units"]))] = self._unit()
+        elif op == "append":
+            doc["units"][-1] = [*doc["units"][-1], (self.rng.randrange(len(self.bank)), None)]
+        elif op == "insert":  # every later unit moves (its position in its document)
+            doc["units"].insert(0, self._unit())
+        elif op == "title":
+            doc["title"] = self.rng.choice([n for n, _ in NAMES])
+        else:  # a display form outnumbers the others: the entity's title changes
+            name, kind = self.rng.choice(NAMES)
+            text = f"Flip {self.serial} {len(doc['units'])}: {name.upper()} again."
+            self.bank.append((text, [(name.upper(), kind)] * 3, []))
+            doc["units"].append([(len(self.bank) - 1, None)] * 2)
+        return path
+
+    def delete(self) -> str:
+        path = self.rng.choice(sorted(self.docs))
+        del self.docs[path]
+        return path
+
+    def shard_of(self, path: str) -> str:
+        return f"{int(path[1:4]) % SHARDS:03d}"
+
+    def write_shard(self, root: Path, shard: str) -> None:
+        tables: dict[str, list[dict]] = {n: [] for n in TABLES}
+        for path in sorted(p for p in self.docs if self.shard_of(p) == shard):
+            self._rows(path, self.docs[path], tables)
+        for name, rows in tables.items():
+            frame = pl.DataFrame(rows, schema=TABLES[name], orient="row")
+            folder = root / name
+            folder.mkdir(parents=True, exist_ok=True)
+            pq.write_table(_conformed(frame, name), folder / f"{shard}.parquet")
+
+    def _rows(self, path: str, doc: dict, t: dict[str, list]) -> None:
+        doc_id = stable_id("doc", path, doc["title"], str(doc["units"]))
+        t["documents"].append({"id": doc_id, "title": doc["title"], "source_path": path})
+        for seq, unit in enumerate(doc["units"]):
+            texts = [self.bank[s][0] for s, _ in unit]
+            section = [doc["title"], f"Part {seq % 2}"]
+            sec_id = stable_id(path, *section)
+            if seq < 2:
+                t["sections"].append({"id": sec_id, "document_id": doc_id, "path": section})
+            text = " ".join(texts)
+            uid = stable_id(path, text)
+            t["chunks"].append(
+                {"id": uid, "text": text, "document_id": doc_id, "section_id": sec_id, "seq": seq}
+            )
+            for s, extra in unit:
+                sentence, shown, rels = self.bank[s]
+                for title, kind in shown + ([(extra, "CITY")] if extra else []):
+                    t["extracted_entities"].append(
+                        {"text_unit_id": uid, "title": title, "type": kind, "description": sentence}
+                    )
+                for a, b, kind, w in rels:
+                    t["extracted_relationships"].append(
+                        {
+                            "text_unit_id": uid,
+                            "source": a,
+                            "target": b,
+                            "type": kind,
+                            "description": sentence,
+                            "weight": w,
+                        }
+                    )
+
+
+TABLES = {
+    "documents": {"id": pl.Utf8, "title": pl.Utf8, "source_path": pl.Utf8},
+    "sections": {"id": pl.Utf8, "document_id": pl.Utf8, "path": pl.List(pl.Utf8)},
+    "chunks": {
+        "id": pl.Utf8,
+        "text": pl.Utf8,
+        "document_id": pl.Utf8,
+        "section_id": pl.Utf8,
+        "seq": pl.Int64,
+    },
+    "extracted_entities": {
+        "text_unit_id": pl.Utf8,
+        "title": pl.Utf8,
+        "type": pl.Utf8,
+        "description": pl.Utf8,
+    },
+    "extracted_relationships": {
+        "text_unit_id": pl.Utf8,
+        "source": pl.Utf8,
+        "target": pl.Utf8,
+        "type": pl.Utf8,
+        "description": pl.Utf8,
+        "weight": pl.Float64,
+    },
+}
+
+
+def _conformed(frame: pl.DataFrame, name: str):
+    schema = schemas.TABLES[name]
+    dtypes = pl.from_arrow(schema.empty_table()).schema
+    missing = [pl.lit(None, dtype=d).alias(c) for c, d in dtypes.items() if c not in frame.columns]
+    lists = [c for c in LISTS if c in dtypes]
+    frame = frame.with_columns(missing).with_columns(
+        pl.lit([], dtype=pl.List(pl.Utf8)).alias(c) for c in lists
+    )
+    return frame.select(list(dtypes)).to_arrow().cast(schema)
+
+
+def _whole(folder: Path, base: Path | None, llm=None):
+    """The whole merge of `folder`, short ids carried from `base` as the asset does."""
+    chunks = path_ordered_chunks(folder)
+    ents, rels, units, mentions = merge_whole(folder, chunks, SETTINGS)
+    if llm is not None:
+        ents, rels, _ = summarize_descriptions(ents, rels, *mentions, llm, SETTINGS)
+    if base is not None:
+        short = ["id", "human_readable_id"]
+        ents = carry_short_ids(ents, store.read_table(base, "entities", short))
+        rels = carry_short_ids(rels, store.read_table(base, "relationships", short))
+    return ents, rels, units
+
+
+def _write_graph(folder: Path, ents, rels, units) -> None:
+    store.write_table(folder, "entities", ents)
+    store.write_table(folder, "relationships", rels)
+    store.write_table(folder, "text_units", units)
+
+
+def _carried(folder: Path, base: Path, shards: set[str], max_share: float = 1.0, llm=None):
+    """The incremental merge as the asset runs it (in LLM mode: the rows merged again
+    summarised before they are spliced)."""
+    changes = RunChanges(folder, base, None, frozenset(shards))
+    chunks = path_ordered_chunks(folder)
+    part = recompute(changes, chunks, SETTINGS, max_share)
+    if isinstance(part, str):
+        return part
+    assert isinstance(part, Recomputed)
+    if llm is not None:
+        ents, rels, _ = summarize_descriptions(
+            part.entities, part.relationships, *part.mentions, llm, SETTINGS
+        )
+        part = dataclasses.replace(part, entities=ents, relationships=rels)
+    ents, rels, units, counts = splice(
+        part, chunks, store.read_table(base, "text_units", ["id", *LISTS])
+    )
+    short = ["id", "human_readable_id"]
+    ents = carry_short_ids(ents, part.base_entities.select(short))
+    rels = carry_short_ids(rels, part.base_relationships.select(short))
+    return ents, rels, units, counts
+
+
+def _same(got: pl.DataFrame, want: pl.DataFrame, name: str) -> None:
+    got = pl.from_arrow(schemas.conform(got, name))
+    want = pl.from_arrow(schemas.conform(want, name))
+    assert got.columns == want.columns, name
+    assert got.height == want.height, name
+    for c in want.columns:
+        assert got.get_column(c).equals(want.get_column(c)), (name, c)
+
+
+@pytest.fixture
+def start(tmp_path):
+    corpus = Corpus(seed=7)
+    root = tmp_path / "v0"
+    for s in range(SHARDS):
+        corpus.write_shard(root, f"{s:03d}")
+    _write_graph(root, *_whole(root, None))
+    return corpus, root
+
+
+def _next(tmp_path: Path, base: Path, corpus: Corpus, paths: list[str], i: int) -> tuple[Path, set]:
+    """A run folder: the base's files, the shards of `paths` written again."""
+    folder = tmp_path / f"v{i}"
+    shutil.copytree(base, folder)
+    shards = {corpus.shard_of(p) for p in paths}
+    for s in shards:
+        corpus.write_shard(folder, s)
+    return folder, shards
+
+
+def test_a_seeded_sequence_of_changes_merges_as_a_whole_merge(start, tmp_path):
+    corpus, base = start
+    rng = random.Random(3)
+    recomputed = carried = 0
+    for i in range(1, 21):
+        op = rng.choice(["edit", "edit", "edit", "add", "delete"])
+        paths = [getattr(corpus, op)() for _ in range(rng.choice([1, 1, 2]))]
+        folder, shards = _next(tmp_path, base, corpus, paths, i)
+        got = _carried(folder, base, shards)
+        assert not isinstance(got, str), got
+        ents, rels, units, counts = got
+        want = _whole(folder, base)
+        for name, a, b in zip(("entities", "relationships", "text_units"), got, want, strict=False):
+            _same(a, b, name)
+        recomputed += counts["entities"]["rows_recomputed"]
+        carried += counts["entities"]["rows_carried"]
+        _write_graph(folder, ents, rels, units)
+        base = folder
+    assert carried > 0 and recomputed > 0
+
+
+def test_a_repeated_sentence_counts_its_keys_over_the_corpus(start, tmp_path):
+    """A sentence that stands in two documents with another key beside it in each (an
+    extraction that depends on the unit): deleting one document changes how many keys the
+    sentence is evidence of, and so the description of a key only the other names."""
+    corpus, base = start
+    n = len(corpus.bank)
+    pair = [("Ada Lovelace", "PERSON"), ("Charles Babbage", "PERSON")]
+    lake = ("Lake Geneva", "LOCATION")
+    corpus.bank += [
+        ("Shared: Ada Lovelace met Charles Babbage at the engine.", pair, []),
+        ("Lake Geneva is a lake.", [lake], []),
+        ("Paris met Turin.", [lake, ("Paris", "CITY"), ("Turin", "CITY")], []),
+    ]
+    one, two = corpus.add(), corpus.add()
+    corpus.docs[one]["units"] = [[(n, "Cambridge")]]
+    corpus.docs[two]["units"] = [[(n, "Lake Geneva"), (n + 1, None), (n + 2, None)]]
+    folder, _ = _next(tmp_path, base, corpus, [one, two], 1)
+    _write_graph(folder, *_whole(folder, base))
+    del corpus.docs[one]
+    run, shards = _next(tmp_path, folder, corpus, [one], 2)
+    got = _carried(run, folder, shards)
+    assert not isinstance(got, str)
+    want = _whole(run, folder)
+    for name, a, b in zip(("entities", "relationships", "text_units"), got, want, strict=False):
+        _same(a, b, name)
+    lake_id = stable_id("lake geneva")
+    before, after = (
+        store.read_table(folder, "entities").filter(pl.col("id") == lake_id)["description"],
+        want[0].filter(pl.col("id") == lake_id)["description"],
+    )
+    assert before.item() != after.item()  # the case is exercised: the order moved
+    assert got[3]["entities"]["rows_carried"] > 0
+
+
+def test_a_sentence_repeated_elsewhere_counts_the_keys_there(start, tmp_path):
+    """A touched key's sentence also stands in a document nothing touched, with another key
+    there: its centrality counts that key, so it is read though no touched key is there."""
+    corpus, base = start
+    n = len(corpus.bank)
+    emmy = ("Emmy Noether", "PERSON")
+    corpus.bank += [
+        ("Emmy Noether is a mathematician.", [emmy], []),
+        ("Short one.", [], []),
+        ("A somewhat longer note about Vienna.", [emmy, ("Vienna", "CITY")], []),
+    ]
+    one, two = corpus.add(), corpus.add()
+    corpus.docs[one] = {
+        "title": "Letters",
+        "units": [[(n, None), (n + 1, "Emmy Noether"), (n + 2, None)]],
+    }
+    corpus.docs[two] = {"title": "Letters", "units": [[(n + 1, "Lise Meitner")]]}
+    folder, _ = _next(tmp_path, base, corpus, [one, two], 1)
+    _write_graph(folder, *_whole(folder, base))
+    corpus.docs[one]["units"].append([(n, None)])
+    run, shards = _next(tmp_path, folder, corpus, [one], 2)
+    got = _carried(run, folder, shards)
+    assert not isinstance(got, str)
+    want = _whole(run, folder)
+    for name, a, b in zip(("entities", "relationships", "text_units"), got, want, strict=False):
+        _same(a, b, name)
+
+
+def test_llm_summaries_of_the_rows_merged_again_equal_the_whole_merge_s(start, tmp_path):
+    """LLM mode: only the rows merged again are summarised (the fake model answers with an
+    item's first descriptions, whatever else its call holds), the others keep theirs."""
+    corpus, base = start
+    rng = random.Random(5)
+    with FakeLlm() as srv:
+        llm = LlmClient(LlmSettings(base_url=srv.base_url, api_key=None, max_retries=0), None)
+        _write_graph(base, *_whole(base, None, llm))
+        for i in range(1, 5):
+            op = rng.choice(["edit", "add", "delete"])
+            folder, shards = _next(tmp_path, base, corpus, [getattr(corpus, op)()], i)
+            srv.reset_counters()
+            got = _carried(folder, base, shards, llm=llm)
+            assert srv.requests  # the rows merged again include summarised ones
+            want = _whole(folder, base, llm)
+            for name, a, b in zip(
+                ("entities", "relationships", "text_units"), got, want, strict=False
+            ):
+                _same(a, b, name)
+            _write_graph(folder, *got[:3])
+            base = folder
+
+
+def test_too_large_a_change_asks_for_the_whole_merge(start, tmp_path):
+    corpus, base = start
+    paths = [corpus.add() for _ in range(4)]
+    folder, shards = _next(tmp_path, base, corpus, paths, 1)
+    reason = _carried(folder, base, shards, max_share=0.01)
+    assert isinstance(reason, str) and "incremental_merge_max_share" in reason
