@@ -25,6 +25,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.lexical.analysis import DEFAULT_LATIN, STEMMERS, query_terms, term_frame
+from pipeline.lexical.bm25_scores import score_matrix
 from pipeline.storage.files import umask
 
 LEXICAL_DIR = "lexical"
@@ -65,16 +66,15 @@ class LexicalIndex:
         latin: str = DEFAULT_LATIN,
         languages: dict[str, int] | None = None,
     ) -> LexicalIndex:
-        import bm25s
-
         vocab: dict[str, int] = {}
-        per_doc: list[np.ndarray] = []
+        tids, lengths = [], []
         for at in range(0, len(texts), BUILD_BATCH):
-            per_doc += _coded(texts.slice(at, BUILD_BATCH), latin, vocab)
+            coded, counts = _coded(texts.slice(at, BUILD_BATCH), latin, vocab)
+            tids.append(coded)
+            lengths.append(counts)
         retriever = None
         if vocab:  # bm25s cannot index a corpus without a term (no unit, or stop words only)
-            retriever = bm25s.BM25(k1=K1, b=B)
-            retriever.index((per_doc, vocab), show_progress=False)
+            retriever = _retriever(np.concatenate(tids), np.concatenate(lengths), vocab)
         return cls(retriever, list(ids), latin, dict(languages or {}))
 
     def save(self, folder: Path) -> None:
@@ -137,14 +137,28 @@ class LexicalIndex:
         )
 
 
-def _coded(texts: pl.Series, latin: str, vocab: dict[str, int]) -> list[np.ndarray]:
-    """Each text's term ids (int32, in order), new terms added to `vocab`."""
+def _coded(texts: pl.Series, latin: str, vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """The texts' term ids (int32, text after text, in order) and each text's count of
+    them; new terms added to `vocab`."""
     terms = term_frame(texts, latin)
     for term in terms["term"].unique(maintain_order=True).to_list():
         vocab.setdefault(term, len(vocab))
     tids = terms["term"].replace_strict(vocab, return_dtype=pl.Int32).to_numpy()
-    counts = np.bincount(terms["doc"].to_numpy(), minlength=len(texts))
-    return np.split(tids, np.cumsum(counts)[:-1])  # views of one array per batch
+    return tids, np.bincount(terms["doc"].to_numpy(), minlength=len(texts))
+
+
+def _retriever(tids: np.ndarray, lengths: np.ndarray, vocab: dict[str, int]):
+    """A bm25s.BM25 holding what its `index((per_document_ids, vocab))` would hold, its
+    score matrix built on whole arrays (pipeline.lexical.bm25_scores)."""
+    import bm25s
+
+    retriever = bm25s.BM25(k1=K1, b=B)
+    retriever.scores = score_matrix(tids, lengths, len(vocab), K1, B)
+    retriever.nonoccurrence_array = None  # what bm25s sets for its "lucene" method
+    vocab[""] = max(vocab.values()) + 1  # bm25s' empty token (create_empty_token)
+    retriever.vocab_dict = vocab
+    retriever.unique_token_ids_set = set(vocab.values())
+    return retriever
 
 
 def corpus_latin(languages: pl.Series) -> str:
