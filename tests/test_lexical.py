@@ -59,6 +59,31 @@ def test_a_corpus_without_a_term_indexes_and_scores_nothing(tmp_path, texts):
     assert not lex.scores("и hello", rows).any() and lex.scores("hello").size == len(texts)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_score_matrix_equals_bm25s_own_index_to_the_bit(seed):
+    """pipeline.lexical.bm25_scores builds on whole arrays what bm25s builds a document at a
+    time: same data, indices and indptr (empty documents, repeats and unused ids too)."""
+    import bm25s
+
+    from pipeline.lexical.bm25 import K1, B
+    from pipeline.lexical.bm25_scores import score_matrix
+
+    rng = np.random.default_rng(seed)
+    n_vocab = 300
+    docs = [
+        rng.zipf(1.3, size=int(rng.integers(0, 80))).clip(max=n_vocab - 1).astype(np.int32)
+        for _ in range(400)
+    ]
+    vocab = {f"t{i}": i for i in range(n_vocab)}
+    ref = bm25s.BM25(k1=K1, b=B)
+    ref.index(([d.tolist() for d in docs], dict(vocab)), show_progress=False)
+    got = score_matrix(np.concatenate(docs), np.array([len(d) for d in docs]), n_vocab, K1, B)
+    for key in ("data", "indices", "indptr"):
+        want = np.asarray(ref.scores[key])
+        assert got[key].dtype == want.dtype and np.array_equal(got[key], want), key
+    assert got["num_docs"] == ref.scores["num_docs"]
+
+
 def test_corpus_latin_is_the_commonest_non_russian_language_with_a_stemmer():
     assert corpus_latin(pl.Series(["ru", "ru", "de", "en", "de"])) == "de"
     assert corpus_latin(pl.Series(["ru", "xx"])) == "en"

@@ -143,7 +143,9 @@ def touched_sections(changes: RunChanges, sections: pl.DataFrame) -> tuple[set[s
 
 
 def _lists_frame(ids: pl.Series, found: Found) -> pl.DataFrame:
-    src, dst, sim = found
+    """The lists as kept, by (section, partner): the same file whatever searched them."""
+    order = np.lexsort((found[1], found[0]))
+    src, dst, sim = (f[order] for f in found)
     return pl.DataFrame(
         {
             "section_id": ids.gather(src),
@@ -297,7 +299,9 @@ def same_topic_run(
         assert state is not None
         found, meta = carried
         meta = {**meta, "incremental": "carried", "incremental_reason": "sections changed"}
-        changed = state.changed + meta["sections_added"] + meta["sections_removed"]
+        changed = 0  # counted towards training the lists again; exact search has none
+        if state.centroids is not None:
+            changed = state.changed + meta["sections_added"] + meta["sections_removed"]
         new_state = TopicState(
             _lists_frame(ids, found), state.k, state.centroids, state.trained, changed
         )
