@@ -26,11 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
 
 from pipeline import schemas
 from pipeline.storage import store
 from pipeline.storage.files import atomic_write_with
 from pipeline.storage.run_changes import RunChanges
+from pipeline.structure.links import _LINK_KEYS as LINK_KEYS
 from pipeline.structure.links import _Corpus, _resolve, link_of, structures
 from pipeline.structure.model import DocStructure
 
@@ -172,26 +174,27 @@ def link_edges(folder: Path, changes: RunChanges | None) -> LinkRun:
             reason = f"{stale.sum()} of {links.height} links to resolve again"
             stale = pl.Series("stale", [True] * links.height, dtype=pl.Boolean)
     todo = links.filter(stale)
-    rows, traces, order = [], [], []
+    rows, keys, ends, order = [], [], [0], []
     if todo.height:
         docs = structures(documents, store.read_table(folder, "sections", _SECTION_COLUMNS))
         corpus = TracingCorpus(list(docs.values()))
-        for row in todo.iter_rows(named=True):
+        for row in todo.select("row", "document_id", *LINK_KEYS).iter_rows(named=True):
             src = docs.get(row["document_id"])
             if src is not None:  # a document without sections has no links resolved
                 edge, trace = corpus.resolve(src, link_of(row))
                 rows.append(edge)
-                traces.append(trace)
-                order.append((row["row"], row["document_id"], row["ordinal"]))
-    fresh = pl.from_arrow(schemas.pa.Table.from_pylist(rows, schema=schemas.STRUCTURE_EDGES))
-    fresh = pl.concat(
-        [
-            pl.DataFrame(order, schema=["row", "document_id", "ordinal"], orient="row"),
-            fresh,  # type: ignore[list-item]
-            pl.DataFrame({"trace": traces}, schema={"trace": pl.List(pl.Utf8)}),
-        ],
-        how="horizontal",
-    ).cast({"row": pl.UInt32, "ordinal": pl.Int64})
+                keys += trace
+                ends.append(len(keys))
+                order.append(row["row"])
+    traces = pa.ListArray.from_arrays(pa.array(ends, pa.int32()), pa.array(keys, pa.string()))
+    fresh = pl.from_arrow(
+        schemas.pa.Table.from_pylist(rows, schema=schemas.STRUCTURE_EDGES)
+        .append_column("trace", traces)
+        .append_column("row", pa.array(order, pa.uint32()))
+    )
+    fresh = fresh.join(  # type: ignore[union-attr]
+        todo.select("row", "document_id", "ordinal"), on="row", how="left", maintain_order="left"
+    ).select("row", "document_id", "ordinal", *EDGE_COLUMNS, "trace")
     kept = joined.filter(~stale)
     if kept.height:
         kept = kept.select(

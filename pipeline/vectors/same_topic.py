@@ -13,11 +13,13 @@ cores): path+128 tokens embeds 639 strings in ~40 s, the mean-of-nodes route wou
 3,261 nodes in ~70 s. Edges (max 5, cross-doc): 1,044 at min_similarity 0.5, 919 at 0.6,
 527 at 0.7, 73 at 0.8; pairs near 0.6 are loosely related, near 0.85+ near-duplicates.
 
-Neighbours are found by an exact blocked top-k: rows of the (n, dim) matrix are multiplied
-by the whole matrix a block at a time, so memory stays ~BLOCK_ELEMENTS floats whatever n
-(100k sections: ~80-row blocks, one 100k x 100k x 384 pass). Each section proposes its top
-`max_connections` partners above `min_similarity`; the union is then thinned greedily, best
-pair first, so that no section ends with more than `max_connections` edges.
+Neighbours are found by a blocked top-k (pipeline.vectors.topic_search): rows of the (n, dim)
+matrix are multiplied by the whole matrix a block at a time, so memory stays ~BLOCK_ELEMENTS
+floats whatever n (100k sections: ~80-row blocks, one 100k x 100k x 384 pass); above
+`exact_max_sections` by inverted lists. Each section proposes its top `max_connections`
+partners above `min_similarity` (its list); the union is then thinned greedily, best pair
+first, so that no section ends with more than `max_connections` edges. After an edit only
+the lists it can change are searched again (pipeline.vectors.topic_carry).
 """
 
 from __future__ import annotations

@@ -176,22 +176,31 @@ def _added_beating(
     unit, groups, lists: Lists, added: np.ndarray, kept: np.ndarray, bar: np.ndarray
 ) -> Found:
     """(kept row, added row, cosine) for each added row whose cosine with a kept row that
-    compares with it (its list probes the added row's) reaches that row's `bar`."""
+    compares with it (its list probes the added row's) reaches that row's `bar`: few added
+    rows against every row (outside the lists masked), many a list at a time."""
     is_kept = np.zeros(len(unit), dtype=bool)
     is_kept[kept] = True
-    every = np.arange(len(unit))  # all rows as candidates: no copy of the matrix
+    if lists.masked_is_cheaper(added, reverse=True):
+        batches = [(added, np.arange(len(unit)))]  # every row: no copy of the matrix
+    else:
+        batches = [
+            (added[lists.row_list[added] == c], lists.candidates(lists.probing(c)))
+            for c in np.unique(lists.row_list[added]).tolist()
+        ]
     found = []
-    step = max(1, BLOCK_ELEMENTS // len(unit))
-    for at in range(0, len(added), step):
-        q = added[at : at + step]
-        s = cosines(unit[q], unit)  # (added, every row)
-        ok = (s >= bar[None, :]) & is_kept[None, :]
-        if groups is not None:
-            ok &= groups[q][:, None] != groups[None, :]
-        if lists.centroids is not None:
-            ok &= lists.compared(every, q).T
-        a, i = np.nonzero(ok)
-        found.append((i, q[a], s[a, i]))
+    for rows, cands in batches:
+        cands = cands[is_kept[cands]]
+        step = max(1, BLOCK_ELEMENTS // max(len(cands), 1))
+        for at in range(0, len(rows), step):
+            q = rows[at : at + step]
+            s = cosines(unit[q], unit if len(cands) == len(unit) else unit[cands])
+            ok = s >= bar[cands][None, :]
+            if groups is not None:
+                ok &= groups[q][:, None] != groups[cands][None, :]
+            if lists.centroids is not None:
+                ok &= lists.compared(cands, q).T
+            a, i = np.nonzero(ok)
+            found.append((cands[i], q[a], s[a, i]))
     if not found:
         none = np.zeros(0, dtype=np.int64)
         return none, none, np.zeros(0, dtype=np.float32)

@@ -28,13 +28,6 @@ BLOCK_ELEMENTS = 1 << 23  # similarity entries per block (32 MiB of float32, ~4x
 # kernels draw the line elsewhere. Costs ~4 ms per padded product.
 MIN_PRODUCT = 1 << 23
 
-# Rows to search per inverted list below which they are searched together against every row
-# (the rows outside their lists masked): a product of a few rows by a list's ~3k candidates
-# costs ~3 ms whatever its rows (OpenBLAS packs the candidates each time), one of 100 rows
-# by all 40k rows ~0.15 s; measured at 40k sections, 200 lists, in benchmarks (see
-# docs/incremental.md).
-FEW_ROWS_PER_LIST = 2
-
 Found = tuple[np.ndarray, np.ndarray, np.ndarray]  # (row, partner row, cosine)
 
 
@@ -182,7 +175,7 @@ class Lists:
     of every row: exact search). `centroids` None: exact."""
 
     def __init__(self, unit: np.ndarray, centroids: np.ndarray | None, probes: int) -> None:
-        self.centroids = centroids
+        self.centroids, self.dim = centroids, max(unit.shape[1], 1)
         if centroids is None:
             self.row_list = np.zeros(len(unit), dtype=np.int64)
             self.probed = np.zeros((1, 1), dtype=np.int64)
@@ -192,6 +185,24 @@ class Lists:
         self.members = members_of(self.row_list, len(self.probed))
         self.probes = np.zeros((len(self.probed),) * 2, dtype=bool)  # [l, c]: l probes c
         np.put_along_axis(self.probes, self.probed, True, axis=1)
+
+    def masked_is_cheaper(self, rows: np.ndarray, reverse: bool = False) -> bool:
+        """Whether `rows` are cheaper searched against every row, the rows outside their
+        candidates masked, than a list at a time: a product costs its multiply-adds but
+        at least MIN_PRODUCT (a small one is padded; OpenBLAS also packs the candidates
+        for each), so a few rows spread over many lists go together. `reverse`: the rows
+        that compare with `rows` (the lists probing theirs), not those `rows` compare with."""
+        if self.centroids is None:
+            return True  # one list of every row
+        counts = np.bincount(self.row_list[rows], minlength=len(self.probed))
+        sizes = np.array([len(m) for m in self.members])
+        probes = self.probes.T if reverse else self.probes
+        per_list = np.maximum(counts * (probes @ sizes), MIN_PRODUCT // self.dim)[counts > 0]
+        return len(rows) * len(self.row_list) <= per_list.sum()
+
+    def probing(self, c: int) -> np.ndarray:
+        """The lists whose rows compare with list `c`'s rows (those that probe it)."""
+        return np.flatnonzero(self.probes[:, c])
 
     def compared(self, q: np.ndarray, c: np.ndarray) -> np.ndarray:
         """(len(q), len(c)) booleans: whether row c is among row q's candidates."""
@@ -225,7 +236,7 @@ def neighbour_lists(
         min_similarity=min_similarity,
         block_elements=block_elements,
     )
-    if rows is not None and len(rows) <= FEW_ROWS_PER_LIST * len(lists.probed):
+    if rows is not None and lists.masked_is_cheaper(rows):
         # few rows to search: all of them against every row, outside their lists masked
         return search(np.sort(rows), np.arange(len(unit)), lists=lists)
     wanted = None if rows is None else np.zeros(len(unit), dtype=bool)
