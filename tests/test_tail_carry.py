@@ -64,7 +64,9 @@ def test_edits_additions_and_deletions_carry_rows_and_equal_a_full_index(tmp_pat
     )
     assert links["rows_carried"] > 0 and links["rows_recomputed"] > 0
     assert topic["rows_carried"] > 0 and topic["rows_recomputed"] > 0
-    assert _meta(result, "lexical_index")["incremental"] == "whole"
+    lexical_meta = _meta(result, "lexical_index")
+    assert lexical_meta["incremental"] == "carried", lexical_meta["incremental_reason"]
+    assert lexical_meta["rows_carried"] > 0 and lexical_meta["rows_recomputed"] > 0
 
     full = tmp_path / "full"
     _index(inp, full)
