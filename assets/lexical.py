@@ -5,8 +5,11 @@ import time
 
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from pipeline.lexical.bm25 import index_dir, unit_index
+from pipeline.ingest.find_stale import tail_settings_digest
+from pipeline.lexical.bm25 import index_dir
+from pipeline.lexical.bm25_carry import lexical_run
 from pipeline.storage import store
+from pipeline.storage.run_changes import run_changes
 from resources import DocgraphConfig, output_root_metadata
 from resources.output import run_dir
 
@@ -21,12 +24,14 @@ from resources.output import run_dir
 def lexical_index(context: AssetExecutionContext, docgraph: DocgraphConfig) -> MaterializeResult:
     started = time.perf_counter()
     folder = run_dir(docgraph, context)
-    units = store.read_table(folder, "text_units", ["id", "text", "document_id"])
-    docs = store.read_table(folder, "documents", ["id", "title", "language"])
-    index = unit_index(units, docs)
-    index.save(index_dir(store.resolve(folder), "text_units"))
-    languages = docs.group_by("language").len().sort("len", descending=True)
     settings = docgraph.settings()
+    # units of unchanged documents keep their analysed terms from the base version's index;
+    # every score is written again (pipeline.lexical.bm25_carry)
+    changes = run_changes(folder, settings.output_dir, tail_settings_digest(settings))
+    index, carried = lexical_run(folder, changes)
+    index.save(index_dir(store.resolve(folder), "text_units"))
+    docs = store.read_table(folder, "documents", ["language"])
+    languages = docs.group_by("language").len().sort("len", descending=True)
     lang = index.corpus_language
     reads = settings.embedding.reads(lang)
     weight = settings.query.lexical_weight
@@ -45,6 +50,7 @@ def lexical_index(context: AssetExecutionContext, docgraph: DocgraphConfig) -> M
             if reads
             else f"BM25 ({settings.embedding.model} reads no {lang!r}: "
             "set embedding.model / embedding.languages for a model that does)",
+            **carried,
             "elapsed_s": round(time.perf_counter() - started, 3),
             **output_root_metadata(docgraph),
         }

@@ -16,10 +16,12 @@ from assets.metadata import (
 from assets.shards import SHARD_POLICY, run_shards, shard_carry, shard_partitions, specs
 from pipeline import schemas
 from pipeline.failures import failures_frame
+from pipeline.ingest.find_stale import tail_settings_digest
 from pipeline.storage import shard_files, store
+from pipeline.storage.run_changes import run_changes
 from pipeline.structure import build_structure
 from pipeline.structure.build import carry_structure
-from pipeline.structure.links import resolve_link_table
+from pipeline.structure.link_carry import link_edges, write_sidecar
 from resources import DocgraphConfig
 from resources.output import run_dir
 
@@ -117,18 +119,13 @@ def structure_edges(
 ) -> Output[pl.DataFrame]:
     started = time.perf_counter()
     folder = run_dir(docgraph, context)
-    links = store.read_table(folder, "document_links")
-    resolved = resolve_link_table(
-        store.read_table(folder, "documents", ["id", "source_path", "title"]),
-        store.read_table(folder, "sections") if links.height else schemas.empty("sections"),
-        links,
-    )
-    edges = pl.concat(
-        [
-            store.read_table(folder, "document_edges"),
-            pl.from_arrow(schemas.pa.Table.from_pylist(resolved, schema=schemas.STRUCTURE_EDGES)),
-        ]
-    )
+    settings = docgraph.settings()
+    # links of changed documents, and those a changed document may resolve differently, are
+    # resolved again; the others carried over from the run's base version
+    changes = run_changes(folder, settings.output_dir, tail_settings_digest(settings))
+    run = link_edges(folder, changes)
+    write_sidecar(store.resolve(folder), run.sidecar)  # before the table: see same_topic
+    edges = pl.concat([store.read_table(folder, "document_edges"), run.edges])
     edge_types = dict(edges.group_by("type").len().sort("len", descending=True).iter_rows())
     return Output(
         edges,
@@ -138,5 +135,6 @@ def structure_edges(
             "structure_edges",
             by_type=counts_table(edge_types, ("type", "edges")),
             **link_resolution(edges),
+            **run.meta,
         ),
     )

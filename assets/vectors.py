@@ -24,12 +24,14 @@ from assets.metadata import LANCE_KINDS, PARQUET_KINDS, frame_metadata, lance_me
 from assets.shards import SHARD_POLICY, shard_partitions
 from pipeline import schemas
 from pipeline.compat.lance_names import write_alias
+from pipeline.ingest.find_stale import tail_settings_digest
 from pipeline.storage import shard_files, store
+from pipeline.storage.run_changes import run_changes
 from pipeline.vectors.build_tables import VECTOR_TABLES, build_vector_tables_at_once
 from pipeline.vectors.lance import read_vectors
-from pipeline.vectors.same_topic import same_topic_edges as build_same_topic_edges
 from pipeline.vectors.static_titles import static_titles
 from pipeline.vectors.texts import embedding_text
+from pipeline.vectors.topic_carry import same_topic_run, write_state
 from resources import DocgraphConfig, EmbedderResource, output_root_metadata
 from resources.output import run_dir
 
@@ -185,23 +187,30 @@ def same_topic_edges(
     nodes = (
         schemas.empty("content_nodes") if by_units else store.read_table(folder, "content_nodes")
     )
-    edges = build_same_topic_edges(
+    # the sections an edit touched are searched again, the other lists carried over from
+    # the version the run started from (pipeline.vectors.topic_carry)
+    changes = run_changes(folder, settings.output_dir, tail_settings_digest(settings))
+    run = same_topic_run(
         sections,
         nodes,
         embedder.get(),
         settings.same_topic,
+        changes,
         store.read_table(folder, "text_units", ["id", "section_id"]),
         read_vectors(folder, "text_units"),
     )
+    # before the table is written: a run that fails after is never published
+    write_state(store.resolve(folder), run.state)
     return Output(
-        edges,
+        run.edges,
         metadata=frame_metadata(
-            edges,
+            run.edges,
             started,
             "same_topic_edges",
             min_similarity=settings.same_topic.min_similarity,
             max_connections=settings.same_topic.max_connections,
             cross_doc_only=settings.same_topic.cross_doc_only,
+            **run.meta,
         ),
     )
 

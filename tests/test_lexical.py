@@ -59,6 +59,109 @@ def test_a_corpus_without_a_term_indexes_and_scores_nothing(tmp_path, texts):
     assert not lex.scores("и hello", rows).any() and lex.scores("hello").size == len(texts)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_score_matrix_equals_bm25s_own_index_to_the_bit(seed):
+    """pipeline.lexical.bm25_scores builds on whole arrays what bm25s builds a document at a
+    time: same data, indices and indptr (empty documents, repeats and unused ids too)."""
+    import bm25s
+
+    from pipeline.lexical.bm25 import K1, B
+    from pipeline.lexical.bm25_scores import counts_of, score_matrix
+
+    rng = np.random.default_rng(seed)
+    n_vocab = 300
+    docs = [
+        rng.zipf(1.3, size=int(rng.integers(0, 80))).clip(max=n_vocab - 1).astype(np.int32)
+        for _ in range(400)
+    ]
+    vocab = {f"t{i}": i for i in range(n_vocab)}
+    ref = bm25s.BM25(k1=K1, b=B)
+    ref.index(([d.tolist() for d in docs], dict(vocab)), show_progress=False)
+    lengths = np.array([len(d) for d in docs])
+    got = score_matrix(counts_of(np.concatenate(docs), lengths), n_vocab, K1, B)
+    for key in ("data", "indices", "indptr"):
+        want = np.asarray(ref.scores[key])
+        assert got[key].dtype == want.dtype and np.array_equal(got[key], want), key
+    assert got["num_docs"] == ref.scores["num_docs"]
+
+
+def test_a_carried_index_is_the_whole_build_file_for_file(tmp_path):
+    """pipeline.lexical.bm25_carry: after random edits, additions and deletions, the index
+    built from the base's terms plus the changed units' analysis is the whole build's."""
+    import filecmp
+    import random
+    import shutil
+
+    from pipeline.lexical.bm25 import unit_index, unit_languages, unit_texts
+    from pipeline.lexical.bm25_carry import carried_index, read_base
+
+    rng = random.Random(4)
+    words = [f"w{i}" for i in range(300)] + ["Москве", "the", "and"]
+    weights = [1 / (i + 1) for i in range(len(words))]  # a few common terms, many rare ones
+
+    def doc() -> tuple[str, list[tuple[str, str]]]:
+        d = f"doc{rng.randrange(10**6):06d}"  # sorts anywhere among the others
+        units = [
+            (f"{d}-u{i}", " ".join(rng.choices(words, weights, k=rng.randrange(0, 30))))
+            for i in range(rng.randrange(1, 4))
+        ]
+        return d, units
+
+    corpus = dict(doc() for _ in range(30))
+
+    def tables():
+        """Units in document order (a new document anywhere among them), titles naming
+        the document (terms only it has)."""
+        units = pl.DataFrame(
+            [(uid, text, d) for d, us in sorted(corpus.items()) for uid, text in us],
+            schema=["id", "text", "document_id"],
+            orient="row",
+        )
+        docs = pl.DataFrame(
+            {
+                "id": list(corpus),
+                "title": [f"T {d}" for d in corpus],
+                "language": ["en"] * len(corpus),
+            }
+        )
+        return units, docs
+
+    unit_index(*tables()).save(tmp_path / "base")
+    for step in range(12):
+        added = set()
+        for _ in range(rng.randrange(1, 3)):
+            victim = rng.choice(sorted(corpus))
+            op = rng.choice(["edit", "add", "delete"])
+            if op != "add":
+                del corpus[victim]
+            if op != "delete":
+                d, us = doc()
+                corpus[d] = us
+                added.add(d)
+        units, docs = tables()
+        fresh = units["document_id"].is_in(list(added))
+        base = read_base(tmp_path / "base", "en")
+        assert not isinstance(base, str), base
+        carried = carried_index(
+            units["id"],
+            fresh,
+            unit_texts(units.filter(fresh), docs),
+            base,
+            "en",
+            unit_languages(units, docs),
+        )
+        carried.save(tmp_path / "carried")
+        unit_index(units, docs).save(tmp_path / "whole")
+        names = sorted(p.name for p in (tmp_path / "whole").iterdir())
+        assert names == sorted(p.name for p in (tmp_path / "carried").iterdir())
+        for name in names:
+            assert filecmp.cmp(
+                tmp_path / "whole" / name, tmp_path / "carried" / name, shallow=False
+            ), (step, name)
+        shutil.rmtree(tmp_path / "base")
+        (tmp_path / "carried").rename(tmp_path / "base")  # the next step's base
+
+
 def test_corpus_latin_is_the_commonest_non_russian_language_with_a_stemmer():
     assert corpus_latin(pl.Series(["ru", "ru", "de", "en", "de"])) == "de"
     assert corpus_latin(pl.Series(["ru", "xx"])) == "en"

@@ -23,14 +23,20 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from pipeline.lexical.analysis import DEFAULT_LATIN, STEMMERS, query_terms, term_frame
+from pipeline.lexical.bm25_scores import Counts, counts_of, score_matrix
 from pipeline.storage.files import umask
 
 LEXICAL_DIR = "lexical"
 ANALYSIS = "analysis.json"
 IDS = "ids.parquet"
 PARAMS = "params.index.json"  # bm25s' own file: absent when there was no term to index
+# Each row's distinct terms (ids of this index' vocabulary) in first-occurrence order and
+# their counts: what the next run's index is built from for the rows it keeps
+# (pipeline.lexical.bm25_carry); the query side never reads it.
+TERMS = "terms.parquet"
 # Okapi BM25 with Lucene's idf, k1 1.5 / b 0.75: bm25s' defaults, the usual ones (Robertson
 # & Zaragoza 2009 give k1 1.2-2.0, b 0.75); not tuned on any set of ours.
 K1, B = 1.5, 0.75
@@ -51,6 +57,7 @@ class LexicalIndex:
     ids: list[str]
     latin: str = DEFAULT_LATIN
     languages: dict[str, int] = field(default_factory=dict)  # rows per document language
+    counts: Counts | None = None  # what it was built from (written as TERMS)
 
     @property
     def corpus_language(self) -> str:
@@ -65,17 +72,31 @@ class LexicalIndex:
         latin: str = DEFAULT_LATIN,
         languages: dict[str, int] | None = None,
     ) -> LexicalIndex:
-        import bm25s
-
         vocab: dict[str, int] = {}
-        per_doc: list[np.ndarray] = []
+        tids, lengths = [], []
         for at in range(0, len(texts), BUILD_BATCH):
-            per_doc += _coded(texts.slice(at, BUILD_BATCH), latin, vocab)
+            coded, counts = _coded(texts.slice(at, BUILD_BATCH), latin, vocab)
+            tids.append(coded)
+            lengths.append(counts)
+        flat = np.concatenate(tids) if tids else np.zeros(0, dtype=np.int32)
+        lens = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int64)
+        return cls.from_counts(ids, counts_of(flat, lens), vocab, latin, languages)
+
+    @classmethod
+    def from_counts(
+        cls,
+        ids: list[str],
+        counts: Counts,
+        vocab: dict[str, int],
+        latin: str,
+        languages: dict[str, int] | None,
+    ) -> LexicalIndex:
+        """The index of rows `ids` holding `counts` of the terms of `vocab` (numbered by
+        first appearance)."""
         retriever = None
         if vocab:  # bm25s cannot index a corpus without a term (no unit, or stop words only)
-            retriever = bm25s.BM25(k1=K1, b=B)
-            retriever.index((per_doc, vocab), show_progress=False)
-        return cls(retriever, list(ids), latin, dict(languages or {}))
+            retriever = _retriever(counts, vocab)
+        return cls(retriever, list(ids), latin, dict(languages or {}), counts)
 
     def save(self, folder: Path) -> None:
         """Into `folder`, replacing what is there in one rename."""
@@ -86,6 +107,8 @@ class LexicalIndex:
             if self.retriever is not None:
                 self.retriever.save(str(tmp), show_progress=False)
             pl.DataFrame({"id": self.ids}, schema={"id": pl.Utf8}).write_parquet(tmp / IDS)
+            if self.counts is not None:
+                terms_frame(self.ids, self.counts).write_parquet(tmp / TERMS)
             analysis = {"latin": self.latin, "languages": self.languages}
             (tmp / ANALYSIS).write_text(json.dumps(analysis), encoding="utf-8")
             if folder.exists():
@@ -137,14 +160,43 @@ class LexicalIndex:
         )
 
 
-def _coded(texts: pl.Series, latin: str, vocab: dict[str, int]) -> list[np.ndarray]:
-    """Each text's term ids (int32, in order), new terms added to `vocab`."""
+def _coded(texts: pl.Series, latin: str, vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """The texts' term ids (int32, text after text, in order) and each text's count of
+    them; new terms added to `vocab`."""
     terms = term_frame(texts, latin)
     for term in terms["term"].unique(maintain_order=True).to_list():
         vocab.setdefault(term, len(vocab))
     tids = terms["term"].replace_strict(vocab, return_dtype=pl.Int32).to_numpy()
-    counts = np.bincount(terms["doc"].to_numpy(), minlength=len(texts))
-    return np.split(tids, np.cumsum(counts)[:-1])  # views of one array per batch
+    return tids, np.bincount(terms["doc"].to_numpy(), minlength=len(texts))
+
+
+def _retriever(counts: Counts, vocab: dict[str, int]):
+    """A bm25s.BM25 holding what its `index((per_document_ids, vocab))` would hold, its
+    score matrix built on whole arrays (pipeline.lexical.bm25_scores)."""
+    import bm25s
+
+    retriever = bm25s.BM25(k1=K1, b=B)
+    retriever.scores = score_matrix(counts, len(vocab), K1, B)
+    retriever.nonoccurrence_array = None  # what bm25s sets for its "lucene" method
+    vocab[""] = max(vocab.values()) + 1  # bm25s' empty token (create_empty_token)
+    retriever.vocab_dict = vocab
+    retriever.unique_token_ids_set = set(vocab.values())
+    return retriever
+
+
+def terms_frame(ids: list[str], counts: Counts) -> pl.DataFrame:
+    """TERMS: per row, its terms and their counts (lists, first-occurrence order)."""
+    ends = np.zeros(counts.n_docs + 1, dtype=np.int64)
+    np.cumsum(np.bincount(counts.doc, minlength=counts.n_docs), out=ends[1:])
+    offsets = pa.array(ends, pa.int64())
+    table = pa.table(
+        {
+            "id": pa.array(ids, pa.string()),
+            "terms": pa.LargeListArray.from_arrays(offsets, pa.array(counts.term, pa.int32())),
+            "counts": pa.LargeListArray.from_arrays(offsets, pa.array(counts.tf, pa.int32())),
+        }
+    )
+    return pl.from_arrow(table)  # type: ignore[return-value]
 
 
 def corpus_latin(languages: pl.Series) -> str:
@@ -157,19 +209,33 @@ def corpus_latin(languages: pl.Series) -> str:
     return DEFAULT_LATIN
 
 
+def unit_texts(units: pl.DataFrame, documents: pl.DataFrame) -> pl.Series:
+    """What the index reads of each text unit (id, text, document_id): its document's title,
+    then its text."""
+    titles = documents.select(pl.col("id").alias("document_id"), "title")
+    joined = units.select("text", "document_id").join(
+        titles, on="document_id", how="left", maintain_order="left"
+    )
+    return joined.select(
+        pl.concat_str([pl.col("title").fill_null(""), pl.col("text").fill_null("")], separator="\n")
+    ).to_series()
+
+
+def unit_languages(units: pl.DataFrame, documents: pl.DataFrame) -> dict[str, int]:
+    """Text units per document language."""
+    langs = documents.select(pl.col("id").alias("document_id"), "language")
+    counts = units.select("document_id").join(langs, on="document_id", how="left")
+    by_language = counts.group_by("language").len().sort("language")  # one order every run
+    return {str(k): int(n) for k, n in by_language.iter_rows() if k is not None}
+
+
 def unit_index(units: pl.DataFrame, documents: pl.DataFrame) -> LexicalIndex:
     """BM25 over the text units (id, text, document_id): each unit's text after its
     document's title, so a question naming a book, a page or a file finds its units (the
     dense side embeds the unit alone); Latin words stemmed in the corpus' language."""
-    docs = documents.select(pl.col("id").alias("document_id"), "title", "language")
-    joined = units.select("id", "text", "document_id").join(
-        docs, on="document_id", how="left", maintain_order="left"
-    )
-    texts = joined.select(
-        pl.concat_str([pl.col("title").fill_null(""), pl.col("text").fill_null("")], separator="\n")
-    ).to_series()
-    counts = joined.group_by("language").len()
-    languages = {str(k): int(n) for k, n in counts.iter_rows() if k is not None}
     return LexicalIndex.build(
-        joined["id"].to_list(), texts, corpus_latin(docs["language"]), languages
+        units["id"].to_list(),
+        unit_texts(units, documents),
+        corpus_latin(documents["language"]),
+        unit_languages(units, documents),
     )

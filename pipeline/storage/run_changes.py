@@ -59,13 +59,16 @@ class RunChanges:
     def of(self, table: str) -> RowChanges:
         return self.rows.get(table, RowChanges())
 
-    def base_shard(self, table: str, shard: str) -> pl.DataFrame:
-        """Shard `shard` of sharded table `table` in the base version (empty: none)."""
-        return _read_shard(self.base, table, shard) if self.base is not None else _empty(table)
+    def base_shard(self, table: str, shard: str, columns=None) -> pl.DataFrame:
+        """Shard `shard` of sharded table `table` in the base version (empty: none); only
+        `columns` when given."""
+        if self.base is None:
+            return _empty(table, columns)
+        return _read_shard(self.base, table, shard, columns)
 
-    def run_shard(self, table: str, shard: str) -> pl.DataFrame:
+    def run_shard(self, table: str, shard: str, columns=None) -> pl.DataFrame:
         """Shard `shard` of sharded table `table` as the run wrote it (empty: none)."""
-        return _read_shard(self.folder, table, shard)
+        return _read_shard(self.folder, table, shard, columns)
 
 
 def base_version(output_dir: str | Path) -> Path | None:

@@ -344,6 +344,26 @@ def link_rows(docs: list[DocStructure]) -> list[dict[str, Any]]:
     ]
 
 
+def structures(documents: pl.DataFrame, sections: pl.DataFrame) -> dict[str, DocStructure]:
+    """Each document (id, source_path, title) with its sections (only the columns
+    resolution reads), root first, by id; a document without sections is left out."""
+    by_doc: dict[str, list[dict[str, Any]]] = {}
+    cols = ["id", "document_id", "parent_id", "component_type", "title", "uri", "metadata"]
+    for row in sections.select(cols).iter_rows(named=True):
+        rows = by_doc.setdefault(row["document_id"], [])
+        rows.insert(0, row) if row["parent_id"] is None else rows.append(row)  # root first
+    return {
+        d["id"]: DocStructure(d["id"], d["source_path"], d["title"] or "", sections=by_doc[d["id"]])
+        for d in documents.select("id", "source_path", "title").iter_rows(named=True)
+        if d["id"] in by_doc
+    }
+
+
+def link_of(row: dict[str, Any]) -> dict[str, Any]:
+    """A DOCUMENT_LINKS row as the link `_resolve` takes."""
+    return {k: v for k, v in row.items() if k in _LINK_KEYS and v is not None}
+
+
 def resolve_link_table(
     documents: pl.DataFrame, sections: pl.DataFrame, links: pl.DataFrame
 ) -> list[dict[str, Any]]:
@@ -351,22 +371,12 @@ def resolve_link_table(
     of the whole corpus (only the columns resolution reads; nothing when there are no links)."""
     if links.is_empty():
         return []
-    by_doc: dict[str, list[dict[str, Any]]] = {}
-    cols = ["id", "document_id", "parent_id", "component_type", "title", "uri", "metadata"]
-    for row in sections.select(cols).iter_rows(named=True):
-        rows = by_doc.setdefault(row["document_id"], [])
-        rows.insert(0, row) if row["parent_id"] is None else rows.append(row)  # root first
-    docs = {
-        d["id"]: DocStructure(d["id"], d["source_path"], d["title"] or "", sections=by_doc[d["id"]])
-        for d in documents.select("id", "source_path", "title").iter_rows(named=True)
-        if d["id"] in by_doc
-    }
+    docs = structures(documents, sections)
     corpus = _Corpus(list(docs.values()))
     edges = []
     for row in links.iter_rows(named=True):
         src = docs.get(row["document_id"])
         if src is None:
             continue
-        link = {k: v for k, v in row.items() if k in _LINK_KEYS and v is not None}
-        edges.append(_resolve(corpus, src, link))
+        edges.append(_resolve(corpus, src, link_of(row)))
     return edges

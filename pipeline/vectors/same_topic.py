@@ -13,17 +13,18 @@ cores): path+128 tokens embeds 639 strings in ~40 s, the mean-of-nodes route wou
 3,261 nodes in ~70 s. Edges (max 5, cross-doc): 1,044 at min_similarity 0.5, 919 at 0.6,
 527 at 0.7, 73 at 0.8; pairs near 0.6 are loosely related, near 0.85+ near-duplicates.
 
-Neighbours are found by an exact blocked top-k: rows of the (n, dim) matrix are multiplied
-by the whole matrix a block at a time, so memory stays ~BLOCK_ELEMENTS floats whatever n
-(100k sections: ~80-row blocks, one 100k x 100k x 384 pass). Each section proposes its top
-`max_connections` partners above `min_similarity`; the union is then thinned greedily, best
-pair first, so that no section ends with more than `max_connections` edges.
+Neighbours are found by a blocked top-k (pipeline.vectors.topic_search): rows of the (n, dim)
+matrix are multiplied by the whole matrix a block at a time, so memory stays ~BLOCK_ELEMENTS
+floats whatever n (100k sections: ~80-row blocks, one 100k x 100k x 384 pass); above
+`exact_max_sections` by inverted lists. Each section proposes its top `max_connections`
+partners above `min_similarity` (its list); the union is then thinned greedily, best pair
+first, so that no section ends with more than `max_connections` edges. After an edit only
+the lists it can change are searched again (pipeline.vectors.topic_carry).
 """
 
 from __future__ import annotations
 
 import json
-from functools import partial
 
 import numpy as np
 import polars as pl
@@ -31,8 +32,18 @@ import polars as pl
 from pipeline import schemas
 from pipeline.config import SameTopicSettings
 from pipeline.tokens import truncate_tokens
+from pipeline.vectors.topic_search import (
+    BLOCK_ELEMENTS,
+    Lists,
+    ivf_lists,
+    neighbour_lists,
+    train_centroids,
+    undirected,
+    unit_rows,
+)
 
-BLOCK_ELEMENTS = 1 << 23  # similarity entries per block (32 MiB of float32, ~4x in temporaries)
+__all__ = ["ivf_lists", "same_topic_edges", "section_vectors", "top_pairs"]
+
 # Node types that are not a section's text: headings (the path says them), page furniture.
 SKIP_TYPES = ("HEADING", "TITLE", "PAGE_NUMBER")
 
@@ -76,121 +87,20 @@ def top_pairs(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Undirected pairs (a < b row indices, cosine) where b is among a's top-k or a among b's,
     above `min_similarity`, never a row with itself, optionally never within one group.
-    Exact up to `exact_max` rows (all when None); above, each row's top-k among the rows of
-    its list's `probes` nearest lists (`ivf_lists`): the exact pass is quadratic (1M
-    sections: ~3.8e14 multiply-adds), the lists' ~n^1.5 * probes."""
+    Exact up to `exact_max` rows (all when None); above, among the rows of each row's
+    inverted list's `probes` nearest lists (pipeline.vectors.topic_search)."""
     n = vectors.shape[0]
-    k = min(k, n - 1)
-    if n < 2 or k <= 0:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, np.zeros(0, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    unit = (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32)
-    search = partial(
-        _top_among,
-        unit=unit,
-        groups=groups if cross_group_only else None,
-        k=k,
-        min_similarity=min_similarity,
+    unit = unit_rows(vectors)
+    centroids = None if exact_max is None or n <= exact_max else train_centroids(unit)
+    a, b, w = neighbour_lists(
+        unit,
+        groups if cross_group_only else None,
+        Lists(unit, centroids, probes),
+        min(k, n - 1),
+        min_similarity,
         block_elements=block_elements,
     )
-    if exact_max is None or n <= exact_max:
-        found = [search(np.arange(n), None)]
-    else:
-        members, probed = ivf_lists(unit, probes)
-        found = [
-            search(members[c], np.concatenate([members[p] for p in near]))
-            for c, near in enumerate(probed)
-        ]
-    a = np.concatenate([f[0] for f in found])
-    b = np.concatenate([f[1] for f in found])
-    w = np.concatenate([f[2] for f in found])
-    lo, hi = np.minimum(a, b), np.maximum(a, b)
-    key = lo.astype(np.int64) * n + hi
-    _, first = np.unique(key, return_index=True)
-    return lo[first], hi[first], w[first]
-
-
-def _top_among(
-    queries: np.ndarray,
-    candidates: np.ndarray | None,
-    *,
-    unit: np.ndarray,
-    groups: np.ndarray | None,
-    k: int,
-    min_similarity: float,
-    block_elements: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(query, candidate, cosine) for each query row's top-k candidates (None: every row)
-    above `min_similarity` (itself and, with `groups`, its own group's rows excluded), a block
-    of query rows at a time: memory ~`block_elements` floats whatever the sizes."""
-    if candidates is None:
-        candidates, cand = np.arange(len(unit)), unit
-    else:
-        cand = unit[candidates]
-    cand_groups = None if groups is None else groups[candidates]
-    kk = min(k, len(candidates))
-    rows = max(1, block_elements // max(len(candidates), 1))
-    srcs, dsts, sims = [], [], []
-    for start in range(0, len(queries), rows):
-        q = queries[start : start + rows]
-        s = unit[q] @ cand.T
-        if groups is not None:  # also excludes the row itself
-            s[groups[q][:, None] == cand_groups[None, :]] = -np.inf
-        else:
-            s[q[:, None] == candidates[None, :]] = -np.inf
-        s[s < min_similarity] = -np.inf
-        if kk < len(candidates):
-            top = np.argpartition(-s, kk - 1, axis=1)[:, :kk]
-        else:
-            top = np.broadcast_to(np.arange(kk), (len(q), kk))
-        val = np.take_along_axis(s, top, axis=1)
-        ok = np.isfinite(val)
-        srcs.append(np.broadcast_to(q[:, None], top.shape)[ok])
-        dsts.append(candidates[top[ok]])
-        sims.append(val[ok])
-    if not srcs:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, np.zeros(0, dtype=np.float32)
-    return np.concatenate(srcs), np.concatenate(dsts), np.concatenate(sims)
-
-
-def ivf_lists(
-    unit: np.ndarray, probes: int, iterations: int = 8, seed: int = 0
-) -> tuple[list[np.ndarray], np.ndarray]:
-    """An inverted-file partition of unit rows: spherical k-means (~sqrt(n) centroids,
-    trained on a seeded sample of 64 rows per centroid), each row in its nearest centroid's
-    list. Returns (row indices per list, each list's `probes` nearest lists, itself first):
-    a list's rows are compared with the rows of those lists."""
-    n = unit.shape[0]
-    n_lists = max(1, int(np.sqrt(n)))
-    rng = np.random.default_rng(seed)
-    train = unit[np.sort(rng.choice(n, size=min(n, 64 * n_lists), replace=False))]
-    centroids = train[rng.choice(len(train), size=n_lists, replace=False)]
-    for _ in range(iterations):
-        nearest = _nearest_centroid(train, centroids)
-        order = np.argsort(nearest, kind="stable")
-        counts = np.bincount(nearest, minlength=n_lists)
-        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        used = counts > 0
-        sums = np.add.reduceat(train[order], starts[used], axis=0)
-        centroids = centroids.copy()  # an empty list keeps its centroid
-        centroids[used] = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)
-    nearest = _nearest_centroid(unit, centroids)
-    order = np.argsort(nearest, kind="stable")
-    bounds = np.cumsum(np.bincount(nearest, minlength=n_lists))[:-1]
-    members = np.split(order, bounds)
-    between = centroids @ centroids.T
-    np.fill_diagonal(between, np.inf)  # itself first
-    probed = np.argsort(-between, axis=1, kind="stable")[:, : max(1, min(probes, n_lists))]
-    return members, probed
-
-
-def _nearest_centroid(rows: np.ndarray, centroids: np.ndarray) -> np.ndarray:
-    step = max(1, BLOCK_ELEMENTS // len(centroids))
-    return np.concatenate(
-        [np.argmax(rows[i : i + step] @ centroids.T, axis=1) for i in range(0, len(rows), step)]
-    )
+    return undirected(a, b, w, n)
 
 
 def cap_degree(
@@ -237,6 +147,78 @@ def unit_section_vectors(
     return rows, vecs[keep]
 
 
+def section_vectors(
+    sections: pl.DataFrame,
+    content_nodes: pl.DataFrame,
+    embedder,
+    settings: SameTopicSettings,
+    text_units: pl.DataFrame | None = None,
+    unit_vectors: tuple[list[str], np.ndarray] | None = None,
+) -> tuple[pl.DataFrame, np.ndarray, str]:
+    """(rows: id, document_id by id; their vectors; the method) of the sections that get a
+    vector. With settings.vectors == "units" (the text units and their vectors given) no
+    model call."""
+    if settings.vectors == "units" and text_units is not None and unit_vectors is not None:
+        rows, vecs = unit_section_vectors(sections, text_units, *unit_vectors)
+        return rows, vecs, "mean of text unit vectors"
+    texts = section_texts(sections, content_nodes, settings.text_tokens).sort("id")
+    vecs = np.zeros((0, 0), dtype=np.float32)
+    if texts.height >= 2:
+        vecs = np.asarray(embedder.embed(texts["text"].to_list()), dtype=np.float32)
+    return texts.select("id", "document_id"), vecs, f"path+{settings.text_tokens} tokens"
+
+
+def group_codes(rows: pl.DataFrame) -> np.ndarray:
+    """Each row's document as an integer (rows of one document share it)."""
+    return rows["document_id"].cast(pl.Categorical).to_physical().to_numpy()
+
+
+def edges_frame(
+    ids: pl.Series, found: tuple[np.ndarray, ...], settings: SameTopicSettings, about: dict
+) -> pl.DataFrame:
+    """SAME_TOPIC rows of schemas.STRUCTURE_EDGES from every row's top-k list (row, partner,
+    cosine): each pair once (source_id < target_id), thinned by `cap_degree`, weight = the
+    cosine, in (source_id, target_id) order."""
+    a, b, w = undirected(*found, len(ids))
+    a, b, w = cap_degree(a, b, w, settings.max_connections)
+    edges = pl.DataFrame(
+        {
+            "source_id": ids.gather(a),
+            "target_id": ids.gather(b),
+            "type": "SAME_TOPIC",
+            "weight": np.round(w.astype(np.float64), 6),
+            "marker_text": "",
+            "metadata": json.dumps(about),
+        }
+    ).sort("source_id", "target_id")
+    return pl.from_arrow(schemas.conform(edges, "structure_edges"))  # type: ignore[return-value]
+
+
+def about(method: str, rows: int, settings: SameTopicSettings) -> dict:
+    """The edges' metadata: the vectors' method, and whether the search was approximate."""
+    out = {"method": method}
+    if rows > settings.exact_max_sections:
+        out["search"] = f"inverted lists, {settings.probes} probed per list"
+    return out
+
+
+def full_search(
+    unit: np.ndarray, groups: np.ndarray, settings: SameTopicSettings
+) -> tuple[tuple[np.ndarray, ...], np.ndarray | None]:
+    """Every row's top-k list (row, partner, cosine), and the inverted lists' centroids
+    (None: exact search, up to `exact_max_sections` rows)."""
+    n = len(unit)
+    centroids = train_centroids(unit) if n > settings.exact_max_sections else None
+    found = neighbour_lists(
+        unit,
+        groups if settings.cross_doc_only else None,
+        Lists(unit, centroids, settings.probes),
+        min(settings.max_connections, n - 1),
+        settings.min_similarity,
+    )
+    return found, centroids
+
+
 def same_topic_edges(
     sections: pl.DataFrame,
     content_nodes: pl.DataFrame,
@@ -245,46 +227,13 @@ def same_topic_edges(
     text_units: pl.DataFrame | None = None,
     unit_vectors: tuple[list[str], np.ndarray] | None = None,
 ) -> pl.DataFrame:
-    """SAME_TOPIC rows of schemas.STRUCTURE_EDGES: source_id < target_id (each pair once),
-    weight = cosine of the two sections' vectors, in (source_id, target_id) order. With
-    settings.vectors == "units" (and the text units and their vectors given) no model call."""
+    """SAME_TOPIC rows of schemas.STRUCTURE_EDGES over all sections, searched whole."""
     if not settings.enabled:
         return schemas.empty("structure_edges")
-    if settings.vectors == "units" and text_units is not None and unit_vectors is not None:
-        texts, vecs = unit_section_vectors(sections, text_units, *unit_vectors)
-        method = "mean of text unit vectors"
-    else:
-        texts = section_texts(sections, content_nodes, settings.text_tokens).sort("id")
-        vecs = np.zeros((0, 0), dtype=np.float32)
-        method = f"path+{settings.text_tokens} tokens"
-    if texts.height < 2:
-        return schemas.empty("structure_edges")
-    if not vecs.size:
-        vecs = np.asarray(embedder.embed(texts["text"].to_list()), dtype=np.float32)
-    groups = texts["document_id"].cast(pl.Categorical).to_physical().to_numpy()
-    a, b, w = top_pairs(
-        vecs,
-        groups,
-        settings.max_connections,
-        settings.min_similarity,
-        settings.cross_doc_only,
-        exact_max=settings.exact_max_sections,
-        probes=settings.probes,
+    rows, vecs, method = section_vectors(
+        sections, content_nodes, embedder, settings, text_units, unit_vectors
     )
-    a, b, w = cap_degree(a, b, w, settings.max_connections)
-    ids = texts["id"]
-    about = {"method": method}
-    if texts.height > settings.exact_max_sections:  # the neighbours were searched approximately
-        about["search"] = f"inverted lists, {settings.probes} probed per list"
-    meta = json.dumps(about)
-    edges = pl.DataFrame(
-        {
-            "source_id": ids.gather(a),
-            "target_id": ids.gather(b),
-            "type": "SAME_TOPIC",
-            "weight": np.round(w.astype(np.float64), 6),
-            "marker_text": "",
-            "metadata": meta,
-        }
-    ).sort("source_id", "target_id")
-    return pl.from_arrow(schemas.conform(edges, "structure_edges"))  # type: ignore[return-value]
+    if rows.height < 2:
+        return schemas.empty("structure_edges")
+    found, _ = full_search(unit_rows(vecs), group_codes(rows), settings)
+    return edges_frame(rows["id"], found, settings, about(method, rows.height, settings))

@@ -1,0 +1,78 @@
+"""bm25s' score matrix, built with whole-array numpy instead of bm25s' loops over documents.
+
+Why: bm25s (0.3) builds its index a document at a time in Python (a Counter and a set
+intersection per document, then a Python CSC pass): at 45k text units that was ~2/3 of
+the lexical step (2.1 of 3.2 s, the analysis the rest), paid on every run, as IDF and the
+mean length change with any edit. The same arithmetic on whole arrays: every array equals
+bm25s' own to the bit (tests/test_lexical.py compares them), so the index files, the
+scores a query gets and bm25s' loader are unchanged.
+
+BM25 as bm25s computes it (method "lucene", Lucene's idf): per term t and document d with
+term frequency tf and length |d| (terms), mean length L over the N documents,
+    idf(t)  = log(1 + (N - df + 0.5) / (df + 0.5))      in float64, kept as float32
+    score   = idf(t) * tf / (k1 * ((1 - b) + b * |d| / L) + tf)   in float64, kept as float32
+stored column by column (term), rows (documents) ascending: data, indices, indptr.
+
+The input is `Counts`: each document's distinct terms in the order they first occur in it,
+with their frequencies. That order is what a vocabulary numbered by first appearance needs,
+so an incremental build (pipeline.lexical.bm25_carry) keeps Counts, not token streams.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Counts:
+    """Per document (ascending), its distinct terms in first-occurrence order, and their
+    frequencies; `n_docs` counts the documents without a term too."""
+
+    doc: np.ndarray
+    term: np.ndarray
+    tf: np.ndarray
+    n_docs: int
+
+    def lengths(self) -> np.ndarray:
+        return np.bincount(self.doc, weights=self.tf, minlength=self.n_docs).astype(np.int64)
+
+
+def counts_of(tids: np.ndarray, lengths: np.ndarray) -> Counts:
+    """Counts of documents whose term ids are `tids`, document after document, `lengths`
+    terms each."""
+    n_docs = len(lengths)
+    doc = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
+    span = int(tids.max()) + 1 if len(tids) else 1
+    key = doc * span + tids.astype(np.int64)
+    _, first, tf = np.unique(key, return_index=True, return_counts=True)
+    order = np.argsort(first, kind="stable")  # by document, then first occurrence
+    first, tf = first[order], tf[order]
+    return Counts(doc[first], tids[first].astype(np.int64), tf.astype(np.int64), n_docs)
+
+
+def score_matrix(counts: Counts, n_vocab: int, k1: float, b: float) -> dict:
+    """bm25s' `scores` dict (data, indices, indptr, num_docs) for `counts` (term ids < n_vocab)."""
+    n_docs = counts.n_docs
+    lengths = counts.lengths()
+    avg_doc_len = lengths.mean() if n_docs else np.float64("nan")
+    order = np.argsort(counts.term, kind="stable")  # by (term, document): doc ascends
+    term, row, tf = counts.term[order], counts.doc[order], counts.tf[order]
+    df = np.bincount(term, minlength=n_vocab)
+    values, where = np.unique(df, return_inverse=True)
+    idf = np.array([_idf(int(v), n_docs) for v in values], dtype=np.float32)[where]
+    idf[df == 0] = 0.0
+    doc_len = lengths[row]
+    # bm25s: k1 * ((1 - b) + b * l_d / l_avg) + tf, in float64 with Python's operator order
+    norm = k1 * ((1 - b) + (b * doc_len.astype(np.float64)) / avg_doc_len)
+    tfc = tf.astype(np.float32).astype(np.float64)
+    data = (idf[term].astype(np.float64) * (tfc / (norm + tfc))).astype(np.float32)
+    indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+    np.cumsum(df, out=indptr[1:])
+    return {"data": data, "indices": row.astype(np.int32), "indptr": indptr, "num_docs": n_docs}
+
+
+def _idf(df: int, n_docs: int) -> float:
+    return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
