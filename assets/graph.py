@@ -17,15 +17,15 @@ from assets.metadata import (
     frame_metadata,
     llm_delta,
 )
+from assets.shards import tail_changes
 from pipeline.config import Settings
 from pipeline.failures import stage_failures_frame
 from pipeline.graph.merge_carry import Recomputed, merge_whole, path_ordered_chunks, recompute
 from pipeline.graph.merge_splice import LISTS, splice
 from pipeline.graph.summarize_llm import summarize_descriptions
 from pipeline.ids import carry_short_ids
-from pipeline.ingest.find_stale import tail_settings_digest
 from pipeline.storage import store
-from pipeline.storage.run_changes import RunChanges, run_changes
+from pipeline.storage.run_changes import RunChanges
 from pipeline.vectors.lance import entity_model_texts
 from resources import DocgraphConfig, EmbedderResource, LlmResource
 from resources.llm import llm_mode
@@ -62,7 +62,7 @@ def graph(
     settings = docgraph.settings()
     folder = run_dir(docgraph, context)
     chunks = path_ordered_chunks(folder)
-    changes = run_changes(folder, settings.output_dir, tail_settings_digest(settings))
+    changes = tail_changes(context, settings, folder)
     part = _carried_rows(changes, chunks, settings)
     if isinstance(part, str):
         ents, rels, units, failures, llm_meta = _whole(folder, chunks, settings, llm)

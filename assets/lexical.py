@@ -5,11 +5,10 @@ import time
 
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from pipeline.ingest.find_stale import tail_settings_digest
+from assets.shards import tail_changes
 from pipeline.lexical.bm25 import index_dir
 from pipeline.lexical.bm25_carry import lexical_run
 from pipeline.storage import store
-from pipeline.storage.run_changes import run_changes
 from resources import DocgraphConfig, output_root_metadata
 from resources.output import run_dir
 
@@ -27,7 +26,7 @@ def lexical_index(context: AssetExecutionContext, docgraph: DocgraphConfig) -> M
     settings = docgraph.settings()
     # units of unchanged documents keep their analysed terms from the base version's index;
     # every score is written again (pipeline.lexical.bm25_carry)
-    changes = run_changes(folder, settings.output_dir, tail_settings_digest(settings))
+    changes = tail_changes(context, settings, folder)
     index, carried = lexical_run(folder, changes)
     index.save(index_dir(store.resolve(folder), "text_units"))
     docs = store.read_table(folder, "documents", ["language"])

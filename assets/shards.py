@@ -29,9 +29,11 @@ from dagster import (
 from assets.metadata import COLUMN_SCHEMA, PARQUET_KINDS, declared_schema, parquet_metadata
 from pipeline import memory
 from pipeline.config import Settings
+from pipeline.ingest.find_stale import tail_settings_digest
 from pipeline.ingest.shards import carry_digest, corpus_short_ids, shard_keys
 from pipeline.storage import shard_files
 from pipeline.storage.carry import Carry, open_carry
+from pipeline.storage.run_changes import RunChanges, run_changes
 from resources import output_root_entry
 
 # the single-run policy is what the shards need and is stable in use; Dagster marks it beta
@@ -66,6 +68,14 @@ def shard_carry(context: AssetExecutionContext, settings: Settings) -> Carry:
     the run started from: the rows of the documents that did not change."""
     full = context.run.tags.get(FULL_TAG) == "1"
     return open_carry(settings.output_dir, carry_digest(settings), full)
+
+
+def tail_changes(context: AssetExecutionContext, settings: Settings, folder: Path) -> RunChanges:
+    """What the run (staging folder `folder`) changed against the version it started from:
+    what a corpus-wide step recomputes, carrying the other rows over; nothing is carried in
+    a `docgraph index --full` run."""
+    full = context.run.tags.get(FULL_TAG) == "1"
+    return run_changes(folder, settings.output_dir, tail_settings_digest(settings), full)
 
 
 def specs(group: str, tables: dict[str, str], deps: list[str]) -> list[AssetSpec]:

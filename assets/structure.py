@@ -13,12 +13,17 @@ from assets.metadata import (
     frame_metadata,
     link_resolution,
 )
-from assets.shards import SHARD_POLICY, run_shards, shard_carry, shard_partitions, specs
+from assets.shards import (
+    SHARD_POLICY,
+    run_shards,
+    shard_carry,
+    shard_partitions,
+    specs,
+    tail_changes,
+)
 from pipeline import schemas
 from pipeline.failures import failures_frame
-from pipeline.ingest.find_stale import tail_settings_digest
 from pipeline.storage import shard_files, store
-from pipeline.storage.run_changes import run_changes
 from pipeline.structure import build_structure
 from pipeline.structure.build import carry_structure
 from pipeline.structure.link_carry import link_edges, write_sidecar
@@ -122,7 +127,7 @@ def structure_edges(
     settings = docgraph.settings()
     # links of changed documents, and those a changed document may resolve differently, are
     # resolved again; the others carried over from the run's base version
-    changes = run_changes(folder, settings.output_dir, tail_settings_digest(settings))
+    changes = tail_changes(context, settings, folder)
     run = link_edges(folder, changes)
     write_sidecar(store.resolve(folder), run.sidecar)  # before the table: see same_topic
     edges = pl.concat([store.read_table(folder, "document_edges"), run.edges])

@@ -21,12 +21,10 @@ from dagster import (
 )
 
 from assets.metadata import LANCE_KINDS, PARQUET_KINDS, frame_metadata, lance_metadata
-from assets.shards import SHARD_POLICY, shard_partitions
+from assets.shards import SHARD_POLICY, shard_partitions, tail_changes
 from pipeline import schemas
 from pipeline.compat.lance_names import write_alias
-from pipeline.ingest.find_stale import tail_settings_digest
 from pipeline.storage import shard_files, store
-from pipeline.storage.run_changes import run_changes
 from pipeline.vectors.build_tables import VECTOR_TABLES, build_vector_tables_at_once
 from pipeline.vectors.lance import read_vectors
 from pipeline.vectors.static_titles import static_titles
@@ -189,7 +187,7 @@ def same_topic_edges(
     )
     # the sections an edit touched are searched again, the other lists carried over from
     # the version the run started from (pipeline.vectors.topic_carry)
-    changes = run_changes(folder, settings.output_dir, tail_settings_digest(settings))
+    changes = tail_changes(context, settings, folder)
     run = same_topic_run(
         sections,
         nodes,

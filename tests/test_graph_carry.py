@@ -66,8 +66,10 @@ def test_an_incremental_graph_equals_a_fresh_index(tmp_path):
     (tmp_path / "dagster").mkdir()
     instance = DagsterInstance.local_temp(str(tmp_path / "dagster"))
 
-    def run(folder):
-        result = run_index(str(config), str(inp), str(folder), instance=instance, log_level="ERROR")
+    def run(folder, full=False):
+        result = run_index(
+            str(config), str(inp), str(folder), instance=instance, log_level="ERROR", full=full
+        )
         assert result.success
         return result.run_id
 
@@ -91,3 +93,7 @@ def test_an_incremental_graph_equals_a_fresh_index(tmp_path):
         assert meta[name]["rows_carried"] > 0 and meta[name]["rows_recomputed"] > 0, meta[name]
         assert meta[name]["rows_carried"] + meta[name]["rows_recomputed"] == want[name].height
     assert "BERLIN" in got["entities"]["title"].to_list()  # the flip is exercised
+    # `docgraph index --full` carries nothing over, whatever changed (assets.shards.tail_changes)
+    meta = _graph_metadata(instance, run(out, full=True))
+    assert {m["incremental_reason"] for m in meta.values()} == {"a full run (--full)"}
+    assert _tables(out)["entities"].equals(want["entities"])

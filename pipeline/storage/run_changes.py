@@ -77,13 +77,16 @@ def base_version(output_dir: str | Path) -> Path | None:
     return current if store.read_manifest(output_dir) is not None else None
 
 
-def run_changes(folder: str | Path, output_dir: str | Path, tail_digest: str) -> RunChanges:
+def run_changes(
+    folder: str | Path, output_dir: str | Path, tail_digest: str, full: bool = False
+) -> RunChanges:
     """What the run in staging folder `folder` changed against `output_dir`'s published
     version; `tail_digest`: the run's tail settings (pipeline.ingest.find_stale
-    `tail_settings_digest`), compared with the one the base recorded."""
+    `tail_settings_digest`), compared with the one the base recorded. `full` (`docgraph
+    index --full`): nothing is carried over, whatever changed."""
     folder = Path(folder)
     base = base_version(output_dir)
-    whole = _whole_reason(base, tail_digest)
+    whole = "a full run (--full)" if full else _whole_reason(base, tail_digest)
     if whole is not None:
         return RunChanges(folder, base, whole)
     assert base is not None
