@@ -31,9 +31,10 @@ import polars as pl
 import pyarrow as pa
 import scipy.sparse as sp
 
-from pipeline import schemas
+from pipeline import memory, schemas
 from pipeline.config import EmbeddingSettings
 from pipeline.storage import store
+from pipeline.vectors import lance_write
 from pipeline.vectors import npz_copies as vector_cache
 from pipeline.vectors.derive_vectors import (
     embedded_titles,
@@ -337,7 +338,9 @@ def build_vector_table(
             yield from vector_arrow(name, part, texts, vecs, dim, model, created_at).to_batches()
             at += len(vecs)
 
-    store.write_lance(output_dir, name, batches(), lance_schema(name, dim))
+    lance_dir = store.resolve(output_dir) / store.LANCE_DIR
+    lance_write.write_whole(lance_dir, name, batches(), lance_schema(name, dim))
+    memory.release()  # the vectors and Arrow buffers of a large table
     return frame.height
 
 

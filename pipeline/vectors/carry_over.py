@@ -1,0 +1,210 @@
+"""Which rows of a Lance vector table a run rewrites, and in what order rows are laid out
+(issue 49).
+
+A run's staging folder starts with the published version's Lance tables and their row
+digests (pipeline.vectors.row_digests). `plan` compares the digests of the run's tables with
+the recorded ones: a row is kept when both match, rewritten whole when removed or when its
+stored columns changed (its fragment compacted: the old text leaves the files), patched
+when only its vector changed (a vector file beside its fragment), appended when new. A
+vector-only row in a fragment that is compacted anyway is rewritten with it.
+
+The table is written whole instead (and `whole` says why) when it or its digests are
+missing or made under other settings, when it is cut in too many pieces
+(pipeline.vectors.lance_write.Layout), or when the rows a carry-over would write reach
+WHOLE_SHARE of the table.
+
+`order`: the rows of a table in the order they are laid out in Lance, so that the rows one
+edit changes lie in few fragments: text units and content nodes by document; entities in
+many text units (HUB_UNITS, which change with most edits) first, most units first, the
+others by the document of their first unit; relationships beside their end entity that is
+in more units (its vector changes every relationship of it); reports by level.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from pipeline.vectors import lance_write
+from pipeline.vectors import npz_copies as vector_cache
+from pipeline.vectors.row_digests import read_digests
+
+# Rewritten rows (compacted fragments' + appended) plus patched fragments' rows weighted by
+# PATCH_WEIGHT, as a share of the table, from which a whole write is cheaper: measured on
+# the 2k-document corpus's tables (docs/scale.md, "Vector tables carried over").
+WHOLE_SHARE = 0.5
+# A patched fragment writes its vector column only: 384 floats of a row's ~1.7 kB.
+PATCH_WEIGHT = 0.9
+# Entities in this many text units or more are laid out together, most units first: on the
+# 2k-document corpus they are 2.4% of the entities, and 38% of relationships have one as an
+# end (each of those changes whenever the entity's units do).
+HUB_UNITS = 8
+
+
+@dataclass
+class Plan:
+    """What a run does to one Lance table. `whole`: why it is written whole (None: carried
+    over). Otherwise `compute` the ids whose vectors are made, `delete` the rows deleted,
+    `patch` those whose vectors are replaced in place, `append` those written anew."""
+
+    name: str
+    whole: str | None
+    rows: int
+    compute: list[str] = field(default_factory=list)
+    delete: list[str] = field(default_factory=list)
+    patch: list[str] = field(default_factory=list)
+    append: list[str] = field(default_factory=list)
+
+
+def plan(folder: str | Path, name: str, digests: pl.DataFrame, settings: str) -> Plan:
+    """How Lance table `name` of the staging folder `folder` becomes the table whose rows'
+    digests are `digests` (id, own, vec)."""
+    rows = digests.height
+    lance_dir = Path(folder) / "lancedb"
+    path = lance_write.table_dir(lance_dir, name)
+    old = read_digests(folder, name, settings)
+    if old is None:
+        return Plan(name, "no row digests of the last version's table under these settings", rows)
+    if not path.is_dir():
+        return Plan(name, "the last version has no such Lance table", rows)
+    shape = lance_write.layout(path)
+    if shape.rows != old.height:
+        return Plan(
+            name, f"the Lance table holds {shape.rows} rows, its digests {old.height}", rows
+        )
+    if (reason := shape.fragmented()) is not None:
+        return Plan(name, reason, rows)
+    both = digests.join(old, on="id", how="full", suffix="_old", coalesce=True)
+    gone = both.filter(pl.col("own").is_null())["id"]
+    new = both.filter(pl.col("own_old").is_null())["id"]
+    kept = both.filter(pl.col("own").is_not_null() & pl.col("own_old").is_not_null())
+    text = kept.filter(pl.col("own") != pl.col("own_old"))["id"]
+    vector = kept.filter(
+        (pl.col("own") == pl.col("own_old")) & (pl.col("vec") != pl.col("vec_old"))
+    )
+    where = lance_write.fragments_of(path)
+    hit = where.filter(pl.col("id").is_in(pl.concat([gone, text]).implode()))["fragment"].unique()
+    located = where.filter(pl.col("id").is_in(vector["id"].implode()))
+    along = located.filter(pl.col("fragment").is_in(hit.implode()))["id"]
+    patch = located.filter(~pl.col("fragment").is_in(hit.implode()))
+    append = pl.concat([new, text, along])
+    rewritten = where.filter(pl.col("fragment").is_in(hit.implode())).height + append.len()
+    patched = where.filter(pl.col("fragment").is_in(patch["fragment"].unique().implode())).height
+    cost = rewritten + PATCH_WEIGHT * patched
+    if rows and cost >= WHOLE_SHARE * max(rows, shape.rows):
+        return Plan(name, f"a carry-over would write {cost:.0f} row-equivalents of {rows}", rows)
+    compute = pl.concat([append, patch["id"]]).to_list()
+    return Plan(
+        name,
+        None,
+        rows,
+        compute=compute,
+        delete=pl.concat([gone, text, along]).to_list(),
+        patch=patch["id"].to_list(),
+        append=append.to_list(),
+    )
+
+
+def order(
+    name: str,
+    frame: pl.DataFrame,
+    units: pl.DataFrame | None = None,
+    entities: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """`frame` (rows of table `name`) in its Lance layout order (see the module's doc).
+    `units`: text units' (id, document_id), for entities and relationships; `entities`: the
+    entities' (id, frequency) in their layout order, for relationships."""
+    if frame.height == 0:
+        return frame
+    if name in ("text_units", "content_nodes"):
+        return frame.sort("document_id", "id", nulls_last=True)
+    if name == "community_reports":
+        return frame.sort("level", "community", "id", nulls_last=True)
+    if name == "entities":
+        key = _entity_key(frame, units)
+    elif name == "relationships":
+        key = _relationship_key(frame, entities)
+    else:
+        return frame
+    return (
+        frame.with_columns(key)
+        .sort("_hub", "_first", "_second", "id")
+        .drop("_hub", "_first", "_second")
+    )
+
+
+def _entity_key(frame: pl.DataFrame, units: pl.DataFrame | None) -> list[pl.Expr]:
+    docs = units.select("id", "document_id") if units is not None else None
+    first = pl.col("text_unit_ids").cast(pl.List(pl.Utf8)).list.min()
+    home = first
+    if docs is not None:
+        home = first.replace_strict(docs["id"], docs["document_id"], default=first)
+    hub = pl.col("frequency").fill_null(0) >= HUB_UNITS
+    return [
+        (~hub).alias("_hub"),
+        pl.when(hub).then(-pl.col("frequency")).otherwise(0).alias("_first"),
+        pl.when(hub).then(pl.lit(None, pl.Utf8)).otherwise(home).alias("_second"),
+    ]
+
+
+def _relationship_key(frame: pl.DataFrame, entities: pl.DataFrame | None) -> list[pl.Expr]:
+    """By the position (in the entities' layout) of the end in more text units."""
+    if entities is None:
+        return [pl.lit(0).alias("_hub"), pl.lit(0).alias("_first"), pl.lit("").alias("_second")]
+    place = entities.select("id", pl.col("frequency").fill_null(0)).with_row_index("at")
+    ends = frame.select("source_id", "target_id")
+    for end in ("source", "target"):
+        ends = ends.join(
+            place.rename({"id": f"{end}_id", "frequency": f"{end}_n", "at": f"{end}_at"}),
+            on=f"{end}_id",
+            how="left",
+            maintain_order="left",
+        )
+    last = 2**31  # an end that is no entity: after every other
+    n_s, n_t = pl.col("source_n").fill_null(-1), pl.col("target_n").fill_null(-1)
+    at_s, at_t = pl.col("source_at").fill_null(last), pl.col("target_at").fill_null(last)
+    by_source = (n_s > n_t) | ((n_s == n_t) & (at_s <= at_t))
+    anchor = ends.select(pl.when(by_source).then(at_s).otherwise(at_t).cast(pl.Int64))
+    return [
+        pl.lit(False).alias("_hub"),
+        anchor.to_series().alias("_first"),
+        pl.lit("").alias("_second"),
+    ]
+
+
+def carried_vectors(folder: Path, base: Path | None, name: str) -> tuple[list[str], np.ndarray]:
+    """(ids, vectors) of Lance table `name` of the staging folder before it is changed: the
+    published version's copy (pipeline.vectors.npz_copies) when that is of the same files,
+    else read from Lance."""
+    lance_dir = folder / "lancedb"
+    if base is not None and vector_cache.fingerprint(base, name) == vector_cache.fingerprint(
+        folder, name
+    ):
+        copy = vector_cache.load(base, name)
+        if copy is not None:
+            return copy
+    found = vector_cache.lance_blocks(lance_dir, name)
+    if found is None:
+        return [], np.zeros((0, 0), dtype=np.float32)
+    (n, dim), blocks = found
+    ids: list[str] = []
+    mat = np.empty((n, dim), dtype=np.float32)
+    for block_ids, block in blocks:
+        mat[len(ids) : len(ids) + len(block_ids)] = block
+        ids += block_ids
+    return ids, mat[: len(ids)]
+
+
+def patched(
+    carried: tuple[list[str], np.ndarray], drop: set[str], ids: list[str], vectors: np.ndarray
+) -> tuple[list[str], np.ndarray]:
+    """The carried (ids, vectors) without `drop`, then `ids` with their `vectors`."""
+    old_ids, old = carried
+    keep = np.fromiter((i not in drop for i in old_ids), dtype=bool, count=len(old_ids))
+    kept_ids = [i for i, k in zip(old_ids, keep, strict=True) if k]
+    if old.shape[0] == 0:
+        return list(ids), vectors
+    return kept_ids + list(ids), np.concatenate([old[keep], vectors.reshape(-1, old.shape[1])])
