@@ -16,6 +16,7 @@ from pathlib import Path
 import lancedb
 import numpy as np
 import polars as pl
+import pyarrow as pa
 import pytest
 from dagster import DagsterEventType
 
@@ -209,3 +210,90 @@ def test_the_graphrag_alias_and_query_copies_follow_the_new_version(runs):
     got = pl.DataFrame({"id": ids, "vector": list(matrix)}).sort("id")
     assert got["id"].equals(table["id"])
     assert np.array_equal(np.stack(got["vector"].to_numpy()), np.stack(table["vector"].to_numpy()))
+
+
+# ---------------------------------------------------------------- the parts, on small tables
+
+
+def _table(ids: list[str], words: list[str], seed: int = 0) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(3, 9)))) for _ in ids]
+    vectors = rng.random((len(ids), 4), dtype=np.float32)
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.string()),
+            "text": pa.array(texts, pa.string()),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), 4),
+        }
+    )
+
+
+def _scores(lance_dir: Path, name: str, word: str) -> list[tuple[float, str]]:
+    table = lancedb.connect(str(lance_dir)).open_table(name)
+    hits = table.search(word, query_type="fts").limit(10_000).select(["id"]).to_list()
+    return sorted((round(h["_score"], 5), h["id"]) for h in hits)
+
+
+def test_updates_keep_the_index_a_whole_write_makes(tmp_path, monkeypatch):
+    """Rounds of deletions (whole fragments, parts of them) and appends, small fragments
+    merged: every round the full-text scores equal a fresh whole write's of the same rows,
+    one index segment per fragment, one Lance version."""
+    import lance
+
+    monkeypatch.setattr(lance_write, "FRAGMENT_ROWS", 6)
+    monkeypatch.setattr(lance_write, "MERGE_SMALL", 3)
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa"]
+    rows = _table([f"r{i:03d}" for i in range(40)], words)
+    lance_write.write_whole(tmp_path / "a", "t", rows.to_batches(), rows.schema)
+    path = lance_write.table_dir(tmp_path / "a", "t")
+    rng = np.random.default_rng(1)
+    for n in range(5):
+        ids = rows["id"].to_pylist()
+        gone = [ids[i] for i in rng.choice(len(ids), size=7, replace=False)]
+        if n == 2:  # a whole fragment's rows
+            where = lance_write.fragments_of(path)
+            gone = where.filter(pl.col("fragment") == where["fragment"].min())["id"].to_list()
+        new = _table([f"n{n}-{i}" for i in range(int(rng.integers(1, 9)))], words, seed=n + 7)
+        lance_write.update(path, rows.schema, gone, new.to_batches())
+        kept = pa.compute.invert(pa.compute.is_in(rows["id"], pa.array(gone, pa.string())))
+        rows = pa.concat_tables([rows.filter(kept), new])
+        lance_write.write_whole(tmp_path / "fresh", "t", rows.to_batches(), rows.schema)
+        for word in ("gamma", "kappa"):
+            assert _scores(tmp_path / "a", "t", word) == _scores(tmp_path / "fresh", "t", word)
+        shape = lance_write.layout(path)
+        assert shape.rows == rows.num_rows and shape.fragmented() is None, (n, shape)
+        assert len(lance.dataset(str(path)).versions()) == 1
+        # every fragment holds half of FRAGMENT_ROWS but fewer than MERGE_SMALL ones
+        assert shape.fragments <= -(-rows.num_rows // 3) + 2, (n, shape)
+
+
+def test_a_plan_carries_few_changes_and_goes_whole_past_its_share(tmp_path, monkeypatch):
+    from pipeline.vectors import row_digests
+
+    monkeypatch.setattr(lance_write, "FRAGMENT_ROWS", 8)
+    rows = _table([f"r{i:03d}" for i in range(64)], ["a", "b", "c"])
+    folder = tmp_path / "v"
+    lance_write.write_whole(folder / store.LANCE_DIR, "t", rows.to_batches(), rows.schema)
+    ids = rows["id"].to_pylist()
+    digests = pl.DataFrame({"id": ids, "own": range(64), "vec": range(64)}).cast(
+        {"own": pl.UInt64, "vec": pl.UInt64}
+    )
+    row_digests.write_digests(folder, "t", digests, "key")
+    assert carry_over.plan(folder, "t", digests, "other").whole is not None  # other settings
+
+    few = digests.with_columns(
+        pl.when(pl.col("id") == "r005").then(999).otherwise(pl.col("vec")).alias("vec")
+    ).filter(pl.col("id") != "r040")
+    plan = carry_over.plan(folder, "t", few, "key")
+    assert plan.whole is None
+    assert sorted(plan.delete) == ["r005", "r040"] and plan.append == ["r005"]
+
+    many = digests.with_columns((pl.col("vec") + 1000).alias("vec"))
+    plan = carry_over.plan(folder, "t", many, "key")
+    assert plan.whole is not None and "row-equivalents" in plan.whole
+
+    # a table laid out otherwise (one fragment of 64 rows) is written whole once
+    monkeypatch.setattr(lance_write, "FRAGMENT_ROWS", 64)
+    lance_write.write_whole(folder / store.LANCE_DIR, "t", rows.to_batches(), rows.schema)
+    monkeypatch.setattr(lance_write, "FRAGMENT_ROWS", 8)
+    assert "a fragment of 64 rows" in carry_over.plan(folder, "t", few, "key").whole

@@ -28,7 +28,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 import pyarrow as pa
 
@@ -169,10 +168,9 @@ def carry_outcome(plan: carry_over.Plan) -> dict:
         }
     return {
         "incremental": "carried",
-        "incremental_reason": f"{len(plan.delete)} rows deleted, {len(plan.patch)} vectors "
-        f"replaced, {len(plan.append)} rows appended",
-        "rows_recomputed": len(plan.compute),
-        "rows_carried": plan.rows - len(plan.compute),
+        "incremental_reason": f"{len(plan.delete)} rows deleted, {len(plan.append)} written",
+        "rows_recomputed": len(plan.append),
+        "rows_carried": plan.rows - len(plan.append),
     }
 
 
@@ -204,29 +202,17 @@ def _whole(folder, name, frame, groups, plan, embedder, settings, known, side_by
 def _carried(folder, name, frame, groups, plan, embedder, settings, known, side_by_side, base):
     """The table's new and changed rows made and written into the folder's table, the
     other rows left as they are; returns its job."""
-    todo = frame.filter(pl.col("id").is_in(pl.Series(plan.compute, dtype=pl.Utf8).implode()))
+    todo = frame.filter(pl.col("id").is_in(pl.Series(plan.append, dtype=pl.Utf8).implode()))
     vectors = compute_vectors(folder, name, todo, embedder, settings, groups, known)
     if name in ("text_units", "entities"):  # the whole table's, for the later tables
         before = carry_over.carried_vectors(folder, base, name)
-        drop = set(plan.delete) | set(plan.patch)
-        known[name] = carry_over.patched(before, drop, todo["id"].to_list(), vectors)
+        known[name] = carry_over.patched(before, set(plan.delete), todo["id"].to_list(), vectors)
     model, created_at, dim = model_label(embedder, settings), datetime.now(UTC), embedder.dim
-    appended = todo.filter(pl.col("id").is_in(pl.Series(plan.append, dtype=pl.Utf8).implode()))
-    at = todo.select(pl.col("id").is_in(appended["id"].implode())).to_series().to_numpy()
-    new_vecs, patch_vecs = vectors[at], vectors[~at]
-    patch = pa.table(
-        {
-            "id": pa.array(todo.filter(~pl.Series(at))["id"].to_list(), pa.string()),
-            "vector": pa.FixedSizeListArray.from_arrays(
-                pa.array(np.ascontiguousarray(patch_vecs).ravel(), pa.float32()), dim
-            ),
-        }
-    )
 
     def batches() -> Iterator[pa.RecordBatch]:
-        for start in range(0, appended.height, BLOCK_ROWS):
-            part = appended.slice(start, BLOCK_ROWS)
-            vecs = new_vecs[start : start + BLOCK_ROWS]
+        for start in range(0, todo.height, BLOCK_ROWS):
+            part = todo.slice(start, BLOCK_ROWS)
+            vecs = vectors[start : start + BLOCK_ROWS]
             table = vector_arrow(name, part, row_text(name, part), vecs, dim, model, created_at)
             yield from table.to_batches()
 
@@ -234,7 +220,7 @@ def _carried(folder, name, frame, groups, plan, embedder, settings, known, side_
     schema = lance_schema(name, dim)
 
     def job() -> int:
-        lance_write.update(path, schema, plan.delete, patch, batches())
+        lance_write.update(path, schema, plan.delete, batches())
         return frame.height
 
     return job

@@ -3,10 +3,10 @@
 
 A run's staging folder starts with the published version's Lance tables and their row
 digests (pipeline.vectors.row_digests). `plan` compares the digests of the run's tables with
-the recorded ones: a row is kept when both match, rewritten whole when removed or when its
-stored columns changed (its fragment compacted: the old text leaves the files), patched
-when only its vector changed (a vector file beside its fragment), appended when new. A
-vector-only row in a fragment that is compacted anyway is rewritten with it.
+the recorded ones: a row is kept when both match; a row removed, or whose stored columns or
+vector changed, is deleted (its fragment compacted: the old text and vector leave the
+files, as a deleted text's vectors leave the embedding cache, docs/outputs.md) and, unless
+removed, appended anew with new rows.
 
 The table is written whole instead (and `whole` says why) when it or its digests are
 missing or made under other settings, when it is cut in too many pieces
@@ -32,12 +32,14 @@ from pipeline.vectors import lance_write
 from pipeline.vectors import npz_copies as vector_cache
 from pipeline.vectors.row_digests import read_digests
 
-# Rewritten rows (compacted fragments' + appended) plus patched fragments' rows weighted by
-# PATCH_WEIGHT, as a share of the table, from which a whole write is cheaper: measured on
-# the 2k-document corpus's tables (docs/scale.md, "Vector tables carried over").
-WHOLE_SHARE = 0.5
-# A patched fragment writes its vector column only: 384 floats of a row's ~1.7 kB.
-PATCH_WEIGHT = 0.9
+# What a carry-over writes, in rows of a whole write: a row appended costs about one (its
+# write and its share of an index segment), a row of a compacted fragment COMPACT_WEIGHT
+# (rewritten and re-mapped, not re-tokenized). Past WHOLE_SHARE of the table's rows, the
+# table is written whole (its vectors recomputed too). Measured by benchmarks/lance_carry.py
+# on the 2k-document corpus's relationships x4 (126k rows, 8 fragments), the 2-core machine
+# loaded: whole 114 us a row; compacted 40-87 us a row of the fragments compacted.
+COMPACT_WEIGHT = 0.6
+WHOLE_SHARE = 0.8
 # Entities in this many text units or more are laid out together, most units first: on the
 # 2k-document corpus they are 2.4% of the entities, and 38% of relationships have one as an
 # end (each of those changes whenever the entity's units do).
@@ -47,15 +49,12 @@ HUB_UNITS = 8
 @dataclass
 class Plan:
     """What a run does to one Lance table. `whole`: why it is written whole (None: carried
-    over). Otherwise `compute` the ids whose vectors are made, `delete` the rows deleted,
-    `patch` those whose vectors are replaced in place, `append` those written anew."""
+    over). Otherwise `delete` the rows deleted, `append` those (made and) written anew."""
 
     name: str
     whole: str | None
     rows: int
-    compute: list[str] = field(default_factory=list)
     delete: list[str] = field(default_factory=list)
-    patch: list[str] = field(default_factory=list)
     append: list[str] = field(default_factory=list)
 
 
@@ -79,33 +78,18 @@ def plan(folder: str | Path, name: str, digests: pl.DataFrame, settings: str) ->
         return Plan(name, reason, rows)
     both = digests.join(old, on="id", how="full", suffix="_old", coalesce=True)
     gone = both.filter(pl.col("own").is_null())["id"]
-    new = both.filter(pl.col("own_old").is_null())["id"]
-    kept = both.filter(pl.col("own").is_not_null() & pl.col("own_old").is_not_null())
-    text = kept.filter(pl.col("own") != pl.col("own_old"))["id"]
-    vector = kept.filter(
-        (pl.col("own") == pl.col("own_old")) & (pl.col("vec") != pl.col("vec_old"))
-    )
+    changed = both.filter(
+        pl.col("own").is_not_null()
+        & (pl.col("own_old").is_null() | (pl.col("vec") != pl.col("vec_old")))
+    )["id"]  # new rows, and rows whose stored columns or vector inputs changed (vec holds own)
+    delete = pl.concat([gone, changed.filter(changed.is_in(old["id"].implode()))])
     where = lance_write.fragments_of(path)
-    hit = where.filter(pl.col("id").is_in(pl.concat([gone, text]).implode()))["fragment"].unique()
-    located = where.filter(pl.col("id").is_in(vector["id"].implode()))
-    along = located.filter(pl.col("fragment").is_in(hit.implode()))["id"]
-    patch = located.filter(~pl.col("fragment").is_in(hit.implode()))
-    append = pl.concat([new, text, along])
-    rewritten = where.filter(pl.col("fragment").is_in(hit.implode())).height + append.len()
-    patched = where.filter(pl.col("fragment").is_in(patch["fragment"].unique().implode())).height
-    cost = rewritten + PATCH_WEIGHT * patched
+    hit = where.filter(pl.col("id").is_in(delete.implode()))["fragment"].unique()
+    compacted = where.filter(pl.col("fragment").is_in(hit.implode())).height
+    cost = COMPACT_WEIGHT * compacted + changed.len()
     if rows and cost >= WHOLE_SHARE * max(rows, shape.rows):
         return Plan(name, f"a carry-over would write {cost:.0f} row-equivalents of {rows}", rows)
-    compute = pl.concat([append, patch["id"]]).to_list()
-    return Plan(
-        name,
-        None,
-        rows,
-        compute=compute,
-        delete=pl.concat([gone, text, along]).to_list(),
-        patch=patch["id"].to_list(),
-        append=append.to_list(),
-    )
+    return Plan(name, None, rows, delete=delete.to_list(), append=changed.to_list())
 
 
 def order(

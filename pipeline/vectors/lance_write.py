@@ -15,12 +15,10 @@ scores then differed from a whole build's). docgraph's own queries do not use th
 indexes (pipeline.lexical has its own); LanceDB readers such as GraphRAG do.
 
 An update (`update`):
-- rows removed or whose text changed are deleted, and every fragment holding one is
-  compacted at once (its deletions materialized) and its segment re-mapped: their text is
+- rows removed or changed are deleted, and every fragment holding one is compacted at
+  once (its deletions materialized) and its segment re-mapped: their text and vectors are
   in no file of the new version (the old version's files are cleaned up);
-- rows whose vector alone changed get new vectors in place (a vector column file beside
-  the fragment's: Lance's merge-insert `rewrite_columns`; the text and its index untouched);
-- new and rewritten rows are appended as new fragments, a delta segment each; once
+- new and changed rows are appended as new fragments, a delta segment each; once
   MERGE_SMALL fragments hold under half of FRAGMENT_ROWS each (a run's appended rows,
   fragments shrunk by deletions), their rows are written again together;
 - old Lance versions are removed: one version stays, as after a whole write.
@@ -216,19 +214,14 @@ def _delete(path: Path, ids: list[str]) -> int:
 
 
 def update(
-    path: Path,
-    schema: pa.Schema,
-    delete: list[str],
-    patch: pa.Table | None,
-    append: Iterable[pa.RecordBatch],
+    path: Path, schema: pa.Schema, delete: list[str], append: Iterable[pa.RecordBatch]
 ) -> dict[str, int]:
     """Change Lance table `path` in place: rows `delete` deleted (their fragments compacted
-    and re-indexed), `patch` (id, vector) written over the vectors of its rows, the batches
-    `append` appended and indexed; small fragments merged, old versions removed. Returns
-    counts of what it did."""
+    and re-indexed), the batches `append` appended and indexed; small fragments merged, old
+    versions removed. Returns counts of what it did."""
     lance = _lance()
     own_files(path)
-    done = {"deleted": _delete(path, delete), "compacted": 0, "patched": 0, "merged": 0}
+    done = {"deleted": _delete(path, delete), "compacted": 0}
     ds = lance.dataset(str(path))
     touched = [f.fragment_id for f in ds.get_fragments() if f.metadata.deletion_file]
     if touched:  # every deletion materialized: the deleted text leaves the files
@@ -240,9 +233,6 @@ def update(
             excluded_fragment_ids=keep,
         )
         done["compacted"] = len(touched)
-    if patch is not None and patch.num_rows:
-        merge = lance.dataset(str(path)).merge_insert("id").when_matched_update_all()
-        done["patched"] = merge.write_mode("rewrite_columns").execute(patch)["num_updated_rows"]
     done["appended"] = _append(path, schema, append)
     done["merged"] = _merge_small(path, schema)
     cleanup(path)

@@ -10,10 +10,10 @@ in the version folder, a sidecar: the Lance schema, which GraphRAG reads, is unc
   entity's title, type, frequency (whether its title is embedded) and its units' digests; a
   relationship's end entities' and units' digests; a report's member entities' digests.
 
-A row whose `own` changed is rewritten whole (its old text must leave the files); one whose
-`vec` alone changed gets a new vector in place of the old (pipeline.vectors.lance_write).
-Everything else that decides a vector (the model, the vector modes, the digest's own code)
-is one digest per table, `settings_digest`: when it differs, the table is built whole.
+A row whose `vec` changed (it holds `own`) is rewritten (pipeline.vectors.carry_over); `own`
+tells a changed text from a changed vector, for whoever reads the sidecar. Everything else
+that decides a vector (the model, the vector modes, the digest's own code) is one digest
+per table, `settings_digest`: when it differs, the table is built whole.
 
 Digests are polars hashes (fast over 500k rows; stable within a polars version, which the
 settings digest therefore holds).
