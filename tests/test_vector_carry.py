@@ -89,7 +89,7 @@ def runs(tmp_path_factory):
             (inp / f"note{i:02d}.md").write_text(_doc(i))
         (inp / "secret.md").write_text(_doc(44, f" The {SECRET} Society met in {SECRET}."))
         config = base / "docgraph.yaml"
-        config.write_text("storage:\n  shards: 4\n")
+        config.write_text("storage:\n  shards: 16\n")  # most shards unchanged by a run
 
         def run():
             result = run_index(str(config), str(inp), str(out), log_level="ERROR")
@@ -114,7 +114,7 @@ def runs(tmp_path_factory):
         (inp / "note30.md").unlink()
         (inp / "added2.md").write_text(_doc(46))
         facts["third"] = run()
-        yield facts
+    return facts
 
 
 def test_the_runs_carry_rows_over(runs):
@@ -210,6 +210,24 @@ def test_the_graphrag_alias_and_query_copies_follow_the_new_version(runs):
     got = pl.DataFrame({"id": ids, "vector": list(matrix)}).sort("id")
     assert got["id"].equals(table["id"])
     assert np.array_equal(np.stack(got["vector"].to_numpy()), np.stack(table["vector"].to_numpy()))
+
+
+def test_the_embedding_cache_keeps_the_vectors_of_carried_rows(runs):
+    """The cache's sweep keeps the vectors runs used: a run that carries a text unit over
+    records its vector as used, or a later whole write would embed the corpus again."""
+    from pipeline.vectors.embed import cache_key
+    from pipeline.vectors.texts import embedding_text
+    from resources import DocgraphConfig, EmbedderResource
+
+    out = runs["out"]
+    config = DocgraphConfig(
+        config_path=str(runs["config"]), input_dir=str(runs["inp"]), output_dir=str(out)
+    )
+    embedder = EmbedderResource(config=config).get()
+    units = store.read_table(out, "text_units")
+    keys = {cache_key(embedder.model_id, t) for t in embedding_text("text_units", units)}
+    found = embedder._lookup(pl.DataFrame({"key": sorted(keys)}))
+    assert found.height == len(keys) > 0
 
 
 # ---------------------------------------------------------------- the parts, on small tables

@@ -150,6 +150,30 @@ def entity_model_texts(
     return embedded_titles(entities, settings.title_min_units)[1]
 
 
+def model_texts(
+    output_dir: str | Path,
+    name: str,
+    frame: pl.DataFrame,
+    embedder: EmbedderLike,
+    settings: EmbeddingSettings,
+    communities: pl.DataFrame | None = None,
+) -> list[str]:
+    """The texts `compute_vectors` gives the model (through the embedding cache) for these
+    rows of table `name`: what a run that carries the rows over records as still used."""
+    if frame.height == 0:
+        return []
+    if name == "entities":
+        return entity_model_texts(frame, embedder, settings)
+    if name == "content_nodes":
+        if settings.node_vectors != "derived":
+            return embedding_text(name, frame)
+        held = _node_units(output_dir, frame, None).list.len().to_numpy()
+        return embedding_text(name, frame.filter(pl.Series(held == 0)))
+    if vector_mode(name, settings, communities) == "text":
+        return embedding_text(name, frame)
+    return []
+
+
 def _relationship_blocks(
     output_dir: str | Path, frame: pl.DataFrame, dim: int, known: Known | None = None
 ) -> Iterator[np.ndarray]:

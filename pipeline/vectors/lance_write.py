@@ -208,9 +208,15 @@ def _ids_in(ids: list[str]) -> Iterator[str]:
 
 
 def _delete(path: Path, ids: list[str]) -> int:
-    """Delete rows `ids`; returns how many went."""
+    """Delete rows `ids`; returns how many went. A fragment left with no row goes with its
+    index segment, but the last segment stays when every fragment went (and with it the
+    words of the rows): the index is dropped then, and made again by the next append."""
     ds = _lance().dataset(str(path))
-    return sum(ds.delete(predicate)["num_deleted_rows"] for predicate in _ids_in(sorted(ids)))
+    deleted = sum(ds.delete(p)["num_deleted_rows"] for p in _ids_in(sorted(ids)))
+    ds = _lance().dataset(str(path))
+    if deleted and not ds.get_fragments() and _segments(ds):
+        ds.drop_index(TEXT_INDEX)
+    return deleted
 
 
 def update(
