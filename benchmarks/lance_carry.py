@@ -2,7 +2,7 @@
 where pipeline.vectors.carry_over's WHOLE_SHARE and PATCH_WEIGHT come from.
 
     python benchmarks/lance_carry.py --index /tmp/scale/n2000/output [--table relationships]
-        [--copies 4] [--shares 0.05 0.1 0.25 0.5 0.75]
+        [--copies 4] [--shares 0.05 0.1 0.25 0.5 0.75] [--fragment-rows 16384]
 
 The table's rows (ids, texts, vectors, from the index's current version) are repeated
 `--copies` times under new ids, so that it spans several fragments, and written whole
@@ -83,7 +83,9 @@ def main() -> None:
     parser.add_argument("--table", default="relationships")
     parser.add_argument("--copies", type=int, default=4)
     parser.add_argument("--shares", type=float, nargs="+", default=[0.05, 0.1, 0.25, 0.5, 0.75])
+    parser.add_argument("--fragment-rows", type=int, default=lance_write.FRAGMENT_ROWS)
     args = parser.parse_args()
+    lance_write.FRAGMENT_ROWS = args.fragment_rows
     rows = _rows(Path(args.index), args.table, args.copies)
     n = rows.num_rows
     work = Path(tempfile.mkdtemp(prefix="lance_carry_"))

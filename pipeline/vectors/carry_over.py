@@ -120,17 +120,20 @@ def order(
     )
 
 
-def _entity_key(frame: pl.DataFrame, units: pl.DataFrame | None) -> list[pl.Expr]:
-    docs = units.select("id", "document_id") if units is not None else None
-    first = pl.col("text_unit_ids").cast(pl.List(pl.Utf8)).list.min()
-    home = first
-    if docs is not None:
-        home = first.replace_strict(docs["id"], docs["document_id"], default=first)
+def _entity_key(frame: pl.DataFrame, units: pl.DataFrame | None) -> list[pl.Expr | pl.Series]:
+    """Entities in HUB_UNITS units or more first, most first; the others by the document of
+    their first unit, where the units' documents are known, else by that unit."""
+    first = frame.select(pl.col("text_unit_ids").list.first().cast(pl.Utf8).alias("u"))
+    home = first["u"]
+    if units is not None:
+        docs = units.select(pl.col("id").alias("u"), "document_id")
+        found = first.join(docs, on="u", how="left", maintain_order="left")["document_id"]
+        home = found.fill_null(home)
     hub = pl.col("frequency").fill_null(0) >= HUB_UNITS
     return [
         (~hub).alias("_hub"),
         pl.when(hub).then(-pl.col("frequency")).otherwise(0).alias("_first"),
-        pl.when(hub).then(pl.lit(None, pl.Utf8)).otherwise(home).alias("_second"),
+        pl.when(hub).then(pl.lit(None, pl.Utf8)).otherwise(pl.lit(home)).alias("_second"),
     ]
 
 
@@ -187,8 +190,9 @@ def patched(
 ) -> tuple[list[str], np.ndarray]:
     """The carried (ids, vectors) without `drop`, then `ids` with their `vectors`."""
     old_ids, old = carried
-    keep = np.fromiter((i not in drop for i in old_ids), dtype=bool, count=len(old_ids))
-    kept_ids = [i for i, k in zip(old_ids, keep, strict=True) if k]
     if old.shape[0] == 0:
         return list(ids), vectors
-    return kept_ids + list(ids), np.concatenate([old[keep], vectors.reshape(-1, old.shape[1])])
+    keep = ~pl.Series(old_ids, dtype=pl.Utf8).is_in(pl.Series(list(drop), dtype=pl.Utf8).implode())
+    mask = keep.to_numpy()
+    kept_ids = pl.Series(old_ids).filter(keep).to_list()
+    return kept_ids + list(ids), np.concatenate([old[mask], vectors.reshape(-1, old.shape[1])])
