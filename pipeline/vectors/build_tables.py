@@ -132,13 +132,7 @@ def build_vector_tables_at_once(
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="lance-write") as pool:
         written: dict[str, Future] = {}
         for name in names:  # vectors here (the model is asked from this thread only)
-            frame = carry_over.order(
-                name, read(name), order_by.get("units"), order_by.get("entities")
-            )
-            if name == "text_units":
-                order_by["units"] = frame.select("id", "document_id")
-            if name == "entities":
-                order_by["entities"] = frame.select("id", "frequency")
+            frame = read(name)
             table_digests = digests.of(name, frame)
             plan = (
                 carry_over.plan(folder, name, table_digests, digests.key)
@@ -146,7 +140,15 @@ def build_vector_tables_at_once(
                 else carry_over.Plan(name, "no earlier version to carry rows from", frame.height)
             )
             outcomes[name] = carry_outcome(plan)
+            if name == "text_units":
+                order_by["units"] = frame.select("id", "document_id")
+            if plan.whole is not None or name == "entities":  # carried: the new rows only
+                frame = carry_over.order(name, frame, order_by.get("units"), order_by.get("ent"))
+            if name == "entities":  # the relationships' order follows the entities'
+                order_by["ent"] = frame.select("id", "frequency")
             groups = read("communities") if name == "community_reports" else None
+            if plan.whole is None:
+                frame = _with_order(frame, plan, order_by)
             job = (_whole if plan.whole is not None else _carried)(
                 folder, name, frame, groups, plan, embedder, settings, known, side_by_side, base
             )
@@ -156,6 +158,16 @@ def build_vector_tables_at_once(
             del frame, groups, job
         for name in names:  # in dependency order, as Dagster wants them
             yield name, written[name].result()
+
+
+def _with_order(frame: pl.DataFrame, plan: carry_over.Plan, order_by: dict) -> pl.DataFrame:
+    """A carried table's frame: its rows to write anew first, in layout order
+    (carry_over.order; sorting the whole of a 500k-row table took 0.7 s), then the others."""
+    redo = pl.col("id").is_in(pl.Series(plan.append, dtype=pl.Utf8).implode())
+    todo = carry_over.order(
+        plan.name, frame.filter(redo), order_by.get("units"), order_by.get("ent")
+    )
+    return pl.concat([todo, frame.filter(~redo)])
 
 
 def carry_outcome(plan: carry_over.Plan) -> dict:
