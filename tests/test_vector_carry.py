@@ -177,6 +177,18 @@ def test_carried_tables_equal_whole_ones(runs, rebuilt):
     assert validate.lance_problems(runs["out"]) == []
 
 
+def test_carried_tables_equal_a_full_index_of_the_same_folder(runs, tmp_path_factory):
+    """A fresh index of the same input folder: the same rows, to the bit (the reports follow
+    the communities, which a full index may number otherwise: the carry-over policy)."""
+    out = tmp_path_factory.mktemp("full") / "out"
+    assert run_index(str(runs["config"]), str(runs["inp"]), str(out), log_level="ERROR").success
+    carried, full = (store.resolve(o) / store.LANCE_DIR for o in (runs["out"], out))
+    for name in ("text_units", "content_nodes", "entities", "relationships"):
+        ours, theirs = _rows(carried, name), _rows(full, name)
+        assert ours.height == theirs.height > 0, name
+        assert ours.equals(theirs), name
+
+
 def test_carried_tables_search_as_whole_ones(runs, rebuilt):
     carried = store.resolve(runs["out"]) / store.LANCE_DIR
     for name in VECTOR_TABLES:

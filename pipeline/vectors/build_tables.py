@@ -43,7 +43,6 @@ from pipeline.vectors.lance import (
     compute_vectors,
     lance_schema,
     model_label,
-    model_texts,
     vector_arrow,
 )
 from pipeline.vectors.static_titles import static_titles
@@ -220,7 +219,9 @@ def _carried(folder, name, frame, groups, plan, embedder, settings, known, side_
     vectors = compute_vectors(folder, name, todo, embedder, settings, groups, known)
     if (record_use := getattr(embedder, "record_use", None)) is not None:
         # the embedding cache keeps what the tables hold (its sweep keeps what runs used)
-        record_use(model_texts(folder, name, frame.filter(~redo), embedder, settings, groups))
+        record_use(
+            carry_over.model_texts(folder, name, frame.filter(~redo), embedder, settings, groups)
+        )
     if name in ("text_units", "entities"):  # the whole table's, for the later tables
         before = carry_over.carried_vectors(folder, base, name)
         known[name] = carry_over.patched(before, set(plan.delete), todo["id"].to_list(), vectors)

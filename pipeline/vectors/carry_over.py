@@ -9,15 +9,17 @@ files, as a deleted text's vectors leave the embedding cache, docs/outputs.md) a
 removed, appended anew with new rows.
 
 The table is written whole instead (and `whole` says why) when it or its digests are
-missing or made under other settings, when it is cut in too many pieces
-(pipeline.vectors.lance_write.Layout), or when the rows a carry-over would write reach
-WHOLE_SHARE of the table.
+missing or made under other settings, when its layout is off
+(pipeline.vectors.lance_write.Layout), or when a carry-over would cost WHOLE_SHARE of a
+whole write or more.
 
 `order`: the rows of a table in the order they are laid out in Lance, so that the rows one
 edit changes lie in few fragments: text units and content nodes by document; entities in
 many text units (HUB_UNITS, which change with most edits) first, most units first, the
 others by the document of their first unit; relationships beside their end entity that is
 in more units (its vector changes every relationship of it); reports by level.
+`model_texts`: the texts whose embedding-cache vectors a carried row still stands for (the
+cache's sweep keeps only what runs used).
 """
 
 from __future__ import annotations
@@ -28,9 +30,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from pipeline.config import EmbeddingSettings
 from pipeline.vectors import lance_write
 from pipeline.vectors import npz_copies as vector_cache
+from pipeline.vectors.lance import EmbedderLike, entity_model_texts, node_units, vector_mode
 from pipeline.vectors.row_digests import read_digests
+from pipeline.vectors.texts import embedding_text
 
 # What a carry-over writes, in rows of a whole write: a row appended costs about one (its
 # write and its share of an index segment), a row of a compacted fragment COMPACT_WEIGHT
@@ -196,3 +201,27 @@ def patched(
     mask = keep.to_numpy()
     kept_ids = pl.Series(old_ids).filter(keep).to_list()
     return kept_ids + list(ids), np.concatenate([old[mask], vectors.reshape(-1, old.shape[1])])
+
+
+def model_texts(
+    output_dir: str | Path,
+    name: str,
+    frame: pl.DataFrame,
+    embedder: EmbedderLike,
+    settings: EmbeddingSettings,
+    communities: pl.DataFrame | None = None,
+) -> list[str]:
+    """The texts `compute_vectors` gives the model (through the embedding cache) for these
+    rows of table `name`: what a run that carries the rows over records as still used."""
+    if frame.height == 0:
+        return []
+    if name == "entities":
+        return entity_model_texts(frame, embedder, settings)
+    if name == "content_nodes":
+        if settings.node_vectors != "derived":
+            return embedding_text(name, frame)
+        held = node_units(output_dir, frame, None).list.len().to_numpy()
+        return embedding_text(name, frame.filter(pl.Series(held == 0)))
+    if vector_mode(name, settings, communities) == "text":
+        return embedding_text(name, frame)
+    return []

@@ -150,30 +150,6 @@ def entity_model_texts(
     return embedded_titles(entities, settings.title_min_units)[1]
 
 
-def model_texts(
-    output_dir: str | Path,
-    name: str,
-    frame: pl.DataFrame,
-    embedder: EmbedderLike,
-    settings: EmbeddingSettings,
-    communities: pl.DataFrame | None = None,
-) -> list[str]:
-    """The texts `compute_vectors` gives the model (through the embedding cache) for these
-    rows of table `name`: what a run that carries the rows over records as still used."""
-    if frame.height == 0:
-        return []
-    if name == "entities":
-        return entity_model_texts(frame, embedder, settings)
-    if name == "content_nodes":
-        if settings.node_vectors != "derived":
-            return embedding_text(name, frame)
-        held = _node_units(output_dir, frame, None).list.len().to_numpy()
-        return embedding_text(name, frame.filter(pl.Series(held == 0)))
-    if vector_mode(name, settings, communities) == "text":
-        return embedding_text(name, frame)
-    return []
-
-
 def _relationship_blocks(
     output_dir: str | Path, frame: pl.DataFrame, dim: int, known: Known | None = None
 ) -> Iterator[np.ndarray]:
@@ -221,7 +197,7 @@ def _node_blocks(
     if settings.node_vectors == "derived" and n:
         unit_ids, unit_vecs = _vectors_of(output_dir, "text_units", known)
         if unit_ids:
-            held = incidence(_node_units(output_dir, nodes, text_units), unit_ids)
+            held = incidence(node_units(output_dir, nodes, text_units), unit_ids)
     # a node with no unit's vector to average is embedded (all of them at once, as a node
     # whose mean is zero would be: never seen, but embedded in its block if it were)
     embed_rows = np.flatnonzero(np.diff(held.indptr) == 0) if held.shape[1] else np.arange(n)
@@ -242,7 +218,7 @@ def _node_blocks(
         yield block
 
 
-def _node_units(
+def node_units(
     output_dir: str | Path, nodes: pl.DataFrame, text_units: pl.DataFrame | None
 ) -> pl.Series:
     """Per node, the ids of the text units holding it (sorted) when its type is derived
