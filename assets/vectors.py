@@ -25,6 +25,7 @@ from assets.shards import SHARD_POLICY, shard_partitions, tail_changes
 from pipeline import schemas
 from pipeline.compat.lance_names import write_alias
 from pipeline.storage import shard_files, store
+from pipeline.storage.run_changes import base_version
 from pipeline.vectors.build_tables import VECTOR_TABLES, build_vector_tables_at_once
 from pipeline.vectors.lance import read_vectors
 from pipeline.vectors.static_titles import static_titles
@@ -41,9 +42,11 @@ def _table_result(
     source: str,
     rows: int,
     started: float,
+    outcome: dict | None = None,
 ) -> MaterializeResult:
-    """The materialization of Lance table `source` (`rows` written), with its GraphRAG-named
-    alias made (hard links: no copy, for GraphRAG's LanceDB store)."""
+    """The materialization of Lance table `source` (`rows` written; `outcome`: rows carried
+    over and recomputed, pipeline.vectors.build_tables.carry_outcome), with its
+    GraphRAG-named alias made (hard links: no copy, for GraphRAG's LanceDB store)."""
     settings = docgraph.settings()
     folder = run_dir(docgraph, context)
     alias = write_alias(store.resolve(folder) / store.LANCE_DIR, source)
@@ -55,6 +58,7 @@ def _table_result(
         asset_key=f"{source}_vectors",
         metadata={
             "rows": rows,
+            **(outcome or {}),
             **titles,
             **({"graphrag_name": alias} if alias else {}),
             "model": emb.model_id,
@@ -163,8 +167,15 @@ def vector_tables(
     folder = run_dir(docgraph, context)
     names = [key.to_user_string().removesuffix("_vectors") for key in context.selected_asset_keys]
     settings = docgraph.settings().embedding
-    for source, rows in build_vector_tables_at_once(folder, names, emb, settings):
-        yield _table_result(context, docgraph, emb, source, rows, started)
+    # rows carried over from the version the run started from (its tables are the staging
+    # folder's until rewritten); the row digests say which rows changed
+    base = base_version(docgraph.settings().output_dir)
+    outcomes: dict[str, dict] = {}
+    built = build_vector_tables_at_once(
+        folder, names, emb, settings, carry=base is not None, outcomes=outcomes, base=base
+    )
+    for source, rows in built:
+        yield _table_result(context, docgraph, emb, source, rows, started, outcomes[source])
 
 
 @asset(

@@ -64,7 +64,7 @@ def test_content_node_vectors_in_blocks_are_the_whole_tables(tmp_path, monkeypat
     known = {"text_units": (unit_ids, unit_vecs)}
     expected = lance.node_vectors(tmp_path, nodes, whole, settings, units, known)
     # what a node's vector was before blocks: the mean of its units, else its text embedded
-    members = lance._node_units(tmp_path, nodes, units)  # noqa: SLF001
+    members = lance.node_units(tmp_path, nodes, units)
     reference = mean_vectors(members, unit_ids, unit_vecs, DIM)
     zero = np.flatnonzero(~reference.any(axis=1))
     reference[zero] = HashEmbedder().embed([nodes["text"][int(i)] for i in zero])

@@ -16,9 +16,10 @@ and `publish` renames it into `versions/` and then replaces `index.json`: reader
 the manifest once (`resolve`) and read one consistent version. Old versions beyond
 `keep` are deleted, so deleted documents' text leaves the disk.
 
-Within a version a Parquet write is atomic (temp file + rename) and a Lance table is
-dropped and created anew (never modified in place: its files may be links shared with
-the previous version), keeping only its latest Lance version.
+Within a version a Parquet write is atomic (temp file + rename). A Lance table is written
+whole or changed in place (pipeline.vectors.lance_write): Lance never rewrites an existing
+file, so the links shared with the previous version are never written through, and only
+the table's latest Lance version is kept.
 
 An object-store output (`s3://bucket/prefix`) is worked in a local mirror folder with this
 same layout and published to the store whole (pipeline.storage.remote); the readers here accept
@@ -34,9 +35,7 @@ import contextlib
 import json
 import os
 import shutil
-import warnings
-from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +43,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline import memory, schemas
+from pipeline import schemas
 from pipeline.storage import mirror, remote
 from pipeline.storage.files import atomic_write_text, atomic_write_with
 
@@ -58,7 +57,6 @@ VERSION_INFO = "version.json"  # in a version: its manifest
 LLM_CACHE_DIRS = ("cache/llm", "cache/llm_memo")  # per-entry files, refreshed on every hit
 LLM_KEYS_DIR = "llm_keys"  # in a version: <shard>.txt, the LLM cache keys the shard used
 FORMAT = 1
-LANCE_BATCH_ROWS = 16_384
 # Columns of free text written without Parquet min/max statistics: a statistic holds a copy
 # of the value in the writer and in the footer, and no reader filters text by range (writing
 # a 151 MB document's shard took +1.0 GB and 5.6 s with them, +0.35 GB and 1.8 s without).
@@ -364,33 +362,3 @@ def lance_db(root: str | Path):
     path = resolve(root) / LANCE_DIR
     path.mkdir(parents=True, exist_ok=True)
     return lancedb.connect(str(path))
-
-
-def write_lance(
-    root: str | Path,
-    name: str,
-    data: pa.Table | Iterable[pa.RecordBatch],
-    schema: pa.Schema | None = None,
-    fts: bool = True,
-):
-    """Lance table `name` of the folder `root`, created anew from `data` (a table, or record
-    batches of `schema`, streamed: a large table need never be whole in memory) with its
-    text indexed, keeping only its latest Lance version: a deleted row's text must not stay
-    readable in an old Lance version."""
-    from lancedb.index import FTS
-
-    db = lance_db(root)
-    db.drop_table(name, ignore_missing=True)  # its files may be links into the last version
-    # streamed in batches: Lance buffers a whole in-memory table once more while it writes
-    # (measured: +580 MB for 136k relationship rows; +0 MB as 16k-row batches)
-    if isinstance(data, pa.Table):
-        schema, data = data.schema, data.to_batches(max_chunksize=LANCE_BATCH_ROWS)
-    reader = pa.RecordBatchReader.from_batches(schema, data)
-    tbl = db.create_table(name, data=reader, schema=schema)
-    if fts and tbl.count_rows():
-        tbl.create_index("text", config=FTS(with_position=True), replace=True)
-        with warnings.catch_warnings():  # nobody else reads a table being written
-            warnings.simplefilter("ignore", UserWarning)
-            tbl.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
-    memory.release()  # the vectors and Arrow buffers of a large table
-    return tbl

@@ -41,8 +41,13 @@ def mean_vectors(members: pl.Series, ids: list[str], vectors: np.ndarray, dim: i
 
 
 def incidence(members: pl.Series, ids: list[str]) -> sp.csr_matrix:
-    """(len(members), len(ids)) 0/1 matrix: row i marks the ids listed in members[i]. Its
-    rows sliced are the rows of the whole (`mean_vectors` a block of rows at a time)."""
+    """(len(members), len(ids)) matrix: row i counts the ids listed in members[i]. Its rows
+    sliced are the rows of the whole (`mean_vectors` a block of rows at a time).
+
+    A row's entries are stored in the order of their ids' strings, not of their places in
+    `ids`: a product sums them in that order, so a derived vector is the same to the bit
+    whatever order the vectors it is made from were read in (a run that carries rows over
+    holds them in another order than a whole build: pipeline.vectors.carry_over)."""
     pairs = (
         pl.DataFrame({"members": members})
         .with_row_index("row")
@@ -53,9 +58,14 @@ def incidence(members: pl.Series, ids: list[str]) -> sp.csr_matrix:
             on="members",
             how="inner",
         )
+        .group_by("row", "members", "col")
+        .agg(pl.len().cast(pl.Float32).alias("n"))
+        .sort("row", "members")
     )
+    indptr = np.zeros(len(members) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(pairs["row"].to_numpy(), minlength=len(members)), out=indptr[1:])
     return sp.csr_matrix(
-        (np.ones(pairs.height, dtype=np.float32), (pairs["row"], pairs["col"])),
+        (pairs["n"].to_numpy(), pairs["col"].to_numpy(), indptr),
         shape=(len(members), len(ids)),
     )
 

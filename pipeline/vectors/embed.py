@@ -254,6 +254,15 @@ class CachedEmbedder:
         name = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}.parquet"
         atomic_write_with(folder / name, lambda tmp: keys.write_parquet(tmp, compression="zstd"))
 
+    def record_use(self, texts: list[str]) -> None:
+        """Record that the index still holds the vectors of `texts` without embedding them
+        (rows a run carries over in its Lance tables: pipeline.vectors.build_tables), so that
+        the sweep keeps them as it keeps those of every text the run embeds."""
+        if texts:
+            model_id = self.model_id
+            keys = pl.DataFrame({"key": [cache_key(model_id, t) for t in texts]})
+            self._record_use(keys.unique(maintain_order=True))
+
     def prefetch(self, texts: list[str]) -> int:
         """Queue the texts the cache lacks on the model and return at once (a worker only:
         an inline model has nothing to queue on). A later `embed` of them, from any

@@ -31,9 +31,10 @@ import polars as pl
 import pyarrow as pa
 import scipy.sparse as sp
 
-from pipeline import schemas
+from pipeline import memory, schemas
 from pipeline.config import EmbeddingSettings
 from pipeline.storage import store
+from pipeline.vectors import lance_write
 from pipeline.vectors import npz_copies as vector_cache
 from pipeline.vectors.derive_vectors import (
     embedded_titles,
@@ -196,7 +197,7 @@ def _node_blocks(
     if settings.node_vectors == "derived" and n:
         unit_ids, unit_vecs = _vectors_of(output_dir, "text_units", known)
         if unit_ids:
-            held = incidence(_node_units(output_dir, nodes, text_units), unit_ids)
+            held = incidence(node_units(output_dir, nodes, text_units), unit_ids)
     # a node with no unit's vector to average is embedded (all of them at once, as a node
     # whose mean is zero would be: never seen, but embedded in its block if it were)
     embed_rows = np.flatnonzero(np.diff(held.indptr) == 0) if held.shape[1] else np.arange(n)
@@ -217,7 +218,7 @@ def _node_blocks(
         yield block
 
 
-def _node_units(
+def node_units(
     output_dir: str | Path, nodes: pl.DataFrame, text_units: pl.DataFrame | None
 ) -> pl.Series:
     """Per node, the ids of the text units holding it (sorted) when its type is derived
@@ -337,7 +338,9 @@ def build_vector_table(
             yield from vector_arrow(name, part, texts, vecs, dim, model, created_at).to_batches()
             at += len(vecs)
 
-    store.write_lance(output_dir, name, batches(), lance_schema(name, dim))
+    lance_dir = store.resolve(output_dir) / store.LANCE_DIR
+    lance_write.write_whole(lance_dir, name, batches(), lance_schema(name, dim))
+    memory.release()  # the vectors and Arrow buffers of a large table
     return frame.height
 
 

@@ -1,0 +1,259 @@
+"""Writing a Lance vector table whole, or changing only some of its rows (issue 49).
+
+A table is laid out for being changed a little: fragments (data files) of at most
+FRAGMENT_ROWS rows, each with a full-text index segment of its own (the index made on the
+first fragment, a delta per further one). Removing a row from a Lance file means rewriting
+the file, and the index segment of a rewritten fragment is rewritten too (re-mapped), so a
+change costs the fragments it touches, not the table. The rows are ordered so that the
+rows one change touches lie together (the caller's order: pipeline.vectors.carry_over).
+
+One segment per fragment is what keeps the index exact: a fragment whose rows are all
+deleted leaves the dataset with its segment, and a compacted one re-maps its own segment
+only, so no segment ever counts (or holds the words of) a row that is gone. A segment over
+several fragments kept a dropped fragment's rows in its statistics and postings (BM25
+scores then differed from a whole build's). docgraph's own queries do not use these
+indexes (pipeline.lexical has its own); LanceDB readers such as GraphRAG do.
+
+An update (`update`):
+- rows removed or changed are deleted, and every fragment holding one is compacted at
+  once (its deletions materialized) and its segment re-mapped: their text and vectors are
+  in no file of the new version (the old version's files are cleaned up);
+- new and changed rows are appended as new fragments, a delta segment each; once
+  MERGE_SMALL fragments hold under half of FRAGMENT_ROWS each (a run's appended rows,
+  fragments shrunk by deletions), their rows are written again together;
+- old Lance versions are removed: one version stays, as after a whole write.
+
+Hard links: a run's folder starts as hard links of the published version's files. Lance
+writes a new file for every change (data, deletion, index, manifest files are named anew;
+`_versions/latest_version_hint.json` is replaced by a rename) and never opens an existing
+file for writing; `own_files` still gives the run private copies of the `_versions` files,
+the only ones Lance ever writes under an existing name (tests/test_vector_carry.py holds
+the published version's files to their bytes).
+
+Lance's own Python package (pylance) does the fragment-level work; LanceDB (lancedb) makes
+the tables and the index, as every reader opens them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import warnings
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+
+# Lance's Rust logger warns on every first write of a table; keep real errors only. Read
+# when lance is first imported, which happens after this module is.
+os.environ.setdefault("LANCE_LOG", "error")
+
+# Rows per data file (and index segment). A change rewrites the fragments it touches: 16k
+# rows of 384-wide vectors are ~27 MB, and re-mapping a segment of 16k 25-word texts took
+# ~1 s on the loaded 2-core machine; smaller fragments mean more segments, each a lookup
+# per full-text query (200k rows: 13 segments 11-17 ms a query, 4 segments 7-9 ms) and a
+# slower whole build (200k rows indexed a fragment at a time: 11.9 s, at once: 8.8 s).
+# Measured with synthetic texts (docs/scale.md, "Vector tables carried over").
+FRAGMENT_ROWS = 16_384
+# Fragments under half of FRAGMENT_ROWS written again together once this many pile up.
+MERGE_SMALL = 4
+# Ids per delete predicate (an IN list): Lance parses the SQL text.
+DELETE_IDS = 2_000
+TEXT_INDEX = "text_idx"
+
+
+def _lance():
+    import lance
+
+    return lance
+
+
+def table_dir(lance_dir: str | Path, name: str) -> Path:
+    return Path(lance_dir) / f"{name}.lance"
+
+
+def _chunks(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[list[pa.RecordBatch]]:
+    """The batches in chunks of at most `rows` rows (a batch split where it must)."""
+    chunk: list[pa.RecordBatch] = []
+    held = 0
+    for batch in batches:
+        while batch.num_rows:
+            take = batch.slice(0, rows - held)
+            chunk.append(take)
+            held += take.num_rows
+            batch = batch.slice(take.num_rows)
+            if held == rows:
+                yield chunk
+                chunk, held = [], 0
+    if chunk:
+        yield chunk
+
+
+def write_whole(
+    lance_dir: str | Path,
+    name: str,
+    batches: Iterable[pa.RecordBatch],
+    schema: pa.Schema,
+    fts: bool = True,
+) -> int:
+    """Lance table `name` made anew from record batches of `schema` (streamed: a fragment
+    at a time), in FRAGMENT_ROWS-row fragments with their text indexed a segment each; only
+    its latest Lance version kept. Returns the row count."""
+    import lancedb
+
+    path = table_dir(lance_dir, name)
+    shutil.rmtree(path, ignore_errors=True)  # links into the last version: only unlinked
+    Path(lance_dir).mkdir(parents=True, exist_ok=True)
+    lancedb.connect(str(lance_dir)).create_table(name, schema=schema)
+    rows = _append(path, schema, batches, fts)
+    cleanup(path)
+    return rows
+
+
+def _append(path: Path, schema: pa.Schema, batches: Iterable[pa.RecordBatch], fts=True) -> int:
+    """Append the batches a fragment at a time, each indexed as a segment of its own (the
+    index made on the first one where the table had none); returns the rows appended."""
+    import lancedb
+    from lancedb.index import FTS
+
+    lance = _lance()
+    rows = 0
+    for chunk in _chunks(batches, FRAGMENT_ROWS):
+        reader = pa.RecordBatchReader.from_batches(schema, iter(chunk))
+        lance.dataset(str(path)).insert(reader, max_rows_per_file=FRAGMENT_ROWS)
+        rows += sum(b.num_rows for b in chunk)
+        if not fts:
+            continue
+        ds = lance.dataset(str(path))
+        if _segments(ds):
+            ds.optimize.optimize_indices(num_indices_to_merge=0)
+        else:
+            tbl = lancedb.connect(str(path.parent)).open_table(path.name.removesuffix(".lance"))
+            tbl.create_index("text", config=FTS(with_position=True), replace=True)
+    return rows
+
+
+def cleanup(path: Path) -> None:
+    """Remove every Lance version of the table but the latest, and their files."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _lance().dataset(str(path)).cleanup_old_versions(
+            older_than=timedelta(0), delete_unverified=True
+        )
+
+
+def own_files(path: Path) -> int:
+    """Give the run its own copies of the table's files Lance may write under an existing
+    name (its `_versions` folder), where they are hard links; returns how many were copied."""
+    copied = 0
+    folder = path / "_versions"
+    for entry in folder.iterdir() if folder.is_dir() else ():
+        if entry.is_file() and entry.stat().st_nlink > 1:
+            tmp = entry.with_name(f".{entry.name}.own")
+            shutil.copy2(entry, tmp)
+            os.replace(tmp, entry)
+            copied += 1
+    return copied
+
+
+def fragments_of(path: Path) -> pl.DataFrame:
+    """(id, fragment): each row's fragment."""
+    table = _lance().dataset(str(path)).to_table(columns=["id"], with_row_address=True)
+    fragment = (pl.col("_rowaddr").cast(pl.UInt64) // 2**32).cast(pl.Int64)
+    return pl.from_arrow(table).select("id", fragment.alias("fragment"))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a table is cut: its live rows, fragments and index segments."""
+
+    rows: int
+    fragments: int
+    segments: int
+    largest: int = 0
+
+    def fragmented(self) -> str | None:
+        """Why the table should be written whole to be laid out again, or None: it should
+        have a segment per fragment (a table from before this layout has one over all),
+        and about as many fragments as a whole write makes (small ones are merged by
+        `update`; twice as many, +8, is a layout gone wrong)."""
+        if self.rows and self.segments != self.fragments:
+            return f"{self.segments} index segments for {self.fragments} fragments"
+        if self.largest > FRAGMENT_ROWS:
+            return f"a fragment of {self.largest} rows"
+        if self.fragments > 2 * -(-self.rows // FRAGMENT_ROWS) + 8:
+            return f"{self.fragments} fragments for {self.rows} rows"
+        return None
+
+
+def layout(path: Path) -> Layout:
+    ds = _lance().dataset(str(path))
+    sizes = [f.count_rows() for f in ds.get_fragments()]
+    return Layout(sum(sizes), len(sizes), len(_segments(ds)), max(sizes, default=0))
+
+
+def _segments(ds) -> list[dict]:
+    with warnings.catch_warnings():  # list_indices: the per-segment view
+        warnings.simplefilter("ignore")
+        return [i for i in ds.list_indices() if i["name"] == TEXT_INDEX]
+
+
+def _ids_in(ids: list[str]) -> Iterator[str]:
+    for at in range(0, len(ids), DELETE_IDS):
+        quoted = ",".join("'" + i.replace("'", "''") + "'" for i in ids[at : at + DELETE_IDS])
+        yield f"id IN ({quoted})"
+
+
+def _delete(path: Path, ids: list[str]) -> int:
+    """Delete rows `ids`; returns how many went. A fragment left with no row goes with its
+    index segment, but the last segment stays when every fragment went (and with it the
+    words of the rows): the index is dropped then, and made again by the next append."""
+    ds = _lance().dataset(str(path))
+    deleted = sum(ds.delete(p)["num_deleted_rows"] for p in _ids_in(sorted(ids)))
+    ds = _lance().dataset(str(path))
+    if deleted and not ds.get_fragments() and _segments(ds):
+        ds.drop_index(TEXT_INDEX)
+    return deleted
+
+
+def update(
+    path: Path, schema: pa.Schema, delete: list[str], append: Iterable[pa.RecordBatch]
+) -> dict[str, int]:
+    """Change Lance table `path` in place: rows `delete` deleted (their fragments compacted
+    and re-indexed), the batches `append` appended and indexed; small fragments merged, old
+    versions removed. Returns counts of what it did."""
+    lance = _lance()
+    own_files(path)
+    done = {"deleted": _delete(path, delete), "compacted": 0}
+    ds = lance.dataset(str(path))
+    touched = [f.fragment_id for f in ds.get_fragments() if f.metadata.deletion_file]
+    if touched:  # every deletion materialized: the deleted text leaves the files
+        keep = [f.fragment_id for f in ds.get_fragments() if f.fragment_id not in touched]
+        ds.optimize.compact_files(
+            target_rows_per_fragment=FRAGMENT_ROWS,
+            materialize_deletions=True,
+            materialize_deletions_threshold=0.0,
+            excluded_fragment_ids=keep,
+        )
+        done["compacted"] = len(touched)
+    done["appended"] = _append(path, schema, append)
+    done["merged"] = _merge_small(path, schema)
+    cleanup(path)
+    return done
+
+
+def _merge_small(path: Path, schema: pa.Schema) -> int:
+    """Write the rows of the fragments holding under FRAGMENT_ROWS / 2 rows again together,
+    once MERGE_SMALL of them have piled up (each fragment and its segment dropped, the
+    rows appended a fragment at a time); returns how many fragments were merged."""
+    ds = _lance().dataset(str(path))
+    small = [f.fragment_id for f in ds.get_fragments() if f.count_rows() < FRAGMENT_ROWS // 2]
+    if len(small) < MERGE_SMALL:
+        return 0
+    rows = pa.concat_tables([ds.get_fragment(f).to_table() for f in small])
+    _delete(path, rows["id"].to_pylist())
+    _append(path, schema, rows.to_batches())
+    return len(small)

@@ -1,0 +1,200 @@
+"""Per-row digests of the Lance vector tables: what a row's stored columns and its vector
+are made from, so a run rewrites only the rows whose digests changed (issue 49).
+
+Two 64-bit digests per row, kept beside the Lance table (`vector_digests/<table>.parquet`
+in the version folder, a sidecar: the Lance schema, which GraphRAG reads, is unchanged):
+
+- `own`: the row's stored columns (its rendering's inputs, its extra columns);
+- `vec`: `own` and everything its vector is made from, transitively: a text unit's text and
+  token count (its vector is the embedding cache's); a content node's holders' digests; an
+  entity's title, type, frequency (whether its title is embedded) and its units' digests; a
+  relationship's end entities' and units' digests; a report's member entities' digests.
+
+A row whose `vec` changed (it holds `own`) is rewritten (pipeline.vectors.carry_over); `own`
+tells a changed text from a changed vector, for whoever reads the sidecar. Everything else
+that decides a vector (the model, the vector modes, the digest's own code) is one digest
+per table, `settings_digest`: when it differs, the table is built whole.
+
+Digests are polars hashes (fast over 500k rows; stable within a polars version, which the
+settings digest therefore holds).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib import metadata
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline import schemas
+from pipeline.config import EmbeddingSettings
+from pipeline.storage import store
+from pipeline.storage.files import atomic_write_with
+
+DIGESTS_DIR = "vector_digests"
+# Bump when what a digest covers changes: every table is then built whole once.
+DIGEST_FORMAT = "1"
+_SEED = 49
+_SETTINGS_KEY = b"docgraph.settings"
+# The columns a row's rendering (pipeline.vectors.texts.row_text) is made from.
+RENDERED = {
+    "text_units": ["text"],
+    "entities": ["title", "type", "description"],
+    "relationships": ["source", "target", "description"],
+    "community_reports": ["full_content", "title", "summary"],
+    "content_nodes": ["text", "description"],
+}
+_VECTOR_FIELDS = (
+    "model",
+    "entity_vectors",
+    "title_vectors",
+    "title_min_units",
+    "relationship_vectors",
+    "node_vectors",
+    "report_vectors",
+)
+
+
+def settings_digest(model: str, dim: int, settings: EmbeddingSettings, titles: str) -> str:
+    """What every vector of the tables depends on besides its rows: the model (its label and
+    width), the vector modes, where title vectors come from (`titles`), and the code."""
+    try:
+        code = metadata.version("docgraph")
+    except metadata.PackageNotFoundError:
+        code = "unknown"
+    parts = {f: getattr(settings, f) for f in _VECTOR_FIELDS}
+    parts |= {"label": model, "dim": dim, "titles": titles, "format": DIGEST_FORMAT}
+    parts |= {"polars": pl.__version__, "docgraph": code}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _hash(*columns: pl.Expr | str) -> pl.Expr:
+    return pl.struct(*columns).hash(seed=_SEED)
+
+
+def _combined(frame: pl.DataFrame, key: str, lists: str, digests: pl.DataFrame) -> pl.Series:
+    """Per row of `frame`, one hash of the sorted `vec` digests of the ids its list column
+    `lists` names (as often as named; ids without a digest left out)."""
+    by_id = digests.select(pl.col("id").alias(lists), pl.col("vec").alias("_d"))
+    pairs = (
+        frame.select(pl.col(key).alias("_k"), pl.col(lists).cast(pl.List(pl.Utf8)))
+        .with_row_index("_row")
+        .explode(lists)
+        .join(by_id, on=lists, how="left")
+        .group_by("_row")
+        .agg(pl.col("_d").drop_nulls().sort())
+        .sort("_row")
+    )
+    return pairs["_d"].hash(seed=_SEED)
+
+
+def _own(name: str, frame: pl.DataFrame) -> pl.Expr:
+    extras = [c for c, _ in schemas.VECTOR_TABLES[name]]
+    return _hash(*dict.fromkeys(["id", *RENDERED[name], *extras]))
+
+
+def table_digests(
+    name: str,
+    frame: pl.DataFrame,
+    known: dict[str, pl.DataFrame],
+    holders: pl.DataFrame | None = None,
+    communities: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """(id, own, vec) of every row of table `name` (its INPUT_COLUMNS in `frame`), from the
+    digests already made of the tables its vectors come from (`known`: text_units for
+    nodes, entities and relationships; entities for relationships and reports).
+    `holders`: text_units' (id, content_node_ids), for the nodes; `communities`:
+    (community, entity_ids), for the reports."""
+    if frame.height == 0:
+        return pl.DataFrame(schema={"id": pl.Utf8, "own": pl.UInt64, "vec": pl.UInt64})
+    own = frame.select("id", _own(name, frame).alias("own"))
+    if name == "text_units":
+        inputs = [frame["n_tokens"]]
+    elif name == "content_nodes":
+        held = _held_units(frame, holders)
+        inputs = [frame["node_type"], _combined(held, "id", "units", known["text_units"])]
+    elif name == "entities":
+        units = _combined(frame, "id", "text_unit_ids", known["text_units"])
+        inputs = [frame["frequency"], units]
+    elif name == "relationships":
+        inputs = [
+            _combined(frame, "id", "text_unit_ids", known["text_units"]),
+            _looked_up(frame["source_id"], known["entities"]),
+            _looked_up(frame["target_id"], known["entities"]),
+        ]
+    else:  # community_reports: their communities' member entities
+        groups = communities
+        if groups is None:
+            groups = pl.DataFrame(schema={"community": pl.Int64, "entity_ids": pl.List(pl.Utf8)})
+        members = frame.select("id", "community").join(
+            groups.select("community", "entity_ids"),
+            on="community",
+            how="left",
+            maintain_order="left",
+        )
+        inputs = [_combined(members, "id", "entity_ids", known["entities"])]
+    parts = pl.DataFrame(
+        [own["own"].alias("own")] + [s.alias(f"_{i}") for i, s in enumerate(inputs)]
+    )
+    vec = parts.select(_hash(*parts.columns).alias("vec"))["vec"]
+    return own.with_columns(vec)
+
+
+def _looked_up(keys: pl.Series, digests: pl.DataFrame) -> pl.Series:
+    """The `vec` digest of each key's row of `digests` (null: none)."""
+    found = keys.to_frame("id").join(digests, on="id", how="left", maintain_order="left")
+    return found["vec"]
+
+
+def _held_units(nodes: pl.DataFrame, holders: pl.DataFrame | None) -> pl.DataFrame:
+    """Per node, the ids of the text units holding it (`units`)."""
+    if holders is None or holders.height == 0:
+        return nodes.select("id", pl.lit([], dtype=pl.List(pl.Utf8)).alias("units"))
+    held = (
+        holders.select(pl.col("id").alias("unit"), pl.col("content_node_ids").alias("id"))
+        .explode("id")
+        .drop_nulls("id")
+        .group_by("id")
+        .agg(pl.col("unit").alias("units"))
+    )
+    return (
+        nodes.select("id")
+        .join(held, on="id", how="left", maintain_order="left")
+        .with_columns(pl.col("units").fill_null([]))
+    )
+
+
+def digest_path(root: str | Path, name: str) -> Path:
+    return Path(root) / DIGESTS_DIR / f"{name}.parquet"
+
+
+def read_digests(root: str | Path, name: str, settings: str) -> pl.DataFrame | None:
+    """The digests of Lance table `name` of folder `root` as written with `settings` (None
+    when absent, damaged or made under other settings)."""
+    path = digest_path(store.resolve(root), name)
+    try:
+        meta = pq.read_schema(path).metadata or {}
+        if meta.get(_SETTINGS_KEY, b"").decode() != settings:
+            return None
+        return pl.read_parquet(path)
+    except (OSError, ValueError, pa.ArrowInvalid):
+        return None
+
+
+def write_digests(root: str | Path, name: str, digests: pl.DataFrame, settings: str) -> None:
+    """Record the digests of the rows Lance table `name` now holds (atomically)."""
+    table = digests.select("id", "own", "vec").to_arrow()
+    table = table.replace_schema_metadata({_SETTINGS_KEY: settings.encode()})
+    path = digest_path(root, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_with(path, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
+
+
+def drop_digests(root: str | Path, name: str) -> None:
+    """Forget table `name`'s digests before its Lance table changes: a run that fails
+    half-way then leaves a table no digest describes, which the next run builds whole."""
+    digest_path(root, name).unlink(missing_ok=True)

@@ -1,0 +1,329 @@
+"""Vector tables carried over (issue 49): after edits, additions and deletions an incremental
+run rewrites only the Lance rows that changed, and its tables equal the ones a whole build
+makes from the same tables (ids, stored columns, vectors, vector and full-text search); the
+deleted text is in no file of the new version, and the published version it started from
+keeps every byte of its files (they are hard links in the run's folder).
+
+Tables are cut in tiny fragments here (lance_write.FRAGMENT_ROWS) so that a few dozen
+documents make many fragments and index segments, as a large corpus does."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import lancedb
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pytest
+from dagster import DagsterEventType
+
+from app.run import run_index
+from pipeline.storage import store, validate
+from pipeline.vectors import carry_over, lance_write
+from pipeline.vectors.build_tables import VECTOR_TABLES, build_vector_tables_at_once
+
+FIRST = ["Alice", "Bruno", "Clara", "Diego", "Elena", "Felix", "Greta", "Hugo", "Irene"]
+LAST = ["Abbott", "Brenner", "Castillo", "Dunmore", "Eriksen", "Fairfax", "Gallagher"]
+TOWNS = ["Aberdeen", "Bergen", "Coimbra", "Dresden", "Eindhoven", "Florence", "Granada",
+         "Heidelberg", "Innsbruck", "Jena", "Kraków", "Leiden", "Mainz", "Nantes", "Oslo",
+         "Porto", "Quimper", "Rostock", "Salamanca", "Toledo", "Utrecht", "Verona", "Weimar",
+         "Ypres", "Zagreb", "Antwerp", "Bologna", "Cádiz", "Delft", "Erfurt", "Ghent",
+         "Haarlem", "Lyon", "Marseille", "Naples", "Padua", "Riga", "Siena", "Turin",
+         "Uppsala", "Valencia", "Vienna", "Zurich", "Bruges", "Seville"]  # fmt: skip
+HUBS = ["London", "Paris", "Berlin"]  # shared: in every third document each
+SECRET = "Quokkaville"  # only in the document that is deleted
+
+
+def _doc(i: int, extra: str = "") -> str:
+    """A note whose people and town are its own (most entities belong to one document, as in
+    a real corpus), and one of three capitals that many notes share."""
+    a = f"{FIRST[i % 9]} {LAST[i % 7]}"
+    b = f"{FIRST[(i + 4) % 9]} {LAST[(i + 3) % 7]}"
+    town, hub = TOWNS[i % len(TOWNS)], HUBS[i % 3]
+    return (
+        f"# Note {i}\n\n{a} met {b} in {town} in {1800 + i}. {a} wrote to {b} from {hub} "
+        f"about the observatory of {town}.\n\nLater {b} visited {hub} with {a}.{extra}\n"
+    )
+
+
+def _outcomes(result) -> dict[str, dict]:
+    out = {}
+    for event in result.all_events:
+        if event.event_type != DagsterEventType.ASSET_MATERIALIZATION:
+            continue
+        mat = event.event_specific_data.materialization
+        name = mat.asset_key.path[-1]
+        if name.endswith("_vectors"):
+            out[name.removesuffix("_vectors")] = {k: v.value for k, v in mat.metadata.items()}
+    return out
+
+
+def _file_hashes(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _holds(folder: Path, word: str) -> list[str]:
+    return [str(p) for p in folder.rglob("*") if p.is_file() and word.encode() in p.read_bytes()]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """A base index, then two incremental runs (edits, a deletion, additions), with the
+    facts each test checks collected along the way."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lance_write, "FRAGMENT_ROWS", 4)
+        mp.setattr(lance_write, "MERGE_SMALL", 3)
+        # every table carried over however much changed: the mechanics under test here
+        mp.setattr(carry_over, "WHOLE_SHARE", 100.0)
+        base = tmp_path_factory.mktemp("carry")
+        inp, out = base / "in", base / "out"
+        inp.mkdir()
+        for i in range(40):
+            (inp / f"note{i:02d}.md").write_text(_doc(i))
+        (inp / "secret.md").write_text(_doc(44, f" The {SECRET} Society met in {SECRET}."))
+        config = base / "docgraph.yaml"
+        config.write_text("storage:\n  shards: 16\n")  # most shards unchanged by a run
+
+        def run():
+            result = run_index(str(config), str(inp), str(out), log_level="ERROR")
+            assert result.success
+            return _outcomes(result)
+
+        facts = {"first": run(), "out": out, "config": config, "inp": inp}
+        first_version = store.resolve(out)
+        facts["base_lance"] = first_version / store.LANCE_DIR
+        facts["base_before"] = _file_hashes(facts["base_lance"])
+        facts["secret_in_base"] = _holds(facts["base_lance"], SECRET)
+
+        (inp / "note03.md").write_text(_doc(3, " Faraday lectured at the Royal Institution."))
+        (inp / "note11.md").write_text(_doc(11).replace("observatory", "museum"))
+        (inp / "secret.md").unlink()
+        (inp / "added1.md").write_text(_doc(45, " Somerville translated Laplace in Kew."))
+        facts["second"] = run()
+        facts["base_after"] = _file_hashes(facts["base_lance"])
+        facts["second_lance"] = store.resolve(out) / store.LANCE_DIR
+
+        (inp / "note20.md").write_text(_doc(20, " Turing ran the Pilot ACE at Teddington."))
+        (inp / "note30.md").unlink()
+        (inp / "added2.md").write_text(_doc(46))
+        facts["third"] = run()
+    return facts
+
+
+def test_the_runs_carry_rows_over(runs):
+    assert all(o["incremental"] == "whole" for o in runs["first"].values())
+    for key in ("second", "third"):
+        outcomes = runs[key]
+        assert set(outcomes) == set(VECTOR_TABLES)
+        carried = [n for n, o in outcomes.items() if o["incremental"] == "carried"]
+        assert set(carried) == set(VECTOR_TABLES), (key, outcomes)
+        for name in carried:
+            o = outcomes[name]
+            assert o["rows_carried"] > 0 and o["rows_recomputed"] > 0, (key, name, o)
+            assert o["rows_carried"] + o["rows_recomputed"] == o["rows"]
+
+
+def test_the_published_version_keeps_its_bytes(runs):
+    assert runs["base_before"] == runs["base_after"]
+    assert runs["base_before"]  # its Lance files were there to compare
+
+
+def test_the_deleted_text_is_in_no_file_of_the_new_version(runs):
+    assert runs["secret_in_base"]  # the check sees the text where it is
+    assert _holds(runs["second_lance"], SECRET) == []
+    for name in VECTOR_TABLES:
+        table = lancedb.connect(str(runs["second_lance"])).open_table(name)
+        assert len(table.list_versions()) == 1, name
+
+
+def _rows(lance_dir: Path, name: str) -> pl.DataFrame:
+    table = lancedb.connect(str(lance_dir)).open_table(name).to_arrow()
+    return pl.from_arrow(table.drop_columns(["created_at"])).sort("id")
+
+
+@pytest.fixture(scope="module")
+def rebuilt(runs, tmp_path_factory):
+    """The last version's Lance tables built whole from its own tables."""
+    from resources import DocgraphConfig, EmbedderResource
+
+    out = runs["out"]
+    copy = tmp_path_factory.mktemp("whole") / "v"
+    shutil.copytree(store.resolve(out), copy)
+    config = DocgraphConfig(
+        config_path=str(runs["config"]), input_dir=str(runs["inp"]), output_dir=str(out)
+    )
+    embedder = EmbedderResource(config=config).get()
+    settings = config.settings().embedding
+    done = dict(build_vector_tables_at_once(copy, VECTOR_TABLES, embedder, settings))
+    assert set(done) == set(VECTOR_TABLES)
+    return copy / store.LANCE_DIR
+
+
+def test_carried_tables_equal_whole_ones(runs, rebuilt):
+    carried = store.resolve(runs["out"]) / store.LANCE_DIR
+    for name in VECTOR_TABLES:
+        ours, whole = _rows(carried, name), _rows(rebuilt, name)
+        assert ours.height == whole.height > 0, name
+        assert ours.drop("vector").equals(whole.drop("vector")), name
+        a, b = (np.stack(t["vector"].to_numpy()) for t in (ours, whole))
+        assert np.array_equal(a, b), (name, float(np.abs(a - b).max()))  # to the bit
+    assert validate.lance_problems(runs["out"]) == []
+
+
+def test_carried_tables_equal_a_full_index_of_the_same_folder(runs, tmp_path_factory):
+    """A fresh index of the same input folder: the same rows, to the bit (the reports follow
+    the communities, which a full index may number otherwise: the carry-over policy)."""
+    out = tmp_path_factory.mktemp("full") / "out"
+    assert run_index(str(runs["config"]), str(runs["inp"]), str(out), log_level="ERROR").success
+    carried, full = (store.resolve(o) / store.LANCE_DIR for o in (runs["out"], out))
+    for name in ("text_units", "content_nodes", "entities", "relationships"):
+        ours, theirs = _rows(carried, name), _rows(full, name)
+        assert ours.height == theirs.height > 0, name
+        assert ours.equals(theirs), name
+
+
+def test_carried_tables_search_as_whole_ones(runs, rebuilt):
+    carried = store.resolve(runs["out"]) / store.LANCE_DIR
+    for name in VECTOR_TABLES:
+        ours = lancedb.connect(str(carried)).open_table(name)
+        whole = lancedb.connect(str(rebuilt)).open_table(name)
+        probes = _rows(rebuilt, name).head(3)
+        for vector in probes["vector"].to_list():
+            hits = [t.search(vector).limit(5).select(["id"]).to_list() for t in (ours, whole)]
+            assert [h["id"] for h in hits[0]] == [h["id"] for h in hits[1]], name
+        for word in ("Faraday", "Royal Institution", "London", "Teddington", "observatory"):
+            hits = [
+                t.search(word, query_type="fts").limit(10_000).select(["id"]).to_list()
+                for t in (ours, whole)
+            ]
+            scored = [sorted((round(h["_score"], 4), h["id"]) for h in found) for found in hits]
+            assert scored[0] == scored[1], (name, word)  # every hit, its BM25 score the same
+
+
+def test_the_graphrag_alias_and_query_copies_follow_the_new_version(runs):
+    from pipeline.compat.lance_names import GRAPHRAG_NAMES
+    from pipeline.vectors import npz_copies
+    from pipeline.vectors.lance import read_vectors
+
+    version = store.resolve(runs["out"])
+    lance_dir = version / store.LANCE_DIR
+    for name, alias in GRAPHRAG_NAMES.items():
+        assert _rows(lance_dir, alias).equals(_rows(lance_dir, name)), alias
+    npz_copies.copy_table(version, "entities")
+    ids, matrix = read_vectors(runs["out"], "entities")
+    table = _rows(lance_dir, "entities")
+    got = pl.DataFrame({"id": ids, "vector": list(matrix)}).sort("id")
+    assert got["id"].equals(table["id"])
+    assert np.array_equal(np.stack(got["vector"].to_numpy()), np.stack(table["vector"].to_numpy()))
+
+
+def test_the_embedding_cache_keeps_the_vectors_of_carried_rows(runs):
+    """The cache's sweep keeps the vectors runs used: a run that carries a text unit over
+    records its vector as used, or a later whole write would embed the corpus again."""
+    from pipeline.vectors.embed import cache_key
+    from pipeline.vectors.texts import embedding_text
+    from resources import DocgraphConfig, EmbedderResource
+
+    out = runs["out"]
+    config = DocgraphConfig(
+        config_path=str(runs["config"]), input_dir=str(runs["inp"]), output_dir=str(out)
+    )
+    embedder = EmbedderResource(config=config).get()
+    units = store.read_table(out, "text_units")
+    keys = {cache_key(embedder.model_id, t) for t in embedding_text("text_units", units)}
+    found = embedder._lookup(pl.DataFrame({"key": sorted(keys)}))
+    assert found.height == len(keys) > 0
+
+
+# ---------------------------------------------------------------- the parts, on small tables
+
+
+def _table(ids: list[str], words: list[str], seed: int = 0) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(3, 9)))) for _ in ids]
+    vectors = rng.random((len(ids), 4), dtype=np.float32)
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.string()),
+            "text": pa.array(texts, pa.string()),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), 4),
+        }
+    )
+
+
+def _scores(lance_dir: Path, name: str, word: str) -> list[tuple[float, str]]:
+    table = lancedb.connect(str(lance_dir)).open_table(name)
+    hits = table.search(word, query_type="fts").limit(10_000).select(["id"]).to_list()
+    return sorted((round(h["_score"], 5), h["id"]) for h in hits)
+
+
+def test_updates_keep_the_index_a_whole_write_makes(tmp_path, monkeypatch):
+    """Rounds of deletions (whole fragments, parts of them) and appends, small fragments
+    merged: every round the full-text scores equal a fresh whole write's of the same rows,
+    one index segment per fragment, one Lance version."""
+    import lance
+
+    monkeypatch.setattr(lance_write, "FRAGMENT_ROWS", 6)
+    monkeypatch.setattr(lance_write, "MERGE_SMALL", 3)
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa"]
+    rows = _table([f"r{i:03d}" for i in range(40)], words)
+    lance_write.write_whole(tmp_path / "a", "t", rows.to_batches(), rows.schema)
+    path = lance_write.table_dir(tmp_path / "a", "t")
+    rng = np.random.default_rng(1)
+    for n in range(5):
+        ids = rows["id"].to_pylist()
+        gone = [ids[i] for i in rng.choice(len(ids), size=7, replace=False)]
+        if n == 2:  # a whole fragment's rows
+            where = lance_write.fragments_of(path)
+            gone = where.filter(pl.col("fragment") == where["fragment"].min())["id"].to_list()
+        new = _table([f"n{n}-{i}" for i in range(int(rng.integers(1, 9)))], words, seed=n + 7)
+        lance_write.update(path, rows.schema, gone, new.to_batches())
+        kept = pa.compute.invert(pa.compute.is_in(rows["id"], pa.array(gone, pa.string())))
+        rows = pa.concat_tables([rows.filter(kept), new])
+        lance_write.write_whole(tmp_path / "fresh", "t", rows.to_batches(), rows.schema)
+        for word in ("gamma", "kappa"):
+            assert _scores(tmp_path / "a", "t", word) == _scores(tmp_path / "fresh", "t", word)
+        shape = lance_write.layout(path)
+        assert shape.rows == rows.num_rows and shape.fragmented() is None, (n, shape)
+        assert len(lance.dataset(str(path)).versions()) == 1
+        # every fragment holds half of FRAGMENT_ROWS but fewer than MERGE_SMALL ones
+        assert shape.fragments <= -(-rows.num_rows // 3) + 2, (n, shape)
+
+
+def test_a_plan_carries_few_changes_and_goes_whole_past_its_share(tmp_path, monkeypatch):
+    from pipeline.vectors import row_digests
+
+    monkeypatch.setattr(lance_write, "FRAGMENT_ROWS", 8)
+    rows = _table([f"r{i:03d}" for i in range(64)], ["a", "b", "c"])
+    folder = tmp_path / "v"
+    lance_write.write_whole(folder / store.LANCE_DIR, "t", rows.to_batches(), rows.schema)
+    ids = rows["id"].to_pylist()
+    digests = pl.DataFrame({"id": ids, "own": range(64), "vec": range(64)}).cast(
+        {"own": pl.UInt64, "vec": pl.UInt64}
+    )
+    row_digests.write_digests(folder, "t", digests, "key")
+    assert carry_over.plan(folder, "t", digests, "other").whole is not None  # other settings
+
+    few = digests.with_columns(
+        pl.when(pl.col("id") == "r005").then(999).otherwise(pl.col("vec")).alias("vec")
+    ).filter(pl.col("id") != "r040")
+    plan = carry_over.plan(folder, "t", few, "key")
+    assert plan.whole is None
+    assert sorted(plan.delete) == ["r005", "r040"] and plan.append == ["r005"]
+
+    many = digests.with_columns((pl.col("vec") + 1000).alias("vec"))
+    plan = carry_over.plan(folder, "t", many, "key")
+    assert plan.whole is not None and "row-equivalents" in plan.whole
+
+    # a table laid out otherwise (one fragment of 64 rows) is written whole once
+    monkeypatch.setattr(lance_write, "FRAGMENT_ROWS", 64)
+    lance_write.write_whole(folder / store.LANCE_DIR, "t", rows.to_batches(), rows.schema)
+    monkeypatch.setattr(lance_write, "FRAGMENT_ROWS", 8)
+    assert "a fragment of 64 rows" in carry_over.plan(folder, "t", few, "key").whole
