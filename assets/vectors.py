@@ -21,12 +21,12 @@ from dagster import (
 )
 
 from assets.metadata import LANCE_KINDS, PARQUET_KINDS, frame_metadata, lance_metadata
-from assets.shards import SHARD_POLICY, shard_partitions, tail_changes
+from assets.shards import FULL_TAG, SHARD_POLICY, shard_partitions, tail_changes
 from pipeline import schemas
 from pipeline.compat.lance_names import write_alias
 from pipeline.storage import shard_files, store
 from pipeline.storage.run_changes import base_version
-from pipeline.vectors.build_tables import VECTOR_TABLES, build_vector_tables_at_once
+from pipeline.vectors.build_tables import NO_BASE, VECTOR_TABLES, build_vector_tables_at_once
 from pipeline.vectors.lance import read_vectors
 from pipeline.vectors.static_titles import static_titles
 from pipeline.vectors.texts import embedding_text
@@ -170,9 +170,11 @@ def vector_tables(
     # rows carried over from the version the run started from (its tables are the staging
     # folder's until rewritten); the row digests say which rows changed
     base = base_version(docgraph.settings().output_dir)
+    whole = "a full run (--full)" if context.run.tags.get(FULL_TAG) == "1" else None
+    whole = NO_BASE if base is None else whole
     outcomes: dict[str, dict] = {}
     built = build_vector_tables_at_once(
-        folder, names, emb, settings, carry=base is not None, outcomes=outcomes, base=base
+        folder, names, emb, settings, whole=whole, outcomes=outcomes, base=base
     )
     for source, rows in built:
         yield _table_result(context, docgraph, emb, source, rows, started, outcomes[source])

@@ -29,6 +29,10 @@ def _doc(i: int) -> str:
     )
 
 
+# the graph step's tables, and a vector table made from them (the vector_tables step)
+GRAPH_TABLES = ("entities", "relationships", "text_units", "relationships_vectors")
+
+
 def _graph_metadata(instance: DagsterInstance, run_id: str) -> dict[str, dict]:
     records = instance.get_event_records(
         EventRecordsFilter(event_type=DagsterEventType.ASSET_MATERIALIZATION), limit=10000
@@ -38,7 +42,7 @@ def _graph_metadata(instance: DagsterInstance, run_id: str) -> dict[str, dict]:
         entry = record.event_log_entry
         mat = entry.dagster_event.event_specific_data.materialization
         name = mat.asset_key.to_user_string()
-        if entry.run_id == run_id and name in ("entities", "relationships", "text_units"):
+        if entry.run_id == run_id and name in GRAPH_TABLES:
             out[name] = {k: v.value for k, v in mat.metadata.items()}
     return out
 

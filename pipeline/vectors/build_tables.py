@@ -99,22 +99,26 @@ def _settings_key(embedder: EmbedderLike, settings: EmbeddingSettings) -> str:
     )
 
 
+NO_BASE = "no earlier version to carry rows from"
+
+
 def build_vector_tables_at_once(
     output_dir: str | Path,
     names: Iterable[str],
     embedder: EmbedderLike,
     settings: EmbeddingSettings,
     read: Callable[[str], pl.DataFrame] | None = None,
-    carry: bool = False,
+    whole: str | None = NO_BASE,
     outcomes: dict[str, dict] | None = None,
     base: Path | None = None,
 ) -> Iterator[tuple[str, int]]:
     """The Lance tables `names` (of VECTOR_TABLES), yielding (name, rows) in VECTOR_TABLES'
     order once all are written. `read(table)` gives a source table (default: its
     INPUT_COLUMNS from `output_dir`); a vector table left out is read from Lance where
-    another is made from its vectors. `carry`: carry unchanged rows over from the tables
-    the folder holds (`base`: the published version it started from, whose vector copies
-    are read where they match); `outcomes` gets each table's `carry_outcome`."""
+    another is made from its vectors. `whole`: why every row is made anew; None: carry
+    unchanged rows over from the tables the folder holds (`base`: the published version it
+    started from, whose vector copies are read where they match); `outcomes` gets each
+    table's `carry_outcome`."""
     if read is None:
 
         def read(table: str) -> pl.DataFrame:
@@ -135,8 +139,8 @@ def build_vector_tables_at_once(
             table_digests = digests.of(name, frame)
             plan = (
                 carry_over.plan(folder, name, table_digests, digests.key)
-                if carry
-                else carry_over.Plan(name, "no earlier version to carry rows from", frame.height)
+                if whole is None
+                else carry_over.Plan(name, whole, frame.height)
             )
             outcomes[name] = carry_outcome(plan)
             if name == "text_units":
