@@ -105,7 +105,8 @@ def _index(config: Path, inp: Path, out: Path, modes: list | None = None) -> flo
 # have done so in the sequence's incremental runs, or the equality would prove nothing.
 CARRYING = (
     "documents", "sections", "text_units", "entities", "relationships", "structure_edges",
-    "same_topic_edges", "lexical_index",
+    "same_topic_edges", "lexical_index", "text_units_vectors", "content_nodes_vectors",
+    "entities_vectors", "relationships_vectors", "community_reports_vectors",
 )  # fmt: skip
 
 
