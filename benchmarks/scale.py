@@ -448,9 +448,10 @@ SHARD_STAGES = ("documents", "document_structure", "chunks", "extracted_graph", 
 TARGETS = (1_000_000, 10_000_000)  # text units (chunks) to project to
 
 
-def projection(results: list[dict]) -> str:
+def projection(results: list[dict], run: str = "full") -> str:
     """Arithmetic on the two largest measured sizes, nothing assumed: every stage's wall
-    time and peak RSS fitted as a * chunks^p, extrapolated to TARGETS chunks.
+    time and peak RSS in `run` (full, edit, add, delete) fitted as a * chunks^p,
+    extrapolated to TARGETS chunks.
 
     A per-shard stage's time spreads over workers (divide by W); a corpus-wide stage runs
     in one process, so its time and memory are what one node must hold."""
@@ -459,8 +460,8 @@ def projection(results: list[dict]) -> str:
     head = ["stage", "kind", "p (time)", "p (memory)"]
     head += [f"{t / 1e6:g}M chunks: s / peak GB" for t in TARGETS]
     lines = ["| " + " | ".join(head) + " |", "|---|---|---:|---:|" + "---:|" * len(TARGETS)]
-    for step, (tb, mb) in b["full"]["stages"].items():
-        ta, ma = a["full"]["stages"].get(step, (0.0, 0.0))
+    for step, (tb, mb) in b[run]["stages"].items():
+        ta, ma = a[run]["stages"].get(step, (0.0, 0.0))
         if min(ta, tb) < 0.5 or min(ma, mb) <= 0:  # too short to fit an exponent
             continue
         pt = math.log(tb / ta) / math.log(nb / na)
@@ -527,6 +528,8 @@ def main() -> None:
     if len(results) > 1:
         print("\nProjection from the two largest sizes (a * chunks^p per stage):\n")
         print(projection(results))
+        print("\nThe one-file edit run, projected the same way:\n")
+        print(projection(results, "edit"))
 
 
 if __name__ == "__main__":
