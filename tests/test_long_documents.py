@@ -372,6 +372,7 @@ def test_a_huge_documents_shard_is_extracted_and_written_a_part_at_a_time(
     import pyarrow.parquet as pq
 
     import assets.extract
+    import pipeline.extract
     from app.run import run_index
     from pipeline.extract import extract_resilient, get_extractor
     from pipeline.storage import shard_files, store
@@ -387,7 +388,8 @@ def test_a_huge_documents_shard_is_extracted_and_written_a_part_at_a_time(
         sizes.append(units.height)
         return extract_resilient(extractor, units, *args, **kwargs)
 
-    monkeypatch.setattr(assets.extract, "extract_resilient", counted)
+    # the step extracts through pipeline.extract (the units not carried over, extract_carried)
+    monkeypatch.setattr(pipeline.extract, "extract_resilient", counted)
     result = run_index(input_dir=str(inp), output_dir=str(tmp_path / "out"))
     assert result.success
     out = tmp_path / "out"

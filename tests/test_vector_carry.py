@@ -327,3 +327,28 @@ def test_a_plan_carries_few_changes_and_goes_whole_past_its_share(tmp_path, monk
     lance_write.write_whole(folder / store.LANCE_DIR, "t", rows.to_batches(), rows.schema)
     monkeypatch.setattr(lance_write, "FRAGMENT_ROWS", 8)
     assert "a fragment of 64 rows" in carry_over.plan(folder, "t", few, "key").whole
+
+
+def test_a_node_no_unit_holds_gets_its_digest():
+    """A content node no text unit lists (an empty list of holders) is a row like any other:
+    its digest was dropped with it once (explode drops an empty list), and the step failed
+    on a corpus with such a node (tests/test_bad_input_corpus.py)."""
+    from pipeline.vectors.row_digests import table_digests
+
+    units = pl.DataFrame({"id": ["u1"], "text": ["A text."], "n_tokens": [2], "document_id": ["d"]})
+    nodes = pl.DataFrame(
+        {
+            "id": ["n1", "n2"],
+            "node_type": ["paragraph", "page_number"],
+            "text": ["A text.", "3"],
+            "description": [None, None],
+            "document_id": ["d", "d"],
+            "section_id": ["s", "s"],
+        },
+        schema_overrides={"description": pl.Utf8},
+    )
+    known = {"text_units": table_digests("text_units", units, {})}
+    holders = pl.DataFrame({"id": ["u1"], "content_node_ids": [["n1"]]})
+    digests = table_digests("content_nodes", nodes, known, holders)
+    assert digests["id"].to_list() == ["n1", "n2"] and digests["vec"].null_count() == 0
+    assert digests["vec"][0] != digests["vec"][1]

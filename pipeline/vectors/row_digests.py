@@ -87,9 +87,11 @@ def _combined(frame: pl.DataFrame, key: str, lists: str, digests: pl.DataFrame) 
         .join(by_id, on=lists, how="left")
         .group_by("_row")
         .agg(pl.col("_d").drop_nulls().sort())
-        .sort("_row")
     )
-    return pairs["_d"].hash(seed=_SEED)
+    # every row, an empty list's too (explode drops a row whose list is empty)
+    rows = pl.DataFrame({"_row": pl.int_range(frame.height, dtype=pl.UInt32, eager=True)})
+    pairs = rows.join(pairs, on="_row", how="left", maintain_order="left")
+    return pairs["_d"].fill_null(pl.lit([], dtype=pl.List(pl.UInt64))).hash(seed=_SEED)
 
 
 def _own(name: str, frame: pl.DataFrame) -> pl.Expr:
