@@ -22,7 +22,6 @@ from dagster import (
 
 from pipeline import schemas
 from pipeline.storage import store, validate
-from pipeline.vectors import lance as vectors
 from resources import DocgraphConfig, EmbedderResource
 from resources.output import run_dir
 
@@ -88,18 +87,17 @@ def lance_table_problems(root: Path, name: str, dim: int) -> tuple[list[str], di
     """What is wrong with the Lance table `name` next to its Parquet table, and the counts
     it was judged on. Cheap: row counts from the Parquet footers and Lance's count_rows, the
     width from the Lance schema; no vector is read."""
-    db = store.lance_db(root)
-    if name not in vectors.lance_table_names(db):
+    ds = store.lance_dataset(root, name)
+    if ds is None:
         return [f"lance table {name} does not exist"], {}
-    tbl = db.open_table(name)
-    field = tbl.schema.field("vector")
+    field = ds.schema.field("vector")
     width = getattr(field.type, "list_size", -1)  # -1: not a fixed-size list
     counts = {
-        "lance_rows": tbl.count_rows(),
+        "lance_rows": ds.count_rows(),
         "parquet_rows": store.table_rows(root, name),
         "vector_width": width,
         "model_dim": dim,
-        "null_vectors": tbl.count_rows("vector IS NULL"),
+        "null_vectors": ds.count_rows("vector IS NULL"),
     }
     problems = []
     if counts["lance_rows"] != counts["parquet_rows"]:

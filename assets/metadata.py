@@ -126,8 +126,10 @@ def parquet_metadata(folder: str | Path, name: str) -> dict[str, Any]:
 def lance_metadata(folder: str | Path, name: str) -> dict[str, Any]:
     """Metadata of the Lance table `name` in `folder`: its row count, Arrow schema (the
     vector's width included) and first rows."""
-    tbl = store.lance_db(folder).open_table(name)
-    return table_metadata(tbl.schema, tbl.count_rows(), tbl.head(PREVIEW_ROWS))
+    ds = store.lance_dataset(folder, name)
+    if ds is None:
+        raise FileNotFoundError(f"no Lance table {name} in {folder}")
+    return table_metadata(ds.schema, ds.count_rows(), ds.head(PREVIEW_ROWS))
 
 
 def _quantiles(values: pl.Series, prefix: str) -> dict[str, float | int]:

@@ -98,8 +98,9 @@ def chunk_embeddings_asset(n_shards: int) -> AssetsDefinition:
         emb = embedder.get()
         # the vector steps after this one write Lance tables and derive the entities' title
         # vectors from token states: import and load those while the worker embeds these
-        # texts, not in the run's tail
-        store.import_lance()
+        # texts, not in the run's tail (lancedb only where tables are likely made whole)
+        full = context.run.tags.get(FULL_TAG) == "1"
+        store.import_lance(writers=full or base_version(docgraph.settings().output_dir) is None)
         static_titles(emb, docgraph.settings().embedding)
         texts: list[str] = []
         for key in context.partition_keys:  # shards' texts together, EMBED_TEXTS at a time

@@ -13,7 +13,6 @@ import pyarrow.parquet as pq
 
 from pipeline import schemas
 from pipeline.storage import store
-from pipeline.vectors import lance as vectors
 
 # (child table, column, parent table, parent column): every child value must exist in the parent.
 REFERENCES: list[tuple[str, str, str, str]] = [
@@ -146,15 +145,13 @@ def lance_problems(root: str | Path) -> list[str]:
     root = store.resolve(root)
     if not (root / store.LANCE_DIR).is_dir():
         return ["no lancedb folder"]
-    db = store.lance_db(root)
-    existing = set(vectors.lance_table_names(db))
     problems = []
     for name in schemas.VECTOR_TABLES:
-        if name not in existing:
+        ds = store.lance_dataset(root, name)
+        if ds is None:
             problems.append(f"lance table {name} does not exist")
             continue
-        lance_ids = db.open_table(name).search().select(["id"]).limit(None).to_arrow()["id"]
-        found = pl.Series(lance_ids.to_pylist(), dtype=pl.Utf8)
+        found = pl.from_arrow(ds.to_table(columns=["id"])).to_series().cast(pl.Utf8)
         expected = store.read_table(root, name, ["id"])["id"]
         extra = found.filter(~found.is_in(expected.implode())).n_unique()
         missing = expected.filter(~expected.is_in(found.implode())).n_unique()

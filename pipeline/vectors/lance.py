@@ -384,8 +384,3 @@ def read_vectors(output_dir: str | Path, name: str) -> tuple[list[str], np.ndarr
         ids += block_ids
     vector_cache.save(path.parent, name, ids, mat[: len(ids)])
     return ids, mat[: len(ids)]
-
-
-def lance_table_names(db) -> list[str]:
-    names = db.list_tables()
-    return list(getattr(names, "tables", names))
