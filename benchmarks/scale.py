@@ -2,6 +2,7 @@
 
     python benchmarks/scale.py [--sizes 2000 10000 40000] [--work DIR] [--keep]
     python benchmarks/scale.py --sizes 300 600        # a quick check
+    python benchmarks/scale.py --sizes 40000 --work DIR --nightly-only   # on a kept index
 
 For each size a corpus is written (see `write_corpus`) and indexed by `docgraph index`
 (`python -m app.cli index`) in a child process into a fresh output folder. Measured:
@@ -335,28 +336,36 @@ def disk_bytes(*folders: Path) -> int:
     return total
 
 
-def bench(size: int, work: Path, real: int | None = None) -> dict:
+def bench(size: int, work: Path, real: int | None = None, nightly_only: bool = False) -> dict:
     base = work / f"n{size}"
-    shutil.rmtree(base, ignore_errors=True)
     inp, out, log = base / "input", base / "output", base / "index.log"
-    base.mkdir(parents=True)
-    t0 = time.perf_counter()
-    write_corpus(inp, size, real)
-    write_s = time.perf_counter() - t0
-
-    full = run_index(inp, out, log)
+    if nightly_only:  # the corpus and index an earlier --keep run left
+        if current_version(out) is None:
+            raise SystemExit(f"--nightly-only: no index kept in {out}")
+        write_s, full = 0.0, None
+        # a run on the unchanged input first, not measured: the kept index may come from
+        # another docgraph, whose sidecars this one's first run makes again
+        run_index(inp, out, log)
+    else:
+        shutil.rmtree(base, ignore_errors=True)
+        base.mkdir(parents=True)
+        t0 = time.perf_counter()
+        write_corpus(inp, size, real)
+        write_s = time.perf_counter() - t0
+        full = run_index(inp, out, log)
     version = current_version(out)
     rows = {name: table_rows(version, name) for name in TABLES}
     out_mb = disk_bytes(version, out / "cache") / 2**20
 
     # the nightly runs: one file edited, ADDED new files, one file deleted (each a run)
-    edited = doc_path(inp, size // 2)
+    present = sorted(int(p.stem) for p in inp.glob("*/*.txt"))
+    edited = doc_path(inp, present[len(present) // 2])
     with edited.open("a") as fh:
         fh.write(EDIT_SENTENCE)
     edit = run_index(inp, out, log)
-    write_corpus(inp, size + ADDED, real, start=size)
+    write_corpus(inp, present[-1] + 1 + ADDED, real, start=present[-1] + 1)
     added = run_index(inp, out, log)
-    doc_path(inp, size // 3).unlink()
+    doc_path(inp, present[len(present) // 3]).unlink()
     deleted = run_index(inp, out, log)
     after = current_version(out)
     rows_after = {name: table_rows(after, name) for name in TABLES}
@@ -397,10 +406,11 @@ def _cells(r: dict) -> list[float]:
         r["documents"],
         r["text_units"],
         r["entities"],
-        r["full"]["wall_s"],
-        r["full"]["cpu_s"],
-        r["full"]["one_mb"],
-        r["full"]["tree_mb"],
+        *(
+            (math.nan,) * 4
+            if r["full"] is None  # --nightly-only
+            else (r["full"][k] for k in ("wall_s", "cpu_s", "one_mb", "tree_mb"))
+        ),
         r["out_mb"],
         r["edit"]["wall_s"],
         r["add"]["wall_s"],
@@ -487,7 +497,15 @@ def main() -> None:
         help="write only the first N MuSiQue passages as they are, the rest generated "
         "(default: all 1,890; --real 0 makes a small run all generated documents)",
     )
+    parser.add_argument(
+        "--nightly-only",
+        action="store_true",
+        help="no full index: the three nightly runs on the corpus and index an earlier "
+        "--keep run left in --work (after one unmeasured run on the unchanged input)",
+    )
     args = parser.parse_args()
+    if args.nightly_only and not args.work:
+        raise SystemExit("--nightly-only needs --work: the folder a --keep run left")
     if not MUSIQUE.is_file():
         raise SystemExit(f"the scale benchmark needs {MUSIQUE}")
     if any(n < 2 for n in args.sizes):
@@ -498,9 +516,9 @@ def main() -> None:
     results = []
     try:
         for size in sorted(args.sizes):
-            r = bench(size, work, args.real)
+            r = bench(size, work, args.real, args.nightly_only)
             results.append(r)
-            f = r["full"]
+            f = r["full"] or {"wall_s": math.nan, "cpu_s": math.nan, "peaks": "not run"}
             runs = "; ".join(
                 f"{run} run {r[run]['wall_s']:.1f} s ({r[run]['cpu_s']:.1f} CPU s, peaks "
                 f"{r[run]['peaks']})"
@@ -513,21 +531,23 @@ def main() -> None:
                 flush=True,
             )
     finally:
-        if not args.keep:
+        if not args.keep and not args.nightly_only:
             for size in args.sizes:
                 shutil.rmtree(work / f"n{size}", ignore_errors=True)
             if not args.work:
                 shutil.rmtree(work, ignore_errors=True)
     print()
     print(table(results))
-    print("\nPer stage of the full run (asset checks left out):\n")
-    print(stage_table(results))
+    if not args.nightly_only:
+        print("\nPer stage of the full run (asset checks left out):\n")
+        print(stage_table(results))
     for run, what in INCREMENTAL.items():
         print(f"\nPer stage of the {what} run:\n")
         print(stage_table(results, run))
     if len(results) > 1:
-        print("\nProjection from the two largest sizes (a * chunks^p per stage):\n")
-        print(projection(results))
+        if not args.nightly_only:
+            print("\nProjection from the two largest sizes (a * chunks^p per stage):\n")
+            print(projection(results))
         print("\nThe one-file edit run, projected the same way:\n")
         print(projection(results, "edit"))
 
