@@ -43,23 +43,17 @@ def executor_by_size(
     stays in one process: a process per step costs ~4 s each (37 steps)."""
     if os.environ.get(ENV_EXECUTOR):
         return None
-    files = [e.path for e in entries if e.path is not None and not e.hidden]
+    files = [e for e in entries if e.path is not None and not e.hidden]
     many, large_mb = (
         settings.storage.multiprocess_from_documents,
         settings.storage.multiprocess_from_file_mb,
     )
     if many and (len(files) if to_run is None else to_run) >= many:
         return "multiprocess"
-    if large_mb and any(_size(p) >= large_mb * 1e6 for p in files):
+    # a file gone since the walk counts 0: the documents step says so
+    if large_mb and any((e.found() or (0,))[0] >= large_mb * 1e6 for e in files):
         return "multiprocess"
     return None
-
-
-def _size(path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:  # gone since the walk: the documents step says so
-        return 0
 
 
 # The job `run_index` built, by index_job's arguments, while it runs: execute_job rebuilds

@@ -68,13 +68,9 @@ def files_to_run(settings: Settings, entries: list[Entry], stale: list[str]) -> 
 
 def _file_key(entry: Entry) -> tuple[str, int, str] | None:
     """(path, size, mtime) as the documents table records them (pipeline.ingest.loader)."""
-    if entry.path is None:
+    if (found := entry.found()) is None:
         return None
-    try:
-        st = entry.path.stat()
-    except OSError:
-        return None
-    return entry.rel, st.st_size, datetime.fromtimestamp(st.st_mtime, tz=UTC).isoformat()
+    return entry.rel, found[0], datetime.fromtimestamp(found[2], tz=UTC).isoformat()
 
 
 # what an LLM call's settings change only in how it is made, not in what it answers

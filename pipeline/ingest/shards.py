@@ -31,14 +31,18 @@ from pipeline.storage.files import atomic_write_text
 
 def shard_keys(n: int) -> list[str]:
     """The partition keys of `n` shards: zero-padded, so they sort as numbers."""
-    width = max(3, len(str(n - 1)))
+    width = _key_width(n)
     return [f"{i:0{width}d}" for i in range(n)]
 
 
 def shard_of(rel_path: str, n: int) -> str:
     """The shard of the file at `rel_path` (posix, relative to the input folder)."""
     digest = hashlib.sha256(rel_path.encode("utf-8")).digest()
-    return shard_keys(n)[int.from_bytes(digest[:8], "big") % n]
+    return f"{int.from_bytes(digest[:8], 'big') % n:0{_key_width(n)}d}"  # shard_keys(n)[...]
+
+
+def _key_width(n: int) -> int:
+    return max(3, len(str(n - 1)))
 
 
 # What a shard's files hold beyond their columns; a new value re-runs every shard once (the
@@ -126,11 +130,9 @@ def fingerprints(
         if e.path is None:
             line = f"{e.rel}\x1f{e.reason}\n"
         else:
-            try:
-                st = e.path.stat()
-            except OSError:  # deleted since the walk: the next poll sees it gone
+            if (found := e.found()) is None:  # deleted since the walk: the next poll sees it
                 continue
-            line = f"{e.rel}\x1f{st.st_size}\x1f{st.st_mtime_ns}\n"
+            line = f"{e.rel}\x1f{found[0]}\x1f{found[1]}\n"
             if e.rel in mapping:
                 line += f"{e.rel}\x1f{mapping[e.rel].key()}\n"
         hashes[shard_of(e.rel, n)].update(line.encode("utf-8"))
