@@ -352,3 +352,24 @@ def test_a_node_no_unit_holds_gets_its_digest():
     digests = table_digests("content_nodes", nodes, known, holders)
     assert digests["id"].to_list() == ["n1", "n2"] and digests["vec"].null_count() == 0
     assert digests["vec"][0] != digests["vec"][1]
+
+
+@pytest.mark.parametrize("added", [0, 1, 2, 4])
+def test_patched_vectors_are_looked_up_as_rebuilt_ones(added):
+    """The carried (ids, vectors) patched in place (a dropped row's slot reused) hold each
+    kept and added id with its own vector, and no dropped one: as many rows dropped as
+    added, more dropped, more added."""
+    rng = np.random.default_rng(49)
+    ids = [f"r{i}" for i in range(6)]
+    old = rng.random((6, 3), dtype=np.float32)
+    expect = {i: old[n].copy() for n, i in enumerate(ids)}
+    drop = {"r1", "r4"}
+    new_ids = ["r4", "n1", "n2", "n3"][:added]  # r4 changed, the others new
+    new = rng.random((added, 3), dtype=np.float32)
+    for i in drop:
+        expect.pop(i)
+    expect |= {i: new[n] for n, i in enumerate(new_ids)}
+    got_ids, got = carry_over.patched((ids, old), drop, new_ids, new)
+    assert sorted(got_ids) == sorted(expect) and got.shape == (len(expect), 3)
+    for n, i in enumerate(got_ids):
+        assert np.array_equal(got[n], expect[i])

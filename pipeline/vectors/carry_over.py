@@ -193,14 +193,34 @@ def carried_vectors(folder: Path, base: Path | None, name: str) -> tuple[list[st
 def patched(
     carried: tuple[list[str], np.ndarray], drop: set[str], ids: list[str], vectors: np.ndarray
 ) -> tuple[list[str], np.ndarray]:
-    """The carried (ids, vectors) without `drop`, then `ids` with their `vectors`."""
+    """The carried (ids, vectors) without `drop`, and `ids` with their `vectors` (in no
+    particular order: readers look rows up by id).
+
+    In place where it can: a dropped row's slot takes a new row (an edit's changed rows keep
+    their ids, a changed text's unit a new one), and the matrix is copied only for the
+    difference between rows dropped and added. Copying the whole matrix took 0.27-0.35 s for
+    28k entities on the loaded 2-core machine (10k documents; 0.68 s at 40k): fresh pages
+    cost more than the copy."""
     old_ids, old = carried
+    vectors = vectors.reshape(-1, old.shape[1]) if old.shape[0] else vectors
     if old.shape[0] == 0:
         return list(ids), vectors
-    keep = ~pl.Series(old_ids, dtype=pl.Utf8).is_in(pl.Series(list(drop), dtype=pl.Utf8).implode())
-    mask = keep.to_numpy()
-    kept_ids = pl.Series(old_ids).filter(keep).to_list()
-    return kept_ids + list(ids), np.concatenate([old[mask], vectors.reshape(-1, old.shape[1])])
+    if not old.flags.writeable:
+        old = old.copy()
+    gone = pl.Series(old_ids, dtype=pl.Utf8).is_in(pl.Series(list(drop), dtype=pl.Utf8).implode())
+    slots = np.flatnonzero(gone.to_numpy())
+    out_ids = list(old_ids)
+    reuse = min(len(slots), len(ids))
+    for slot, new_id in zip(slots[:reuse], ids[:reuse], strict=True):
+        out_ids[slot] = new_id
+    old[slots[:reuse]] = vectors[:reuse]
+    if reuse < len(slots):  # more rows dropped than added: the rest removed (a copy)
+        keep = np.ones(len(out_ids), dtype=bool)
+        keep[slots[reuse:]] = False
+        return [i for i, k in zip(out_ids, keep, strict=True) if k], old[keep]
+    if reuse < len(ids):  # more added: appended (a copy)
+        return out_ids + list(ids[reuse:]), np.concatenate([old, vectors[reuse:]])
+    return out_ids, old
 
 
 def model_texts(
