@@ -59,6 +59,17 @@ class RunChanges:
     def of(self, table: str) -> RowChanges:
         return self.rows.get(table, RowChanges())
 
+    def unchanged(self, table: str) -> bool:
+        """Whether table `table`'s files in the run folder are the base version's (same
+        inode, or else same bytes), so its rows are: False without a base."""
+        if self.base is None:
+            return False
+        ours = {p.name: p for p in store.table_files(self.folder, table)}
+        theirs = {p.name: p for p in store.table_files(self.base, table)}
+        return ours.keys() == theirs.keys() and all(
+            _same_file(p, theirs[n]) for n, p in ours.items()
+        )
+
     def base_shard(self, table: str, shard: str, columns=None) -> pl.DataFrame:
         """Shard `shard` of sharded table `table` in the base version (empty: none); only
         `columns` when given."""
