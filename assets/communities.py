@@ -11,6 +11,7 @@ import polars as pl
 from dagster import AssetExecutionContext, AssetIn, AssetOut, Output, asset, multi_asset
 
 from assets.metadata import PARQUET_KINDS, community_sizes, frame_metadata, llm_delta
+from assets.shards import tail_changes
 from pipeline.communities.leiden import INPUT_COLUMNS as COMMUNITY_INPUTS
 from pipeline.communities.leiden import (
     PREVIOUS_COLUMNS,
@@ -22,7 +23,9 @@ from pipeline.communities.reports.offline import INPUT_COLUMNS as REPORT_INPUTS
 from pipeline.communities.reports.offline import report_table
 from pipeline.communities.reports.reuse_unchanged import read_sidecar, write_sidecar
 from pipeline.communities.reports.with_llm import build_reports_llm
+from pipeline.communities.table import Reuse, reuse_from
 from pipeline.compat.columns import stamp_period
+from pipeline.config import Settings
 from pipeline.failures import stage_failures_frame
 from pipeline.storage import store
 from pipeline.storage.files import atomic_write_text
@@ -60,8 +63,15 @@ def communities(
     plan = plan_communities(
         entities, relationships, settings.graph, previous, _read_state(state_path)
     )
+    reuse, lists_reason = None, "hierarchy recomputed"
+    if plan["carry_over"]:
+        reuse, lists_reason = _reuse(context, settings, folder, entities, relationships)
     df = hierarchical_leiden(
-        entities, relationships, settings.graph, previous=previous if plan["carry_over"] else None
+        entities,
+        relationships,
+        settings.graph,
+        previous=previous if plan["carry_over"] else None,
+        reuse=reuse,
     )
     df = stamp_period(df, previous)  # GraphRAG's period: the run's date, kept when unchanged
     # written before the IO manager writes the table: the state names the table it describes
@@ -79,11 +89,33 @@ def communities(
             **_rows_carried(df, previous),
             cumulative_change=round(float(plan["change"]), 6),
             run_change=round(float(plan["run_change"]), 6),
+            # communities whose relationship and text unit lists were kept from the last table
+            lists_carried=reuse.kept if reuse is not None else 0,
+            lists_reason=lists_reason,
         ),
     )
 
 
 COMMUNITIES_STATE = "communities_state.json"
+
+
+def _reuse(
+    context: AssetExecutionContext,
+    settings: Settings,
+    folder: Path,
+    entities: pl.DataFrame,
+    relationships: pl.DataFrame,
+) -> tuple[Reuse | None, str]:
+    """The last version's lists a carried-over hierarchy keeps for its unchanged communities
+    (pipeline.communities.table), or why none are kept: the run's communities table must be
+    the base version's, built from the base's entities and relationships it is diffed with."""
+    changes = tail_changes(context, settings, folder)
+    if changes.whole is not None:
+        return None, changes.whole
+    assert changes.base is not None
+    if not changes.unchanged("communities"):
+        return None, "the run's communities table is not the base version's"
+    return reuse_from(changes.base, entities, relationships, folder), "members unchanged"
 
 
 def _rows_carried(df: pl.DataFrame, previous: pl.DataFrame) -> dict[str, int]:

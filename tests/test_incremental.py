@@ -16,6 +16,7 @@ from conftest import write_llm_config
 from app.cli.demo import write_sample_corpus
 from app.run import run_index
 from pipeline.communities.leiden import hierarchical_leiden, next_state, plan_communities
+from pipeline.communities.table import Reuse, reuse_from
 from pipeline.config import GraphSettings
 from pipeline.ids import stable_id
 from pipeline.llm.fake_server import FakeLlm
@@ -106,6 +107,38 @@ def test_unchanged_graph_gives_the_identical_table() -> None:
     # an empty previous table means "no previous run"
     empty_prev = full.clear()
     assert hierarchical_leiden(ents, rels, GraphSettings(), previous=empty_prev).equals(full)
+
+
+def test_kept_lists_equal_the_computed_ones(tmp_path) -> None:
+    """A carried-over hierarchy keeps the last table's relationship and text unit lists only
+    for communities none of whose members changed (pipeline.communities.table.Reuse): the
+    table equals the one computed whole, after new entities, a member's new text unit, and a
+    relationship moved between old entities."""
+    settings = GraphSettings()
+    ents, rels = _graph(12, 30, seed=5)
+    full = hierarchical_leiden(ents, rels, settings)
+    ents.write_parquet(tmp_path / "entities.parquet")
+    rels.write_parquet(tmp_path / "relationships.parquet")
+    full.write_parquet(tmp_path / "communities.parquet")
+    ents2, rels2 = _graph(12, 30, seed=5, extra=9, extra_seed=1)
+    ents2 = ents2.with_columns(
+        pl.when(pl.col("title") == "e7")
+        .then(pl.col("text_unit_ids").list.concat(pl.lit(["u-new"])))
+        .otherwise(pl.col("text_unit_ids"))
+    )
+    ids = dict(ents2.select("title", "id").iter_rows())
+    moved = pl.DataFrame(
+        {"id": ["r-moved"], "source_id": [ids["e3"]], "target_id": [ids["e4"]], "weight": [1.0]}
+    )
+    rels2 = pl.concat([rels2.slice(1), moved])
+    whole = hierarchical_leiden(ents2, rels2, settings, previous=full)
+    reuse = reuse_from(tmp_path, ents2, rels2, tmp_path)
+    kept = hierarchical_leiden(ents2, rels2, settings, previous=full, reuse=reuse)
+    assert kept.equals(whole)
+    assert 0.5 * whole.height < reuse.kept < whole.height
+    # the changed members are what keeps the test honest: keeping every list would differ
+    blind = Reuse(reuse.lists, reuse.changed.clear())
+    assert not hierarchical_leiden(ents2, rels2, settings, previous=full, reuse=blind).equals(whole)
 
 
 def test_small_addition_keeps_communities_and_places_new_entities() -> None:

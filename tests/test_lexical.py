@@ -85,6 +85,18 @@ def test_score_matrix_equals_bm25s_own_index_to_the_bit(seed):
     assert got["num_docs"] == ref.scores["num_docs"]
 
 
+def test_stable_order_is_numpys_stable_argsort():
+    """bm25_scores.stable_order (16-bit radix passes) orders as a stable argsort does: one
+    digit, two digits (ties kept in order), empty, and past 32 bits (the fallback)."""
+    from pipeline.lexical.bm25_scores import stable_order
+
+    rng = np.random.default_rng(3)
+    for top in (1, 300, 2**16, 2**20, 2**33):
+        values = rng.integers(0, top, size=5000, dtype=np.int64)
+        assert np.array_equal(stable_order(values), np.argsort(values, kind="stable")), top
+    assert len(stable_order(np.zeros(0, dtype=np.int64))) == 0
+
+
 def test_a_carried_index_is_the_whole_build_file_for_file(tmp_path):
     """pipeline.lexical.bm25_carry: after random edits, additions and deletions, the index
     built from the base's terms plus the changed units' analysis is the whole build's."""

@@ -21,7 +21,7 @@ import polars as pl
 
 from pipeline.communities.carry_over import carry_blocker, diff_previous, update_hierarchy
 from pipeline.communities.hierarchy import build_hierarchy, edge_arrays, frames_of
-from pipeline.communities.table import communities_table
+from pipeline.communities.table import Reuse, communities_table
 from pipeline.config import GraphSettings
 from pipeline.ids import sha256_hex
 from pipeline.schemas import empty
@@ -153,21 +153,25 @@ def hierarchical_leiden(
     relationships: pl.DataFrame,
     settings: GraphSettings,
     previous: pl.DataFrame | None = None,
+    reuse: Reuse | None = None,
 ) -> pl.DataFrame:
     """communities frame with exactly schemas.COMMUNITIES columns.
 
     `previous` (the last run's communities table, if any) makes a re-run incremental: see
     `carry_over.update_hierarchy`; without it, or after a large change, Leiden runs from
     scratch. This checks only this run's change: a caller that keeps state across runs asks
-    `plan_communities` first and passes `previous` only when it says carry_over."""
+    `plan_communities` first and passes `previous` only when it says carry_over. `reuse`
+    (table.Reuse, of the version `previous` is from) keeps unchanged communities' lists
+    when the hierarchy is carried over."""
     ids = entities["id"].cast(pl.Utf8).unique().sort()
     eu, ev, ew = edge_arrays(ids, relationships)
     diff = diff_previous(ids, eu, ev, previous) if previous is not None else None
     if diff is not None and carry_blocker(diff, len(eu), settings) is None:
         head, vmembers = update_hierarchy(len(ids), eu, ev, ew, diff, settings)
     else:
+        reuse = None
         comms = build_hierarchy(len(ids), eu, ev, ew, settings)
         if not comms:
             return empty("communities")
         head, vmembers = frames_of(comms)
-    return communities_table(ids, entities, relationships, head, vmembers)
+    return communities_table(ids, entities, relationships, head, vmembers, reuse)

@@ -91,27 +91,41 @@ def carried_index(
     lengths = np.bincount(coded["doc"].to_numpy(), minlength=len(texts))
     ours = counts_of(coded["tid"].to_numpy(), lengths)
     fresh_rows = rows.filter(pl.col("fresh"))["row"].to_numpy().astype(np.int64)
-    both = pl.concat(
-        [
-            flat.select(
-                pl.col("row").cast(pl.Int64),
-                pl.col("terms").cast(pl.Int64).alias("tid"),
-                pl.col("counts").cast(pl.Int64).alias("tf"),
-            ),
-            pl.DataFrame({"row": fresh_rows[ours.doc], "tid": ours.term, "tf": ours.tf}),
-        ]
-    ).sort("row", maintain_order=True)
-    tid = both["tid"].to_numpy()
-    # numbered by first appearance over the rows in order, as a whole build numbers them
-    present, first = np.unique(tid, return_index=True)
-    by_first = present[np.argsort(first, kind="stable")]  # term ids in their new order
+    row, tid, tf = _merged(flat, fresh_rows[ours.doc], ours.term, ours.tf)
+    # numbered by first appearance over the rows in order, as a whole build numbers them: a
+    # term's first position by one linear pass (np.unique's sort of every entry was 0.42 s
+    # of a 1.9 s step at 40k documents)
+    first = np.full(len(base_vocab) + len(unseen), len(tid), dtype=np.int64)
+    np.minimum.at(first, tid, np.arange(len(tid), dtype=np.int64))
+    present = np.flatnonzero(first < len(tid))
+    by_first = present[np.argsort(first[present])]  # term ids in their new order
     rank = np.full(len(base_vocab) + len(unseen), -1, dtype=np.int64)
     rank[by_first] = np.arange(len(by_first))
     term = rank[tid]
     strings = base_vocab + unseen.to_list()
     vocab = {strings[t]: r for r, t in enumerate(by_first.tolist())}
-    counts = Counts(both["row"].to_numpy(), term, both["tf"].to_numpy(), len(ids))
+    counts = Counts(row, term, tf, len(ids))
     return LexicalIndex.from_counts(ids.to_list(), counts, vocab, latin, languages)
+
+
+def _merged(
+    kept: pl.DataFrame, rows: np.ndarray, tids: np.ndarray, tfs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, term id, count) of the kept units' entries (`kept`: row, terms, counts, rows
+    ascending) and the fresh ones (`rows` ascending, no row of `kept`), by row, each row's
+    entries in their order: the fresh entries inserted where their rows fall (linear; a
+    sort of every entry by row was 0.16 s at 40k documents)."""
+    k_row = kept.get_column("row").cast(pl.Int64).to_numpy()
+    k_tid = kept.get_column("terms").cast(pl.Int64).to_numpy()
+    k_tf = kept.get_column("counts").cast(pl.Int64).to_numpy()
+    at = np.searchsorted(k_row, rows)
+    row = np.insert(k_row, at, rows)
+    tid = np.insert(k_tid, at, tids.astype(np.int64))
+    tf = np.insert(k_tf, at, tfs.astype(np.int64))
+    if len(row) and (np.diff(row) < 0).any():  # not as promised: sorted the slow way
+        order = np.argsort(row, kind="stable")
+        row, tid, tf = row[order], tid[order], tf[order]
+    return row, tid, tf
 
 
 # Past this share of units to analyse the index is built whole. A carried build also reads

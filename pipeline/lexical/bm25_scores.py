@@ -58,7 +58,7 @@ def score_matrix(counts: Counts, n_vocab: int, k1: float, b: float) -> dict:
     n_docs = counts.n_docs
     lengths = counts.lengths()
     avg_doc_len = lengths.mean() if n_docs else np.float64("nan")
-    order = np.argsort(counts.term, kind="stable")  # by (term, document): doc ascends
+    order = stable_order(counts.term)  # by (term, document): doc ascends
     term, row, tf = counts.term[order], counts.doc[order], counts.tf[order]
     df = np.bincount(term, minlength=n_vocab)
     values, where = np.unique(df, return_inverse=True)
@@ -72,6 +72,19 @@ def score_matrix(counts: Counts, n_vocab: int, k1: float, b: float) -> dict:
     indptr = np.zeros(n_vocab + 1, dtype=np.int64)
     np.cumsum(df, out=indptr[1:])
     return {"data": data, "indices": row.astype(np.int32), "indptr": indptr, "num_docs": n_docs}
+
+
+def stable_order(values: np.ndarray) -> np.ndarray:
+    """np.argsort(values, kind="stable") of non-negative integers below 2**32, by 16-bit
+    digits: numpy sorts 16-bit integers by radix (linear), others by timsort. At 10k
+    documents (0.78M entries, 14k terms) 5 ms against 46 ms; with two digits (3M entries,
+    100k terms) 0.10 s against 0.18 s."""
+    if len(values) == 0 or int(values.max()) >= 2**32 or int(values.min()) < 0:
+        return np.argsort(values, kind="stable")
+    order = np.argsort((values & 0xFFFF).astype(np.uint16), kind="stable")
+    if int(values.max()) >> 16:
+        order = order[np.argsort((values[order] >> 16).astype(np.uint16), kind="stable")]
+    return order
 
 
 def _idf(df: int, n_docs: int) -> float:

@@ -59,6 +59,11 @@ class RunChanges:
     def of(self, table: str) -> RowChanges:
         return self.rows.get(table, RowChanges())
 
+    def unchanged(self, table: str) -> bool:
+        """Whether table `table`'s files in the run folder are the base version's (same
+        inode, or else same bytes), so its rows are: False without a base."""
+        return self.base is not None and same_table(self.folder, self.base, table)
+
     def base_shard(self, table: str, shard: str, columns=None) -> pl.DataFrame:
         """Shard `shard` of sharded table `table` in the base version (empty: none); only
         `columns` when given."""
@@ -101,6 +106,14 @@ def run_changes(
             removed |= old - new
         rows[table] = RowChanges(frozenset(added), frozenset(removed))
     return RunChanges(folder, base, None, shards, rows)
+
+
+def same_table(folder: Path, base: Path, table: str) -> bool:
+    """Whether table `table` has the same files in `folder` as in `base` (same inode, or
+    else same bytes: see `_same_file`); True when neither has any."""
+    ours = {p.name: p for p in store.table_files(folder, table)}
+    theirs = {p.name: p for p in store.table_files(base, table)}
+    return ours.keys() == theirs.keys() and all(_same_file(p, theirs[n]) for n, p in ours.items())
 
 
 def _whole_reason(base: Path | None, tail_digest: str) -> str | None:
