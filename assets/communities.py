@@ -15,6 +15,7 @@ from assets.shards import tail_changes
 from pipeline.communities.leiden import INPUT_COLUMNS as COMMUNITY_INPUTS
 from pipeline.communities.leiden import (
     PREVIOUS_COLUMNS,
+    graph_arrays,
     hierarchical_leiden,
     next_state,
     plan_communities,
@@ -60,8 +61,9 @@ def communities(
     folder = run_dir(docgraph, context)
     previous = store.read_table(folder, "communities", PREVIOUS_COLUMNS)
     state_path = folder / COMMUNITIES_STATE
+    arrays = graph_arrays(entities, relationships, previous)
     plan = plan_communities(
-        entities, relationships, settings.graph, previous, _read_state(state_path)
+        entities, relationships, settings.graph, previous, _read_state(state_path), arrays
     )
     reuse, lists_reason = None, "hierarchy recomputed"
     if plan["carry_over"]:
@@ -72,6 +74,7 @@ def communities(
         settings.graph,
         previous=previous if plan["carry_over"] else None,
         reuse=reuse,
+        arrays=arrays,
     )
     df = stamp_period(df, previous)  # GraphRAG's period: the run's date, kept when unchanged
     # written before the IO manager writes the table: the state names the table it describes

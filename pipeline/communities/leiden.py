@@ -16,10 +16,12 @@ beside the table; this module holds that decision and its state.
 from __future__ import annotations
 
 import json
+from typing import NamedTuple
 
+import numpy as np
 import polars as pl
 
-from pipeline.communities.carry_over import carry_blocker, diff_previous, update_hierarchy
+from pipeline.communities.carry_over import Diff, carry_blocker, diff_previous, update_hierarchy
 from pipeline.communities.hierarchy import build_hierarchy, edge_arrays, frames_of
 from pipeline.communities.table import Reuse, communities_table
 from pipeline.config import GraphSettings
@@ -68,12 +70,35 @@ def _valid_state(state: object) -> bool:
     )
 
 
+class GraphArrays(NamedTuple):
+    """The entity graph as planning and clustering read it: sorted entity ids, edge ends and
+    weights, and its difference from the previous table's (None: no previous)."""
+
+    ids: pl.Series
+    eu: np.ndarray
+    ev: np.ndarray
+    ew: np.ndarray
+    diff: Diff | None
+
+
+def graph_arrays(
+    entities: pl.DataFrame, relationships: pl.DataFrame, previous: pl.DataFrame | None
+) -> GraphArrays:
+    """Made once a run and handed to `plan_communities` and `hierarchical_leiden` (each made
+    them again: 0.6 s at 40k documents)."""
+    ids = entities["id"].cast(pl.Utf8).unique().sort()
+    eu, ev, ew = edge_arrays(ids, relationships)
+    diff = diff_previous(ids, eu, ev, previous) if previous is not None else None
+    return GraphArrays(ids, eu, ev, ew, diff)
+
+
 def plan_communities(
     entities: pl.DataFrame,
     relationships: pl.DataFrame,
     settings: GraphSettings,
     previous: pl.DataFrame | None,
     state: dict | None,
+    arrays: GraphArrays | None = None,
 ) -> dict:
     """Whether this run carries the previous communities over, as plain data.
 
@@ -89,9 +114,8 @@ def plan_communities(
 
     Returns carry_over (bool), reason, run_change and change (fractions), base_entities,
     added, removed (cumulative, this run included) and partition_hash."""
-    ids = entities["id"].cast(pl.Utf8).unique().sort()
-    eu, ev, _ = edge_arrays(ids, relationships)
-    diff = diff_previous(ids, eu, ev, previous) if previous is not None else None
+    arrays = arrays or graph_arrays(entities, relationships, previous)
+    eu, diff = arrays.eu, arrays.diff
     phash = partition_hash(settings)
     plan = {
         "carry_over": False,
@@ -154,6 +178,7 @@ def hierarchical_leiden(
     settings: GraphSettings,
     previous: pl.DataFrame | None = None,
     reuse: Reuse | None = None,
+    arrays: GraphArrays | None = None,
 ) -> pl.DataFrame:
     """communities frame with exactly schemas.COMMUNITIES columns.
 
@@ -162,10 +187,10 @@ def hierarchical_leiden(
     scratch. This checks only this run's change: a caller that keeps state across runs asks
     `plan_communities` first and passes `previous` only when it says carry_over. `reuse`
     (table.Reuse, of the version `previous` is from) keeps unchanged communities' lists
-    when the hierarchy is carried over."""
-    ids = entities["id"].cast(pl.Utf8).unique().sort()
-    eu, ev, ew = edge_arrays(ids, relationships)
-    diff = diff_previous(ids, eu, ev, previous) if previous is not None else None
+    when the hierarchy is carried over. `arrays`: `graph_arrays` of the same inputs and
+    `previous` (or of no previous), when the caller made them already."""
+    ids, eu, ev, ew, diff = arrays or graph_arrays(entities, relationships, previous)
+    diff = diff if previous is not None else None
     if diff is not None and carry_blocker(diff, len(eu), settings) is None:
         head, vmembers = update_hierarchy(len(ids), eu, ev, ew, diff, settings)
     else:
