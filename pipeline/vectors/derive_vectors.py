@@ -75,6 +75,8 @@ def incidence(members: pl.Series, ids: list[str]) -> sp.csr_matrix:
 def lookup(keys: pl.Series, ids: list[str], vectors: np.ndarray, dim: int) -> np.ndarray:
     """vectors[row of key] per key; zeros where the key is unknown."""
     out = np.zeros((len(keys), dim), dtype=np.float32)
+    if not len(ids):
+        return out
     rows = (
         pl.DataFrame({"k": keys})
         .with_row_index("at")

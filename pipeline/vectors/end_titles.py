@@ -57,16 +57,18 @@ def end_title_vectors(
 ) -> tuple[list[str], np.ndarray]:
     """(entity ids, their title vectors) covering every end of `relationships` that has a
     title part (ends without one are left out: `lookup` gives them zeros). The entities are
-    the folder's table; titles already made this step (`known[TITLES]`) are reused."""
+    the folder's table (none: the titles made this step alone); titles already made this
+    step (`known[TITLES]`) are reused."""
     dim = embedder.dim
     if not titled(settings) or relationships.height == 0:
         return [], np.zeros((0, dim), dtype=np.float32)
     ends = pl.concat(
         [relationships["source_id"].cast(pl.Utf8), relationships["target_id"].cast(pl.Utf8)]
     ).unique()
+    have_ids, have = (known or {}).get(TITLES, ([], np.zeros((0, dim), dtype=np.float32)))
     files = store.table_files(output_dir, "entities")
-    if not files:
-        return [], np.zeros((0, dim), dtype=np.float32)
+    if not files:  # vectors made from frames alone (no source table): this step's titles
+        return have_ids, have
     entities = (
         pl.scan_parquet(files)
         .select(_COLUMNS)
@@ -76,7 +78,6 @@ def end_title_vectors(
     )
     rows, titles = embedded_titles(entities, settings.title_min_units)
     ids = entities["id"].gather(rows)
-    have_ids, have = (known or {}).get(TITLES, ([], np.zeros((0, dim), dtype=np.float32)))
     missing = ~ids.is_in(pl.Series(have_ids, dtype=pl.Utf8).implode()).to_numpy()
     if not missing.any():
         return have_ids, have

@@ -369,8 +369,9 @@ def build_vector_tables(
         "relationships": relationships,
         "community_reports": community_reports,
     }
+    known: Known = {}  # the entities' titles, for the relationships
     return {
-        name: build_vector_table(output_dir, name, f, embedder, settings, communities)
+        name: build_vector_table(output_dir, name, f, embedder, settings, communities, known)
         for name, f in frames.items()
     }
 
