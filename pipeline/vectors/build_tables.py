@@ -153,7 +153,7 @@ def build_vector_tables_at_once(
     side_by_side = rows * embedder.dim * 4 <= SIDE_BY_SIDE_BYTES
     digests = _Digests(folder, read, _settings_key(embedder, settings), settings)
     known: Known = {}
-    order_by: dict[str, pl.DataFrame] = {}
+    order_by: dict = {"by_units": settings.relationship_vectors != "context"}
     outcomes = {} if outcomes is None else outcomes
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="lance-write") as pool:
         written: dict[str, Future] = {}
@@ -171,7 +171,7 @@ def build_vector_tables_at_once(
             if name == "text_units":
                 order_by["units"] = frame.select("id", "document_id")
             if plan.whole is not None or name == "entities":  # carried: the new rows only
-                frame = carry_over.order(name, frame, order_by.get("units"), order_by.get("ent"))
+                frame = _ordered(name, frame, order_by)
             if name == "entities":  # the relationships' order follows the entities'
                 order_by["ent"] = frame.select("id", "frequency")
             groups = read("communities") if name == "community_reports" else None
@@ -194,10 +194,14 @@ def _with_order(frame: pl.DataFrame, plan: carry_over.Plan, order_by: dict) -> p
     """A carried table's frame: its rows to write anew first, in layout order
     (carry_over.order; sorting the whole of a 500k-row table took 0.7 s), then the others."""
     redo = pl.col("id").is_in(pl.Series(plan.append, dtype=pl.Utf8).implode())
-    todo = carry_over.order(
-        plan.name, frame.filter(redo), order_by.get("units"), order_by.get("ent")
-    )
+    todo = _ordered(plan.name, frame.filter(redo), order_by)
     return pl.concat([todo, frame.filter(~redo)])
+
+
+def _ordered(name: str, frame: pl.DataFrame, order_by: dict) -> pl.DataFrame:
+    """`frame` in its layout order (carry_over.order)."""
+    units, ents, by_units = order_by.get("units"), order_by.get("ent"), order_by["by_units"]
+    return carry_over.order(name, frame, units, ents, by_units=by_units)
 
 
 def carry_outcome(plan: carry_over.Plan) -> dict:
