@@ -71,7 +71,10 @@ class EmbeddingSettings(Section):
         "name+context vectors + mean of its own text units' vectors (no model call; an edit "
         "changes only the relationships it mentions); context: source + target entity "
         "vectors + mean of its text units' vectors (an edit mentioning an entity changes "
-        "every relationship of it); text: embed 'source -> target: description'",
+        "every relationship of it: a one-file edit at 2k documents rewrote 123 relationship "
+        "vectors for 8 changed relationships); text: embed 'source -> target: description'. "
+        "Only flow quick reads them: MuSiQue R@5 64.9 (66.2 with context; paired 95% "
+        "interval -3.5 to +0.5, 5 of 100 questions differ), R@2 49.1 (47.9); grb_novel equal",
     )
     node_vectors: Literal["derived", "text"] = Field(
         "derived",
