@@ -299,13 +299,18 @@ def test_vector_tables_have_explicit_schema_fts_and_roundtrip(tmp_path):
 
     # An empty frame still makes a (typed, empty) table; a missing table reads as empty.
     # Derived vectors (the default): entity = its title + its units; relationship = its
-    # known endpoint + its units; report = the mean of its members.
+    # known endpoint's title + its units; report = the mean of its members.
     def unit(v: np.ndarray) -> np.ndarray:
         return v / np.linalg.norm(v, axis=-1, keepdims=True)
 
     units = fake.embed(["Cats purr softly.", "Ёжики живут в лесу."])
     entity = unit(fake.embed(["CAT"])[0] + units[0])
     np.testing.assert_allclose(read_vectors(tmp_path, "entities")[1][0], entity, atol=1e-6)
+    rel = unit(fake.embed(["CAT"])[0] + unit(units[0] + units[1]))
+    np.testing.assert_allclose(read_vectors(tmp_path, "relationships")[1][0], rel, atol=1e-6)
+    # relationship_vectors "context": its known endpoint's whole vector + its units
+    context = EmbeddingSettings(relationship_vectors="context")
+    build_vector_table(tmp_path, "relationships", f["relationships"], fake, context)
     rel = unit(entity + unit(units[0] + units[1]))
     np.testing.assert_allclose(read_vectors(tmp_path, "relationships")[1][0], rel, atol=1e-6)
     communities = pl.DataFrame({"community": [3], "entity_ids": [["e1"]]})

@@ -373,3 +373,69 @@ def test_patched_vectors_are_looked_up_as_rebuilt_ones(added):
     assert sorted(got_ids) == sorted(expect) and got.shape == (len(expect), 3)
     for n, i in enumerate(got_ids):
         assert np.array_equal(got[n], expect[i])
+
+
+def _digests_of_relationships(units: list[list[str]], title: str, mode: str) -> pl.Series:
+    from pipeline.config import EmbeddingSettings
+    from pipeline.vectors.end_titles import titled_rows
+    from pipeline.vectors.row_digests import ENTITY_TITLES, table_digests, title_digests
+
+    settings = EmbeddingSettings(relationship_vectors=mode)
+    text_units = pl.DataFrame(
+        {"id": ["u1", "u2", "u3"], "text": ["a", "b", "c"], "n_tokens": 1, "document_id": "d"}
+    )
+    entities = pl.DataFrame(
+        {
+            "id": ["hub", "x", "y"],
+            "title": [title, "X", "Y"],
+            "type": "PERSON",
+            "description": "",
+            "frequency": [len(units[0]), 1, 1],
+            "text_unit_ids": units,
+        }
+    )
+    known = {"text_units": table_digests("text_units", text_units, {})}
+    known["entities"] = table_digests("entities", entities, known)
+    known[ENTITY_TITLES] = title_digests(entities, titled_rows(entities, settings))
+    rels = pl.DataFrame(
+        {
+            "id": ["r1", "r2"],
+            "source": [title, title],
+            "target": ["X", "Y"],
+            "description": "",
+            "source_id": ["hub", "hub"],
+            "target_id": ["x", "y"],
+            "text_unit_ids": [["u1"], ["u2"]],
+        }
+    )
+    return table_digests("relationships", rels, known, relationships=mode)["vec"]
+
+
+@pytest.mark.parametrize("mode", ["context", "titles+units"])
+def test_a_hub_gaining_a_unit_changes_its_relationships_only_under_context(mode):
+    """Under "context" a relationship holds its ends' whole vectors: a hub entity mentioned in
+    one more text unit changes every relationship of it. Under "titles+units" it holds their
+    titles only: the same edit changes none, a renamed end changes them all."""
+    before = _digests_of_relationships([["u1", "u2"], ["u1"], ["u2"]], "Hub", mode)
+    gained = _digests_of_relationships([["u1", "u2", "u3"], ["u1"], ["u2"]], "Hub", mode)
+    renamed = _digests_of_relationships([["u1", "u2"], ["u1"], ["u2"]], "Hub City", mode)
+    assert (before != gained).sum() == (2 if mode == "context" else 0)
+    assert (before != renamed).sum() == 2
+
+
+def test_relationships_by_units_lie_by_their_documents():
+    """Outside "context" relationships are laid out as entities: those in many units first,
+    the others by the document of their first unit (an edit's rows in few fragments)."""
+    units = pl.DataFrame({"id": ["u1", "u2", "u3"], "document_id": ["d2", "d1", "d3"]})
+    many = [f"u{i}" for i in range(carry_over.HUB_UNITS)]
+    rels = pl.DataFrame(
+        {
+            "id": ["a", "b", "c", "d"],
+            "source_id": ["e1", "e2", "e3", "e4"],
+            "target_id": ["e5", "e5", "e5", "e5"],
+            "text_unit_ids": [["u1"], ["u3"], many, ["u2"]],
+        }
+    )
+    ordered = carry_over.order("relationships", rels, units, None, by_units=True)
+    assert ordered["id"].to_list() == ["c", "d", "a", "b"]
+    assert ordered.columns == rels.columns

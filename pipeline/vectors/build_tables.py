@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from pipeline.config import EmbeddingSettings
 from pipeline.storage import store
-from pipeline.vectors import carry_over, lance_write, row_digests
+from pipeline.vectors import carry_over, end_titles, lance_write, row_digests
 from pipeline.vectors.lance import (
     BLOCK_ROWS,
     INPUT_COLUMNS,
@@ -54,7 +54,9 @@ VECTOR_TABLES = ("text_units", "content_nodes", "entities", "community_reports",
 # Vectors of the tables (rows x width x 4 bytes) up to which they are made side by side:
 # MuSiQue's 58k rows are 89 MB of 384-wide vectors; 10k documents' 195k rows, 300 MB.
 SIDE_BY_SIDE_BYTES = 128 * 2**20
-# The tables each table's digests are made from (pipeline.vectors.row_digests).
+# The tables each table's digests are made from (pipeline.vectors.row_digests), by the
+# relationships' vector mode: "context" relationships hold their ends' whole vectors,
+# "titles+units" only their title parts (ENTITY_TITLES), "text" neither.
 DIGEST_DEPS = {
     "text_units": (),
     "content_nodes": ("text_units",),
@@ -62,18 +64,35 @@ DIGEST_DEPS = {
     "community_reports": ("entities",),
     "relationships": ("text_units", "entities"),
 }
+RELATIONSHIP_DEPS = {
+    "context": DIGEST_DEPS["relationships"],
+    end_titles.MODE: ("text_units", row_digests.ENTITY_TITLES),
+    "text": (),
+}
 
 
 class _Digests:
     """Each table's row digests, made once: from its source table when this step builds it,
-    else from the staging folder's record (or its source table, when that is missing)."""
+    else from the staging folder's record (or its source table, when that is missing).
+    The entities' title digests are made from the entities, never recorded."""
 
-    def __init__(self, folder: Path, read: Callable[[str], pl.DataFrame], key: str):
-        self.folder, self.read, self.key = folder, read, key
+    def __init__(
+        self,
+        folder: Path,
+        read: Callable[[str], pl.DataFrame],
+        key: str,
+        settings: EmbeddingSettings,
+    ):
+        self.folder, self.read, self.key, self.settings = folder, read, key, settings
         self.made: dict[str, pl.DataFrame] = {}
 
     def of(self, name: str, frame: pl.DataFrame | None = None) -> pl.DataFrame:
         if name in self.made:
+            return self.made[name]
+        if name == row_digests.ENTITY_TITLES:
+            entities = self.read("entities") if frame is None else frame
+            titled = end_titles.titled_rows(entities, self.settings)
+            self.made[name] = row_digests.title_digests(entities, titled)
             return self.made[name]
         if frame is None:
             recorded = row_digests.read_digests(self.folder, name, self.key)
@@ -81,13 +100,17 @@ class _Digests:
                 self.made[name] = recorded
                 return recorded
             frame = self.read(name)
-        known = {dep: self.of(dep) for dep in DIGEST_DEPS[name]}
+        mode = self.settings.relationship_vectors
+        deps = RELATIONSHIP_DEPS[mode] if name == "relationships" else DIGEST_DEPS[name]
+        known = {dep: self.of(dep) for dep in deps}
         holders = communities = None
         if name == "content_nodes":
             holders = store.read_table(self.folder, "text_units", ["id", "content_node_ids"])
         if name == "community_reports":
             communities = self.read("communities")
-        self.made[name] = row_digests.table_digests(name, frame, known, holders, communities)
+        self.made[name] = row_digests.table_digests(
+            name, frame, known, holders, communities, relationships=mode
+        )
         return self.made[name]
 
 
@@ -128,15 +151,17 @@ def build_vector_tables_at_once(
     names = [name for name in VECTOR_TABLES if name in set(names)]
     rows = sum(store.table_rows(output_dir, name) for name in names)
     side_by_side = rows * embedder.dim * 4 <= SIDE_BY_SIDE_BYTES
-    digests = _Digests(folder, read, _settings_key(embedder, settings))
+    digests = _Digests(folder, read, _settings_key(embedder, settings), settings)
     known: Known = {}
-    order_by: dict[str, pl.DataFrame] = {}
+    order_by: dict = {"by_units": settings.relationship_vectors != "context"}
     outcomes = {} if outcomes is None else outcomes
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="lance-write") as pool:
         written: dict[str, Future] = {}
         for name in names:  # vectors here (the model is asked from this thread only)
             frame = read(name)
             table_digests = digests.of(name, frame)
+            if name == "entities" and "relationships" in names:  # from this frame, not re-read
+                digests.of(row_digests.ENTITY_TITLES, frame)
             plan = (
                 carry_over.plan(folder, name, table_digests, digests.key)
                 if whole is None
@@ -146,10 +171,12 @@ def build_vector_tables_at_once(
             if name == "text_units":
                 order_by["units"] = frame.select("id", "document_id")
             if plan.whole is not None or name == "entities":  # carried: the new rows only
-                frame = carry_over.order(name, frame, order_by.get("units"), order_by.get("ent"))
+                frame = _ordered(name, frame, order_by)
             if name == "entities":  # the relationships' order follows the entities'
                 order_by["ent"] = frame.select("id", "frequency")
             groups = read("communities") if name == "community_reports" else None
+            if name == "relationships" and settings.relationship_vectors != "context":
+                known.pop("entities", None)  # made from the units and titles alone
             if plan.whole is None:
                 frame = _with_order(frame, plan, order_by)
             job = (_whole if plan.whole is not None else _carried)(
@@ -167,10 +194,14 @@ def _with_order(frame: pl.DataFrame, plan: carry_over.Plan, order_by: dict) -> p
     """A carried table's frame: its rows to write anew first, in layout order
     (carry_over.order; sorting the whole of a 500k-row table took 0.7 s), then the others."""
     redo = pl.col("id").is_in(pl.Series(plan.append, dtype=pl.Utf8).implode())
-    todo = carry_over.order(
-        plan.name, frame.filter(redo), order_by.get("units"), order_by.get("ent")
-    )
+    todo = _ordered(plan.name, frame.filter(redo), order_by)
     return pl.concat([todo, frame.filter(~redo)])
+
+
+def _ordered(name: str, frame: pl.DataFrame, order_by: dict) -> pl.DataFrame:
+    """`frame` in its layout order (carry_over.order)."""
+    units, ents, by_units = order_by.get("units"), order_by.get("ent"), order_by["by_units"]
+    return carry_over.order(name, frame, units, ents, by_units=by_units)
 
 
 def carry_outcome(plan: carry_over.Plan) -> dict:

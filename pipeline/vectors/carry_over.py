@@ -17,7 +17,8 @@ whole write or more.
 edit changes lie in few fragments: text units and content nodes by document; entities in
 many text units (HUB_UNITS, which change with most edits) first, most units first, the
 others by the document of their first unit; relationships beside their end entity that is
-in more units (its vector changes every relationship of it); reports by level.
+in more units (its vector changes every relationship of it) under relationship_vectors
+"context", else as the entities, by their own units; reports by level.
 `model_texts`: the texts whose embedding-cache vectors a carried row still stands for (the
 cache's sweep keeps only what runs used).
 """
@@ -102,10 +103,13 @@ def order(
     frame: pl.DataFrame,
     units: pl.DataFrame | None = None,
     entities: pl.DataFrame | None = None,
+    by_units: bool = False,
 ) -> pl.DataFrame:
     """`frame` (rows of table `name`) in its Lance layout order (see the module's doc).
     `units`: text units' (id, document_id), for entities and relationships; `entities`: the
-    entities' (id, frequency) in their layout order, for relationships."""
+    entities' (id, frequency) in their layout order, for relationships; `by_units`:
+    relationships laid out as entities are, by their own units (their vectors do not hold
+    their ends' units: relationship_vectors other than "context")."""
     if frame.height == 0:
         return frame
     if name in ("text_units", "content_nodes"):
@@ -114,14 +118,20 @@ def order(
         return frame.sort("level", "community", "id", nulls_last=True)
     if name == "entities":
         key = _entity_key(frame, units)
+    elif name == "relationships" and by_units:
+        frame = frame.with_columns(
+            pl.col("text_unit_ids").list.len().cast(pl.Int64).alias("frequency")
+        )
+        key = _entity_key(frame, units)
     elif name == "relationships":
         key = _relationship_key(frame, entities)
     else:
         return frame
+    made = [] if name == "entities" or not by_units else ["frequency"]
     return (
         frame.with_columns(key)
         .sort("_hub", "_first", "_second", "id")
-        .drop("_hub", "_first", "_second")
+        .drop("_hub", "_first", "_second", *made)
     )
 
 

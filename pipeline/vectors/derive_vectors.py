@@ -4,6 +4,8 @@ reads the vectors and builds the tables from these)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import polars as pl
 import scipy.sparse as sp
@@ -73,6 +75,8 @@ def incidence(members: pl.Series, ids: list[str]) -> sp.csr_matrix:
 def lookup(keys: pl.Series, ids: list[str], vectors: np.ndarray, dim: int) -> np.ndarray:
     """vectors[row of key] per key; zeros where the key is unknown."""
     out = np.zeros((len(keys), dim), dtype=np.float32)
+    if not len(ids):
+        return out
     rows = (
         pl.DataFrame({"k": keys})
         .with_row_index("at")
@@ -80,6 +84,21 @@ def lookup(keys: pl.Series, ids: list[str], vectors: np.ndarray, dim: int) -> np
     )
     out[rows["at"].to_numpy()] = vectors[rows["row"].to_numpy()]
     return out
+
+
+def edge_blocks(
+    edges: pl.DataFrame, ends: tuple, units: tuple, dim: int, rows: int
+) -> Iterator[np.ndarray]:
+    """Per edge (source_id, target_id, text_unit_ids), the normalised sum of its ends'
+    vectors (`ends`: ids, vectors; zeros where unknown) and the mean of its units' (`units`),
+    `rows` edges at a time."""
+    (end_ids, end_vecs), (unit_ids, unit_vecs) = ends, units
+    for at in range(0, edges.height, rows):
+        part = edges.slice(at, rows)
+        block = lookup(part["source_id"], end_ids, end_vecs, dim)
+        block += lookup(part["target_id"], end_ids, end_vecs, dim)
+        block += mean_vectors(part["text_unit_ids"], unit_ids, unit_vecs, dim)
+        yield normalise(block)
 
 
 # Titles that say nothing an embedding can use ("1911", "12%"): context vector only.

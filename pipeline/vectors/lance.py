@@ -5,8 +5,8 @@ other tables are many times more numerous (MuSiQue: 1.9k units, 18k entities, 32
 relations, 4k reports), so by default they are derived rather than embedded whole
 (EmbeddingSettings): an entity is its embedded *title* (a few tokens, ~5x cheaper than a
 passage) plus the mean of the vectors of the text units it occurs in; a relationship is its
-two entities plus its units; a report is the mean of its members. Set a table's mode to
-"text" to embed its rendering instead (better on a GPU, slow on a CPU).
+two entities' titles plus its units (pipeline.vectors.end_titles); a report is the mean of
+its members. Mode "text" embeds a table's rendering instead (better on a GPU).
 
 Content nodes (node search, "only TABLE nodes"): by default (`node_vectors: derived`) a
 PARAGRAPH or LIST_ITEM node takes the mean vector of the text units that hold it (no model
@@ -34,12 +34,12 @@ import scipy.sparse as sp
 from pipeline import memory, schemas
 from pipeline.config import EmbeddingSettings
 from pipeline.storage import store
-from pipeline.vectors import lance_write
+from pipeline.vectors import end_titles, lance_write
 from pipeline.vectors import npz_copies as vector_cache
 from pipeline.vectors.derive_vectors import (
+    edge_blocks,
     embedded_titles,
     incidence,
-    lookup,
     mean_vectors,
     normalise,
 )
@@ -114,11 +114,14 @@ def compute_vectors(
         unit_ids, unit_vecs = _vectors_of(output_dir, "text_units", known)
         vecs = mean_vectors(frame["text_unit_ids"], unit_ids, unit_vecs, dim)
         named, titles = embedded_titles(frame, settings.title_min_units)
-        if len(named):
-            vecs[named] += title_vectors(titles, embedder, settings)
+        made = title_vectors(titles, embedder, settings) if len(named) else vecs[:0]
+        vecs[named] += made
+        if known is not None and end_titles.titled(settings):  # the relationships' ends
+            known[end_titles.TITLES] = (frame["id"].gather(named).to_list(), made)
         return normalise(vecs)
     if name == "relationships":
-        return np.concatenate(list(_relationship_blocks(output_dir, frame, dim, known)))
+        blocks = _relationship_blocks(output_dir, frame, embedder, settings, known)
+        return np.concatenate(list(blocks))
     # community_reports: the mean of the member entities' vectors
     ent_ids, ent_vecs = _vectors_of(output_dir, "entities", known)
     members = frame.select("community").join(
@@ -151,18 +154,23 @@ def entity_model_texts(
 
 
 def _relationship_blocks(
-    output_dir: str | Path, frame: pl.DataFrame, dim: int, known: Known | None = None
+    output_dir: str | Path,
+    frame: pl.DataFrame,
+    embedder: EmbedderLike,
+    settings: EmbeddingSettings,
+    known: Known | None = None,
 ) -> Iterator[np.ndarray]:
-    """Derived relationship vectors (source + target entity + mean of its text units),
-    BLOCK_ROWS rows at a time: only one block's temporaries exist at once."""
-    unit_ids, unit_vecs = _vectors_of(output_dir, "text_units", known)
-    ent_ids, ent_vecs = _vectors_of(output_dir, "entities", known)
-    for at in range(0, frame.height, BLOCK_ROWS):
-        part = frame.slice(at, BLOCK_ROWS)
-        block = lookup(part["source_id"], ent_ids, ent_vecs, dim)
-        block += lookup(part["target_id"], ent_ids, ent_vecs, dim)
-        block += mean_vectors(part["text_unit_ids"], unit_ids, unit_vecs, dim)
-        yield normalise(block)
+    """Derived relationship vectors (source + target entity, or their title parts under
+    titles+units: pipeline.vectors.end_titles, + mean of its text units), BLOCK_ROWS rows at
+    a time: only one block's temporaries exist at once."""
+    if frame.height == 0:
+        return iter(())
+    units = _vectors_of(output_dir, "text_units", known)
+    if settings.relationship_vectors == end_titles.MODE:
+        ends = end_titles.end_title_vectors(output_dir, frame, embedder, settings, known)
+    else:
+        ends = _vectors_of(output_dir, "entities", known)
+    return edge_blocks(frame, ends, units, embedder.dim, BLOCK_ROWS)
 
 
 def node_vectors(
@@ -316,11 +324,11 @@ def build_vector_table(
     settings = settings or EmbeddingSettings()
     dim = embedder.dim
     model, created_at = model_label(embedder, settings), datetime.now(UTC)
-    streamed = name == "relationships" and settings.relationship_vectors == "context"
+    streamed = name == "relationships" and settings.relationship_vectors != "text"
     if vectors is None and streamed:
         # the largest table (501k rows at 40k documents): vectors made a block at a time,
         # never whole in memory
-        blocks = _relationship_blocks(output_dir, frame, dim, known) if frame.height else iter(())
+        blocks = _relationship_blocks(output_dir, frame, embedder, settings, known)
     elif vectors is None and name == "content_nodes":  # the same, for the nodes
         blocks = _node_blocks(output_dir, frame, embedder, settings, known=known)
     else:
@@ -361,8 +369,9 @@ def build_vector_tables(
         "relationships": relationships,
         "community_reports": community_reports,
     }
+    known: Known = {}  # the entities' titles, for the relationships
     return {
-        name: build_vector_table(output_dir, name, f, embedder, settings, communities)
+        name: build_vector_table(output_dir, name, f, embedder, settings, communities, known)
         for name, f in frames.items()
     }
 

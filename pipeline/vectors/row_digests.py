@@ -8,7 +8,9 @@ in the version folder, a sidecar: the Lance schema, which GraphRAG reads, is unc
 - `vec`: `own` and everything its vector is made from, transitively: a text unit's text and
   token count (its vector is the embedding cache's); a content node's holders' digests; an
   entity's title, type, frequency (whether its title is embedded) and its units' digests; a
-  relationship's end entities' and units' digests; a report's member entities' digests.
+  relationship's units' digests and its end entities' digests (relationship_vectors
+  "context"), or their title parts' (`title_digests`, "titles+units"), or nothing more
+  ("text": its rendering is `own`); a report's member entities' digests.
 
 A row whose `vec` changed (it holds `own`) is rewritten (pipeline.vectors.carry_over); `own`
 tells a changed text from a changed vector, for whoever reads the sidecar. Everything else
@@ -37,8 +39,10 @@ from pipeline.storage.files import atomic_write_with
 
 DIGESTS_DIR = "vector_digests"
 # Bump when what a digest covers changes: every table is then built whole once.
-DIGEST_FORMAT = "1"
+DIGEST_FORMAT = "2"  # 2: relationships by their vector mode (titles+units)
 _SEED = 49
+# The title digests of the entities (`title_digests`): made, never recorded.
+ENTITY_TITLES = "entity_titles"
 _SETTINGS_KEY = b"docgraph.settings"
 # The columns a row's rendering (pipeline.vectors.texts.row_text) is made from.
 RENDERED = {
@@ -105,10 +109,13 @@ def table_digests(
     known: dict[str, pl.DataFrame],
     holders: pl.DataFrame | None = None,
     communities: pl.DataFrame | None = None,
+    relationships: str = "context",
 ) -> pl.DataFrame:
     """(id, own, vec) of every row of table `name` (its INPUT_COLUMNS in `frame`), from the
     digests already made of the tables its vectors come from (`known`: text_units for
-    nodes, entities and relationships; entities for relationships and reports).
+    nodes, entities and relationships; entities for relationships ("context"; their
+    `title_digests` as entity_titles under "titles+units") and reports;
+    `relationships`: the relationships' vector mode).
     `holders`: text_units' (id, content_node_ids), for the nodes; `communities`:
     (community, entity_ids), for the reports."""
     if frame.height == 0:
@@ -122,11 +129,14 @@ def table_digests(
     elif name == "entities":
         units = _combined(frame, "id", "text_unit_ids", known["text_units"])
         inputs = [frame["frequency"], units]
+    elif name == "relationships" and relationships == "text":
+        inputs = []
     elif name == "relationships":
+        ends = known["entities" if relationships == "context" else ENTITY_TITLES]
         inputs = [
             _combined(frame, "id", "text_unit_ids", known["text_units"]),
-            _looked_up(frame["source_id"], known["entities"]),
-            _looked_up(frame["target_id"], known["entities"]),
+            _looked_up(frame["source_id"], ends),
+            _looked_up(frame["target_id"], ends),
         ]
     else:  # community_reports: their communities' member entities
         groups = communities
@@ -144,6 +154,14 @@ def table_digests(
     )
     vec = parts.select(_hash(*parts.columns).alias("vec"))["vec"]
     return own.with_columns(vec)
+
+
+def title_digests(entities: pl.DataFrame, titled: pl.Series) -> pl.DataFrame:
+    """(id, vec) of entities: a digest of the title where the entity's vector has a title
+    part a relationship takes (`titled`, pipeline.vectors.end_titles.titled_rows), else
+    null; what a titles+units relationship takes from its ends."""
+    title = pl.when(pl.lit(titled)).then(_hash("title")).otherwise(None)
+    return entities.select("id", title.cast(pl.UInt64).alias("vec"))
 
 
 def _looked_up(keys: pl.Series, digests: pl.DataFrame) -> pl.Series:
