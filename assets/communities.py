@@ -18,6 +18,7 @@ from pipeline.communities.leiden import (
     next_state,
     plan_communities,
 )
+from pipeline.communities.reports.evidence_cache import read_evidence, write_evidence
 from pipeline.communities.reports.offline import INPUT_COLUMNS as REPORT_INPUTS
 from pipeline.communities.reports.offline import report_table
 from pipeline.communities.reports.reuse_unchanged import read_sidecar, write_sidecar
@@ -139,8 +140,16 @@ def community_reports(
     folder = run_dir(docgraph, context)
     sidecar = read_sidecar(folder)
     previous = store.read_table(folder, "community_reports") if sidecar is not None else None
+    evidence = read_evidence(folder)
     built = report_table(
-        communities, entities, relationships, text_units, settings.reports, previous, sidecar
+        communities,
+        entities,
+        relationships,
+        text_units,
+        settings.reports,
+        previous,
+        sidecar,
+        evidence,
     )
     df = built.reports
     failures, llm_meta = [], {"reports_kept_unchanged": built.kept}
@@ -160,6 +169,7 @@ def community_reports(
     # so a table never written leaves nothing to keep; LLM reports are never kept as
     # extractive ones (no digests: the sidecar goes)
     write_sidecar(folder, df, None if llm_mode(settings) else built.digests)
+    write_evidence(folder, built.evidence)  # what it says holds in LLM mode too
     yield Output(
         df,
         output_name="community_reports",

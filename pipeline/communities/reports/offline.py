@@ -35,6 +35,7 @@ from pipeline.communities.reports.compose_text import (
     report_markdown,
     summary_of,
 )
+from pipeline.communities.reports.evidence_cache import carried
 from pipeline.communities.reports.gather_frames import community_head, gather
 from pipeline.communities.reports.reuse_unchanged import (
     CONTENT_COLUMNS,
@@ -80,6 +81,7 @@ class ReportTable(NamedTuple):
     reports: pl.DataFrame
     digests: pl.DataFrame | None  # id, digest: what the sidecar records
     kept: int  # reports kept from the last run
+    evidence: pl.DataFrame | None = None  # the evidence cache to write (evidence_cache)
 
 
 # The head's columns only the rating and its explanation show.
@@ -94,10 +96,13 @@ def report_table(
     settings: ReportSettings,
     previous: pl.DataFrame | None = None,
     sidecar: pl.DataFrame | None = None,
+    evidence: pl.DataFrame | None = None,
 ) -> ReportTable:
     """`build_reports` with the digests of the reports' inputs, keeping the last run's text
     of every report whose inputs did not change (`previous`, the last table, and `sidecar`,
-    its digests: pipeline.communities.reports.reuse_unchanged); ratings and numbers are today's."""
+    its digests: pipeline.communities.reports.reuse_unchanged); ratings and numbers are today's.
+    `evidence`: the last run's sentence mentions per source (evidence_cache), used for the
+    sources whose text and candidates did not change."""
     if communities.is_empty():
         return ReportTable(empty("community_reports"), None, 0)
     head = community_head(communities, entities, relationships)
@@ -106,10 +111,13 @@ def report_table(
     digests = input_digests(communities, *used, _used(text_units, "text_units"), settings)
     kept = kept_reports(previous, sidecar, digests)
     todo = head if kept is None else head.join(kept, left_on="report_id", right_on="id", how="anti")
+    rows = None
     if todo.height:  # only the communities whose reports are assembled are gathered
         some = communities.join(todo.select("community"), on="community", how="semi")
         everyone = None if kept is None else communities
-        gathered = gather(some, entities, relationships, text_units, settings, everyone)
+        gathered, rows = gather(
+            some, entities, relationships, text_units, settings, everyone, evidence
+        )
     # reports are assembled as Python strings ASSEMBLE_BATCH communities at a time, each
     # batch converted to Arrow at once: all of them as Python objects took +1 GB at 40k
     texts = [] if kept is None else [kept]
@@ -126,10 +134,22 @@ def report_table(
     ).join(pl.concat(texts), on="id", maintain_order="left")
     batches = range(0, rated.height, ASSEMBLE_BATCH)
     reports = pl.concat([_rated(rated.slice(at, ASSEMBLE_BATCH)) for at in batches])
-    return ReportTable(reports, digests, 0 if kept is None else kept.height)
+    cache = carried(evidence, rows, _source_keys(entities, relationships, text_units))
+    return ReportTable(reports, digests, 0 if kept is None else kept.height, cache)
 
 
 ASSEMBLE_BATCH = 2_000
+
+
+def _source_keys(*frames: pl.DataFrame) -> pl.DataFrame:
+    """(kind, key): every source the evidence cache may hold a row of."""
+    kinds = ("Entities", "Relationships", "Sources")
+    return pl.concat(
+        [
+            f.select(pl.lit(k).alias("kind"), pl.col("id").alias("key"))
+            for k, f in zip(kinds, frames, strict=True)
+        ]
+    )
 
 
 def _used(frame: pl.DataFrame, name: str) -> pl.DataFrame:
