@@ -18,6 +18,7 @@ from pipeline.communities.leiden import (
     next_state,
     plan_communities,
 )
+from pipeline.communities.reports.carry_digests import read_rows, write_rows
 from pipeline.communities.reports.evidence_cache import read_evidence, write_evidence
 from pipeline.communities.reports.offline import INPUT_COLUMNS as REPORT_INPUTS
 from pipeline.communities.reports.offline import report_table
@@ -150,10 +151,12 @@ def community_reports(
         previous,
         sidecar,
         evidence,
+        read_rows(folder) if sidecar is not None else None,
     )
     df = built.reports
     failures, llm_meta = [], {"reports_kept_unchanged": built.kept}
     llm_meta |= {"rows_carried": built.kept, "rows_recomputed": df.height - built.kept}
+    llm_meta["report_digests_carried"] = built.digests_carried
     if llm_mode(settings):  # bottom-up LLM reports; a failed one keeps its extractive report
         client = llm.get()
         before = client.metadata()
@@ -170,6 +173,7 @@ def community_reports(
     # extractive ones (no digests: the sidecar goes)
     write_sidecar(folder, df, None if llm_mode(settings) else built.digests)
     write_evidence(folder, built.evidence)  # what it says holds in LLM mode too
+    write_rows(folder, None if llm_mode(settings) else built.rows)
     yield Output(
         df,
         output_name="community_reports",

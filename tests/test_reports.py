@@ -556,3 +556,47 @@ def test_sentence_mentions_are_kept_per_source_from_the_last_run(graph, tmp_path
     assert evidence_cache.read_evidence(tmp_path) is None
     evidence_cache.write_evidence(tmp_path, None)
     assert not (tmp_path / evidence_cache.EVIDENCE).exists()
+
+
+def test_report_digests_are_carried_where_no_input_row_changed(graph, tmp_path) -> None:
+    """A community's digest is the last run's when its row, the rows it names, its units'
+    order and the settings are the same: the carried digests are those computed afresh, and
+    a changed row, a reordering of units or other settings are computed again."""
+    from pipeline.communities.reports import carry_digests
+    from pipeline.communities.reports.offline import report_table
+    from pipeline.communities.reports.reuse_unchanged import read_sidecar, write_sidecar
+
+    entities, relationships, text_units = graph
+    communities = hierarchical_leiden(entities, relationships, GraphSettings(max_cluster_size=3))
+    settings = ReportSettings()
+    first = report_table(communities, entities, relationships, text_units, settings)
+    write_sidecar(tmp_path, first.reports, first.digests)
+    carry_digests.write_rows(tmp_path, first.rows)
+    last = carry_digests.read_rows(tmp_path)
+    assert last is not None and last.height == entities.height + relationships.height + 7
+
+    def run(ents, units, settings=settings):
+        args = (communities, ents, relationships, units, settings, first.reports)
+        built = report_table(*args, read_sidecar(tmp_path), None, last)
+        fresh = report_table(*args[:5])
+        assert built.digests.equals(fresh.digests) and built.reports.equals(fresh.reports)
+        return built.digests_carried
+
+    assert run(entities, text_units) == communities.height
+    # one entity's description: the communities that hold it (every level) are computed again
+    changed = entities.with_columns(
+        pl.when(pl.col("title") == "Belle")
+        .then(pl.lit("Belle kept a shop."))
+        .otherwise(pl.col("description"))
+        .alias("description")
+    )
+    holding = communities.filter(pl.col("entity_ids").list.contains(_eid("Belle"))).height
+    assert 0 < holding and run(changed, text_units) == communities.height - holding
+    # units renumbered in the same order are carried; swapped, none is
+    shifted = text_units.with_columns(pl.col("human_readable_id") + 10)
+    assert run(entities, shifted) == communities.height
+    swapped = text_units.with_columns(pl.col("human_readable_id").reverse())
+    assert run(entities, swapped) == 0
+    assert run(entities, text_units, ReportSettings(max_findings=2)) == 0
+    (tmp_path / carry_digests.ROWS).write_bytes(b"not parquet")
+    assert carry_digests.read_rows(tmp_path) is None

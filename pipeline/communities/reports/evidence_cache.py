@@ -183,4 +183,5 @@ def write_evidence(folder: Path, frame: pl.DataFrame | None) -> None:
         path.unlink(missing_ok=True)
         return
     out = frame.with_columns(pl.lit(pl.__version__).alias("polars"))
-    atomic_write_with(path, out.write_parquet)
+    # lz4: hashes do not compress, and zstd took 5x as long to write (0.1 s at 10k documents)
+    atomic_write_with(path, lambda tmp: out.write_parquet(tmp, compression="lz4"))

@@ -29,6 +29,7 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline import progress
+from pipeline.communities.reports.carry_digests import digests_of
 from pipeline.communities.reports.compose_text import (
     findings_of,
     join_titles,
@@ -37,11 +38,7 @@ from pipeline.communities.reports.compose_text import (
 )
 from pipeline.communities.reports.evidence_cache import carried
 from pipeline.communities.reports.gather_frames import community_head, gather
-from pipeline.communities.reports.reuse_unchanged import (
-    CONTENT_COLUMNS,
-    input_digests,
-    kept_reports,
-)
+from pipeline.communities.reports.reuse_unchanged import CONTENT_COLUMNS, kept_reports
 from pipeline.config import ReportSettings
 from pipeline.ids import stable_id_expr
 from pipeline.schemas import TABLES, conform, empty
@@ -82,6 +79,8 @@ class ReportTable(NamedTuple):
     digests: pl.DataFrame | None  # id, digest: what the sidecar records
     kept: int  # reports kept from the last run
     evidence: pl.DataFrame | None = None  # the evidence cache to write (evidence_cache)
+    rows: pl.DataFrame | None = None  # the input rows' hashes to write (carry_digests)
+    digests_carried: int = 0  # digests carried over from the last run (carry_digests)
 
 
 # The head's columns only the rating and its explanation show.
@@ -97,25 +96,29 @@ def report_table(
     previous: pl.DataFrame | None = None,
     sidecar: pl.DataFrame | None = None,
     evidence: pl.DataFrame | None = None,
+    last_rows: pl.DataFrame | None = None,
 ) -> ReportTable:
     """`build_reports` with the digests of the reports' inputs, keeping the last run's text
     of every report whose inputs did not change (`previous`, the last table, and `sidecar`,
     its digests: pipeline.communities.reports.reuse_unchanged); ratings and numbers are today's.
     `evidence`: the last run's sentence mentions per source (evidence_cache), used for the
-    sources whose text and candidates did not change."""
+    sources whose text and candidates did not change. `last_rows`: the last run's input rows'
+    hashes (carry_digests), to carry the digests of communities none of whose rows changed."""
     if communities.is_empty():
         return ReportTable(empty("community_reports"), None, 0)
     head = community_head(communities, entities, relationships)
     head = head.with_columns(stable_id_expr(pl.lit("report"), "id").alias("report_id"))
     used = [_used(f, n) for f, n in ((entities, "entities"), (relationships, "relationships"))]
-    digests = input_digests(communities, *used, _used(text_units, "text_units"), settings)
+    digests, input_rows, carried_digests = digests_of(
+        communities, *used, _used(text_units, "text_units"), settings, sidecar, last_rows
+    )
     kept = kept_reports(previous, sidecar, digests)
     todo = head if kept is None else head.join(kept, left_on="report_id", right_on="id", how="anti")
-    rows = None
+    found = None
     if todo.height:  # only the communities whose reports are assembled are gathered
         some = communities.join(todo.select("community"), on="community", how="semi")
         everyone = None if kept is None else communities
-        gathered, rows = gather(
+        gathered, found = gather(
             some, entities, relationships, text_units, settings, everyone, evidence
         )
     # reports are assembled as Python strings ASSEMBLE_BATCH communities at a time, each
@@ -134,8 +137,9 @@ def report_table(
     ).join(pl.concat(texts), on="id", maintain_order="left")
     batches = range(0, rated.height, ASSEMBLE_BATCH)
     reports = pl.concat([_rated(rated.slice(at, ASSEMBLE_BATCH)) for at in batches])
-    cache = carried(evidence, rows, _source_keys(entities, relationships, text_units))
-    return ReportTable(reports, digests, 0 if kept is None else kept.height, cache)
+    cache = carried(evidence, found, _source_keys(entities, relationships, text_units))
+    n_kept = 0 if kept is None else kept.height
+    return ReportTable(reports, digests, n_kept, cache, input_rows, carried_digests)
 
 
 ASSEMBLE_BATCH = 2_000
