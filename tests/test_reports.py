@@ -591,7 +591,7 @@ def test_report_digests_are_carried_where_no_input_row_changed(graph, tmp_path) 
         .alias("description")
     )
     holding = communities.filter(pl.col("entity_ids").list.contains(_eid("Belle"))).height
-    assert 0 < holding and run(changed, text_units) == communities.height - holding
+    assert holding > 0 and run(changed, text_units) == communities.height - holding
     # units renumbered in the same order are carried; swapped, none is
     shifted = text_units.with_columns(pl.col("human_readable_id") + 10)
     assert run(entities, shifted) == communities.height
