@@ -157,6 +157,14 @@ def community_reports(
     failures, llm_meta = [], {"reports_kept_unchanged": built.kept}
     llm_meta |= {"rows_carried": built.kept, "rows_recomputed": df.height - built.kept}
     llm_meta["report_digests_carried"] = built.digests_carried
+    llm_meta["evidence_sources_split"] = built.sources_split
+    llm_meta["evidence_sources_kept"] = built.sources_kept
+    llm_meta["incremental"] = "carried" if built.kept else "whole"
+    llm_meta["incremental_reason"] = (
+        "reports whose inputs did not change kept"
+        if built.kept
+        else "no report of the last run kept (none, LLM mode, other polars, or all changed)"
+    )
     if llm_mode(settings):  # bottom-up LLM reports; a failed one keeps its extractive report
         client = llm.get()
         before = client.metadata()

@@ -57,6 +57,7 @@ class Evidence(NamedTuple):
     codes: pl.DataFrame  # e, entity_id
     sources: pl.DataFrame  # src, kind, ref, key, text, cands
     rows: pl.DataFrame | None  # the evidence cache's rows of `sources` (None: not kept)
+    split: int  # sources split and matched (the others: from the cache)
 
 
 def sentence_mentions(
@@ -118,7 +119,7 @@ def sentence_mentions(
     if keyed:
         made = evidence_cache.fresh_rows(fresh, digests, split, named, cands)
         rows = pl.concat([made, hits.select(made.columns)])
-    return Evidence(mentions, pool, ids, sources, rows)
+    return Evidence(mentions, pool, ids, sources, rows, fresh.height)
 
 
 def _sources(

@@ -36,10 +36,11 @@ def gather(
     settings: ReportSettings,
     everyone: pl.DataFrame | None = None,
     evidence: pl.DataFrame | None = None,
-) -> tuple[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame], pl.DataFrame | None]:
+) -> tuple[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame], pl.DataFrame | None, int]:
     """What the text assembly needs of `communities`: flat frames of each one's top members,
-    strongest relationships and candidate sentences, best first; and the evidence cache's rows
-    of the sources they were found in (find_evidence). `everyone`: all of the run's
+    strongest relationships and candidate sentences, best first; the evidence cache's rows
+    of the sources they were found in and how many of those were split and matched
+    (find_evidence). `everyone`: all of the run's
     communities when `communities` are some of them (the rest kept from the last run); their
     relationships name the neighbours whose mentions a member's description is searched for,
     so that a community's rows are those a build of all of them gives. `evidence`: the last
@@ -56,7 +57,7 @@ def gather(
     title_of = ents.select("trank", "title").unique("trank")
     top_members = _top_members(members, ents, rels, title_of, settings)
     top_rels = _top_relationships(edges, rels, title_of, settings)
-    return (top_members, top_rels, cand), found.rows
+    return (top_members, top_rels, cand), found.rows, found.split
 
 
 def _ranked_members(

@@ -81,6 +81,8 @@ class ReportTable(NamedTuple):
     evidence: pl.DataFrame | None = None  # the evidence cache to write (evidence_cache)
     rows: pl.DataFrame | None = None  # the input rows' hashes to write (carry_digests)
     digests_carried: int = 0  # digests carried over from the last run (carry_digests)
+    sources_split: int = 0  # evidence sources split and matched (the others: evidence_cache)
+    sources_kept: int = 0  # evidence sources whose mentions came from the last run
 
 
 # The head's columns only the rating and its explanation show.
@@ -114,11 +116,11 @@ def report_table(
     )
     kept = kept_reports(previous, sidecar, digests)
     todo = head if kept is None else head.join(kept, left_on="report_id", right_on="id", how="anti")
-    found = None
+    found, split = None, 0
     if todo.height:  # only the communities whose reports are assembled are gathered
         some = communities.join(todo.select("community"), on="community", how="semi")
         everyone = None if kept is None else communities
-        gathered, found = gather(
+        gathered, found, split = gather(
             some, entities, relationships, text_units, settings, everyone, evidence
         )
     # reports are assembled as Python strings ASSEMBLE_BATCH communities at a time, each
@@ -139,7 +141,10 @@ def report_table(
     reports = pl.concat([_rated(rated.slice(at, ASSEMBLE_BATCH)) for at in batches])
     cache = carried(evidence, found, _source_keys(entities, relationships, text_units))
     n_kept = 0 if kept is None else kept.height
-    return ReportTable(reports, digests, n_kept, cache, input_rows, carried_digests)
+    kept_sources = 0 if found is None else found.height - split
+    return ReportTable(
+        reports, digests, n_kept, cache, input_rows, carried_digests, split, kept_sources
+    )
 
 
 ASSEMBLE_BATCH = 2_000
