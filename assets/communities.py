@@ -20,6 +20,8 @@ from pipeline.communities.leiden import (
     next_state,
     plan_communities,
 )
+from pipeline.communities.reports.carry_digests import read_rows, write_rows
+from pipeline.communities.reports.evidence_cache import read_evidence, write_evidence
 from pipeline.communities.reports.offline import INPUT_COLUMNS as REPORT_INPUTS
 from pipeline.communities.reports.offline import report_table
 from pipeline.communities.reports.reuse_unchanged import read_sidecar, write_sidecar
@@ -174,12 +176,30 @@ def community_reports(
     folder = run_dir(docgraph, context)
     sidecar = read_sidecar(folder)
     previous = store.read_table(folder, "community_reports") if sidecar is not None else None
+    evidence = read_evidence(folder)
     built = report_table(
-        communities, entities, relationships, text_units, settings.reports, previous, sidecar
+        communities,
+        entities,
+        relationships,
+        text_units,
+        settings.reports,
+        previous,
+        sidecar,
+        evidence,
+        read_rows(folder) if sidecar is not None else None,
     )
     df = built.reports
     failures, llm_meta = [], {"reports_kept_unchanged": built.kept}
     llm_meta |= {"rows_carried": built.kept, "rows_recomputed": df.height - built.kept}
+    llm_meta["report_digests_carried"] = built.digests_carried
+    llm_meta["evidence_sources_split"] = built.sources_split
+    llm_meta["evidence_sources_kept"] = built.sources_kept
+    llm_meta["incremental"] = "carried" if built.kept else "whole"
+    llm_meta["incremental_reason"] = (
+        "reports whose inputs did not change kept"
+        if built.kept
+        else "no report of the last run kept (none, LLM mode, other polars, or all changed)"
+    )
     if llm_mode(settings):  # bottom-up LLM reports; a failed one keeps its extractive report
         client = llm.get()
         before = client.metadata()
@@ -195,6 +215,8 @@ def community_reports(
     # so a table never written leaves nothing to keep; LLM reports are never kept as
     # extractive ones (no digests: the sidecar goes)
     write_sidecar(folder, df, None if llm_mode(settings) else built.digests)
+    write_evidence(folder, built.evidence)  # what it says holds in LLM mode too
+    write_rows(folder, None if llm_mode(settings) else built.rows)
     yield Output(
         df,
         output_name="community_reports",

@@ -514,6 +514,11 @@ def test_asset_keeps_the_state_sidecar_and_reports_the_mode(sample_index, tmp_pa
     report_meta = {k: v.value for k, v in event.materialization.metadata.items()}
     assert report_meta["reports_kept_unchanged"] == report_meta["rows_carried"] == reports.height
     assert report_meta["rows_recomputed"] == 0
+    # their digests carried over too (carry_digests), the evidence sidecars written
+    assert report_meta["report_digests_carried"] == reports.height
+    assert report_meta["incremental"] == "carried"
+    for name in ("community_reports_evidence.parquet", "community_reports_rows.parquet"):
+        assert (store.resolve(again) / name).exists()
     assert (store.resolve(again) / "communities_state.json").read_bytes() == (
         state_path.read_bytes()
     )

@@ -494,3 +494,109 @@ def test_reports_of_unchanged_communities_are_kept_from_the_last_run(
     assert report_table(*args, first.reports, foreign).kept == 0
     (tmp_path / DIGESTS).write_bytes(b"not parquet")
     assert read_sidecar(tmp_path) is None
+
+
+def test_sentence_mentions_are_kept_per_source_from_the_last_run(graph, tmp_path, monkeypatch):
+    """The evidence sidecar holds each source's sentence mentions: a source whose text and
+    candidates (with their surface forms) did not change is neither split nor matched again,
+    the reports are exactly those of a build without it, and a changed text or alias is
+    matched afresh."""
+    from pipeline.communities.reports import evidence_cache, find_evidence
+    from pipeline.communities.reports.offline import report_table
+
+    entities, relationships, text_units = graph
+    communities = hierarchical_leiden(entities, relationships, GraphSettings(max_cluster_size=3))
+    args = (communities, entities, relationships, text_units, ReportSettings())
+    first = report_table(*args)
+    evidence_cache.write_evidence(tmp_path, first.evidence)
+    cache = evidence_cache.read_evidence(tmp_path)
+    assert cache is not None and cache.height == first.evidence.height > 0
+
+    split: list[int] = []  # the sources split: for matching, then for the shown sentences
+    real = find_evidence.sentence_pool
+    monkeypatch.setattr(find_evidence, "sentence_pool", lambda s: split.append(s.height) or real(s))
+    again = report_table(*args, None, None, cache)
+    assert again.reports.equals(first.reports)
+    assert split[0] == 0  # every source's mentions came from the sidecar
+    assert again.evidence.sort("kind", "key").equals(cache.sort("kind", "key"))
+
+    # the sidecar is read: mentions blanked there change the reports
+    blank = cache.with_columns(pl.lit([], pl.List(pl.UInt32)).alias(c) for c in ("at", "pos"))
+    assert not report_table(*args, None, None, blank).reports.equals(first.reports)
+
+    # an alias that a unit names, a new unit text: those sources are matched again
+    ix = entities["title"].to_list().index("Tiny Tim")
+    aliased = entities.with_columns(
+        pl.when(pl.int_range(pl.len()) == ix)
+        .then(pl.lit(["counting-house"], pl.List(pl.Utf8)))
+        .otherwise(pl.col("aliases"))
+        .alias("aliases")
+    )
+    units = text_units.with_columns(
+        pl.when(pl.col("id") == "unit1")
+        .then(pl.lit("Tiny Tim and Scrooge walked home. Cratchit followed Tiny Tim quietly."))
+        .otherwise(pl.col("text"))
+        .alias("text")
+    )
+    for changed in (
+        (communities, aliased, relationships, text_units),
+        (communities, entities, relationships, units),
+    ):
+        split.clear()
+        built = report_table(*changed, ReportSettings(), None, None, cache)
+        assert built.reports.equals(build_reports(*changed, ReportSettings()))
+        assert not built.reports.equals(first.reports)  # the change shows
+        assert 0 < split[0] < cache.height
+    # a sidecar of another polars, or damaged, costs the reuse only
+    first.evidence.with_columns(pl.lit("0.0.1").alias("polars")).write_parquet(
+        tmp_path / evidence_cache.EVIDENCE
+    )
+    assert evidence_cache.read_evidence(tmp_path) is None
+    (tmp_path / evidence_cache.EVIDENCE).write_bytes(b"not parquet")
+    assert evidence_cache.read_evidence(tmp_path) is None
+    evidence_cache.write_evidence(tmp_path, None)
+    assert not (tmp_path / evidence_cache.EVIDENCE).exists()
+
+
+def test_report_digests_are_carried_where_no_input_row_changed(graph, tmp_path) -> None:
+    """A community's digest is the last run's when its row, the rows it names, its units'
+    order and the settings are the same: the carried digests are those computed afresh, and
+    a changed row, a reordering of units or other settings are computed again."""
+    from pipeline.communities.reports import carry_digests
+    from pipeline.communities.reports.offline import report_table
+    from pipeline.communities.reports.reuse_unchanged import read_sidecar, write_sidecar
+
+    entities, relationships, text_units = graph
+    communities = hierarchical_leiden(entities, relationships, GraphSettings(max_cluster_size=3))
+    settings = ReportSettings()
+    first = report_table(communities, entities, relationships, text_units, settings)
+    write_sidecar(tmp_path, first.reports, first.digests)
+    carry_digests.write_rows(tmp_path, first.rows)
+    last = carry_digests.read_rows(tmp_path)
+    assert last is not None and last.height == entities.height + relationships.height + 7
+
+    def run(ents, units, settings=settings):
+        args = (communities, ents, relationships, units, settings, first.reports)
+        built = report_table(*args, read_sidecar(tmp_path), None, last)
+        fresh = report_table(*args[:5])
+        assert built.digests.equals(fresh.digests) and built.reports.equals(fresh.reports)
+        return built.digests_carried
+
+    assert run(entities, text_units) == communities.height
+    # one entity's description: the communities that hold it (every level) are computed again
+    changed = entities.with_columns(
+        pl.when(pl.col("title") == "Belle")
+        .then(pl.lit("Belle kept a shop."))
+        .otherwise(pl.col("description"))
+        .alias("description")
+    )
+    holding = communities.filter(pl.col("entity_ids").list.contains(_eid("Belle"))).height
+    assert holding > 0 and run(changed, text_units) == communities.height - holding
+    # units renumbered in the same order are carried; swapped, none is
+    shifted = text_units.with_columns(pl.col("human_readable_id") + 10)
+    assert run(entities, shifted) == communities.height
+    swapped = text_units.with_columns(pl.col("human_readable_id").reverse())
+    assert run(entities, swapped) == 0
+    assert run(entities, text_units, ReportSettings(max_findings=2)) == 0
+    (tmp_path / carry_digests.ROWS).write_bytes(b"not parquet")
+    assert carry_digests.read_rows(tmp_path) is None

@@ -11,8 +11,11 @@ millions.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import polars as pl
 
+from pipeline.communities.reports import evidence_cache
 from pipeline.communities.reports.compose_text import MAX_SENTENCE_CHARS
 from pipeline.sentences import sentences_expr
 from pipeline.structure.markdown_inline import plain_markup
@@ -48,6 +51,15 @@ def hrid(frame: pl.DataFrame) -> pl.Expr:
     return pl.int_range(pl.len(), dtype=pl.Int64)
 
 
+class Evidence(NamedTuple):
+    mentions: pl.DataFrame  # sid, e
+    pool: pl.DataFrame  # sid, src, rank, sentence (null: kept from the cache), length
+    codes: pl.DataFrame  # e, entity_id
+    sources: pl.DataFrame  # src, kind, ref, key, text, cands
+    rows: pl.DataFrame | None  # the evidence cache's rows of `sources` (None: not kept)
+    split: int  # sources split and matched (the others: from the cache)
+
+
 def sentence_mentions(
     members: pl.DataFrame,
     edges: pl.DataFrame,
@@ -56,9 +68,9 @@ def sentence_mentions(
     ents: pl.DataFrame,
     communities: pl.DataFrame,
     neighbour_rels: pl.DataFrame | None = None,
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """(mentions: sid, e; pool: sid, sentence, length; codes: e, entity_id): which
-    entities each evidence sentence names (as integer codes `e`), and the sentences.
+    cache: pl.DataFrame | None = None,
+) -> Evidence:
+    """Which entities each evidence sentence names (as integer codes `e`), and the sentences.
 
     Candidate entities per sentence come from its origin (a text unit's entity_ids, a
     relationship's endpoints, an entity and its neighbours), and a candidate counts when its
@@ -67,15 +79,47 @@ def sentence_mentions(
     the sentences as integers, a slice of sentences at a time: at 40k documents the pairs
     are tens of millions, and each pair once held its sentence's text and candidate list.
     `neighbour_rels` (rel_id): the relationships that make entities neighbours (default: those
-    of `edges`).
+    of `edges`). `cache`: the last run's evidence (evidence_cache): a source whose digest is
+    in it is neither split nor matched again, and its sentences come without their text.
     """
     sources = _sources(members, edges, rels, text_units, ents, communities, neighbour_rels)
-    pool = _sentence_pool(sources)
     surface = _surface_forms(ents)
     ids = surface.select("e", "entity_id").unique()
-    cands = _source_candidates(sources, ids)
-    found = _named(pool, cands, surface.select("e", "nform"))
-    return found, pool.select("sid", "sentence", "length"), ids
+    cands = _source_candidates(sources, ids).unique().sort("src", "e")
+    cands = cands.with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).over("src").alias("pos"))
+    # a source is its (kind, ref) in the pool's order: where two share one, nothing is cached
+    keyed = sources.select(pl.struct("kind", "ref").is_unique().all()).item()
+    digests = evidence_cache.source_digests(sources, cands, surface)
+    hits = evidence_cache.cached(sources, digests, cache if keyed else None)
+    fresh = sources.join(hits.select("src"), on="src", how="anti")
+    split = sentence_pool(fresh)
+    found = _named(
+        split.with_row_index("sid"), cands.select("src", "e"), surface.select("e", "nform")
+    )
+    named = found.join(split.with_row_index("sid").select("sid", "src", "rank"), on="sid")
+    hit_pool, hit_named = evidence_cache.hit_pool(hits, cands)
+    pool = (
+        pl.concat(
+            [
+                split.select("src", "rank", "sentence", "length"),
+                hit_pool.select("src", "rank", pl.lit(None, pl.Utf8).alias("sentence"), "length"),
+            ],
+            how="vertical_relaxed",
+        )
+        .join(sources.select("src", "kind", "ref"), on="src")
+        .sort("kind", "ref", "rank")
+        .with_row_index("sid")
+        .select("sid", "src", "rank", "sentence", pl.col("length").cast(pl.UInt32))
+    )
+    mentions = pl.concat([named.select("src", "rank", "e"), hit_named], how="vertical_relaxed")
+    mentions = mentions.join(pool.select("sid", "src", "rank"), on=["src", "rank"]).select(
+        "sid", "e"
+    )
+    rows = None
+    if keyed:
+        made = evidence_cache.fresh_rows(fresh, digests, split, named, cands)
+        rows = pl.concat([made, hits.select(made.columns)])
+    return Evidence(mentions, pool, ids, sources, rows, fresh.height)
 
 
 def _sources(
@@ -87,7 +131,7 @@ def _sources(
     communities: pl.DataFrame,
     neighbour_rels: pl.DataFrame | None,
 ) -> pl.DataFrame:
-    """(src, kind, ref, text, cands): the member entities' descriptions (candidates: the
+    """(src, kind, ref, key, text, cands): the member entities' descriptions (candidates: the
     entity and its neighbours), the used relationships' descriptions (their two ends) and the
     used text units (their entity_ids), in that order."""
     used_units = communities.select(pl.col("text_unit_ids").alias("unit_id")).explode("unit_id")
@@ -95,13 +139,18 @@ def _sources(
         pl.col("id").alias("unit_id"), hrid(text_units).alias("ref"), "text", "entity_ids"
     ).join(used_units.unique(), on="unit_id", how="semi")
     unit_src = units.select(
-        pl.lit("Sources").alias("kind"), "ref", "text", pl.col("entity_ids").alias("cands")
+        pl.lit("Sources").alias("kind"),
+        "ref",
+        pl.col("unit_id").alias("key"),
+        "text",
+        pl.col("entity_ids").alias("cands"),
     )
     member_ids = members.select("entity_id").unique()
     used_rels = rels.join(edges.select("rel_id").unique(), on="rel_id", how="semi")
     rel_src = used_rels.select(
         pl.lit("Relationships").alias("kind"),
         pl.col("r_hrid").alias("ref"),
+        pl.col("rel_id").alias("key"),
         pl.col("r_desc").alias("text"),
         pl.concat_list("source_id", "target_id").alias("cands"),
     )
@@ -125,6 +174,7 @@ def _sources(
         .select(
             pl.lit("Entities").alias("kind"),
             pl.col("e_hrid").alias("ref"),
+            pl.col("entity_id").alias("key"),
             pl.col("description").alias("text"),
             pl.concat_list(pl.col("entity_id"), pl.col("n").fill_null([])).alias("cands"),
         )
@@ -132,16 +182,22 @@ def _sources(
     return pl.concat([ent_src, rel_src, unit_src]).with_row_index("src")
 
 
-def _sentence_pool(sources: pl.DataFrame) -> pl.DataFrame:
-    """(sid, src, sentence, length): the sources' sentences, numbered in a fixed order."""
+def sentence_pool(sources: pl.DataFrame) -> pl.DataFrame:
+    """(src, kind, ref, rank, sentence, length): the sources' sentences, ranked within their
+    (kind, ref) by text: the pool's order (sid) must not depend on the input row order."""
     # split a slice of the sources at a time: each step of the split copies every text
     texts = sources.select("src", "kind", "ref", "text").iter_slices(_SOURCES_PER_SLICE)
     return (
-        pl.concat([_sentences(part, "text") for part in texts])
-        .sort("kind", "ref", "sentence")  # sid must not depend on the input row order
-        .with_columns(pl.col("sentence").str.len_chars().alias("length"))
-        .with_row_index("sid")
-        .select("sid", "src", "sentence", "length")
+        pl.concat(
+            [_sentences(part, "text") for part in texts]
+            or [_sentences(sources.select("src", "kind", "ref", "text"), "text")]
+        )
+        .sort("kind", "ref", "sentence")
+        .with_columns(
+            pl.int_range(pl.len(), dtype=pl.UInt32).over("kind", "ref").alias("rank"),
+            pl.col("sentence").str.len_chars().alias("length"),
+        )
+        .select("src", "kind", "ref", "rank", "sentence", "length")
     )
 
 
@@ -220,5 +276,5 @@ def candidates(mentions: pl.DataFrame, scored: pl.DataFrame, pool: pl.DataFrame)
         .group_by("community", maintain_order=True)
         .head(_CANDIDATES_PER_COMMUNITY)
         .join(pool.select("sid", "sentence"), on="sid", how="left", maintain_order="left")
-        .select("community", "sentence", "ranks", "weights", "factor")
+        .select("community", "sid", "sentence", "ranks", "weights", "factor")
     )

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline.communities.reports.find_evidence import candidates, hrid, sentence_mentions
+from pipeline.communities.reports.evidence_cache import fill_sentences
+from pipeline.communities.reports.find_evidence import (
+    Evidence,
+    candidates,
+    hrid,
+    sentence_mentions,
+    sentence_pool,
+)
 from pipeline.config import ReportSettings
 
 # Pairs of a community member and a sentence naming it scored at once, at most (whole
@@ -28,22 +35,29 @@ def gather(
     text_units: pl.DataFrame,
     settings: ReportSettings,
     everyone: pl.DataFrame | None = None,
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    evidence: pl.DataFrame | None = None,
+) -> tuple[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame], pl.DataFrame | None, int]:
     """What the text assembly needs of `communities`: flat frames of each one's top members,
-    strongest relationships and candidate sentences, best first. `everyone`: all of the run's
+    strongest relationships and candidate sentences, best first; the evidence cache's rows
+    of the sources they were found in and how many of those were split and matched
+    (find_evidence). `everyone`: all of the run's
     communities when `communities` are some of them (the rest kept from the last run); their
     relationships name the neighbours whose mentions a member's description is searched for,
-    so that a community's rows are those a build of all of them gives."""
+    so that a community's rows are those a build of all of them gives. `evidence`: the last
+    run's evidence cache (evidence_cache)."""
     ents = _entity_frame(entities)
     rels = _relationship_frame(relationships)
     edges = _edges(communities, rels, ents)
     members = _ranked_members(communities, ents, edges)
     neighbour_rels = None if everyone is None else _edges(everyone, rels, ents).select("rel_id")
-    cand = _candidate_sentences(members, edges, rels, text_units, ents, communities, neighbour_rels)
+    found = sentence_mentions(
+        members, edges, rels, text_units, ents, communities, neighbour_rels, evidence
+    )
+    cand = _candidate_sentences(members, found)
     title_of = ents.select("trank", "title").unique("trank")
     top_members = _top_members(members, ents, rels, title_of, settings)
     top_rels = _top_relationships(edges, rels, title_of, settings)
-    return top_members, top_rels, cand
+    return (top_members, top_rels, cand), found.rows, found.split
 
 
 def _ranked_members(
@@ -102,19 +116,9 @@ def _ranked_members(
     )
 
 
-def _candidate_sentences(
-    members: pl.DataFrame,
-    edges: pl.DataFrame,
-    rels: pl.DataFrame,
-    text_units: pl.DataFrame,
-    ents: pl.DataFrame,
-    communities: pl.DataFrame,
-    neighbour_rels: pl.DataFrame | None,
-) -> pl.DataFrame:
+def _candidate_sentences(members: pl.DataFrame, found: Evidence) -> pl.DataFrame:
     """Each community's candidate sentences, scored for a batch of communities at a time."""
-    mentions, pool, codes = sentence_mentions(
-        members, edges, rels, text_units, ents, communities, neighbour_rels
-    )
+    mentions, pool, codes = found.mentions, found.pool, found.codes
     # each community's candidate sentences, for a batch of communities at a time (a
     # community's pairs of member x mention are all in one batch: exact, and the group-by
     # over them peaked at +1.2 GB at 40k documents when done at once); a batch is
@@ -139,13 +143,15 @@ def _candidate_sentences(
     )
     del pairs
     scored = scored.join(batch, on="community")
-    return pl.concat(
+    cand = pl.concat(
         [
             candidates(mentions, scored.filter(pl.col("b") == b).drop("b"), pool)
             for b in batch["b"].unique().sort().to_list()
         ]
         or [candidates(mentions, scored.drop("b"), pool)]
     )
+    # the sentences the cache gave without their text: their sources are split again
+    return fill_sentences(cand, pool, found.sources, sentence_pool).drop("sid")
 
 
 def _top_members(

@@ -29,18 +29,16 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline import progress
+from pipeline.communities.reports.carry_digests import digests_of
 from pipeline.communities.reports.compose_text import (
     findings_of,
     join_titles,
     report_markdown,
     summary_of,
 )
+from pipeline.communities.reports.evidence_cache import carried
 from pipeline.communities.reports.gather_frames import community_head, gather
-from pipeline.communities.reports.reuse_unchanged import (
-    CONTENT_COLUMNS,
-    input_digests,
-    kept_reports,
-)
+from pipeline.communities.reports.reuse_unchanged import CONTENT_COLUMNS, kept_reports
 from pipeline.config import ReportSettings
 from pipeline.ids import stable_id_expr
 from pipeline.schemas import TABLES, conform, empty
@@ -80,6 +78,11 @@ class ReportTable(NamedTuple):
     reports: pl.DataFrame
     digests: pl.DataFrame | None  # id, digest: what the sidecar records
     kept: int  # reports kept from the last run
+    evidence: pl.DataFrame | None = None  # the evidence cache to write (evidence_cache)
+    rows: pl.DataFrame | None = None  # the input rows' hashes to write (carry_digests)
+    digests_carried: int = 0  # digests carried over from the last run (carry_digests)
+    sources_split: int = 0  # evidence sources split and matched (the others: evidence_cache)
+    sources_kept: int = 0  # evidence sources whose mentions came from the last run
 
 
 # The head's columns only the rating and its explanation show.
@@ -94,22 +97,32 @@ def report_table(
     settings: ReportSettings,
     previous: pl.DataFrame | None = None,
     sidecar: pl.DataFrame | None = None,
+    evidence: pl.DataFrame | None = None,
+    last_rows: pl.DataFrame | None = None,
 ) -> ReportTable:
     """`build_reports` with the digests of the reports' inputs, keeping the last run's text
     of every report whose inputs did not change (`previous`, the last table, and `sidecar`,
-    its digests: pipeline.communities.reports.reuse_unchanged); ratings and numbers are today's."""
+    its digests: pipeline.communities.reports.reuse_unchanged); ratings and numbers are today's.
+    `evidence`: the last run's sentence mentions per source (evidence_cache), used for the
+    sources whose text and candidates did not change. `last_rows`: the last run's input rows'
+    hashes (carry_digests), to carry the digests of communities none of whose rows changed."""
     if communities.is_empty():
         return ReportTable(empty("community_reports"), None, 0)
     head = community_head(communities, entities, relationships)
     head = head.with_columns(stable_id_expr(pl.lit("report"), "id").alias("report_id"))
     used = [_used(f, n) for f, n in ((entities, "entities"), (relationships, "relationships"))]
-    digests = input_digests(communities, *used, _used(text_units, "text_units"), settings)
+    digests, input_rows, carried_digests = digests_of(
+        communities, *used, _used(text_units, "text_units"), settings, sidecar, last_rows
+    )
     kept = kept_reports(previous, sidecar, digests)
     todo = head if kept is None else head.join(kept, left_on="report_id", right_on="id", how="anti")
+    found, split = None, 0
     if todo.height:  # only the communities whose reports are assembled are gathered
         some = communities.join(todo.select("community"), on="community", how="semi")
         everyone = None if kept is None else communities
-        gathered = gather(some, entities, relationships, text_units, settings, everyone)
+        gathered, found, split = gather(
+            some, entities, relationships, text_units, settings, everyone, evidence
+        )
     # reports are assembled as Python strings ASSEMBLE_BATCH communities at a time, each
     # batch converted to Arrow at once: all of them as Python objects took +1 GB at 40k
     texts = [] if kept is None else [kept]
@@ -126,10 +139,26 @@ def report_table(
     ).join(pl.concat(texts), on="id", maintain_order="left")
     batches = range(0, rated.height, ASSEMBLE_BATCH)
     reports = pl.concat([_rated(rated.slice(at, ASSEMBLE_BATCH)) for at in batches])
-    return ReportTable(reports, digests, 0 if kept is None else kept.height)
+    cache = carried(evidence, found, _source_keys(entities, relationships, text_units))
+    n_kept = 0 if kept is None else kept.height
+    kept_sources = 0 if found is None else found.height - split
+    return ReportTable(
+        reports, digests, n_kept, cache, input_rows, carried_digests, split, kept_sources
+    )
 
 
 ASSEMBLE_BATCH = 2_000
+
+
+def _source_keys(*frames: pl.DataFrame) -> pl.DataFrame:
+    """(kind, key): every source the evidence cache may hold a row of."""
+    kinds = ("Entities", "Relationships", "Sources")
+    return pl.concat(
+        [
+            f.select(pl.lit(k).alias("kind"), pl.col("id").alias("key"))
+            for k, f in zip(kinds, frames, strict=True)
+        ]
+    )
 
 
 def _used(frame: pl.DataFrame, name: str) -> pl.DataFrame:

@@ -36,20 +36,15 @@ _SEED = 20_231
 CONTENT_COLUMNS = ["id", "title", "summary", "findings", "full_content", "size", "period"]
 
 
-def input_digests(
-    communities: pl.DataFrame,
-    entities: pl.DataFrame,
-    relationships: pl.DataFrame,
-    text_units: pl.DataFrame,
-    settings: ReportSettings,
+def settings_salt(settings: ReportSettings) -> int:
+    return hash_text(f"{settings.max_findings}|{settings.max_report_tokens}")
+
+
+def input_rows(
+    entities: pl.DataFrame, relationships: pl.DataFrame, text_units: pl.DataFrame
 ) -> pl.DataFrame:
-    """(id, digest) per report, read off the stage's inputs without gathering anything: a hash
-    of its community (report id, size, period; its number too when no member is an entity,
-    as the title then says "Community N"), of the row of each member entity and of each
-    relationship with its two ends' rows (in the community's order), of each text unit (in
-    the order of their reference numbers), and of the report settings. The frames hold only
-    the columns the reports read (reports.INPUT_COLUMNS)."""
-    salt = hash_text(f"{settings.max_findings}|{settings.max_report_tokens}")
+    """(kind, k, h, order): a hash of each input row a report reads (kind 0: entity, 1: a
+    relationship with its two ends' rows, 2: a text unit; `order`: a unit's reference number)."""
     ents = entities.select(pl.col("id").alias("k"), pl.struct(pl.all()).hash(_SEED + 1).alias("h"))
     rels = (
         relationships.select(
@@ -66,23 +61,45 @@ def input_digests(
     # a unit's reference number never shows in a report, only the order of the numbers
     # (it breaks ties between equal sentences): its units are hashed in that order, so an
     # edit that adds a unit before them (renumbering them all) keeps their reports
-    order = hrid(text_units).alias("order")
     units = text_units.select(
         pl.col("id").alias("k"),
         pl.struct(pl.exclude("human_readable_id")).hash(_SEED + 3).alias("h"),
-        order,
+        hrid(text_units).alias("order"),
     )
-    ents, rels = (f.with_columns(pl.lit(0).alias("order")) for f in (ents, rels))
+    return pl.concat(
+        [
+            f.select(pl.lit(kind, pl.UInt8).alias("kind"), "k", "h", pl.col("order").cast(pl.Int64))
+            for kind, f in enumerate(
+                (
+                    ents.with_columns(pl.lit(None).alias("order")),
+                    rels.with_columns(pl.lit(None).alias("order")),
+                    units,
+                )
+            )
+        ]
+    )
+
+
+def community_digests(
+    communities: pl.DataFrame, rows: pl.DataFrame, settings: ReportSettings
+) -> pl.DataFrame:
+    """(community, id, digest, untitled) per report of `communities`, read off the stage's
+    inputs (`rows`: `input_rows`) without gathering anything: a hash of its community (report
+    id, size, period; its number too when no member is an entity, as the title then says
+    "Community N"), of the row of each member entity and of each relationship with its two
+    ends' rows (in the community's order), of each text unit (in the order of their reference
+    numbers), and of the report settings. The rows hold only the columns the reports read
+    (reports.INPUT_COLUMNS)."""
+    salt = settings_salt(settings)
     out = communities.select(
         "community", stable_id_expr(pl.lit("report"), "id").alias("id"), "size", "period"
     )
-    for k, (column, rows) in enumerate(
-        (("entity_ids", ents), ("relationship_ids", rels), ("text_unit_ids", units))
-    ):
+    for k, column in enumerate(("entity_ids", "relationship_ids", "text_unit_ids")):
+        kind = rows.filter(pl.col("kind") == k).select("k", "h", pl.col("order").fill_null(0))
         part = (
             communities.select("community", pl.col(column).alias("k"))
             .explode("k")
-            .join(rows, on="k", how="left", maintain_order="left")
+            .join(kind, on="k", how="left", maintain_order="left")
             .sort("community", "order", maintain_order=True)  # units: by number; others: as listed
             .group_by("community", maintain_order=True)
             .agg(pl.col("h").fill_null(0).alias(f"d{k}"), pl.col("h").count().alias("found"))
@@ -95,7 +112,7 @@ def input_digests(
         "id", "size", "period", pl.when(pl.col("untitled")).then(pl.col("community"))
     ).hash(_SEED)
     digest = pl.concat_list(base, "d0", "d1", "d2", pl.lit(salt, pl.UInt64))
-    return out.select("id", digest.hash(_SEED).alias("digest"))
+    return out.select("community", "id", digest.hash(_SEED).alias("digest"), "untitled")
 
 
 def hash_text(text: str) -> int:
