@@ -600,3 +600,53 @@ def test_report_digests_are_carried_where_no_input_row_changed(graph, tmp_path) 
     assert run(entities, text_units, ReportSettings(max_findings=2)) == 0
     (tmp_path / carry_digests.ROWS).write_bytes(b"not parquet")
     assert carry_digests.read_rows(tmp_path) is None
+
+
+def test_a_report_reads_only_its_own_communitys_rows(graph, tmp_path) -> None:
+    """A community's candidate sentences are those of its own rows (members' descriptions,
+    its relationships, its units). A sentence naming a member in a non-member's description
+    (or in a relationship of another community) was its evidence once: the report then
+    depended on rows its digest does not cover (at 10k documents a kept report differed from
+    a fresh build after an edit) and on which communities were gathered together."""
+    from pipeline.communities.reports.offline import report_table
+    from pipeline.communities.reports.reuse_unchanged import read_sidecar, write_sidecar
+
+    entities, relationships, text_units = graph
+    communities = hierarchical_leiden(entities, relationships, GraphSettings(max_cluster_size=3))
+    settings = ReportSettings()
+    first = report_table(communities, entities, relationships, text_units, settings)
+    write_sidecar(tmp_path, first.reports, first.digests)
+    # an outsider linked to members by relationships another community holds, naming the
+    # most of them at once (a sentence naming one member lost to the members' own)
+    held = set(communities["relationship_ids"].explode().drop_nulls().to_list())
+    titles = _titles(entities)
+    linked: dict[tuple[int, str], list[str]] = {}
+    for community, members in communities.select("community", "entity_ids").iter_rows():
+        for r, s, t in relationships.select("id", "source_id", "target_id").iter_rows():
+            for member, other in ((s, t), (t, s)):
+                if r in held and member in members and other not in members:
+                    linked.setdefault((community, titles[other]), []).append(titles[member])
+    (_, outsider), named = max(linked.items(), key=lambda kv: len(kv[1]))
+    assert len(named) >= 2
+    told = f"{outsider} wrote to {', '.join(named)} about the harbour tax every single winter."
+    changed = entities.with_columns(
+        pl.when(pl.col("title") == outsider)
+        .then(pl.lit(told))
+        .otherwise(pl.col("description"))
+        .alias("description")
+    )
+    args = (communities, changed, relationships, text_units, settings)
+    edit = report_table(*args, first.reports, read_sidecar(tmp_path))
+    fresh = build_reports(*args)
+    assert edit.kept > 0 and edit.reports.equals(fresh)
+    # the outsider's sentence shows only in the reports of communities that hold it
+    shown = fresh.join(communities.select("community", "entity_ids"), on="community")
+    for content, ids in shown.select("full_content", "entity_ids").iter_rows():
+        assert ("harbour tax" in content) <= (_eid(outsider) in ids)
+    # reports gathered in any company are those a build of all of them gives
+    again = report_table(*args)
+    write_sidecar(tmp_path, again.reports, again.digests)
+    sidecar = read_sidecar(tmp_path)
+    for keep in (sidecar.gather_every(2), sidecar.gather_every(2, offset=1)):
+        some = report_table(*args, again.reports, keep)
+        assert 0 < some.kept < fresh.height and some.reports.equals(fresh)

@@ -247,11 +247,15 @@ def _named(pool: pl.DataFrame, cands: pl.DataFrame, nforms: pl.DataFrame) -> pl.
     return pl.concat(hits) if hits else pl.DataFrame(schema={"sid": pl.UInt32, "e": pl.UInt32})
 
 
-def candidates(mentions: pl.DataFrame, scored: pl.DataFrame, pool: pl.DataFrame) -> pl.DataFrame:
+def candidates(
+    mentions: pl.DataFrame, scored: pl.DataFrame, pool: pl.DataFrame, own: pl.DataFrame
+) -> pl.DataFrame:
     """The best `_CANDIDATES_PER_COMMUNITY` sentences of each community in `scored`
-    (community, e, rank, mw): those naming the most member weight, long ones discounted."""
+    (community, e, rank, mw) among those of its own sources (`mentions`: sid, src, e; `own`:
+    community, src): those naming the most member weight, long ones discounted."""
     return (
         mentions.join(scored, on="e", how="inner")
+        .join(own, on=["community", "src"], how="semi")
         .sort("community", "sid", "rank")
         .group_by(["community", "sid"])
         .agg(

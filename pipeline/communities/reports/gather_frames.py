@@ -53,7 +53,7 @@ def gather(
     found = sentence_mentions(
         members, edges, rels, text_units, ents, communities, neighbour_rels, evidence
     )
-    cand = _candidate_sentences(members, found)
+    cand = _candidate_sentences(members, found, _own_sources(communities, members, edges, found))
     title_of = ents.select("trank", "title").unique("trank")
     top_members = _top_members(members, ents, rels, title_of, settings)
     top_rels = _top_relationships(edges, rels, title_of, settings)
@@ -116,9 +116,38 @@ def _ranked_members(
     )
 
 
-def _candidate_sentences(members: pl.DataFrame, found: Evidence) -> pl.DataFrame:
-    """Each community's candidate sentences, scored for a batch of communities at a time."""
+def _own_sources(
+    communities: pl.DataFrame, members: pl.DataFrame, edges: pl.DataFrame, found: Evidence
+) -> pl.DataFrame:
+    """(community, src): the sources that are a community's own rows (its members'
+    descriptions, its relationships, its text units). Only their sentences are its
+    candidates: the pool also holds other communities' sources, and a sentence of a
+    non-member's description or of a relationship outside the community that names a member
+    made the report depend on rows its digest (reuse_unchanged) does not cover, and on
+    which communities were gathered together."""
+    keys = found.sources.select("src", "kind", "key")
+    owned = pl.concat(
+        [
+            f.select("community", pl.lit(kind).alias("kind"), pl.col(col).alias("key"))
+            for kind, f, col in (
+                ("Entities", members, "entity_id"),
+                ("Relationships", edges, "rel_id"),
+                (
+                    "Sources",
+                    communities.select("community", "text_unit_ids").explode("text_unit_ids"),
+                    "text_unit_ids",
+                ),
+            )
+        ]
+    )
+    return owned.join(keys, on=["kind", "key"]).select("community", "src").unique()
+
+
+def _candidate_sentences(members: pl.DataFrame, found: Evidence, own: pl.DataFrame) -> pl.DataFrame:
+    """Each community's candidate sentences (of its own sources, `own`: community, src),
+    scored for a batch of communities at a time."""
     mentions, pool, codes = found.mentions, found.pool, found.codes
+    mentions = mentions.join(pool.select("sid", "src"), on="sid")
     # each community's candidate sentences, for a batch of communities at a time (a
     # community's pairs of member x mention are all in one batch: exact, and the group-by
     # over them peaked at +1.2 GB at 40k documents when done at once); a batch is
@@ -145,10 +174,10 @@ def _candidate_sentences(members: pl.DataFrame, found: Evidence) -> pl.DataFrame
     scored = scored.join(batch, on="community")
     cand = pl.concat(
         [
-            candidates(mentions, scored.filter(pl.col("b") == b).drop("b"), pool)
+            candidates(mentions, scored.filter(pl.col("b") == b).drop("b"), pool, own)
             for b in batch["b"].unique().sort().to_list()
         ]
-        or [candidates(mentions, scored.drop("b"), pool)]
+        or [candidates(mentions, scored.drop("b"), pool, own)]
     )
     # the sentences the cache gave without their text: their sources are split again
     return fill_sentences(cand, pool, found.sources, sentence_pool).drop("sid")

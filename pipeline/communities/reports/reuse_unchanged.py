@@ -36,8 +36,14 @@ _SEED = 20_231
 CONTENT_COLUMNS = ["id", "title", "summary", "findings", "full_content", "size", "period"]
 
 
+# The version of the report assembly a digest stands for: a change to what a report is
+# assembled from bumps it, so that no report of the older code is kept as today's.
+# 2: a community's candidate sentences are only those of its own rows (gather_frames).
+ASSEMBLY = 2
+
+
 def settings_salt(settings: ReportSettings) -> int:
-    return hash_text(f"{settings.max_findings}|{settings.max_report_tokens}")
+    return hash_text(f"{ASSEMBLY}|{settings.max_findings}|{settings.max_report_tokens}")
 
 
 def input_rows(
