@@ -26,7 +26,7 @@ from pipeline.communities.reports.reuse_unchanged import (
 )
 from pipeline.config import ReportSettings
 from pipeline.ids import stable_id_expr
-from pipeline.storage.files import atomic_write_with
+from pipeline.storage.files import read_hashes, write_hashes
 
 ROWS = "community_reports_rows.parquet"
 _SEED = 20_237
@@ -138,24 +138,9 @@ def _carriable(sidecar: pl.DataFrame | None) -> pl.DataFrame | None:
 
 
 def read_rows(folder: Path) -> pl.DataFrame | None:
-    path = folder / ROWS
-    try:
-        frame = pl.read_parquet(path) if path.exists() else None
-    except Exception:  # noqa: BLE001 - a damaged sidecar only costs the reuse
-        return None
-    if frame is None or not {"kind", "k", "h", "order", "polars"} <= set(frame.columns):
-        return None
-    if frame.height and frame["polars"][0] != pl.__version__:
-        return None
-    return frame.drop("polars")
+    return read_hashes(folder / ROWS, ("kind", "k", "h", "order"))
 
 
 def write_rows(folder: Path, rows: pl.DataFrame | None) -> None:
     """Today's input rows, atomically; None: the sidecar goes."""
-    path = folder / ROWS
-    if rows is None:
-        path.unlink(missing_ok=True)
-        return
-    out = rows.with_columns(pl.lit(pl.__version__).alias("polars"))
-    # lz4: hashes do not compress, and zstd took 5x as long to write (0.1 s at 10k documents)
-    atomic_write_with(path, lambda tmp: out.write_parquet(tmp, compression="lz4"))
+    write_hashes(folder / ROWS, rows)

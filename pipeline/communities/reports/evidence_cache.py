@@ -23,7 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.storage.files import atomic_write_with
+from pipeline.storage.files import read_hashes, write_hashes
 
 EVIDENCE = "community_reports_evidence.parquet"
 _SEED = 20_233
@@ -164,24 +164,10 @@ def carried(
 
 
 def read_evidence(folder: Path) -> pl.DataFrame | None:
-    path = folder / EVIDENCE
-    try:
-        frame = pl.read_parquet(path) if path.exists() else None
-    except Exception:  # noqa: BLE001 - a damaged sidecar only costs the reuse
-        return None
-    if frame is None or not {*COLUMNS, "polars"} <= set(frame.columns):
-        return None
-    if frame.height and frame["polars"][0] != pl.__version__:
-        return None  # other hashes
-    return frame.select(*COLUMNS).cast(COLUMNS)  # type: ignore[arg-type]
+    frame = read_hashes(folder / EVIDENCE, COLUMNS)
+    return None if frame is None else frame.select(*COLUMNS).cast(COLUMNS)  # type: ignore[arg-type]
 
 
 def write_evidence(folder: Path, frame: pl.DataFrame | None) -> None:
     """The sidecar, atomically; None: it goes (nothing of it would be checked)."""
-    path = folder / EVIDENCE
-    if frame is None:
-        path.unlink(missing_ok=True)
-        return
-    out = frame.with_columns(pl.lit(pl.__version__).alias("polars"))
-    # lz4: hashes do not compress, and zstd took 5x as long to write (0.1 s at 10k documents)
-    atomic_write_with(path, lambda tmp: out.write_parquet(tmp, compression="lz4"))
+    write_hashes(folder / EVIDENCE, frame)
