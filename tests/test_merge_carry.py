@@ -246,6 +246,21 @@ def _same(got: pl.DataFrame, want: pl.DataFrame, name: str) -> None:
         assert got.get_column(c).equals(want.get_column(c)), (name, c)
 
 
+def _same_graph(got, want) -> None:
+    """The merge's three tables (entities, relationships, text_units) equal."""
+    for name, a, b in zip(("entities", "relationships", "text_units"), got, want, strict=False):
+        _same(a, b, name)
+
+
+def _carried_equals_whole(run, base, shards):
+    """The run's rows merged carried over from `base` equal its whole merge: (carried, whole)."""
+    got = _carried(run, base, shards)
+    assert not isinstance(got, str), got
+    want = _whole(run, base)
+    _same_graph(got, want)
+    return got, want
+
+
 @pytest.fixture
 def start(tmp_path):
     corpus = Corpus(seed=7)
@@ -274,12 +289,8 @@ def test_a_seeded_sequence_of_changes_merges_as_a_whole_merge(start, tmp_path):
         op = rng.choice(["edit", "edit", "edit", "add", "delete"])
         paths = [getattr(corpus, op)() for _ in range(rng.choice([1, 1, 2]))]
         folder, shards = _next(tmp_path, base, corpus, paths, i)
-        got = _carried(folder, base, shards)
-        assert not isinstance(got, str), got
+        got, _ = _carried_equals_whole(folder, base, shards)
         ents, rels, units, counts = got
-        want = _whole(folder, base)
-        for name, a, b in zip(("entities", "relationships", "text_units"), got, want, strict=False):
-            _same(a, b, name)
         recomputed += counts["entities"]["rows_recomputed"]
         carried += counts["entities"]["rows_carried"]
         _write_graph(folder, ents, rels, units)
@@ -307,11 +318,7 @@ def test_a_repeated_sentence_counts_its_keys_over_the_corpus(start, tmp_path):
     _write_graph(folder, *_whole(folder, base))
     del corpus.docs[one]
     run, shards = _next(tmp_path, folder, corpus, [one], 2)
-    got = _carried(run, folder, shards)
-    assert not isinstance(got, str)
-    want = _whole(run, folder)
-    for name, a, b in zip(("entities", "relationships", "text_units"), got, want, strict=False):
-        _same(a, b, name)
+    got, want = _carried_equals_whole(run, folder, shards)
     lake_id = stable_id("lake geneva")
     before, after = (
         store.read_table(folder, "entities").filter(pl.col("id") == lake_id)["description"],
@@ -342,11 +349,7 @@ def test_a_sentence_repeated_elsewhere_counts_the_keys_there(start, tmp_path):
     _write_graph(folder, *_whole(folder, base))
     corpus.docs[one]["units"].append([(n, None)])
     run, shards = _next(tmp_path, folder, corpus, [one], 2)
-    got = _carried(run, folder, shards)
-    assert not isinstance(got, str)
-    want = _whole(run, folder)
-    for name, a, b in zip(("entities", "relationships", "text_units"), got, want, strict=False):
-        _same(a, b, name)
+    _carried_equals_whole(run, folder, shards)
 
 
 def test_llm_summaries_of_the_rows_merged_again_equal_the_whole_merge_s(start, tmp_path):
@@ -363,11 +366,7 @@ def test_llm_summaries_of_the_rows_merged_again_equal_the_whole_merge_s(start, t
             srv.reset_counters()
             got = _carried(folder, base, shards, llm=llm)
             assert srv.requests  # the rows merged again include summarised ones
-            want = _whole(folder, base, llm)
-            for name, a, b in zip(
-                ("entities", "relationships", "text_units"), got, want, strict=False
-            ):
-                _same(a, b, name)
+            _same_graph(got, _whole(folder, base, llm))
             _write_graph(folder, *got[:3])
             base = folder
 
