@@ -19,6 +19,7 @@ from typing import NamedTuple
 import polars as pl
 
 from pipeline.graph.merge_carry import Recomputed
+from pipeline.graph.touched import join_ends
 
 LISTS = ("entity_ids", "relationship_ids")
 _STRINGS = pl.List(pl.Utf8)
@@ -91,22 +92,8 @@ def _combined_degrees(
     `ents`' degrees; how many kept relationships it changed."""
     end = pl.col("source_id").is_in(ids) | pl.col("target_id").is_in(ids)
     touched, other = rels.filter(end), rels.filter(~end)
-    degree = ents.select("id", "degree")
-    fixed = (
-        touched.join(
-            degree.rename({"id": "source_id", "degree": "sd"}),
-            on="source_id",
-            how="left",
-            maintain_order="left",
-        )
-        .join(
-            degree.rename({"id": "target_id", "degree": "td"}),
-            on="target_id",
-            how="left",
-            maintain_order="left",
-        )
-        .with_columns(new=(pl.col("sd") + pl.col("td")).cast(pl.Int64))
-    )
+    ends = join_ends(touched, ents.select("id", "degree"), ("source_id", "target_id"), ("sd", "td"))
+    fixed = ends.with_columns(new=(pl.col("sd") + pl.col("td")).cast(pl.Int64))
     patched = fixed.filter(pl.col("new") != pl.col("combined_degree")).height
     fixed = fixed.with_columns(combined_degree=pl.col("new")).select(rels.columns)
     return pl.concat([other, fixed]), patched

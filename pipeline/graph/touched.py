@@ -58,6 +58,19 @@ def with_keys(ee: pl.DataFrame, keys: KeyCache | None = None) -> pl.DataFrame:
     )
 
 
+def join_ends(
+    frame: pl.DataFrame, lookup: pl.DataFrame, ends: tuple[str, str], names: tuple[str, str]
+) -> pl.DataFrame:
+    """`frame` with, for each column of `ends`, `lookup`'s second column where its first
+    equals it, named as `names` says (left joins: every row kept, in its order)."""
+    key, value = lookup.columns
+    for end, name in zip(ends, names, strict=True):
+        frame = frame.join(
+            lookup.rename({key: end, value: name}), on=end, how="left", maintain_order="left"
+        )
+    return frame
+
+
 def with_ends(er: pl.DataFrame, keys: KeyCache | None = None) -> pl.DataFrame:
     """Relation mention rows (RELATION_COLUMNS, strings) with their ends' keys `sk`, `tk` (a
     symmetric type's in key order) and `rid`, the id of the relationship they merge into;
@@ -67,26 +80,12 @@ def with_ends(er: pl.DataFrame, keys: KeyCache | None = None) -> pl.DataFrame:
     )
     surfaces = pl.concat([er.get_column("source"), er.get_column("target")])
     km = (keys or KeyCache()).of(surfaces)
-    er = (
-        er.join(
-            km.rename({"surface": "source", "key": "a"}),
-            on="source",
-            how="left",
-            maintain_order="left",
-        )
-        .join(
-            km.rename({"surface": "target", "key": "b"}),
-            on="target",
-            how="left",
-            maintain_order="left",
-        )
-        .filter(
-            pl.col("a").is_not_null()
-            & pl.col("b").is_not_null()
-            & (pl.col("a") != "")
-            & (pl.col("b") != "")
-            & (pl.col("a") != pl.col("b"))
-        )
+    er = join_ends(er, km, ("source", "target"), ("a", "b")).filter(
+        pl.col("a").is_not_null()
+        & pl.col("b").is_not_null()
+        & (pl.col("a") != "")
+        & (pl.col("b") != "")
+        & (pl.col("a") != pl.col("b"))
     )
     kind = pl.col("type").fill_null("RELATED_TO")
     swap = kind.is_in(list(SYMMETRIC_TYPES)) & (pl.col("a") > pl.col("b"))
