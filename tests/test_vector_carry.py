@@ -354,6 +354,24 @@ def test_a_node_no_unit_holds_gets_its_digest():
     assert digests["vec"][0] != digests["vec"][1]
 
 
+def test_a_list_of_ids_digests_as_the_exact_sum_of_theirs():
+    """A row's list of ids digests as the wrapping sum of their digests: in any order, as
+    often as named, ids without a digest (unknown, null) counting nothing, and exact in all
+    64 bits (a sum that went through a float once merged rows whose lists differ)."""
+    from pipeline.vectors.row_digests import _combined
+
+    big = [2**64 - 3, 2**63 + 12_345, 2**53 + 1]
+    digests = pl.DataFrame(
+        {"id": ["a", "b", "c", "d"], "vec": pl.Series([*big, None], dtype=pl.UInt64)}
+    )
+    lists = [["a", "b"], ["b", "a"], [], None, ["a", "a"], ["d"], ["c", None, "zz"], ["c"]]
+    got = _combined(pl.DataFrame({"ids": lists}), "ids", digests).to_list()
+    value = dict(zip("abc", big, strict=True))
+    want = [sum(value.get(i, 0) for i in ids or []) % 2**64 for ids in lists]
+    assert got == want
+    assert got[6] == got[7] != got[7] + 1  # 2**53 + 1: not a float
+
+
 @pytest.mark.parametrize("added", [0, 1, 2, 4])
 def test_patched_vectors_are_looked_up_as_rebuilt_ones(added):
     """The carried (ids, vectors) patched in place (a dropped row's slot reused) hold each

@@ -18,7 +18,10 @@ An incremental run (`carry=True`) carries rows over (issue 49): each table's row
 (pipeline.vectors.row_digests) are compared with those the staging folder's table was
 written with, and only new and changed rows get vectors and are written
 (pipeline.vectors.carry_over plans it, pipeline.vectors.lance_write does it); a table with
-too much changed is written whole, and `outcomes` says which and why.
+too much changed is written whole, and `outcomes` says which and why. A carried table's
+write holds only its new rows, so it always goes to the two threads, at any size: at 40k
+documents the five writes (compacting the fragments a change touched) took 6.5 s of the
+step one after another on the caller's thread.
 """
 
 from __future__ import annotations
@@ -182,8 +185,11 @@ def build_vector_tables_at_once(
             job = (_whole if plan.whole is not None else _carried)(
                 folder, name, frame, groups, plan, embedder, settings, known, side_by_side, base
             )
-            # the relationships (the largest) are written here, the others side by side
-            submit = pool.submit if side_by_side and name != "relationships" else _now
+            # a carried table's job holds only its new rows: it is written beside the next
+            # table's digests and plan; a whole one as memory allows (the relationships',
+            # the largest, here)
+            beside = side_by_side and name != "relationships"
+            submit = pool.submit if plan.whole is None or beside else _now
             written[name] = submit(_then_record, job, folder, name, table_digests, digests.key)
             del frame, groups, job
         for name in names:  # in dependency order, as Dagster wants them
@@ -272,9 +278,11 @@ def _carried(folder, name, frame, groups, plan, embedder, settings, known, side_
     path = lance_write.table_dir(folder / store.LANCE_DIR, name)
     schema = lance_schema(name, dim)
 
+    rows = frame.height  # not the frame: the job may run after the caller let it go
+
     def job() -> int:
         lance_write.update(path, schema, plan.delete, batches())
-        return frame.height
+        return rows
 
     return job
 

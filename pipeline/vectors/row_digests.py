@@ -28,6 +28,7 @@ import json
 from importlib import metadata
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -39,7 +40,7 @@ from pipeline.storage.files import atomic_write_with
 
 DIGESTS_DIR = "vector_digests"
 # Bump when what a digest covers changes: every table is then built whole once.
-DIGEST_FORMAT = "2"  # 2: relationships by their vector mode (titles+units)
+DIGEST_FORMAT = "3"  # 2: relationships by their vector mode (titles+units); 3: `_combined` a sum
 _SEED = 49
 # The title digests of the entities (`title_digests`): made, never recorded.
 ENTITY_TITLES = "entity_titles"
@@ -80,22 +81,26 @@ def _hash(*columns: pl.Expr | str) -> pl.Expr:
     return pl.struct(*columns).hash(seed=_SEED)
 
 
-def _combined(frame: pl.DataFrame, key: str, lists: str, digests: pl.DataFrame) -> pl.Series:
-    """Per row of `frame`, one hash of the sorted `vec` digests of the ids its list column
-    `lists` names (as often as named; ids without a digest left out)."""
-    by_id = digests.select(pl.col("id").alias(lists), pl.col("vec").alias("_d"))
-    pairs = (
-        frame.select(pl.col(key).alias("_k"), pl.col(lists).cast(pl.List(pl.Utf8)))
-        .with_row_index("_row")
-        .explode(lists)
-        .join(by_id, on=lists, how="left")
-        .group_by("_row")
-        .agg(pl.col("_d").drop_nulls().sort())
-    )
-    # every row, an empty list's too (explode drops a row whose list is empty)
-    rows = pl.DataFrame({"_row": pl.int_range(frame.height, dtype=pl.UInt32, eager=True)})
-    pairs = rows.join(pairs, on="_row", how="left", maintain_order="left")
-    return pairs["_d"].fill_null(pl.lit([], dtype=pl.List(pl.UInt64))).hash(seed=_SEED)
+def _combined(frame: pl.DataFrame, lists: str, digests: pl.DataFrame) -> pl.Series:
+    """Per row of `frame`, one digest of the `vec` digests of the ids its list column
+    `lists` names, in any order, as often as named (ids without a digest count nothing):
+    their sum, wrapping. The ids are matched as Categorical codes (the process's global
+    categories), never as strings: a 490k-row relationships table names 5.4M unit ids,
+    and exploding, joining and sorting them as strings took 0.35-0.5 s at 40k documents."""
+    items = frame[lists].cast(pl.List(pl.Categorical))
+    lengths = items.list.len().fill_null(0).to_numpy()
+    flat = items.explode(empty_as_null=False, keep_nulls=False).to_physical()
+    codes = flat.fill_null(0).to_numpy()
+    known = digests.filter(pl.col("vec").is_not_null())
+    ids = known["id"].cast(pl.Categorical).to_physical().to_numpy()
+    by_code = np.zeros(int(max(codes.max(initial=0), ids.max(initial=0))) + 1, np.uint64)
+    by_code[ids] = known["vec"].to_numpy()
+    picked = by_code[codes]
+    if flat.null_count():  # a null in a list names nothing
+        picked[flat.is_null().to_numpy()] = 0
+    sums = np.concatenate([np.zeros(1, np.uint64), np.cumsum(picked, dtype=np.uint64)])
+    ends = np.cumsum(lengths)
+    return pl.Series(sums[ends] - sums[ends - lengths], dtype=pl.UInt64)
 
 
 def _own(name: str, frame: pl.DataFrame) -> pl.Expr:
@@ -125,16 +130,16 @@ def table_digests(
         inputs = [frame["n_tokens"]]
     elif name == "content_nodes":
         held = _held_units(frame, holders)
-        inputs = [frame["node_type"], _combined(held, "id", "units", known["text_units"])]
+        inputs = [frame["node_type"], _combined(held, "units", known["text_units"])]
     elif name == "entities":
-        units = _combined(frame, "id", "text_unit_ids", known["text_units"])
+        units = _combined(frame, "text_unit_ids", known["text_units"])
         inputs = [frame["frequency"], units]
     elif name == "relationships" and relationships == "text":
         inputs = []
     elif name == "relationships":
         ends = known["entities" if relationships == "context" else ENTITY_TITLES]
         inputs = [
-            _combined(frame, "id", "text_unit_ids", known["text_units"]),
+            _combined(frame, "text_unit_ids", known["text_units"]),
             _looked_up(frame["source_id"], ends),
             _looked_up(frame["target_id"], ends),
         ]
@@ -148,7 +153,7 @@ def table_digests(
             how="left",
             maintain_order="left",
         )
-        inputs = [_combined(members, "id", "entity_ids", known["entities"])]
+        inputs = [_combined(members, "entity_ids", known["entities"])]
     parts = pl.DataFrame(
         [own["own"].alias("own")] + [s.alias(f"_{i}") for i, s in enumerate(inputs)]
     )
