@@ -10,7 +10,8 @@ return rows the tables lack (or miss rows), and a vector of the wrong width fail
 A run checks what it changed: a table whose files, and the files of every table its rules
 read, are still the published version's (same inode, or same bytes) passed these checks when
 that version was published, so its rules are not run again (metadata `rules`); its schema is
-(footers only). An edit at 40k documents spent ~3 s re-reading unchanged tables.
+(footers only). An edit at 40k documents spent ~3 s re-reading unchanged tables. Likewise
+a Lance table's null-vector scan reads only the fragments the run wrote (`null_vectors`).
 """
 
 from pathlib import Path
@@ -111,10 +112,13 @@ def checked_base(folder: Path, settings: Settings) -> Path | None:
     return base
 
 
-def lance_table_problems(root: Path, name: str, dim: int) -> tuple[list[str], dict[str, int]]:
+def lance_table_problems(
+    root: Path, name: str, dim: int, base: Path | None = None
+) -> tuple[list[str], dict[str, int]]:
     """What is wrong with the Lance table `name` next to its Parquet table, and the counts
     it was judged on. Cheap: row counts from the Parquet footers and Lance's count_rows, the
-    width from the Lance schema; no vector is read."""
+    width from the Lance schema; no vector is read but for the null scan (`null_vectors`;
+    `base`: a checked version, see there)."""
     ds = store.lance_dataset(root, name)
     if ds is None:
         return [f"lance table {name} does not exist"], {}
@@ -125,7 +129,7 @@ def lance_table_problems(root: Path, name: str, dim: int) -> tuple[list[str], di
         "parquet_rows": store.table_rows(root, name),
         "vector_width": width,
         "model_dim": dim,
-        "null_vectors": ds.count_rows("vector IS NULL"),
+        "null_vectors": null_vectors(ds, base and store.lance_dataset(base, name)),
     }
     problems = []
     if counts["lance_rows"] != counts["parquet_rows"]:
@@ -135,6 +139,18 @@ def lance_table_problems(root: Path, name: str, dim: int) -> tuple[list[str], di
     if counts["null_vectors"]:
         problems.append(f"{counts['null_vectors']} rows without a vector")
     return problems, counts
+
+
+def null_vectors(ds, checked=None) -> int:
+    """The rows of Lance dataset `ds` without a vector. With `checked`, the table as a
+    version that passed this check has it, only the fragments whose data files it lacks are
+    scanned: a kept fragment had none then, and deletions add none (the null scan of the
+    490k relationships at 40k documents took 0.7 s, that of a run's new fragments ~0.01)."""
+    if checked is None:
+        return ds.count_rows("vector IS NULL")
+    kept = {d.path for f in checked.get_fragments() for d in f.data_files()}
+    fresh = [f for f in ds.get_fragments() if any(d.path not in kept for d in f.data_files())]
+    return sum(f.count_rows("vector IS NULL") for f in fresh)
 
 
 def lance_checks(op: str, names: list[str]) -> AssetChecksDefinition:
@@ -158,9 +174,10 @@ def lance_checks(op: str, names: list[str]) -> AssetChecksDefinition:
         context: AssetCheckExecutionContext, docgraph: DocgraphConfig, embedder: EmbedderResource
     ):
         root, dim = run_dir(docgraph, context), embedder.get().dim
+        base = checked_base(root, docgraph.settings())
         selected = {key.asset_key.path[-1] for key in context.selected_asset_check_keys}
         for name in (name for name in names if f"{name}_vectors" in selected):
-            problems, counts = lance_table_problems(root, name, dim)
+            problems, counts = lance_table_problems(root, name, dim, base)
             yield AssetCheckResult(
                 asset_key=f"{name}_vectors",
                 check_name="vectors",
