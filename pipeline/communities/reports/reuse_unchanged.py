@@ -61,7 +61,8 @@ def input_rows(
         )
         .join(ents.rename({"k": "source_id", "h": "hs"}), on="source_id", how="left")
         .join(ents.rename({"k": "target_id", "h": "ht"}), on="target_id", how="left")
-        .select("k", pl.concat_list("h", "hs", "ht").list.eval(pl.element().fill_null(0)))
+        # a struct, not a list: hashing 490k three-item lists took 0.27 s at 40k, this 0.02
+        .select("k", pl.struct("h", pl.col("hs").fill_null(0), pl.col("ht").fill_null(0)))
         .select("k", pl.col("h").hash(_SEED))
     )
     # a unit's reference number never shows in a report, only the order of the numbers
