@@ -10,13 +10,17 @@ documents make many fragments and index segments, as a large corpus does."""
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import lancedb
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from dagster import DagsterEventType
 
@@ -295,6 +299,34 @@ def test_updates_keep_the_index_a_whole_write_makes(tmp_path, monkeypatch):
         assert len(lance.dataset(str(path)).versions()) == 1
         # every fragment holds half of FRAGMENT_ROWS but fewer than MERGE_SMALL ones
         assert shape.fragments <= -(-rows.num_rows // 3) + 2, (n, shape)
+
+
+def test_an_update_and_the_query_copy_do_not_import_lancedb(tmp_path):
+    """lancedb takes ~1.2 s to import; changing rows of a table that has its index, and
+    copying its vectors for queries, need only pylance: a nightly run must not pay for it.
+    (In a process of its own: this one has imported lancedb long ago.)"""
+    words = ["alpha", "beta", "gamma", "delta"]
+    rows = _table([f"r{i}" for i in range(12)], words)
+    lance_write.write_whole(tmp_path, "t", rows.to_batches(), rows.schema)
+    new = _table(["n1", "n2"], words, seed=3)
+    pq.write_table(new, tmp_path / "new.parquet")
+    code = f"""
+import sys
+import pyarrow.parquet as pq
+from pathlib import Path
+from pipeline.vectors import lance_write, npz_copies
+root = Path({str(tmp_path)!r})
+new = pq.read_table(root / "new.parquet")
+path = lance_write.table_dir(root, "t")
+done = lance_write.update(path, new.schema, ["r1", "r2"], new.to_batches())
+(rows, dim), blocks = npz_copies.lance_blocks(root, "t")
+ids = [i for block_ids, _ in blocks for i in block_ids]
+print(done["appended"], rows, dim, len(ids), "lancedb" in sys.modules)
+"""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["2", "12", "4", "12", "False"]
 
 
 def test_a_plan_carries_few_changes_and_goes_whole_past_its_share(tmp_path, monkeypatch):
