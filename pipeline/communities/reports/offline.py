@@ -138,7 +138,8 @@ def report_table(
         pl.col("report_id").alias("id"), "community", "level", "parent", "children", *RATING_COLUMNS
     ).join(pl.concat(texts), on="id", maintain_order="left")
     batches = range(0, rated.height, ASSEMBLE_BATCH)
-    reports = pl.concat([_rated(rated.slice(at, ASSEMBLE_BATCH)) for at in batches])
+    json_of = _kept_json(previous, kept)
+    reports = pl.concat([_rated(rated.slice(at, ASSEMBLE_BATCH), json_of) for at in batches])
     cache = carried(evidence, found, _source_keys(entities, relationships, text_units))
     n_kept = 0 if kept is None else kept.height
     kept_sources = 0 if found is None else found.height - split
@@ -214,9 +215,20 @@ def _report_texts(
 _FINDINGS = pl.List(pl.Struct({"summary": pl.Utf8, "explanation": pl.Utf8}))
 
 
-def _rated(frame: pl.DataFrame) -> pl.DataFrame:
+def _kept_json(previous: pl.DataFrame | None, kept: pl.DataFrame | None) -> pl.DataFrame | None:
+    """(id, rating, rating_explanation, full_content_json) of the last run's reports whose
+    texts are kept: their JSON holds again where the rating and its explanation do."""
+    if previous is None or kept is None or "full_content_json" not in previous.columns:
+        return None
+    return previous.join(kept.select("id"), on="id", how="semi").select(
+        "id", pl.col("rating").cast(pl.Float64), "rating_explanation", "full_content_json"
+    )
+
+
+def _rated(frame: pl.DataFrame, json_of: pl.DataFrame | None = None) -> pl.DataFrame:
     """Reports in the table's schema: their texts with today's rating, its explanation and
-    the JSON of the whole."""
+    the JSON of the whole (`json_of`'s where a kept report's rating and explanation are the
+    same: dumping every report's JSON took ~0.4 s of an edit at 40k documents)."""
     explanations = [
         f"{rating:.1f}: {size} entities, {n_rels} relations (total weight {weight:g}) over "
         f"{n_units} text units; top {top}% by weight"
@@ -224,32 +236,41 @@ def _rated(frame: pl.DataFrame) -> pl.DataFrame:
             "rating", "size", "n_rels", "total_weight", "n_units", "weight_top_pct"
         ).iter_rows()
     ]
-    docs = [
+    out = frame.with_columns(
+        pl.col("community").alias("human_readable_id"),
+        pl.col("rating").cast(pl.Float64),
+        pl.col("rating").cast(pl.Float64).alias("rank"),  # GraphRAG's name
+        pl.Series("rating_explanation", explanations, dtype=pl.Utf8),
+    )
+    out = out.with_columns(_json_docs(out, json_of))
+    return pl.from_arrow(conform(out, "community_reports"))  # type: ignore[return-value]
+
+
+def _json_docs(frame: pl.DataFrame, json_of: pl.DataFrame | None) -> pl.Series:
+    """`full_content_json` of rated reports: `json_of`'s where it matches, else dumped."""
+    match = ["id", "rating", "rating_explanation"]
+    docs = pl.Series("full_content_json", [None] * frame.height, dtype=pl.Utf8)
+    if json_of is not None:
+        found = frame.select(match).join(json_of, on=match, how="left", maintain_order="left")
+        docs = found["full_content_json"]
+    todo = docs.is_null()
+    fresh = [
         json.dumps(
             {
                 "title": title,
                 "summary": summary,
-                "rating": float(rating),
+                "rating": rating,
                 "rating_explanation": explanation,
                 "findings": findings,
             },
             sort_keys=True,
             ensure_ascii=False,
         )
-        for (title, summary, rating, findings), explanation in zip(
-            frame.select("title", "summary", "rating", "findings").iter_rows(),
-            explanations,
-            strict=True,
-        )
+        for title, summary, rating, findings, explanation in frame.filter(todo)
+        .select("title", "summary", "rating", "findings", "rating_explanation")
+        .iter_rows()
     ]
-    out = frame.with_columns(
-        pl.col("community").alias("human_readable_id"),
-        pl.col("rating").cast(pl.Float64),
-        pl.col("rating").cast(pl.Float64).alias("rank"),  # GraphRAG's name
-        pl.Series("rating_explanation", explanations, dtype=pl.Utf8),
-        pl.Series("full_content_json", docs, dtype=pl.Utf8),
-    )
-    return pl.from_arrow(conform(out, "community_reports"))  # type: ignore[return-value]
+    return docs.scatter(todo.arg_true(), pl.Series(fresh, dtype=pl.Utf8)) if fresh else docs
 
 
 def _by_community(frame: pl.DataFrame) -> dict[int, list[dict[str, Any]]]:
