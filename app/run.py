@@ -26,7 +26,7 @@ from pipeline import memory
 from pipeline.config import Settings
 from pipeline.ingest.find_stale import files_to_run, input_entries, plan_run
 from pipeline.ingest.shards import shard_keys
-from pipeline.ingest.walk import Entry, write_listing
+from pipeline.ingest.walk import Entry, forget_listing, write_listing
 from resources.executors import ENV_EXECUTOR, IN_PROCESS_EXECUTORS, executor_for
 
 
@@ -149,7 +149,7 @@ def run_index(
     finally:  # a run that failed before publishing still held the output lock
         _BUILT.pop(key, None)
         lock.release(settings.output_dir)
-        listing.unlink(missing_ok=True)
+        forget_listing(listing)
         if scratch is not None:
             instance.dispose()
             scratch.cleanup()

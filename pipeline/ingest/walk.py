@@ -168,40 +168,45 @@ def _plain_file(rel: str, real: Path, item: os.DirEntry) -> Entry:
         return Entry(rel, path=real)
 
 
+# The walks this process saved, by file: steps of a run in this process (the in-process
+# executor's) take the entries as they are; reading 40k of them back took ~0.5 s, most of
+# it making their Paths. Steps in other processes read the file.
+_SAVED: dict[str, list[Entry]] = {}
+
+
 def write_listing(path: str | Path, entries: Iterable[Entry]) -> None:
-    """Save a walk (one JSON object per line) for the steps of the same run to read with
-    `read_listing`, so a run walks its input folder once."""
-    lines = (
-        json.dumps(
-            {
-                "rel": e.rel,
-                "path": e.path and str(e.path),
-                "reason": e.reason,
-                "hidden": e.hidden,
-                "stat": e.stat,
-            }
-        )
-        for e in entries
-    )
-    Path(path).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    """Save a walk for the steps of the same run to read with `read_listing`, so a run
+    walks its input folder once. Column by column, one JSON document: a line per entry
+    took 0.3 s to write at 40k files. `forget_listing` when the run is over."""
+    rows = list(entries)
+    _SAVED[str(path)] = rows
+    columns = {
+        "rel": [e.rel for e in rows],
+        "path": [e.path and str(e.path) for e in rows],
+        "reason": [e.reason for e in rows],
+        "hidden": [e.hidden for e in rows],
+        "stat": [e.stat for e in rows],
+    }
+    Path(path).write_text(json.dumps(columns), encoding="utf-8")
 
 
 def read_listing(path: str | Path) -> list[Entry]:
     """The walk `write_listing` saved."""
-    entries = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        found = row.get("stat")
-        entries.append(
-            Entry(
-                row["rel"],
-                row["path"] and Path(row["path"]),
-                row["reason"],
-                row["hidden"],
-                tuple(found) if found else None,
-            )
+    if (saved := _SAVED.get(str(path))) is not None:
+        return list(saved)
+    c = json.loads(Path(path).read_text(encoding="utf-8"))
+    return [
+        Entry(rel, where and Path(where), reason, hidden, tuple(found) if found else None)
+        for rel, where, reason, hidden, found in zip(
+            c["rel"], c["path"], c["reason"], c["hidden"], c["stat"], strict=True
         )
-    return entries
+    ]
+
+
+def forget_listing(path: str | Path) -> None:
+    """Remove a saved walk, its file and this process's entries."""
+    _SAVED.pop(str(path), None)
+    Path(path).unlink(missing_ok=True)
 
 
 def manifest_entries(input_dir: str | Path) -> list[Entry]:
