@@ -377,3 +377,46 @@ def test_too_large_a_change_asks_for_the_whole_merge(start, tmp_path):
     folder, shards = _next(tmp_path, base, corpus, paths, 1)
     reason = _carried(folder, base, shards, max_share=0.01)
     assert isinstance(reason, str) and "incremental_merge_max_share" in reason
+
+
+def test_a_replaced_row_relists_only_the_units_it_joins_or_leaves():
+    """A unit's entity and relationship ids are the inverse of the rows' text_unit_ids: a
+    row merged again changes the lists of the units it now lists and did not, or listed and
+    does not now, and no other (a hub merged again lists thousands of units)."""
+    from pipeline.graph.merge_splice import _text_units
+
+    ents = pl.DataFrame(
+        {"id": ["hub", "e1", "e2"], "text_unit_ids": [["u1", "u2", "u3"], ["u1"], ["u2"]]}
+    )
+    rels = pl.DataFrame({"id": ["r1"], "text_unit_ids": [["u1", "u3"]]})
+    base_lists = pl.DataFrame(
+        {
+            "id": ["u1", "u2", "u3"],
+            "entity_ids": [["e1", "hub"], ["e2", "hub"], ["hub"]],
+            "relationship_ids": [["r1"], [], ["r1"]],
+        }
+    )
+    # the hub leaves u3 and joins u4 (new); e1 is gone; r1 leaves u1
+    new_ents = pl.DataFrame({"id": ["hub"], "text_unit_ids": [["u1", "u2", "u4"]]})
+    new_rels = pl.DataFrame({"id": ["r1"], "text_unit_ids": [["u3"]]})
+    r = Recomputed(
+        base=Path("."),
+        base_entities=ents,
+        base_relationships=rels,
+        ids=pl.Series(["hub", "e1"]),
+        rids=pl.Series(["r1"]),
+        entities=new_ents,
+        relationships=new_rels,
+        mentions=(pl.DataFrame(), pl.DataFrame()),
+        units_read=0,
+    )
+    chunks = pl.DataFrame({"id": ["u1", "u2", "u3", "u4"]})
+    units, relisted = _text_units(r, chunks, base_lists)
+    lists = {row["id"]: (row["entity_ids"], row["relationship_ids"]) for row in units.to_dicts()}
+    assert lists == {
+        "u1": (["hub"], []),
+        "u2": (["e2", "hub"], []),
+        "u3": ([], ["r1"]),
+        "u4": (["hub"], []),
+    }
+    assert relisted == 3  # u1 (e1 gone, r1 left), u3 (the hub left), u4 (new); not u2
