@@ -8,7 +8,6 @@ from __future__ import annotations
 import time
 
 import polars as pl
-from dagster import DagsterEventType, DagsterInstance, EventRecordsFilter
 
 from pipeline.storage import store
 
@@ -33,16 +32,13 @@ def _doc(i: int) -> str:
 GRAPH_TABLES = ("entities", "relationships", "text_units", "relationships_vectors")
 
 
-def _graph_metadata(instance: DagsterInstance, run_id: str) -> dict[str, dict]:
-    records = instance.get_event_records(
-        EventRecordsFilter(event_type=DagsterEventType.ASSET_MATERIALIZATION), limit=10000
-    )
+def _graph_metadata(result) -> dict[str, dict]:
+    """The metadata of the graph tables' materializations in the run of `result`."""
     out = {}
-    for record in records:
-        entry = record.event_log_entry
-        mat = entry.dagster_event.event_specific_data.materialization
+    for event in result.get_asset_materialization_events():
+        mat = event.materialization
         name = mat.asset_key.to_user_string()
-        if entry.run_id == run_id and name in GRAPH_TABLES:
+        if name in GRAPH_TABLES:
             out[name] = {k: v.value for k, v in mat.metadata.items()}
     return out
 
@@ -67,15 +63,11 @@ def test_an_incremental_graph_equals_a_fresh_index(tmp_path):
     config = tmp_path / "docgraph.yaml"
     # a corpus this small is one neighbourhood: every edit reads most of it
     config.write_text("storage:\n  shards: 8\ngraph:\n  incremental_merge_max_share: 1.0\n")
-    (tmp_path / "dagster").mkdir()
-    instance = DagsterInstance.local_temp(str(tmp_path / "dagster"))
 
     def run(folder, full=False):
-        result = run_index(
-            str(config), str(inp), str(folder), instance=instance, log_level="ERROR", full=full
-        )
+        result = run_index(str(config), str(inp), str(folder), log_level="ERROR", full=full)
         assert result.success
-        return result.run_id
+        return result
 
     run(out)
     time.sleep(0.01)
@@ -86,7 +78,7 @@ def test_an_incremental_graph_equals_a_fresh_index(tmp_path):
     (inp / "note03.md").write_text(_doc(3) + f"{SHARED} {flip}\n")
     (inp / "note20.md").write_text(_doc(20) + f"Somerville translated Laplace. {flip}\n")
     (inp / "note08.md").unlink()
-    meta = _graph_metadata(instance, run(out))
+    meta = _graph_metadata(run(out))
     fresh = tmp_path / "fresh"
     run(fresh)
     got, want = _tables(out), _tables(fresh)
@@ -98,6 +90,6 @@ def test_an_incremental_graph_equals_a_fresh_index(tmp_path):
         assert meta[name]["rows_carried"] + meta[name]["rows_recomputed"] == want[name].height
     assert "BERLIN" in got["entities"]["title"].to_list()  # the flip is exercised
     # `docgraph index --full` carries nothing over, whatever changed (assets.shards.tail_changes)
-    meta = _graph_metadata(instance, run(out, full=True))
+    meta = _graph_metadata(run(out, full=True))
     assert {m["incremental_reason"] for m in meta.values()} == {"a full run (--full)"}
     assert _tables(out)["entities"].equals(want["entities"])
