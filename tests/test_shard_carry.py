@@ -13,7 +13,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest import write_report_pdf
-from dagster import DagsterEventType, DagsterInstance, EventRecordsFilter
 
 from app.run import run_index
 from pipeline.config import load_settings
@@ -85,15 +84,11 @@ def _count_work(monkeypatch) -> Counter:
     return counts
 
 
-def _metadata(instance: DagsterInstance, run_id: str, asset: str) -> dict:
-    records = instance.get_event_records(
-        EventRecordsFilter(event_type=DagsterEventType.ASSET_MATERIALIZATION), limit=100000
-    )
-    for record in records:
-        entry = record.event_log_entry
-        if entry.run_id == run_id and entry.dagster_event.asset_key.to_user_string() == asset:
-            meta = entry.dagster_event.event_specific_data.materialization.metadata
-            return {k: v.value for k, v in meta.items()}
+def _metadata(result, asset: str) -> dict:
+    """The metadata of `asset`'s materialization in the run of `result`."""
+    for event in result.get_asset_materialization_events():
+        if event.asset_key.to_user_string() == asset:
+            return {k: v.value for k, v in event.materialization.metadata.items()}
     raise AssertionError(f"{asset} not materialized")
 
 
@@ -111,13 +106,11 @@ def runs(tmp_path_factory):
     _write(inp)
     config = tmp / "docgraph.yaml"
     config.write_text(f"storage:\n  shards: {N}\n")
-    (tmp / "dagster").mkdir()
-    instance = DagsterInstance.local_temp(str(tmp / "dagster"))
 
-    def run(folder: Path, cfg: Path = config) -> str:
-        result = run_index(str(cfg), str(inp), str(folder), instance=instance, log_level="ERROR")
+    def run(folder: Path, cfg: Path = config):
+        result = run_index(str(cfg), str(inp), str(folder), log_level="ERROR")
         assert result.success
-        return result.run_id
+        return result
 
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setenv("DOCGRAPH_EXECUTOR", "in_process")
@@ -130,16 +123,15 @@ def runs(tmp_path_factory):
         (inp / "notes" / "note2.txt").unlink()
         with pytest.MonkeyPatch.context() as counting:
             counts = _count_work(counting)
-            run_id = run(out)
+            second = run(out)
         run(fresh)
         yield {
             "tmp": tmp,
             "out": out,
             "fresh": fresh,
             "run": run,
-            "run_id": run_id,
+            "second": second,
             "counts": counts,
-            "instance": instance,
         }
 
 
@@ -152,18 +144,18 @@ def test_a_re_run_shard_works_only_on_its_new_and_changed_documents(runs):
         p for p in ("report.pdf", "letter1.md", "notes/note4.txt") if shards.shard_of(p, N) in ran
     ]
     assert "report.pdf" in kept  # unchanged documents, a PDF among them, share shards with changes
-    counts, instance, run_id = runs["counts"], runs["instance"], runs["run_id"]
+    counts, second = runs["counts"], runs["second"]
     loaded = {name for (kind, name), n in counts.items() if kind == "load" if n}
     parsed = {name for (kind, name), n in counts.items() if kind == "parse" if n}
     # only the new and changed files (and the one that fails to load, tried again) are loaded
     assert loaded <= {"letter3.md", "note9.txt", "broken.pdf"} and "letter3.md" in loaded
     assert parsed == CHANGED
     units = counts[("units", "")]
-    meta = _metadata(instance, run_id, "extracted_entities")
+    meta = _metadata(second, "extracted_entities")
     assert meta["incremental"] == "carried" and meta["rows_carried"] > 0
     assert units == meta["text_units_recomputed"] > 0
     assert store.read_table(runs["out"], "chunks", ["id"]).height > units
-    docs = _metadata(instance, run_id, "documents")
+    docs = _metadata(second, "documents")
     assert docs["documents_carried"] >= len(kept) and docs["rows_carried"] >= len(kept)
 
 
