@@ -90,8 +90,7 @@ def indexed(tmp_path_factory):
         (inp / ("sub" if i % 3 else "") / f"note{i:02d}.txt").write_text(_doc(i))
     config = base / "docgraph.yaml"
     config.write_text(f"storage:\n  shards: {N}\n")
-    (base / "dagster").mkdir()
-    instance = DagsterInstance.local_temp(str(base / "dagster"))
+    instance = DagsterInstance.ephemeral()  # in memory: no SQLite event log to write
     from app.run import run_index
 
     def run():
