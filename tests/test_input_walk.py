@@ -187,15 +187,17 @@ def test_one_docgraph_index_walks_the_input_folder_once(tmp_path, monkeypatch):
 
 
 def test_a_saved_walk_reads_back_the_same_in_any_process(tree, tmp_path):
-    """Steps in this process take the saved entries; a step in another process reads the
-    file: both give the walk, paths, reasons, hidden names and stats alike."""
+    """Steps in this process take the saved entries themselves (not parsed again); a step in
+    another process reads the file: both give the walk, paths, reasons, hidden names and
+    stats alike."""
     from pipeline.ingest.walk import forget_listing, read_listing, walk_input, write_listing
 
     entries = walk_input(tree)
     assert any(e.path is None for e in entries) and any(e.hidden for e in entries)
     saved = tmp_path / "walk.json"
     write_listing(saved, entries)
-    assert read_listing(saved) == entries
+    here = read_listing(saved)
+    assert here == entries and all(a is b for a, b in zip(here, entries, strict=True))
     elsewhere = tmp_path / "copy.json"  # a file this process never saved: parsed
     elsewhere.write_bytes(saved.read_bytes())
     assert read_listing(elsewhere) == entries
