@@ -62,9 +62,15 @@ def _write(inp: Path) -> None:
 
 
 def _count_work(monkeypatch) -> Counter:
-    """Documents loaded and parsed, text units extracted, by the run's process."""
+    """Input files read, documents loaded and parsed, text units extracted, by the run's
+    process."""
     counts: Counter = Counter()
     load, parse, extract = loader.load_bytes, build.parse_document, NlpExtractor.extract
+    read = Path.read_bytes
+
+    def reading(path: Path) -> bytes:
+        counts[("read", path.name)] += path.parent.name in ("in", "notes")
+        return read(path)
 
     def loading(path, data):
         counts[("load", path.name)] += 1
@@ -78,6 +84,7 @@ def _count_work(monkeypatch) -> Counter:
         counts[("units", "")] += units.height
         return extract(self, units)
 
+    monkeypatch.setattr(Path, "read_bytes", reading)
     monkeypatch.setattr(loader, "load_bytes", loading)
     monkeypatch.setattr(build, "parse_document", parsing)
     monkeypatch.setattr(NlpExtractor, "extract", extracting)
@@ -146,6 +153,9 @@ def test_a_re_run_shard_works_only_on_its_new_and_changed_documents(runs):
     assert "report.pdf" in kept  # unchanged documents, a PDF among them, share shards with changes
     counts, second = runs["counts"], runs["second"]
     loaded = {name for (kind, name), n in counts.items() if kind == "load" if n}
+    read = {name for (kind, name), n in counts.items() if kind == "read" if n}
+    # a file of the size and mtime its row records is not even read (its stat says enough)
+    assert read == loaded and not read & {Path(p).name for p in kept}
     parsed = {name for (kind, name), n in counts.items() if kind == "parse" if n}
     # only the new and changed files (and the one that fails to load, tried again) are loaded
     assert loaded <= {"letter3.md", "note9.txt", "broken.pdf"} and "letter3.md" in loaded

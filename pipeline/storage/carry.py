@@ -158,20 +158,30 @@ def base_rows(carry: Carry, table: str, shard: str, column: str, ids: Iterable[s
     return keyed(frame, column)
 
 
+# A documents row's record of its file's stat: path, size, modification time (ISO).
+_STAT = ("source_path", "byte_size", "creation_date")
+
+
 class KeptDocuments:
     """The loader's `keep` for one shard (pipeline.ingest.loader.load_entries): the base's
     rows of the files whose path and bytes (sha256) are the base's, i.e. of the same
-    document ids; none when rows may not be carried into the shard."""
+    document ids, or whose path, size and modification time are; none when rows may not be
+    carried into the shard."""
 
     def __init__(self, carry: Carry, shard: str):
         self.carry = carry
         self.frame = carry.base_shard("documents", shard) if carry.on(shard) else None
         rows = () if self.frame is None else self.frame.select("source_path", "sha256").rows()
         self.at = {row: i for i, row in enumerate(rows)}
+        stats = [] if self.frame is None else self.frame.select(*_STAT).rows()
+        self.stat_at = {row: i for i, row in enumerate(stats)}
         self.hits = 0
 
     def find(self, rel: str, sha: str) -> int | None:
         return self.at.get((rel, sha))
+
+    def unread(self, rel: str, size: int, created: str) -> int | None:
+        return self.stat_at.get((rel, size, created))
 
     def rows(self, at: list[int]) -> pl.DataFrame:
         assert self.frame is not None
