@@ -18,6 +18,7 @@ import pytest
 
 from pipeline import schemas
 from pipeline.config import GraphSettings, LlmSettings
+from pipeline.graph import merge_carry
 from pipeline.graph.merge_carry import Recomputed, merge_whole, path_ordered_chunks, recompute
 from pipeline.graph.merge_splice import LISTS, splice
 from pipeline.graph.summarize_llm import summarize_descriptions
@@ -281,7 +282,13 @@ def _next(tmp_path: Path, base: Path, corpus: Corpus, paths: list[str], i: int) 
     return folder, shards
 
 
-def test_a_seeded_sequence_of_changes_merges_as_a_whole_merge(start, tmp_path):
+@pytest.mark.parametrize("read_all", [0.0, 1.0], ids=["every-mention-read", "units-read"])
+def test_a_seeded_sequence_of_changes_merges_as_a_whole_merge(
+    start, tmp_path, monkeypatch, read_all
+):
+    """Read as the units touched ask, or every mention read at once (merge_carry.READ_ALL_SHARE:
+    what a change that names hubs reads)."""
+    monkeypatch.setattr(merge_carry, "READ_ALL_SHARE", read_all)
     corpus, base = start
     rng = random.Random(3)
     recomputed = carried = 0

@@ -26,18 +26,19 @@ class GraphSettings(Section):
         "communities_state.json of the index version), and a change of seed, max_cluster_size or "
         "max_levels recomputes; 0: always recompute",
     )
-    # Measured on benchmarks/scale.py's corpus at 2,099 documents, 1 to 300 random documents
-    # added or deleted, 3 samples each (pipeline.graph.merge_carry against the whole merge,
-    # the best of 2 runs each, a shared 2-core machine): the touched rows' merge took
-    # 0.23-0.44x the whole merge's time up to 22 % of the text units read, 0.5-1.05x
-    # (median 0.8x) at 58-63 %, 0.9-1.15x at 74-78 % and 1.4-2.0x at 95-96 %. A hub
-    # entity ("United States": 16 % of the units) is read whole whenever an edit names it,
-    # so the share read, not the count of documents changed, is what the cost follows.
+    # The share of the corpus' mentions (counted as text units per entity and relationship)
+    # the touched rows are merged from. Measured on benchmarks/scale.py's corpus, 100
+    # documents added, the touched rows merged from 29-33 % (hubs), their units ~all of the
+    # corpus': the graph step took 1.9-2.1 s against the whole merge's 1.7 s at 2,099
+    # documents, 3.9-4.0 against 5.4-5.5 s at 10k, 11.9 against 19.2 s at 40k; where the two
+    # cost the same, fitted as a fixed part plus the merged share of the whole merge's, is
+    # ~0.6 at 10k and ~0.7 at 40k (at 2k the whole merge is cheaper from ~0.3, by < 1 s).
     incremental_merge_max_share: float = Field(
         0.6,
         description="re-runs: the entity merge recomputes only the entities and relationships "
-        "an edit touched while the text units it reads for them are at most this fraction of "
-        "the corpus's, and merges everything above it; 0: always merge everything",
+        "an edit touched while the mentions they are merged from (counted as their text units) "
+        "are at most this fraction of the corpus's, and merges everything above it; 0: always "
+        "merge everything",
     )
 
 
