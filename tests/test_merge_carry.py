@@ -427,3 +427,29 @@ def test_a_replaced_row_relists_only_the_units_it_joins_or_leaves():
         "u4": (["hub"], []),
     }
     assert relisted == 3  # u1 (e1 gone, r1 left), u3 (the hub left), u4 (new); not u2
+
+
+def test_only_units_added_removed_or_extracted_again_are_compared(tmp_path):
+    """`touched` reads, in a shard carried by text unit (the same carry digest in the base's
+    and the run's shards.json), only the rows of units added or removed and of those whose
+    extraction failed in the base (they are extracted again, their rows change although
+    their ids do not); a shard the base made otherwise is compared whole."""
+    from pipeline.graph.touched import _compared_units
+    from pipeline.ingest.shards import write_state
+    from pipeline.storage.run_changes import RowChanges
+
+    base, run = tmp_path / "base", tmp_path / "run"
+    for folder in (base, run):
+        folder.mkdir()
+    (base / "extraction_failures").mkdir()  # the one column `touched` reads of it
+    pl.DataFrame({"text_unit_id": ["u-failed"]}).write_parquet(
+        base / "extraction_failures" / "000.parquet"
+    )
+    write_state(base, 2, {"000": "a", "001": "b"}, "digest-1")
+    write_state(run, 2, {"000": "a2"}, "digest-1")  # 000 ran with the base's settings
+    write_state(run, 2, {"001": "b2"}, "digest-2")  # 001 with others
+    rows = {"chunks": RowChanges(frozenset({"u-new"}), frozenset({"u-gone"}))}
+    changes = RunChanges(run, base, None, frozenset({"000", "001"}), rows)
+    carried, units = _compared_units(changes)
+    assert carried == {"000"}
+    assert set(units.to_list()) == {"u-new", "u-gone", "u-failed"}
