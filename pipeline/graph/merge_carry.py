@@ -25,7 +25,7 @@ of; a key whose title changed, the rows of its relationships (their source/targe
 description head). Degrees come from the spliced relationships, so they need no mentions.
 
 When the rows to merge again pass `max_share` of the corpus' (counted as the base version
-counts them: their text units, `_merged_share`), or the base version cannot be used, the
+counts them: their text units, `_Sizes`), or the base version cannot be used, the
 caller merges everything instead (`recompute` returns why). Their units may still be most
 of the corpus' (a hub is in 10k of 45k units at 40k documents, and 100 new documents name
 every hub): past READ_ALL_SHARE every mention is then read at once, unfiltered.
