@@ -94,17 +94,13 @@ def load_entries(
         # leaves a shard whose files' stats are unchanged alone, per file): it is not read (a
         # nightly run of 100 new files in a 40k corpus re-runs every shard, and reading the
         # others back took ~8 s)
-        unread = keep.unread(rel, stat[0], created) if keep and stat and created else None
-        if unread is not None:
-            kept.append((len(docs), unread, created, rel))
-            docs.append(None)
-            samples.append("")
-            continue
+        at = keep.unread(rel, stat[0], created) if keep and stat and created else None
         try:
-            data = path.read_bytes()
-            sha, size = sha256_hex(data), len(data)
-            at = keep.find(rel, sha) if keep is not None else None
-            created = created or _mtime_iso(path)
+            if at is None:
+                data = path.read_bytes()
+                sha, size = sha256_hex(data), len(data)
+                at = keep.find(rel, sha) if keep is not None else None
+                created = created or _mtime_iso(path)
             if at is not None:  # its row (and language) taken below, all of them at once
                 kept.append((len(docs), at, created, rel))
                 docs.append(None)
