@@ -151,6 +151,16 @@ def write_report_pdf(path: Path) -> None:
     doc.save(path)
 
 
+def materialization_metadata(result) -> dict[str, dict]:
+    """Each asset's materialization metadata (plain values) in the run of `result`, by asset
+    name; a partitioned asset's first partition's (every partition records the step's)."""
+    out: dict[str, dict] = {}
+    for event in result.get_asset_materialization_events():
+        metadata = {k: v.value for k, v in event.materialization.metadata.items()}
+        out.setdefault(event.asset_key.to_user_string(), metadata)
+    return out
+
+
 def write_llm_config(path: Path, base_url: str, **llm: object) -> str:
     """A settings YAML for LLM mode against `base_url` (the fake server), model fake-model;
     `llm` adds or overrides fields of the `llm:` section."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 
 import polars as pl
+from conftest import materialization_metadata
 
 from pipeline.storage import store
 
@@ -34,13 +35,8 @@ GRAPH_TABLES = ("entities", "relationships", "text_units", "relationships_vector
 
 def _graph_metadata(result) -> dict[str, dict]:
     """The metadata of the graph tables' materializations in the run of `result`."""
-    out = {}
-    for event in result.get_asset_materialization_events():
-        mat = event.materialization
-        name = mat.asset_key.to_user_string()
-        if name in GRAPH_TABLES:
-            out[name] = {k: v.value for k, v in mat.metadata.items()}
-    return out
+    meta = materialization_metadata(result)
+    return {name: meta[name] for name in GRAPH_TABLES if name in meta}
 
 
 def _tables(out) -> dict[str, pl.DataFrame]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import write_report_pdf
+from conftest import materialization_metadata, write_report_pdf
 
 from app.run import run_index
 from pipeline.config import load_settings
@@ -91,14 +91,6 @@ def _count_work(monkeypatch) -> Counter:
     return counts
 
 
-def _metadata(result, asset: str) -> dict:
-    """The metadata of `asset`'s materialization in the run of `result`."""
-    for event in result.get_asset_materialization_events():
-        if event.asset_key.to_user_string() == asset:
-            return {k: v.value for k, v in event.materialization.metadata.items()}
-    raise AssertionError(f"{asset} not materialized")
-
-
 def _shard_files(out: Path, table: str) -> dict[str, pl.DataFrame]:
     return {p.stem: pl.read_parquet(p) for p in store.table_files(out, table)}
 
@@ -161,11 +153,11 @@ def test_a_re_run_shard_works_only_on_its_new_and_changed_documents(runs):
     assert loaded <= {"letter3.md", "note9.txt", "broken.pdf"} and "letter3.md" in loaded
     assert parsed == CHANGED
     units = counts[("units", "")]
-    meta = _metadata(second, "extracted_entities")
+    meta = materialization_metadata(second)["extracted_entities"]
     assert meta["incremental"] == "carried" and meta["rows_carried"] > 0
     assert units == meta["text_units_recomputed"] > 0
     assert store.read_table(runs["out"], "chunks", ["id"]).height > units
-    docs = _metadata(second, "documents")
+    docs = materialization_metadata(second)["documents"]
     assert docs["documents_carried"] >= len(kept) and docs["rows_carried"] >= len(kept)
 
 
