@@ -453,3 +453,33 @@ def test_only_units_added_removed_or_extracted_again_are_compared(tmp_path):
     carried, units = _compared_units(changes)
     assert carried == {"000"}
     assert set(units.to_list()) == {"u-new", "u-gone", "u-failed"}
+
+
+@pytest.mark.parametrize("nulls", [False, True])
+def test_new_relationships_are_put_where_a_sort_puts_them(nulls):
+    """The kept relationships stay in their (sorted) order and the new ones are put in by
+    binary search: the same rows and order as sorting both, with ties on every key but the
+    id, new rows before the first kept row and after the last; a null title sorts all."""
+    from pipeline.graph.merge_splice import DESCENDING, ORDER, _in_order
+
+    rng = random.Random(7)
+    rows = [
+        {
+            "weight": float(rng.choice([1, 1, 2, 3.5])),
+            "source": rng.choice(["Ada", "Ada", "Bea", "Émile"]),
+            "target": rng.choice(["Oslo", "Paris", "Zürich"]),
+            "type": rng.choice(["LOCATED_IN", "WORKS_AT"]),
+            "id": f"r{i:03d}",
+            "combined_degree": i,
+        }
+        for i in range(300)
+    ]
+    if nulls:
+        rows[5]["source"] = None
+    every = pl.DataFrame(rows)
+    ordered = every.sort(ORDER, descending=DESCENDING, nulls_last=False)
+    new_ids = {ordered["id"][0], ordered["id"][-1]} | set(rng.sample(every["id"].to_list(), 40))
+    is_new = pl.col("id").is_in(sorted(new_ids))
+    kept = ordered.filter(~is_new)
+    new = every.filter(is_new).sample(fraction=1.0, shuffle=True, seed=3)
+    assert _in_order(kept, new).equals(ordered)

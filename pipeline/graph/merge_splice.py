@@ -9,7 +9,8 @@ its new combined degree; a text unit's entity and relationship ids are the inver
 rows' text_unit_ids, so only the units a replaced row lists (now or before) get new lists.
 Rows are then ordered as `merge_graph` orders them: entities by frequency (descending),
 title, id; relationships by weight (descending), source title, target title, type, id
-(the merge sorts on codes of those strings, which sort as the strings do).
+(the merge sorts on codes of those strings, which sort as the strings do), the kept
+relationships left where they are and the new ones put in among them.
 """
 
 from __future__ import annotations
@@ -41,10 +42,9 @@ def splice(r: Recomputed, chunks: pl.DataFrame, base_lists: pl.DataFrame) -> Spl
     entity_ids, relationship_ids)."""
     ids = r.ids.to_list()
     kept = r.base_relationships.filter(~pl.col("id").is_in(r.rids.to_list()))
-    rels = pl.concat([kept, r.relationships.select(kept.columns)])
+    rels = _in_order(kept, r.relationships.select(kept.columns))
     ents = _entities(r, rels, ids)
     rels, patched = _combined_degrees(rels, ents, ids)
-    rels = rels.sort(["weight", "source", "target", "type", "id"], descending=[True] + [False] * 4)
     units, relisted = _text_units(r, chunks, base_lists)
     counts = {
         "entities": _count(ents.height, r.entities.height),
@@ -89,14 +89,59 @@ def _combined_degrees(
     rels: pl.DataFrame, ents: pl.DataFrame, ids: list[str]
 ) -> tuple[pl.DataFrame, int]:
     """`rels` with the combined degree of those with an end in `ids` counted again from
-    `ents`' degrees; how many kept relationships it changed."""
+    `ents`' degrees, in place (the rows keep their order); how many rows it changed."""
     end = pl.col("source_id").is_in(ids) | pl.col("target_id").is_in(ids)
-    touched, other = rels.filter(end), rels.filter(~end)
+    at = rels.select(pl.arg_where(end)).to_series()
+    touched = rels[at].select("source_id", "target_id", "combined_degree")
     ends = join_ends(touched, ents.select("id", "degree"), ("source_id", "target_id"), ("sd", "td"))
-    fixed = ends.with_columns(new=(pl.col("sd") + pl.col("td")).cast(pl.Int64))
-    patched = fixed.filter(pl.col("new") != pl.col("combined_degree")).height
-    fixed = fixed.with_columns(combined_degree=pl.col("new")).select(rels.columns)
-    return pl.concat([other, fixed]), patched
+    new = (ends["sd"] + ends["td"]).cast(pl.Int64)
+    patched = int((new != touched["combined_degree"]).sum())
+    combined = rels["combined_degree"].clone().scatter(at, new)
+    return rels.with_columns(combined), patched
+
+
+# The relationships' order (the merge's): weight descending, then source and target titles,
+# type and id ascending; the id makes it total.
+ORDER = ("weight", "source", "target", "type", "id")
+DESCENDING = [True, False, False, False, False]
+# New rows up to which they are put in place by binary search, past which all are sorted:
+# at 40k documents (487k relationships) 35 rows took 8 ms against the sort's 170 ms, 3,000
+# rows 0.22 s against 0.23 s (and make a frame of 6k slices).
+INSERT_ROWS = 1_000
+
+
+def _in_order(kept: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
+    """`kept` (rows in ORDER: the base version's) with the rows `new` put where a sort of
+    both would put them, by binary search, the kept rows never moved: sorting all 490k
+    relationships at 40k documents, every column gathered, took ~0.6 s of an edit's graph
+    step. Past INSERT_ROWS new rows, or with a null or NaN key (the merge makes none), all
+    are sorted."""
+    both = [kept.select(ORDER), new.select(ORDER)]
+    if (
+        new.height > INSERT_ROWS
+        or any(f.null_count().sum_horizontal().item() for f in both)
+        or any(f["weight"].is_nan().any() for f in both)
+    ):
+        return pl.concat([kept, new]).sort(ORDER, descending=DESCENDING)
+    new = new.sort(ORDER, descending=DESCENDING)
+    columns = [kept.get_column(c) for c in ORDER]
+
+    def key(i: int) -> tuple:
+        weight, *rest = (c[i] for c in columns)
+        return (-weight, *rest)
+
+    parts, start, low = [], 0, 0
+    for j, (weight, *rest) in enumerate(new.select(ORDER).iter_rows()):
+        target, high = (-weight, *rest), kept.height
+        while low < high:  # the first kept row after the new one
+            mid = (low + high) // 2
+            if key(mid) < target:
+                low = mid + 1
+            else:
+                high = mid
+        parts += [kept.slice(start, low - start), new.slice(j, 1)]
+        start = low
+    return pl.concat([*parts, kept.slice(start)])
 
 
 def _text_units(
