@@ -297,6 +297,8 @@ def test_updates_keep_the_index_a_whole_write_makes(tmp_path, monkeypatch):
         shape = lance_write.layout(path)
         assert shape.rows == rows.num_rows and shape.fragmented() is None, (n, shape)
         assert len(lance.dataset(str(path)).versions()) == 1
+        # every deletion materialized: no deleted row's text is left in a data file
+        assert not any(f.metadata.deletion_file for f in lance.dataset(str(path)).get_fragments())
         # every fragment holds half of FRAGMENT_ROWS but fewer than MERGE_SMALL ones
         assert shape.fragments <= -(-rows.num_rows // 3) + 2, (n, shape)
 
