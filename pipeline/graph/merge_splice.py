@@ -141,7 +141,8 @@ def _in_order(kept: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
                 high = mid
         parts += [kept.slice(start, low - start), new.slice(j, 1)]
         start = low
-    return pl.concat([*parts, kept.slice(start)])
+    # one piece: written in 71 slices (35 new rows), an edit's process peaked ~50 MB higher
+    return pl.concat([*parts, kept.slice(start)]).rechunk()
 
 
 def _text_units(
