@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 
 import pytest
@@ -9,6 +10,7 @@ import test_lock
 from conftest import write_llm_config
 from test_llm_query import refused_url
 
+from app.cli import main as cli_main
 from app.cli.main import main
 from app.cli.querying import cited_text
 from pipeline.query import GraphIndex
@@ -154,3 +156,15 @@ def test_index_wait_says_once_who_holds_the_lock(tmp_path, capsys, procs):
     assert "(waited 1 s)" in refused
     code, _, err = run_cli(capsys, *argv, "--wait", "0")  # no wait: the refusal alone
     assert code == 2 and "waiting" not in err and f"pid {holder.pid}" in err
+
+
+def test_the_process_entry_leaves_what_exists_out_of_the_exit_collection(monkeypatch):
+    """`cli` returns main's exit code with every object frozen: the interpreter's last
+    collection then walks none of them."""
+    monkeypatch.setattr(cli_main, "main", lambda: 3)
+    assert gc.get_freeze_count() == 0
+    try:
+        assert cli_main.cli() == 3
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()

@@ -2,6 +2,6 @@
 
 import sys
 
-from app.cli.main import main
+from app.cli.main import cli
 
-sys.exit(main())
+sys.exit(cli())

