@@ -141,7 +141,7 @@ QUESTION = "Who did Einstein work with?"
 def cold(out: Path, runs: int) -> list[dict]:
     from app.cli.indexing import _prepare_queries
     from pipeline.config import load_settings
-    from pipeline.vectors import npz_copies as vector_cache
+    from pipeline.vectors import vector_copies as vector_cache
 
     _prepare_queries(load_settings(None, {"output_dir": str(out)}))  # ONNX + copies
     cli = [sys.executable, "-m", "app.cli", "query", "--output", str(out), "local", QUESTION]

@@ -16,7 +16,7 @@ from pipeline.config import EmbeddingSettings
 from pipeline.storage import store
 from pipeline.vectors import embed_onnx
 from pipeline.vectors import lance as vectors
-from pipeline.vectors import npz_copies as vector_cache
+from pipeline.vectors import vector_copies as vector_cache
 from pipeline.vectors.embed import Embedder, get_embedder, resolve_model
 from pipeline.vectors.embed_onnx import (
     OnnxEmbedder,
@@ -188,7 +188,7 @@ def test_the_export_is_keyed_by_the_model_files_and_layout(tmp_path):
 def test_vector_copies_match_lance_and_follow_its_table(sample_index, monkeypatch):
     _, out, _, _ = sample_index
     version = store.resolve(out)
-    copy = out / vector_cache.CACHE_DIR / version.name / "text_units.npz"
+    copy = out / vector_cache.CACHE_DIR / version.name / "text_units.json"
     copy.unlink(missing_ok=True)
     ids, mat = vectors.read_vectors(out, "text_units")  # through lancedb; writes the copy
     assert copy.is_file() and len(ids) == mat.shape[0] > 0
@@ -202,6 +202,13 @@ def test_vector_copies_match_lance_and_follow_its_table(sample_index, monkeypatc
     streamed = vector_cache.load(version, "text_units")
     assert streamed is not None and len(ids) % 7
     assert streamed[0] == ids and np.array_equal(streamed[1], mat)
+    # the first copy's files went with it: one copy's ids and vectors are left
+    assert len(list(copy.parent.glob("text_units.*.npy"))) == 2
+    # a copy whose vectors file is gone is only a miss
+    token = json.loads(copy.read_text())["token"]
+    (copy.parent / f"text_units.{token}.vectors.npy").rename(copy.parent / "aside.npy")
+    assert vector_cache.load(version, "text_units") is None
+    (copy.parent / "aside.npy").rename(copy.parent / f"text_units.{token}.vectors.npy")
     # a copy that does not match its Lance table (recreated: new file names) is not used
     monkeypatch.setattr(vector_cache, "fingerprint", lambda *_: "another table")
     assert vector_cache.load(version, "text_units") is None

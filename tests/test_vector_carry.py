@@ -213,14 +213,14 @@ def test_carried_tables_search_as_whole_ones(runs, rebuilt):
 
 def test_the_graphrag_alias_and_query_copies_follow_the_new_version(runs):
     from pipeline.compat.lance_names import GRAPHRAG_NAMES
-    from pipeline.vectors import npz_copies
+    from pipeline.vectors import vector_copies
     from pipeline.vectors.lance import read_vectors
 
     version = store.resolve(runs["out"])
     lance_dir = version / store.LANCE_DIR
     for name, alias in GRAPHRAG_NAMES.items():
         assert _rows(lance_dir, alias).equals(_rows(lance_dir, name)), alias
-    npz_copies.copy_table(version, "entities")
+    vector_copies.copy_table(version, "entities")
     ids, matrix = read_vectors(runs["out"], "entities")
     table = _rows(lance_dir, "entities")
     got = pl.DataFrame({"id": ids, "vector": list(matrix)}).sort("id")
@@ -316,12 +316,12 @@ def test_an_update_and_the_query_copy_do_not_import_lancedb(tmp_path):
 import sys
 import pyarrow.parquet as pq
 from pathlib import Path
-from pipeline.vectors import lance_write, npz_copies
+from pipeline.vectors import lance_write, vector_copies
 root = Path({str(tmp_path)!r})
 new = pq.read_table(root / "new.parquet")
 path = lance_write.table_dir(root, "t")
 done = lance_write.update(path, new.schema, ["r1", "r2"], new.to_batches())
-(rows, dim), blocks = npz_copies.lance_blocks(root, "t")
+(rows, dim), blocks = vector_copies.lance_blocks(root, "t")
 ids = [i for block_ids, _ in blocks for i in block_ids]
 print(done["appended"], rows, dim, len(ids), "lancedb" in sys.modules)
 """

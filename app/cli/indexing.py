@@ -87,11 +87,11 @@ def _take_lock(output_dir: str, wait_s: float) -> None:
 
 def _prepare_queries(settings) -> None:
     """Make the next cold `docgraph query` fast (issue 13): copy the vectors out of Lance
-    (pipeline.vectors.npz_copies) and export the query embedder to ONNX
+    (pipeline.vectors.vector_copies) and export the query embedder to ONNX
     (pipeline.vectors.embed_onnx; once per model, ~10 s). Best effort: a query without them is only
     slower."""
     from pipeline.storage import store
-    from pipeline.vectors import npz_copies as vector_cache
+    from pipeline.vectors import vector_copies as vector_cache
     from pipeline.vectors.embed_onnx import ensure_exported
 
     version = store.resolve(settings.output_dir)

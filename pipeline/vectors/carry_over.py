@@ -33,7 +33,7 @@ import polars as pl
 
 from pipeline.config import EmbeddingSettings
 from pipeline.vectors import lance_write
-from pipeline.vectors import npz_copies as vector_cache
+from pipeline.vectors import vector_copies as vector_cache
 from pipeline.vectors.lance import EmbedderLike, entity_model_texts, node_units, vector_mode
 from pipeline.vectors.row_digests import read_digests
 from pipeline.vectors.texts import embedding_text
@@ -179,7 +179,7 @@ def _relationship_key(frame: pl.DataFrame, entities: pl.DataFrame | None) -> lis
 
 def carried_vectors(folder: Path, base: Path | None, name: str) -> tuple[list[str], np.ndarray]:
     """(ids, vectors) of Lance table `name` of the staging folder before it is changed: the
-    published version's copy (pipeline.vectors.npz_copies) when that is of the same files,
+    published version's copy (pipeline.vectors.vector_copies) when that is of the same files,
     else read from Lance."""
     lance_dir = folder / "lancedb"
     if base is not None and vector_cache.fingerprint(base, name) == vector_cache.fingerprint(
