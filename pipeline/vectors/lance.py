@@ -382,7 +382,7 @@ def read_vectors(output_dir: str | Path, name: str) -> tuple[list[str], np.ndarr
     if not path.exists():
         return [], np.zeros((0, 0), dtype=np.float32)
     if (copy := vector_cache.load(path.parent, name)) is not None:
-        return copy  # no lancedb import: most of a cold query's time (pipeline.vectors.vector_copies)
+        return copy  # no lancedb import (pipeline.vectors.vector_copies)
     if (found := vector_cache.lance_blocks(path, name)) is None:
         return [], np.zeros((0, 0), dtype=np.float32)
     (n, dim), blocks = found
