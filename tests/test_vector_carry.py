@@ -303,6 +303,35 @@ def test_updates_keep_the_index_a_whole_write_makes(tmp_path, monkeypatch):
         assert shape.fragments <= -(-rows.num_rows // 3) + 2, (n, shape)
 
 
+def test_long_texts_are_cut_in_fragments_of_fewer_rows(tmp_path, monkeypatch):
+    """A table of long texts gets fragments (and index segments) of fewer rows, recorded
+    with it: an update appends and compacts by them, and a table written before they were
+    recorded is written whole once."""
+    import lance
+
+    monkeypatch.setattr(lance_write, "FRAGMENT_ROWS", 16)
+    monkeypatch.setattr(lance_write, "MIN_FRAGMENT_ROWS", 2)
+    short = _table([f"s{i:02d}" for i in range(40)], ["a", "b"])
+    words = [w * 40 for w in ("alpha", "beta", "gamma")]  # 200-letter words
+    long = _table([f"r{i:02d}" for i in range(40)], words)
+    # 4.5 rows' text of the first batch (the one the rows per fragment are read from)
+    first = sum(len(t) for t in long["text"].to_pylist()[:8]) / 8
+    monkeypatch.setattr(lance_write, "FRAGMENT_TEXT_BYTES", int(4.5 * first))
+    for name, rows, per in (("short", short, 16), ("long", long, 4)):
+        lance_write.write_whole(tmp_path, name, rows.to_batches(max_chunksize=8), rows.schema)
+        shape = lance_write.layout(lance_write.table_dir(tmp_path, name))
+        assert (shape.per, shape.largest, shape.fragments) == (per, per, -(-40 // per)), name
+    path = lance_write.table_dir(tmp_path, "long")
+    new = _table([f"n{i}" for i in range(9)], words, seed=5)
+    lance_write.update(path, long.schema, ["r00", "r21"], new.to_batches())
+    shape = lance_write.layout(path)
+    assert shape.per == 4 and shape.largest == 4 and shape.rows == 47
+    assert shape.fragmented() is None and shape.segments == shape.fragments
+    # a table whose rows per fragment were never recorded is laid out again
+    lance.dataset(str(path)).delete_config_keys([lance_write.FRAGMENT_KEY])
+    assert "not recorded" in lance_write.layout(path).fragmented()
+
+
 def test_an_update_and_the_query_copy_do_not_import_lancedb(tmp_path):
     """lancedb takes ~1.2 s to import; changing rows of a table that has its index, and
     copying its vectors for queries, need only pylance: a nightly run must not pay for it.

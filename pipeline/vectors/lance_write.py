@@ -1,7 +1,7 @@
 """Writing a Lance vector table whole, or changing only some of its rows (issue 49).
 
 A table is laid out for being changed a little: fragments (data files) of at most
-FRAGMENT_ROWS rows, each with a full-text index segment of its own (the index made on the
+FRAGMENT_ROWS rows (fewer for long texts: FRAGMENT_TEXT_BYTES), each with a full-text index segment of its own (the index made on the
 first fragment, a delta per further one). Removing a row from a Lance file means rewriting
 the file, and the index segment of a rewritten fragment is rewritten too (re-mapped), so a
 change costs the fragments it touches, not the table. The rows are ordered so that the
@@ -19,7 +19,7 @@ An update (`update`):
   once (its deletions materialized) and its segment re-mapped: their text and vectors are
   in no file of the new version (the old version's files are cleaned up);
 - new and changed rows are appended as new fragments, a delta segment each; once
-  MERGE_SMALL fragments hold under half of FRAGMENT_ROWS each (a run's appended rows,
+  MERGE_SMALL fragments hold under half a fragment's rows each (a run's appended rows,
   fragments shrunk by deletions), their rows are written again together;
 - old Lance versions are removed: one version stays, as after a whole write.
 
@@ -36,6 +36,7 @@ the tables and the index, as every reader opens them.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import warnings
@@ -58,7 +59,19 @@ os.environ.setdefault("LANCE_LOG", "error")
 # slower whole build (200k rows indexed a fragment at a time: 11.9 s, at once: 8.8 s).
 # Measured with synthetic texts (docs/scale.md, "Vector tables carried over").
 FRAGMENT_ROWS = 16_384
-# Fragments under half of FRAGMENT_ROWS written again together once this many pile up.
+# Text per fragment: a table of long texts is cut in fragments of fewer rows, so that its
+# segments hold about this many bytes of text each. A segment's re-map costs by the words it
+# holds: at 40k documents a one-row update of the text units (~780 characters a row) took
+# 0.47-0.51 s in 16k-row fragments and 0.18 s in 4k-row ones, the reports' (~1,780 a row)
+# 0.82-0.85 s and 0.38-0.40 s, while their whole writes took 4.0 -> 2.9 s and 1.2 -> 1.5 s.
+# Entities (~290) and relationships stay at or near FRAGMENT_ROWS. A table's rows per
+# fragment are chosen at its whole write, from its first batch, and kept in its Lance
+# config (FRAGMENT_KEY): every later change cuts and judges its fragments by them.
+FRAGMENT_TEXT_BYTES = 4 * 2**20
+MIN_FRAGMENT_ROWS = 1_024
+FRAGMENT_KEY = "docgraph.fragment_rows"
+# Fragments under half a table's rows per fragment written again together once this many
+# pile up.
 MERGE_SMALL = 4
 # Ids per delete predicate (an IN list): Lance parses the SQL text.
 DELETE_IDS = 2_000
@@ -100,29 +113,52 @@ def write_whole(
     fts: bool = True,
 ) -> int:
     """Lance table `name` made anew from record batches of `schema` (streamed: a fragment
-    at a time), in FRAGMENT_ROWS-row fragments with their text indexed a segment each; only
-    its latest Lance version kept. Returns the row count."""
+    at a time), in fragments of `fragment_rows` rows with their text indexed a segment each;
+    only its latest Lance version kept. Returns the row count."""
     import lancedb
 
     path = table_dir(lance_dir, name)
     shutil.rmtree(path, ignore_errors=True)  # links into the last version: only unlinked
     Path(lance_dir).mkdir(parents=True, exist_ok=True)
+    batches = iter(batches)
+    first = next(batches, None)
     lancedb.connect(str(lance_dir)).create_table(name, schema=schema)
-    rows = _append(path, schema, batches, fts)
+    per = fragment_rows(first)
+    _lance().dataset(str(path)).update_config({FRAGMENT_KEY: str(per)})
+    rows = _append(path, schema, itertools.chain([first] if first else [], batches), per, fts)
     cleanup(path)
     return rows
 
 
-def _append(path: Path, schema: pa.Schema, batches: Iterable[pa.RecordBatch], fts=True) -> int:
-    """Append the batches a fragment at a time, each indexed as a segment of its own (the
-    index made on the first one where the table had none); returns the rows appended.
-    lancedb is imported only to make the index (~1.2 s of a carried run, which appends to a
-    table that has one: pylance does the rest)."""
+def fragment_rows(batch: pa.RecordBatch | None) -> int:
+    """Rows per fragment for a table whose rows are like `batch`'s: FRAGMENT_ROWS, fewer
+    where their text would pass FRAGMENT_TEXT_BYTES (never under MIN_FRAGMENT_ROWS)."""
+    if batch is None or not batch.num_rows or "text" not in batch.schema.names:
+        return FRAGMENT_ROWS
+    text = pa.compute.sum(pa.compute.binary_length(batch.column("text"))).as_py() or 0
+    per = FRAGMENT_TEXT_BYTES * batch.num_rows // max(text, 1)
+    return min(FRAGMENT_ROWS, max(MIN_FRAGMENT_ROWS, per))
+
+
+def _rows_per_fragment(ds) -> int | None:
+    """The table's rows per fragment (FRAGMENT_KEY), None for a table written before them;
+    never over FRAGMENT_ROWS."""
+    per = ds.config().get(FRAGMENT_KEY)
+    return None if per is None else min(int(per), FRAGMENT_ROWS)
+
+
+def _append(
+    path: Path, schema: pa.Schema, batches: Iterable[pa.RecordBatch], per: int, fts=True
+) -> int:
+    """Append the batches a fragment (of `per` rows) at a time, each indexed as a segment of
+    its own (the index made on the first one where the table had none); returns the rows
+    appended. lancedb is imported only to make the index (~1.2 s of a carried run, which
+    appends to a table that has one: pylance does the rest)."""
     lance = _lance()
     rows = 0
-    for chunk in _chunks(batches, FRAGMENT_ROWS):
+    for chunk in _chunks(batches, per):
         reader = pa.RecordBatchReader.from_batches(schema, iter(chunk))
-        lance.dataset(str(path)).insert(reader, max_rows_per_file=FRAGMENT_ROWS)
+        lance.dataset(str(path)).insert(reader, max_rows_per_file=per)
         rows += sum(b.num_rows for b in chunk)
         if not fts:
             continue
@@ -176,17 +212,22 @@ class Layout:
     fragments: int
     segments: int
     largest: int = 0
+    per: int | None = None  # rows per fragment (FRAGMENT_KEY); None: not recorded
 
     def fragmented(self) -> str | None:
         """Why the table should be written whole to be laid out again, or None: it should
-        have a segment per fragment (a table from before this layout has one over all),
+        have its rows per fragment recorded (a table from before FRAGMENT_TEXT_BYTES has
+        none), a segment per fragment (a table from before this layout has one over all),
         and about as many fragments as a whole write makes (small ones are merged by
         `update`; twice as many, +8, is a layout gone wrong)."""
+        if self.rows and self.per is None:
+            return "its rows per fragment are not recorded (written before they were)"
+        per = self.per or FRAGMENT_ROWS
         if self.rows and self.segments != self.fragments:
             return f"{self.segments} index segments for {self.fragments} fragments"
-        if self.largest > FRAGMENT_ROWS:
+        if self.largest > per:
             return f"a fragment of {self.largest} rows"
-        if self.fragments > 2 * -(-self.rows // FRAGMENT_ROWS) + 8:
+        if self.fragments > 2 * -(-self.rows // per) + 8:
             return f"{self.fragments} fragments for {self.rows} rows"
         return None
 
@@ -194,7 +235,8 @@ class Layout:
 def layout(path: Path) -> Layout:
     ds = _lance().dataset(str(path))
     sizes = [f.count_rows() for f in ds.get_fragments()]
-    return Layout(sum(sizes), len(sizes), len(_segments(ds)), max(sizes, default=0))
+    per = _rows_per_fragment(ds)
+    return Layout(sum(sizes), len(sizes), len(_segments(ds)), max(sizes, default=0), per)
 
 
 def _segments(ds) -> list[dict]:
@@ -231,31 +273,32 @@ def update(
     own_files(path)
     done = {"deleted": _delete(path, delete), "compacted": 0}
     ds = lance.dataset(str(path))
+    per = _rows_per_fragment(ds) or FRAGMENT_ROWS
     touched = [f.fragment_id for f in ds.get_fragments() if f.metadata.deletion_file]
     if touched:  # every deletion materialized: the deleted text leaves the files
         keep = [f.fragment_id for f in ds.get_fragments() if f.fragment_id not in touched]
         ds.optimize.compact_files(
-            target_rows_per_fragment=FRAGMENT_ROWS,
+            target_rows_per_fragment=per,
             materialize_deletions=True,
             materialize_deletions_threshold=0.0,
             excluded_fragment_ids=keep,
         )
         done["compacted"] = len(touched)
-    done["appended"] = _append(path, schema, append)
-    done["merged"] = _merge_small(path, schema)
+    done["appended"] = _append(path, schema, append, per)
+    done["merged"] = _merge_small(path, schema, per)
     cleanup(path)
     return done
 
 
-def _merge_small(path: Path, schema: pa.Schema) -> int:
-    """Write the rows of the fragments holding under FRAGMENT_ROWS / 2 rows again together,
-    once MERGE_SMALL of them have piled up (each fragment and its segment dropped, the
-    rows appended a fragment at a time); returns how many fragments were merged."""
+def _merge_small(path: Path, schema: pa.Schema, per: int) -> int:
+    """Write the rows of the fragments holding under `per` / 2 rows again together, once
+    MERGE_SMALL of them have piled up (each fragment and its segment dropped, the rows
+    appended a fragment at a time); returns how many fragments were merged."""
     ds = _lance().dataset(str(path))
-    small = [f.fragment_id for f in ds.get_fragments() if f.count_rows() < FRAGMENT_ROWS // 2]
+    small = [f.fragment_id for f in ds.get_fragments() if f.count_rows() < per // 2]
     if len(small) < MERGE_SMALL:
         return 0
     rows = pa.concat_tables([ds.get_fragment(f).to_table() for f in small])
     _delete(path, rows["id"].to_pylist())
-    _append(path, schema, rows.to_batches())
+    _append(path, schema, rows.to_batches(), per)
     return len(small)
