@@ -1,10 +1,11 @@
 """Writing a Lance vector table whole, or changing only some of its rows (issue 49).
 
 A table is laid out for being changed a little: fragments (data files) of at most
-FRAGMENT_ROWS rows (fewer for long texts: FRAGMENT_TEXT_BYTES), each with a full-text index segment of its own (the index made on the
-first fragment, a delta per further one). Removing a row from a Lance file means rewriting
-the file, and the index segment of a rewritten fragment is rewritten too (re-mapped), so a
-change costs the fragments it touches, not the table. The rows are ordered so that the
+FRAGMENT_ROWS rows (fewer for long texts: FRAGMENT_TEXT_BYTES), each with a full-text index
+segment of its own (the index made on the first fragment, a delta per further one).
+Removing a row from a Lance file means rewriting the file, and the index segment of a
+rewritten fragment is rewritten too (re-mapped), so a change costs the fragments it
+touches, not the table. The rows are ordered so that the
 rows one change touches lie together (the caller's order: pipeline.vectors.carry_over).
 
 One segment per fragment is what keeps the index exact: a fragment whose rows are all
