@@ -304,9 +304,9 @@ def test_updates_keep_the_index_a_whole_write_makes(tmp_path, monkeypatch):
 
 
 def test_long_texts_are_cut_in_fragments_of_fewer_rows(tmp_path, monkeypatch):
-    """A table of long texts gets fragments (and index segments) of fewer rows, recorded
-    with it: an update appends and compacts by them, and a table written before they were
-    recorded is written whole once."""
+    """A table cut by its text gets fragments (and index segments) of fewer rows where its
+    texts are long, recorded with it: an update appends and compacts by them, and a table
+    written before they were recorded is written whole once."""
     import lance
 
     monkeypatch.setattr(lance_write, "FRAGMENT_ROWS", 16)
@@ -316,9 +316,10 @@ def test_long_texts_are_cut_in_fragments_of_fewer_rows(tmp_path, monkeypatch):
     long = _table([f"r{i:02d}" for i in range(40)], words)
     # 4.5 rows' text of the first batch (the one the rows per fragment are read from)
     first = sum(len(t) for t in long["text"].to_pylist()[:8]) / 8
-    monkeypatch.setattr(lance_write, "FRAGMENT_TEXT_BYTES", int(4.5 * first))
+    cut = int(4.5 * first)
     for name, rows, per in (("short", short, 16), ("long", long, 4)):
-        lance_write.write_whole(tmp_path, name, rows.to_batches(max_chunksize=8), rows.schema)
+        batches = rows.to_batches(max_chunksize=8)
+        lance_write.write_whole(tmp_path, name, batches, rows.schema, text_bytes=cut)
         shape = lance_write.layout(lance_write.table_dir(tmp_path, name))
         assert (shape.per, shape.largest, shape.fragments) == (per, per, -(-40 // per)), name
     path = lance_write.table_dir(tmp_path, "long")

@@ -60,12 +60,12 @@ os.environ.setdefault("LANCE_LOG", "error")
 # slower whole build (200k rows indexed a fragment at a time: 11.9 s, at once: 8.8 s).
 # Measured with synthetic texts (docs/scale.md, "Vector tables carried over").
 FRAGMENT_ROWS = 16_384
-# Text per fragment: a table of long texts is cut in fragments of fewer rows, so that its
-# segments hold about this many bytes of text each. A segment's re-map costs by the words it
-# holds: at 40k documents a one-row update of the text units (~780 characters a row) took
-# 0.47-0.51 s in 16k-row fragments and 0.18 s in 4k-row ones, the reports' (~1,780 a row)
-# 0.82-0.85 s and 0.38-0.40 s, while their whole writes took 4.0 -> 2.9 s and 1.2 -> 1.5 s.
-# Entities (~290) and relationships stay at or near FRAGMENT_ROWS. A table's rows per
+# Text per fragment, for a table the caller cuts by its text (`write_whole`'s `text_bytes`):
+# a table of long texts is then cut in fragments of fewer rows, so that its segments hold
+# about this many bytes of text each. A segment's re-map costs by the words it holds: at 40k
+# documents a one-row update of the text units (~780 characters a row) took 0.47-0.51 s in
+# 16k-row fragments and 0.18 s in 4k-row ones, of the content nodes (~870) 0.45 s and 0.19
+# s, while their whole writes took 4.0 -> 2.9 s and 2.4 -> 2.9 s. A table's rows per
 # fragment are chosen at its whole write, from its first batch, and kept in its Lance
 # config (FRAGMENT_KEY): every later change cuts and judges its fragments by them.
 FRAGMENT_TEXT_BYTES = 4 * 2**20
@@ -112,10 +112,12 @@ def write_whole(
     batches: Iterable[pa.RecordBatch],
     schema: pa.Schema,
     fts: bool = True,
+    text_bytes: int | None = None,
 ) -> int:
     """Lance table `name` made anew from record batches of `schema` (streamed: a fragment
-    at a time), in fragments of `fragment_rows` rows with their text indexed a segment each;
-    only its latest Lance version kept. Returns the row count."""
+    at a time), in fragments of `fragment_rows` rows (fewer where `text_bytes` of their
+    text come first) with their text indexed a segment each; only its latest Lance version
+    kept. Returns the row count."""
     import lancedb
 
     path = table_dir(lance_dir, name)
@@ -124,20 +126,20 @@ def write_whole(
     batches = iter(batches)
     first = next(batches, None)
     lancedb.connect(str(lance_dir)).create_table(name, schema=schema)
-    per = fragment_rows(first)
+    per = fragment_rows(first, text_bytes)
     _lance().dataset(str(path)).update_config({FRAGMENT_KEY: str(per)})
     rows = _append(path, schema, itertools.chain([first] if first else [], batches), per, fts)
     cleanup(path)
     return rows
 
 
-def fragment_rows(batch: pa.RecordBatch | None) -> int:
+def fragment_rows(batch: pa.RecordBatch | None, text_bytes: int | None = None) -> int:
     """Rows per fragment for a table whose rows are like `batch`'s: FRAGMENT_ROWS, fewer
-    where their text would pass FRAGMENT_TEXT_BYTES (never under MIN_FRAGMENT_ROWS)."""
-    if batch is None or not batch.num_rows or "text" not in batch.schema.names:
+    where their text would pass `text_bytes` (never under MIN_FRAGMENT_ROWS)."""
+    if text_bytes is None or batch is None or not batch.num_rows:
         return FRAGMENT_ROWS
     text = pa.compute.sum(pa.compute.binary_length(batch.column("text"))).as_py() or 0
-    per = FRAGMENT_TEXT_BYTES * batch.num_rows // max(text, 1)
+    per = text_bytes * batch.num_rows // max(text, 1)
     return min(FRAGMENT_ROWS, max(MIN_FRAGMENT_ROWS, per))
 
 
