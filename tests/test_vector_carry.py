@@ -309,6 +309,8 @@ def test_long_texts_are_cut_in_fragments_of_fewer_rows(tmp_path, monkeypatch):
     written before they were recorded is written whole once."""
     import lance
 
+    from pipeline.vectors import row_digests
+
     monkeypatch.setattr(lance_write, "FRAGMENT_ROWS", 16)
     monkeypatch.setattr(lance_write, "MIN_FRAGMENT_ROWS", 2)
     short = _table([f"s{i:02d}" for i in range(40)], ["a", "b"])
@@ -328,9 +330,21 @@ def test_long_texts_are_cut_in_fragments_of_fewer_rows(tmp_path, monkeypatch):
     shape = lance_write.layout(path)
     assert shape.per == 4 and shape.largest == 4 and shape.rows == 47
     assert shape.fragmented() is None and shape.segments == shape.fragments
-    # a table whose rows per fragment were never recorded is laid out again
+    # a table whose rows per fragment were never recorded is judged by FRAGMENT_ROWS: the
+    # text units' (cut by their text) are written whole once, another table's kept
     lance.dataset(str(path)).delete_config_keys([lance_write.FRAGMENT_KEY])
-    assert "not recorded" in lance_write.layout(path).fragmented()
+    assert lance_write.layout(path).per is None
+    assert lance_write.layout(path).fragmented() is None
+    folder = tmp_path / "v"
+    for name in ("text_units", "entities"):
+        lance_write.write_whole(folder / store.LANCE_DIR, name, long.to_batches(), long.schema)
+        table = lance_write.table_dir(folder / store.LANCE_DIR, name)
+        lance.dataset(str(table)).delete_config_keys([lance_write.FRAGMENT_KEY])
+        digests = pl.DataFrame({"id": long["id"].to_pylist(), "own": range(40), "vec": range(40)})
+        digests = digests.cast({"own": pl.UInt64, "vec": pl.UInt64})
+        row_digests.write_digests(folder, name, digests, "key")
+        whole = carry_over.plan(folder, name, digests, "key").whole
+        assert (whole is not None and "not cut by their text" in whole) == (name == "text_units")
 
 
 def test_an_update_and_the_query_copy_do_not_import_lancedb(tmp_path):

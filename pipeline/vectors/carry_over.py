@@ -10,8 +10,9 @@ removed, appended anew with new rows.
 
 The table is written whole instead (and `whole` says why) when it or its digests are
 missing or made under other settings, when its layout is off
-(pipeline.vectors.lance_write.Layout), or when a carry-over would cost WHOLE_SHARE of a
-whole write or more.
+(pipeline.vectors.lance_write.Layout; a table cut by its text, pipeline.vectors.lance
+CUT_BY_TEXT, that was not), or when a carry-over would cost WHOLE_SHARE of a whole write or
+more.
 
 `order`: the rows of a table in the order they are laid out in Lance, so that the rows one
 edit changes lie in few fragments: text units and content nodes by document; entities in
@@ -34,7 +35,13 @@ import polars as pl
 from pipeline.config import EmbeddingSettings
 from pipeline.vectors import lance_write
 from pipeline.vectors import vector_copies as vector_cache
-from pipeline.vectors.lance import EmbedderLike, entity_model_texts, node_units, vector_mode
+from pipeline.vectors.lance import (
+    CUT_BY_TEXT,
+    EmbedderLike,
+    entity_model_texts,
+    node_units,
+    vector_mode,
+)
 from pipeline.vectors.row_digests import read_digests
 from pipeline.vectors.texts import embedding_text
 
@@ -82,6 +89,10 @@ def plan(folder: str | Path, name: str, digests: pl.DataFrame, settings: str) ->
         )
     if (reason := shape.fragmented()) is not None:
         return Plan(name, reason, rows)
+    if shape.rows and shape.per is None and name in CUT_BY_TEXT:
+        return Plan(
+            name, "its fragments were not cut by their text (written before they were)", rows
+        )
     both = digests.join(old, on="id", how="full", suffix="_old", coalesce=True)
     gone = both.filter(pl.col("own").is_null())["id"]
     changed = both.filter(

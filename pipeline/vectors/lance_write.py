@@ -219,12 +219,10 @@ class Layout:
 
     def fragmented(self) -> str | None:
         """Why the table should be written whole to be laid out again, or None: it should
-        have its rows per fragment recorded (a table from before FRAGMENT_TEXT_BYTES has
-        none), a segment per fragment (a table from before this layout has one over all),
+        have a segment per fragment (a table from before this layout has one over all),
         and about as many fragments as a whole write makes (small ones are merged by
-        `update`; twice as many, +8, is a layout gone wrong)."""
-        if self.rows and self.per is None:
-            return "its rows per fragment are not recorded (written before they were)"
+        `update`; twice as many, +8, is a layout gone wrong). A table whose rows per
+        fragment are not recorded (written before they were) is judged by FRAGMENT_ROWS."""
         per = self.per or FRAGMENT_ROWS
         if self.rows and self.segments != self.fragments:
             return f"{self.segments} index segments for {self.fragments} fragments"
