@@ -24,10 +24,12 @@ from assets.ingest import LISTING_TAG
 from assets.shards import FULL_TAG, range_tags, tail_keys
 from pipeline import memory
 from pipeline.config import Settings
+from pipeline.extract import lexicon_preload
 from pipeline.ingest.find_stale import files_to_run, input_entries, plan_run
 from pipeline.ingest.shards import shard_keys
 from pipeline.ingest.walk import Entry, forget_listing, write_listing
 from resources.executors import ENV_EXECUTOR, IN_PROCESS_EXECUTORS, executor_for
+from resources.llm import llm_mode
 
 
 def executor_by_size(
@@ -106,7 +108,7 @@ def run_index(
     entries = input_entries(settings) if entries is None else entries
     stale = shard_keys(settings.storage.shards) if full else plan_run(settings, entries).shards
     to_run = None if full else files_to_run(settings, entries, stale)
-    executor = executor_by_size(settings, entries, to_run)
+    executor = executor_by_size(settings, entries, None if to_run is None else to_run.count)
     if executor and instance is not None and instance.is_ephemeral:
         executor = None  # steps in other processes need a persistent instance: the caller's
     defs = make_definitions(config_path, input_dir, output_dir, executor)
@@ -117,6 +119,8 @@ def run_index(
         from pipeline.vectors.embed_worker import get_worker
 
         get_worker(settings.embedding).warm()
+    if to_run is not None and in_process and not llm_mode(settings):  # the offline extractor
+        lexicon_preload.preload(to_run.languages)  # its lexicons load while documents are read
     selection = None
     if not stale:  # no shard to run: the tail alone (its settings may have changed)
         selection = tail_keys(defs.resolve_asset_graph())

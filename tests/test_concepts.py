@@ -69,3 +69,40 @@ def test_the_sample_index_has_no_verb_fragment_concept(sample_run):
     assert concepts
     lower = [c for c in concepts if c == c.lower()]
     assert all(reads_as_concept(c.split(), "en") for c in lower), lower
+
+
+def test_the_extractor_waits_for_a_lexicon_preload_in_another_thread(monkeypatch):
+    """A preload (pipeline.extract.lexicon_preload) loads the lexicons in a thread while the
+    first steps run; the libraries' loaders are not written for two threads, so the
+    extractor starts only once it has ended, and reads what a load in its own thread would."""
+    import threading
+
+    import polars as pl
+
+    from pipeline.config import load_settings
+    from pipeline.extract import lexicon_preload
+    from pipeline.extract.nlp import NlpExtractor
+
+    units = pl.DataFrame({"id": ["u1"], "text": ["Marie Curie studied radium in Paris."]})
+    extractor = NlpExtractor(load_settings(None, {}).extraction)
+    expected = extractor.extract(units)
+    release, loading = threading.Event(), []
+
+    def slow_load(language: str) -> None:
+        loading.append(language)
+        release.wait(10)
+
+    monkeypatch.setattr(lexicon_preload, "_LOADING", [])
+    monkeypatch.setattr(lexicon_preload, "load", slow_load)
+    lexicon_preload.preload({"en", "ru"})
+    done: list = []
+    worker = threading.Thread(target=lambda: done.append(extractor.extract(units)))
+    worker.start()
+    worker.join(0.5)
+    assert done == [] and loading == ["en"]  # held while English loads, Russian next
+    release.set()
+    worker.join(10)
+    assert loading == ["en", "ru"]
+    assert [f.equals(e) for f, e in zip(done[0], expected, strict=True)] == [True, True]
+    lexicon_preload.preload({"fr"})  # once per process: nothing more starts
+    assert len(lexicon_preload._LOADING) == 1

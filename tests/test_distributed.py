@@ -293,9 +293,11 @@ def test_a_nightly_run_of_few_changed_files_stays_in_one_process(tmp_path, monke
 
     inp, out = tmp_path / "in", tmp_path / "out"
     inp.mkdir()
-    for i in range(6):
+    for i in range(5):
         (inp / f"d{i}.txt").write_text(f"Document {i} names Alice Smith and Bob Jones.\n")
+    (inp / "d5.txt").write_text("Документ 5 называет Алису Смит и Боба Джонса.\n")
     monkeypatch.delenv("DOCGRAPH_EXECUTOR", raising=False)
+    languages = []  # what each run's files would have the extractor read
 
     def sizes(chunking=None):
         storage = {"multiprocess_from_documents": 3, "shards": 2}
@@ -304,7 +306,8 @@ def test_a_nightly_run_of_few_changed_files_stays_in_one_process(tmp_path, monke
         entries = input_entries(settings)
         stale = plan_run(settings, entries).shards
         to_run = files_to_run(settings, entries, stale)
-        return stale, to_run, executor_by_size(settings, entries, to_run)
+        languages.append(to_run.languages)
+        return stale, to_run.count, executor_by_size(settings, entries, to_run.count)
 
     assert sizes() == (["000", "001"], 6, "multiprocess")  # no index yet: every file
     config = tmp_path / "docgraph.yaml"
@@ -316,7 +319,13 @@ def test_a_nightly_run_of_few_changed_files_stays_in_one_process(tmp_path, monke
     (inp / "d4.txt").unlink()
     stale, to_run, executor = sizes()
     assert stale and (to_run, executor) == (3, "multiprocess")
+    # the edited file's language in the published version, the corpus' most common for a
+    # new one (pipeline.extract.lexicon_preload loads their lexicons ahead)
+    assert languages[-1] == {"en"}
     (inp / "d9.txt").unlink()
     assert sizes()[1:] == (2, None)
+    (inp / "d5.txt").write_text("Документ 5 теперь называет Кэрол Уайт.\n")
+    assert sizes()[1:] == (3, "multiprocess")
+    assert languages[-1] == {"en", "ru"}
     # a per-document setting changed: every shard re-runs whole, every file counts
     assert sizes({"chunking": {"chunk_size": 200}}) == (["000", "001"], 5, "multiprocess")

@@ -40,6 +40,7 @@ import polars as pl
 
 from pipeline import schemas
 from pipeline.config import ExtractionSettings
+from pipeline.extract import lexicon_preload
 from pipeline.extract.entity_types import type_span, vote_types
 from pipeline.extract.keyphrases import fast_keyphrases, yake_keyphrases
 from pipeline.extract.lexicon import norm_tok
@@ -193,6 +194,7 @@ class NlpExtractor:
         """text_units has at least columns id, text. Returns (extracted_entities,
         extracted_relationships) with exactly schemas.EXTRACTED_ENTITIES /
         EXTRACTED_RELATIONSHIPS columns."""
+        lexicon_preload.wait()  # a preload in another thread ends first
         ents: dict[str, list] = {c: [] for c in ("text_unit_id", "title", "type", "description")}
         rels: dict[str, list] = {
             c: [] for c in ("text_unit_id", "source", "target", "type", "description", "weight")

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
+import polars as pl
 import pyarrow.parquet as pq
 
 from pipeline.config import Settings
@@ -43,7 +44,18 @@ def stale_shards(settings: Settings, entries: list[Entry] | None = None) -> list
     return shards.stale_shards(store.resolve(settings.output_dir), prints)
 
 
-def files_to_run(settings: Settings, entries: list[Entry], stale: list[str]) -> int:
+@dataclass(frozen=True)
+class FilesToRun:
+    """What a run of some shards must (re)process (`files_to_run`)."""
+
+    count: int  # input files: added, edited or deleted; or every file of the stale shards
+    # the languages the extractor will read (pipeline.extract.lexicon_preload): the published
+    # version's for the edited files, its most common one for files new to it (empty when
+    # there is no version: nothing to go by)
+    languages: frozenset[str] = frozenset()
+
+
+def files_to_run(settings: Settings, entries: list[Entry], stale: list[str]) -> FilesToRun:
     """How many input files a run of the `stale` shards must (re)process: the files added,
     edited (size or mtime) or deleted since the published version, when their shards are
     every stale shard; else every file of the stale shards (no version yet, or new
@@ -52,18 +64,28 @@ def files_to_run(settings: Settings, entries: list[Entry], stale: list[str]) -> 
     n = settings.storage.shards
     in_stale = [e for e in entries if not e.hidden and shards.shard_of(e.rel, n) in set(stale)]
     if store.read_manifest(settings.output_dir) is None:
-        return len(in_stale)
+        return FilesToRun(len(in_stale))
     base = store.read_table(
         store.resolve(settings.output_dir),
         "documents",
-        ["source_path", "byte_size", "creation_date"],
+        ["source_path", "byte_size", "creation_date", "language"],
     )
-    known = set(base.iter_rows())
-    changed = {e.rel for e in entries if not e.hidden and _file_key(e) not in known}
-    changed |= set(base.get_column("source_path").to_list()) - {e.rel for e in entries}
+    known = set(base.drop("language").iter_rows())
+    present = {e.rel: e for e in entries if not e.hidden}
+    changed = {rel for rel, e in present.items() if _file_key(e) not in known}
+    paths = base.get_column("source_path")
+    languages = _languages(base.filter(paths.is_in(list(changed))), base, changed - set(paths))
+    changed |= set(paths.to_list()) - set(present)
     if {shards.shard_of(rel, n) for rel in changed} >= set(stale):
-        return len(changed)
-    return len(in_stale)
+        return FilesToRun(len(changed), languages)
+    return FilesToRun(len(in_stale), languages)
+
+
+def _languages(edited: pl.DataFrame, base: pl.DataFrame, new: set[str]) -> frozenset[str]:
+    """The languages of the `edited` files' rows, and the corpus' most common when `new`."""
+    found = set(edited.get_column("language").drop_nulls().to_list())
+    common = base.get_column("language").drop_nulls().mode().sort()
+    return frozenset(found | ({common[0]} if new and len(common) else set()))
 
 
 def _file_key(entry: Entry) -> tuple[str, int, str] | None:

@@ -94,12 +94,12 @@ def plan(folder: str | Path, name: str, digests: pl.DataFrame, settings: str) ->
             name, "its fragments were not cut by their text (written before they were)", rows
         )
     both = digests.join(old, on="id", how="full", suffix="_old", coalesce=True)
-    gone = both.filter(pl.col("own").is_null())["id"]
-    changed = both.filter(
-        pl.col("own").is_not_null()
-        & (pl.col("own_old").is_null() | (pl.col("vec") != pl.col("vec_old")))
-    )["id"]  # new rows, and rows whose stored columns or vector inputs changed (vec holds own)
-    delete = pl.concat([gone, changed.filter(changed.is_in(old["id"].implode()))])
+    now, before = pl.col("own").is_not_null(), pl.col("own_old").is_not_null()
+    differs = pl.col("vec") != pl.col("vec_old")  # stored columns or vector inputs (vec holds own)
+    changed = both.filter(now & (~before | differs))["id"]  # new rows and changed ones
+    # the rows gone, then the changed rows the table holds (a set of the old table's ids to
+    # look them up in took ~0.1 s per table at 40k documents)
+    delete = pl.concat([both.filter(~now)["id"], both.filter(now & before & differs)["id"]])
     where = lance_write.fragments_of(path)
     hit = where.filter(pl.col("id").is_in(delete.implode()))["fragment"].unique()
     compacted = where.filter(pl.col("fragment").is_in(hit.implode())).height

@@ -1,0 +1,67 @@
+"""The offline extractor's lexicons, loaded ahead of the extraction step in a thread.
+
+Why: the extractor reads words' parts of speech and frequencies from lexicons that load on
+first use (pipeline.extract.concepts, pipeline.extract.russian): English (lemminflect and
+wordfreq) ~0.5 s and 114 MB, Russian (natasha's models, pymorphy2 and wordfreq) ~2 s and
+384 MB. A nightly edit extracts a few text units, and that load was most of its extraction
+step (0.65-0.77 s of it at 40k documents, English). The run (app.run) starts `preload` when
+its first steps run in the same process, for the languages the changed files had in the
+published version (pipeline.ingest.find_stale.files_to_run), so the load overlaps the
+documents, structure and chunks steps on the other core.
+
+The libraries' lazy loaders are not written for two threads: the extractor `wait`s for the
+preload to end before its first word, so a lexicon is never loaded by two threads at once.
+"""
+
+from __future__ import annotations
+
+import threading
+
+_LOADING: list[threading.Thread] = []  # the preload started in this process, if any
+
+
+def load(language: str) -> None:
+    """Load the lexicons the extractor reads for `language` ("en", "ru"; others have none)."""
+    from wordfreq import zipf_frequency
+
+    from pipeline.extract import concepts
+
+    if language not in ("en", "ru"):
+        return
+    word = {"en": "houses", "ru": "дома"}[language]
+    concepts.lemmas(word, language)
+    zipf_frequency(word, language)
+    if language == "en":
+        concepts.gradable("good")  # lemminflect's inflection table
+    else:
+        from pipeline.extract.russian import russian_names
+
+        russian_names(word)  # natasha's segmenter and taggers
+
+
+def preload(languages: frozenset[str] | set[str]) -> None:
+    """Start loading the lexicons of `languages` in a thread (once per process)."""
+    if _LOADING or not languages:
+        return
+    thread = threading.Thread(
+        target=_load_quietly,
+        args=(sorted(languages),),
+        name="docgraph-lexicons",
+        daemon=True,
+    )
+    _LOADING.append(thread)
+    thread.start()
+
+
+def _load_quietly(languages: list[str]) -> None:
+    try:
+        for language in languages:
+            load(language)
+    except Exception:  # noqa: BLE001 - the extractor's first use loads it again, and says why
+        return
+
+
+def wait() -> None:
+    """Return once no preload is running (a failed one leaves the first use to load)."""
+    for thread in _LOADING:
+        thread.join()
