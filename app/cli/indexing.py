@@ -44,6 +44,7 @@ def cmd_index(args: argparse.Namespace) -> int:
                 log_level=args.log_level,
                 full=args.full,
                 entries=entries,
+                plan=None if args.full else plan,
             )
     finally:
         lock.release(settings.output_dir)
