@@ -124,7 +124,7 @@ def run_index(
 
         get_worker(settings.embedding).warm()
     if to_run is not None and in_process and not llm_mode(settings):  # the offline extractor
-        lexicon_preload.preload(to_run.languages)  # its lexicons load while documents are read
+        lexicon_preload.prepare(to_run.languages)  # they load while documents are read
     selection = None
     if not stale:  # no shard to run: the tail alone (its settings may have changed)
         selection = tail_keys(defs.resolve_asset_graph())

@@ -29,6 +29,7 @@ from dagster import (
 from assets.metadata import COLUMN_SCHEMA, PARQUET_KINDS, declared_schema, parquet_metadata
 from pipeline import memory
 from pipeline.config import Settings
+from pipeline.extract import lexicon_preload
 from pipeline.ingest.find_stale import tail_settings_digest
 from pipeline.ingest.shards import carry_digest, corpus_short_ids, shard_keys
 from pipeline.storage import shard_files
@@ -114,6 +115,7 @@ def run_shards(
     Dagster stores it once per shard of the range (16 copies in a full run), so the column
     schema is left to the definition (`specs`)."""
     started = time.perf_counter()
+    lexicon_preload.start()  # the extractor's lexicons, when the run prepared them (app.run)
     tables = list(tables)
     keys = context.partition_keys
     all_keys = context.assets_def.partitions_def.get_partition_keys()

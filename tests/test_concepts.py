@@ -72,8 +72,8 @@ def test_the_sample_index_has_no_verb_fragment_concept(sample_run):
 
 
 def test_the_extractor_waits_for_a_lexicon_preload_in_another_thread(monkeypatch):
-    """A preload (pipeline.extract.lexicon_preload) loads the lexicons in a thread while the
-    first steps run; the libraries' loaders are not written for two threads, so the
+    """The lexicons a run prepared (pipeline.extract.lexicon_preload) load in a thread while
+    its first steps run; the libraries' loaders are not written for two threads, so the
     extractor starts only once it has ended, and reads what a load in its own thread would."""
     import threading
 
@@ -93,8 +93,10 @@ def test_the_extractor_waits_for_a_lexicon_preload_in_another_thread(monkeypatch
         release.wait(10)
 
     monkeypatch.setattr(lexicon_preload, "_LOADING", [])
+    monkeypatch.setattr(lexicon_preload, "_PREPARED", [])
     monkeypatch.setattr(lexicon_preload, "load", slow_load)
-    lexicon_preload.preload({"en", "ru"})
+    lexicon_preload.prepare({"en", "ru"})
+    lexicon_preload.start()
     done: list = []
     worker = threading.Thread(target=lambda: done.append(extractor.extract(units)))
     worker.start()
@@ -104,5 +106,5 @@ def test_the_extractor_waits_for_a_lexicon_preload_in_another_thread(monkeypatch
     worker.join(10)
     assert loading == ["en", "ru"]
     assert [f.equals(e) for f, e in zip(done[0], expected, strict=True)] == [True, True]
-    lexicon_preload.preload({"fr"})  # once per process: nothing more starts
+    lexicon_preload.start()  # once per process: nothing more starts
     assert len(lexicon_preload._LOADING) == 1

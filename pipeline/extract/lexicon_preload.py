@@ -4,20 +4,21 @@ Why: the extractor reads words' parts of speech and frequencies from lexicons th
 first use (pipeline.extract.concepts, pipeline.extract.russian): English (lemminflect and
 wordfreq) ~0.5 s and 114 MB, Russian (natasha's models, pymorphy2 and wordfreq) ~2 s and
 384 MB. A nightly edit extracts a few text units, and that load was most of its extraction
-step (0.65-0.77 s of it at 40k documents, English). The run (app.run) starts `preload` when
-its first steps run in the same process, for the languages the changed files had in the
-published version (pipeline.ingest.find_stale.files_to_run), so the load overlaps the
-documents, structure and chunks steps on the other core.
+step (0.65-0.77 s of it at 40k documents, English). When a run's steps share its process,
+the run (app.run) `prepare`s the languages the changed files had in the published version
+(pipeline.ingest.find_stale.files_to_run) and its first per-document step `start`s the load,
+which then overlaps the documents, structure and chunks steps on the other core.
 
 The libraries' lazy loaders are not written for two threads: the extractor `wait`s for the
-preload to end before its first word, so a lexicon is never loaded by two threads at once.
+load to end before its first word, so a lexicon is never loaded by two threads at once.
 """
 
 from __future__ import annotations
 
 import threading
 
-_LOADING: list[threading.Thread] = []  # the preload started in this process, if any
+_PREPARED: list[str] = []  # the languages to load (`prepare`)
+_LOADING: list[threading.Thread] = []  # the load started in this process, if any
 
 
 def load(language: str) -> None:
@@ -39,13 +40,21 @@ def load(language: str) -> None:
         russian_names(word)  # natasha's segmenter and taggers
 
 
-def preload(languages: frozenset[str] | set[str]) -> None:
-    """Start loading the lexicons of `languages` in a thread (once per process)."""
-    if _LOADING or not languages:
+def prepare(languages: frozenset[str] | set[str]) -> None:
+    """Have this process's first `start` load the lexicons of `languages` (app.run)."""
+    _PREPARED.clear()
+    _PREPARED.extend(sorted(languages))
+
+
+def start() -> None:
+    """Start loading the prepared lexicons in a thread, once per process (the run's first
+    per-document step calls it: started with the run, before Dagster's own set-up, the
+    load held the interpreter ~0.5 s from that set-up)."""
+    if _LOADING or not _PREPARED:
         return
     thread = threading.Thread(
         target=_load_quietly,
-        args=(sorted(languages),),
+        args=(list(_PREPARED),),
         name="docgraph-lexicons",
         daemon=True,
     )
