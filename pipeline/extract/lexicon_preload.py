@@ -23,12 +23,12 @@ _LOADING: list[threading.Thread] = []  # the load started in this process, if an
 
 def load(language: str) -> None:
     """Load the lexicons the extractor reads for `language` ("en", "ru"; others have none)."""
+    if language not in ("en", "ru"):
+        return
     from wordfreq import zipf_frequency
 
     from pipeline.extract import concepts
 
-    if language not in ("en", "ru"):
-        return
     word = {"en": "houses", "ru": "дома"}[language]
     concepts.lemmas(word, language)
     zipf_frequency(word, language)
