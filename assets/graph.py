@@ -84,7 +84,7 @@ def graph(
     del recomputed
     prefetched = embedder.prefetch(context, titles, "entities_vectors")
     by_type = dict(ents.group_by("type").len().sort("len", descending=True).iter_rows())
-    degrees = degree_summary(ents, rels)
+    degrees = degree_summary(ents)
     by_type_table = counts_table(by_type, ("type", "entities"))
     yield Output(
         ents,

@@ -87,8 +87,11 @@ def table_metadata(schema: pa.Schema, rows: int, head: pa.Table) -> dict[str, An
 
 def _as_written(df: pl.DataFrame, table: str | None) -> pa.Table:
     """The first rows of `df` as the IO manager writes them (schemas.conform) when `table` is
-    one of its tables, else as the frame converts to Arrow."""
-    head = df.head(PREVIEW_ROWS)
+    one of its tables, else as the frame converts to Arrow.
+
+    The rows are copied out first: a head of a list column keeps its whole child array, and
+    converting that to Arrow took 10-90 ms a table at 40k documents (0.36 s of an edit)."""
+    head = pl.from_dicts(df.head(PREVIEW_ROWS).to_dicts(), schema=df.schema)
     return schemas.conform(head, table) if table in schemas.TABLES else head.to_arrow()
 
 
@@ -144,26 +147,13 @@ def _quantiles(values: pl.Series, prefix: str) -> dict[str, float | int]:
     }
 
 
-def degree_summary(entities: pl.DataFrame, relationships: pl.DataFrame) -> dict[str, Any]:
-    """Min, median, p90 and max of the entities' degree (relationships touching them), and
-    how many have none: a hub-dominated or disconnected graph shows here first. The degree is
-    counted from the relationships' endpoints (`source_id`, `target_id`), or taken from the
-    entities' `degree` column when the endpoints are not ids."""
-    if "id" not in entities.columns:
+def degree_summary(entities: pl.DataFrame) -> dict[str, Any]:
+    """Min, median, p90 and max of the entities' `degree` (distinct neighbours, as GraphRAG's),
+    and how many have none: a hub-dominated or disconnected graph shows here first. (It was
+    counted from the relationships' endpoints: 0.16 s of an edit at 40k documents.)"""
+    if "degree" not in entities.columns:
         return {}
-    if {"source_id", "target_id"} <= set(relationships.columns):
-        ends = pl.concat([relationships["source_id"], relationships["target_id"]]).alias("id")
-        counts = ends.value_counts(name="degree")
-        degree = (
-            entities.select("id")
-            .join(counts, on="id", how="left")
-            .get_column("degree")
-            .fill_null(0)
-        )
-    elif "degree" in entities.columns:
-        degree = entities["degree"]
-    else:
-        return {}
+    degree = entities["degree"]
     return {**_quantiles(degree, "degree"), "isolated_entities": int((degree == 0).sum())}
 
 

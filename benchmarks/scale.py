@@ -47,8 +47,13 @@ import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.ui_launch import repo_instance_config  # noqa: E402
+
 SHARED = ROOT.parent / "shared" / "data"
 MUSIQUE = SHARED / "musique" / "musique_train_corpus.json"
 PER_FOLDER = 100
@@ -240,13 +245,20 @@ def run_index(inp: Path, out: Path, log: Path) -> dict:
     cmd = [sys.executable, "-m", "app.cli", "index", "--input", str(inp)]
     cmd += ["--output", str(out), "--log-level", "WARNING"]
     env = dict(os.environ)
-    # an instance of its own (not the user's), to read the run's step times from
+    # an instance of its own (not the user's), to read the run's step times from: the repo's
+    # storage (its event log keeps its engines, resources/event_log_storage.py), and no stdout
+    # capture (no extra processes)
     home = log.parent / "dagster_home"
     home.mkdir(exist_ok=True)
-    (home / "dagster.yaml").write_text(  # no stdout capture: no extra processes
-        "compute_logs:\n  module: dagster._core.storage.noop_compute_log_manager\n"
-        "  class: NoOpComputeLogManager\ntelemetry:\n  enabled: false\n"
-    )
+    repo = repo_instance_config(home)
+    storage = ("run_storage", "event_log_storage", "schedule_storage")
+    config = {key: repo[key] for key in storage if key in repo}
+    config["compute_logs"] = {
+        "module": "dagster._core.storage.noop_compute_log_manager",
+        "class": "NoOpComputeLogManager",
+    }
+    config["telemetry"] = {"enabled": False}
+    (home / "dagster.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     env["DAGSTER_HOME"] = str(home)
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("TRANSFORMERS_OFFLINE", "1")

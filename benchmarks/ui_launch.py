@@ -68,12 +68,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def instance_home(folder: Path, queued: bool = True) -> Path:
-    """A DAGSTER_HOME in `folder`: the repo's dagster.yaml with its storage folders made
-    absolute under `folder` (relative ones would resolve against the server's working
-    directory, the repo, and write into the repo's own instance). queued=False adds
-    DefaultRunCoordinator: a submitted run launches at once, no daemon needed."""
-    folder.mkdir(parents=True, exist_ok=True)
+def repo_instance_config(folder: Path) -> dict:
+    """The repo's dagster.yaml with its storage folders made absolute under `folder` (relative
+    ones would resolve against the server's working directory, the repo, and write into the
+    repo's own instance)."""
     config = yaml.safe_load((ROOT / "dagster.yaml").read_text(encoding="utf-8"))
 
     def absolute(node: Any) -> None:
@@ -85,6 +83,14 @@ def instance_home(folder: Path, queued: bool = True) -> Path:
                     absolute(value)
 
     absolute(config)
+    return config
+
+
+def instance_home(folder: Path, queued: bool = True) -> Path:
+    """A DAGSTER_HOME in `folder` (repo_instance_config). queued=False adds
+    DefaultRunCoordinator: a submitted run launches at once, no daemon needed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    config = repo_instance_config(folder)
     if not queued:
         config["run_coordinator"] = {
             "module": "dagster._core.run_coordinator",

@@ -112,7 +112,9 @@ def test_graph_assets_summarise_degrees_and_community_sizes(sample_index):
     (ents,) = events["entities"]
     low, mid, p90, high = (ents[f"degree_{k}"].value for k in ("min", "median", "p90", "max"))
     assert 0 <= low <= mid <= p90 <= high and high >= 1
-    assert ents["isolated_entities"].value <= store.table_rows(out, "entities")
+    degree = store.read_table(out, "entities", ["degree"])["degree"]
+    assert (low, high) == (degree.min(), degree.max())
+    assert ents["isolated_entities"].value == (degree == 0).sum()
     by_type = ents["by_type"].value.records  # a Dagster table, not Markdown
     assert sum(r.data["entities"] for r in by_type) == store.table_rows(out, "entities")
     (comm,) = events["communities"]
