@@ -14,6 +14,7 @@ each in one of its own for a large input (`executor_by_size`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -28,6 +29,7 @@ from pipeline.extract import lexicon_preload
 from pipeline.ingest.find_stale import RunPlan, files_to_run, input_entries, plan_run
 from pipeline.ingest.shards import shard_keys
 from pipeline.ingest.walk import Entry, forget_listing, write_listing
+from pipeline.storage import read_cache
 from resources.executors import ENV_EXECUTOR, IN_PROCESS_EXECUTORS, executor_for
 from resources.llm import llm_mode
 
@@ -144,6 +146,7 @@ def run_index(
     try:
         with (
             memory.frozen(),
+            read_cache.keeping(read_cache.RUN_BYTES) if in_process else contextlib.nullcontext(),
             execute_job(
                 job_ref,
                 instance=instance,

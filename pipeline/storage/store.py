@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import schemas
-from pipeline.storage import mirror, remote
+from pipeline.storage import mirror, read_cache, remote
 from pipeline.storage.files import atomic_write_text, atomic_write_with
 
 LANCE_DIR = "lancedb"
@@ -340,6 +340,8 @@ def read_table(root: str | Path, name: str, columns: list[str] | None = None) ->
     if not files:
         frame = schemas.empty(name)
         return frame.select(columns) if columns else frame
+    if len(files) == 1:  # a corpus-wide table: read again by later steps (read_cache)
+        return read_cache.read(files[0], columns)
     return pl.read_parquet(files, columns=columns)
 
 
