@@ -246,13 +246,17 @@ def run_index(inp: Path, out: Path, log: Path) -> dict:
     cmd += ["--output", str(out), "--log-level", "WARNING"]
     env = dict(os.environ)
     # an instance of its own (not the user's), to read the run's step times from: the repo's
-    # storage (its event log keeps its engines, resources/event_log_storage.py), and no stdout
-    # capture (no extra processes)
+    # storage classes (its event log keeps its engines: resources/event_log_storage.py) in the
+    # folders `storage: sqlite:` lays out under a home, and no stdout capture (no extra
+    # processes)
     home = log.parent / "dagster_home"
     home.mkdir(exist_ok=True)
     repo = repo_instance_config(home)
-    storage = ("run_storage", "event_log_storage", "schedule_storage")
-    config = {key: repo[key] for key in storage if key in repo}
+    folders = {"run_storage": "history", "event_log_storage": "history/runs"}
+    folders["schedule_storage"] = "schedules"
+    config = {
+        key: {**repo[key], "config": {"base_dir": str(home / sub)}} for key, sub in folders.items()
+    }
     config["compute_logs"] = {
         "module": "dagster._core.storage.noop_compute_log_manager",
         "class": "NoOpComputeLogManager",
