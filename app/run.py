@@ -102,7 +102,8 @@ def run_index(
     walk from a file named in the run's tags (kept in memory when they run here)."""
     from definitions import make_definitions
 
-    if instance is None and os.environ.get("DAGSTER_HOME"):
+    owned = instance is None and bool(os.environ.get("DAGSTER_HOME"))
+    if owned:
         instance = DagsterInstance.get()
     from pipeline.storage import lock
     from resources import DocgraphConfig
@@ -161,8 +162,9 @@ def run_index(
         _BUILT.pop(key, None)
         lock.release(settings.output_dir)
         forget_listing(listing)
-        if scratch is not None:
+        if scratch is not None or owned:  # its storage's connections closed
             instance.dispose()
+        if scratch is not None:
             scratch.cleanup()
 
 

@@ -10,14 +10,17 @@ Dagster's: a stock `SqliteEventLogStorage` reads what this one wrote.
 
 The repo's `dagster.yaml` names this class for `event_log_storage`. Engines are kept per
 process id (a forked child never shares its parent's connections) and per shard (the index
-database, one database per run), behind Dagster's own lock, so one connection serves the
-process's statements one at a time. Written against dagster 1.13.27, which pyproject pins:
-`_connect` is Dagster's private method, and tests/test_event_log_storage.py checks it.
+database, one database per run; KEPT_ENGINES at most), behind Dagster's own lock, so one
+connection serves the process's statements one at a time. `docgraph index` disposes of its
+instance after the run (app.run), which closes them. Written against dagster 1.13.27, which
+pyproject pins: `_connect` is Dagster's private method, and tests/test_event_log_storage.py
+checks it.
 """
 
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -28,12 +31,17 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection, Engine
 
+# Engines kept at most: the index database's and those of the runs last used. A run writes
+# two; a webserver showing run after run would otherwise hold a connection to every run's file.
+KEPT_ENGINES = 8
+
 
 class KeptEngineSqliteEventLogStorage(SqliteEventLogStorage):
     """`SqliteEventLogStorage` whose engines outlive a statement (see the module's doc)."""
 
     def __init__(self, base_dir: str, inst_data=None):
-        self._engines: dict[tuple[int, str], Engine] = {}  # before Dagster's set-up connects
+        # before Dagster's set-up connects; the least recently used first
+        self._engines: OrderedDict[tuple[int, str], Engine] = OrderedDict()
         super().__init__(base_dir, inst_data)
 
     @classmethod
@@ -43,7 +51,8 @@ class KeptEngineSqliteEventLogStorage(SqliteEventLogStorage):
     @contextmanager
     def _connect(self, shard: str) -> Iterator[Connection]:
         with self._db_lock:
-            engine = self._engines.get((os.getpid(), shard))
+            key = (os.getpid(), shard)
+            engine = self._engines.get(key)
             if engine is None:
                 engine = create_engine(
                     self.conn_string_for_shard(shard),
@@ -52,7 +61,10 @@ class KeptEngineSqliteEventLogStorage(SqliteEventLogStorage):
                 if shard not in self._initialized_dbs:
                     self._initdb(engine)
                     self._initialized_dbs.add(shard)
-                self._engines[(os.getpid(), shard)] = engine
+                self._engines[key] = engine
+                while len(self._engines) > KEPT_ENGINES:
+                    self._engines.popitem(last=False)[1].dispose()
+            self._engines.move_to_end(key)
             with engine.connect() as conn, conn.begin():
                 yield conn
 

@@ -61,3 +61,16 @@ def test_the_repo_instance_stores_events_through_kept_engines(tmp_path, monkeypa
         runs[1].run_id
     )
     stock.dispose()
+
+
+def test_the_kept_engines_are_bounded(tmp_path, monkeypatch) -> None:
+    """A long-lived process (the webserver shows run after run) keeps KEPT_ENGINES at most."""
+    monkeypatch.setattr(kept, "KEPT_ENGINES", 2)
+    (tmp_path / "dagster.yaml").write_text(yaml.safe_dump(repo_instance_config(tmp_path)))
+    instance = DagsterInstance.from_config(str(tmp_path))
+    runs = [materialize([words], instance=instance) for _ in range(3)]
+    storage = instance.event_log_storage
+    assert len(storage._engines) == 2
+    for run in runs:  # an engine let go is made again when its database is read
+        assert len(instance.all_logs(run.run_id)) >= 5
+    instance.dispose()
