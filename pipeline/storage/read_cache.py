@@ -5,10 +5,10 @@ read again by step after step of one run, each step reading the columns it needs
 documents a one-file edit made 200 Parquet reads (3.0 s), and 0.5-1.0 s of them were of
 columns read before from the same file (the relationships' ids six times, their ends three).
 
-A file is known by its device, inode, modification and change times and size: a run's staging folder
-starts as hard links of the published version's files (the same inodes), and every table is
-written as a new file renamed into place (a new inode), so a kept column is never stale. The
-columns kept are bounded by bytes, the least recently read going first. Reads keep columns
+A file is known by its device, inode, modification and change times and size: a run's
+staging folder starts as hard links of the published version's files (the same inodes), and
+every table is written as a new file renamed into place (a new inode), so a kept column is
+never stale. The columns kept are bounded by bytes, the least recently read going first. Reads keep columns
 only inside `keeping` (app.run, around an in-process run); everywhere else (queries, steps
 in processes of their own) `read` goes to the file.
 """
