@@ -8,9 +8,9 @@ columns read before from the same file (the relationships' ids six times, their 
 A file is known by its device, inode, modification and change times and size: a run's
 staging folder starts as hard links of the published version's files (the same inodes), and
 every table is written as a new file renamed into place (a new inode), so a kept column is
-never stale. The columns kept are bounded by bytes, the least recently read going first. Reads keep columns
-only inside `keeping` (app.run, around an in-process run); everywhere else (queries, steps
-in processes of their own) `read` goes to the file.
+never stale. The columns kept are bounded by bytes, the least recently read going first.
+Reads keep columns only inside `keeping` (app.run, around an in-process run); everywhere else
+(queries, steps in processes of their own) `read` goes to the file.
 """
 
 from __future__ import annotations
