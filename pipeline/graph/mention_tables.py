@@ -33,12 +33,14 @@ def read_matching(root: str | Path, name: str, where: pl.Expr) -> pl.DataFrame:
     from every shard file of `root`, with `shard` (the file's) and `row` (its place in the
     file): the rows in the order read_mentions reads them, once
     sorted on (shard, row). A few columns of each file are read and filtered as they come:
-    an incremental merge (pipeline.graph.merge_carry) reads only what a change touched."""
+    an incremental merge (pipeline.graph.merge_carry) reads only what a change touched. The
+    row number is the scan's own (`row_index_name`): numbered after the scan, the filter
+    could not be applied as the file is read (at 40k documents 0.088 s against 0.067 s for
+    the 16 files of a table, warm)."""
     columns = MENTION_COLUMNS[name]
     parts = [
-        pl.scan_parquet(f)
-        .select(columns)
-        .with_row_index("row")
+        pl.scan_parquet(f, row_index_name="row")
+        .select("row", *columns)
         .filter(where)
         .with_columns(shard=pl.lit(f.stem))
         .collect()
