@@ -20,7 +20,7 @@ from pipeline.communities.leiden import (
     next_state,
     plan_communities,
 )
-from pipeline.communities.reports.carry_digests import read_rows, write_rows
+from pipeline.communities.reports.carry_digests import ROWS, read_rows, write_rows
 from pipeline.communities.reports.evidence_cache import read_evidence, write_evidence
 from pipeline.communities.reports.offline import INPUT_COLUMNS as REPORT_INPUTS
 from pipeline.communities.reports.offline import report_table
@@ -30,8 +30,9 @@ from pipeline.communities.table import Reuse, reuse_from
 from pipeline.compat.columns import stamp_period
 from pipeline.config import Settings
 from pipeline.failures import stage_failures_frame
-from pipeline.storage import store
+from pipeline.storage import changed_rows, store
 from pipeline.storage.files import atomic_write_text
+from pipeline.storage.run_changes import same_file
 from resources import DocgraphConfig, LlmResource
 from resources.llm import llm_mode
 from resources.output import run_dir
@@ -147,6 +148,17 @@ def _write_state(path: Path, state: dict) -> None:
     atomic_write_text(path, json.dumps(state, sort_keys=True, indent=1) + "\n")
 
 
+def _listed(context: AssetExecutionContext, settings: Settings, folder: Path):
+    """The rows the graph step merged again (pipeline.storage.changed_rows), when the last
+    run's input rows (carry_digests.ROWS) are those of the version that list is against."""
+    changes = tail_changes(context, settings, folder)
+    if changes.whole is not None or changes.base is None:
+        return None
+    if not same_file(folder / ROWS, changes.base / ROWS):
+        return None
+    return changed_rows.read(folder, context.run.run_id, changes.base)
+
+
 @multi_asset(
     outs={
         "community_reports": AssetOut(
@@ -177,6 +189,7 @@ def community_reports(
     sidecar = read_sidecar(folder)
     previous = store.read_table(folder, "community_reports") if sidecar is not None else None
     evidence = read_evidence(folder)
+    listed = _listed(context, settings, folder) if sidecar is not None else None
     built = report_table(
         communities,
         entities,
@@ -187,9 +200,11 @@ def community_reports(
         sidecar,
         evidence,
         read_rows(folder) if sidecar is not None else None,
+        listed,
     )
     df = built.reports
     failures, llm_meta = [], {"reports_kept_unchanged": built.kept}
+    llm_meta["input_rows"] = "listed by the graph step hashed" if listed else "all hashed"
     llm_meta |= {"rows_carried": built.kept, "rows_recomputed": df.height - built.kept}
     llm_meta["report_digests_carried"] = built.digests_carried
     llm_meta["evidence_sources_split"] = built.sources_split

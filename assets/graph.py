@@ -24,7 +24,7 @@ from pipeline.graph.merge_carry import Recomputed, merge_whole, path_ordered_chu
 from pipeline.graph.merge_splice import LISTS, splice
 from pipeline.graph.summarize_llm import summarize_descriptions
 from pipeline.ids import carry_short_ids
-from pipeline.storage import store
+from pipeline.storage import changed_rows, store
 from pipeline.storage.run_changes import RunChanges
 from pipeline.vectors.lance import entity_model_texts
 from resources import DocgraphConfig, EmbedderResource, LlmResource
@@ -71,9 +71,16 @@ def graph(
             n: {**counts, "rows_recomputed": f.height, "rows_carried": 0}
             for n, f in (("entities", ents), ("relationships", rels), ("text_units", units))
         }
+        keys = None
     else:
-        ents, rels, units, failures, llm_meta, counts = _carried(part, chunks, settings, llm)
+        added = list(changes.of("documents").added)
+        ents, rels, units, failures, llm_meta, counts, keys = _carried(
+            part, chunks, added, settings, llm
+        )
         recomputed = ents.filter(pl.col("id").is_in(part.entities.get_column("id").to_list()))
+    # the rows later steps may find changed (the others are the base version's), before the
+    # tables it describes are written
+    changed_rows.write(folder, context.run.run_id, changes.base, keys)
     del chunks  # held while the tables are written, else (one 151 MB file: 100 MB)
     # chunks are numbered within their shard; a text unit's short id (cited in query
     # contexts as [n]) is numbered over the corpus, in path then chunk order
@@ -157,9 +164,13 @@ def _whole(folder, chunks: pl.DataFrame, settings: Settings, llm: LlmResource):
     return ents, rels, units, failures, llm_meta
 
 
-def _carried(part: Recomputed, chunks: pl.DataFrame, settings: Settings, llm: LlmResource):
+def _carried(
+    part: Recomputed, chunks: pl.DataFrame, added: list[str], settings: Settings, llm: LlmResource
+):
     """The touched rows (their summaries in LLM mode) over the base version's:
-    (entities, relationships, text_units, failures, llm metadata, metadata per table)."""
+    (entities, relationships, text_units, failures, llm metadata, metadata per table, and
+    per table the keys of the rows that may differ from the base's: pipeline.storage.
+    changed_rows)."""
     failures, llm_meta = [], {}
     if llm_mode(settings):
         client = llm.get()
@@ -171,7 +182,7 @@ def _carried(part: Recomputed, chunks: pl.DataFrame, settings: Settings, llm: Ll
         llm_meta = llm_delta(before, client.metadata())
     assert part.base is not None
     base_lists = store.read_table(part.base, "text_units", ["id", *LISTS])
-    ents, rels, units, counts = splice(part, chunks, base_lists)
+    ents, rels, units, counts, units_redone = splice(part, chunks, base_lists, added)
     short = ["id", "human_readable_id"]
     ents = carry_short_ids(ents, part.base_entities.select(short))
     rels = carry_short_ids(rels, part.base_relationships.select(short))
@@ -179,4 +190,5 @@ def _carried(part: Recomputed, chunks: pl.DataFrame, settings: Settings, llm: Ll
     meta = {
         n: {"incremental": "carried", "incremental_reason": reason, **c} for n, c in counts.items()
     }
-    return ents, rels, units, failures, llm_meta, meta
+    keys = {"entities": part.ids, "relationships": part.rids, "text_units": units_redone}
+    return ents, rels, units, failures, llm_meta, meta, keys

@@ -27,25 +27,34 @@ _STRINGS = pl.List(pl.Utf8)
 
 
 class Spliced(NamedTuple):
-    """The three tables, and per table how many rows were merged again (`recomputed`),
-    patched (relationships whose combined degree changed with an end's degree) or kept."""
+    """The three tables, per table how many rows were merged again (`recomputed`), patched
+    (relationships whose combined degree changed with an end's degree) or kept, and the
+    text units whose rows may differ from the base's (given new lists, new or removed)."""
 
     entities: pl.DataFrame
     relationships: pl.DataFrame
     text_units: pl.DataFrame
     counts: dict[str, dict[str, int]]
+    units_redone: pl.Series
 
 
-def splice(r: Recomputed, chunks: pl.DataFrame, base_lists: pl.DataFrame) -> Spliced:
+def splice(
+    r: Recomputed, chunks: pl.DataFrame, base_lists: pl.DataFrame, added: list[str]
+) -> Spliced:
     """The tables of `r`'s rows over the base version's; `chunks`: the run's text units in
     path order (what the merge numbers them in); `base_lists`: the base's text units (id,
-    entity_ids, relationship_ids)."""
+    entity_ids, relationship_ids); `added`: the documents the run added (a unit of an edited
+    document may keep its id, its text's, while its document's id and place change)."""
     ids = r.ids.to_list()
     kept = r.base_relationships.filter(~pl.col("id").is_in(r.rids.to_list()))
     rels = _in_order(kept, r.relationships.select(kept.columns))
     ents = _entities(r, rels, ids)
     rels, patched = _combined_degrees(rels, ents, ids)
-    units, relisted = _text_units(r, chunks, base_lists)
+    units, again = _text_units(r, chunks, base_lists)
+    gone = base_lists.get_column("id").filter(
+        ~base_lists.get_column("id").is_in(units["id"].implode())
+    )
+    relisted = int(units.get_column("id").is_in(again.implode()).sum())
     counts = {
         "entities": _count(ents.height, r.entities.height),
         "relationships": {
@@ -54,7 +63,8 @@ def splice(r: Recomputed, chunks: pl.DataFrame, base_lists: pl.DataFrame) -> Spl
         },
         "text_units": _count(units.height, relisted),
     }
-    return Spliced(ents, rels, units, counts)
+    edited = chunks.filter(pl.col("document_id").is_in(pl.Series(added, dtype=pl.Utf8).implode()))
+    return Spliced(ents, rels, units, counts, pl.concat([again, gone, edited["id"]]))
 
 
 def _count(rows: int, recomputed: int) -> dict[str, int]:
@@ -147,10 +157,10 @@ def _in_order(kept: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
 
 def _text_units(
     r: Recomputed, chunks: pl.DataFrame, base_lists: pl.DataFrame
-) -> tuple[pl.DataFrame, int]:
+) -> tuple[pl.DataFrame, pl.Series]:
     """`chunks` with their entity and relationship ids: the base's, but for the units a
     replaced row lists now and did not before, or listed before and does not now, and
-    units the base did not have; how many units got new lists. (A hub merged again lists
+    units the base did not have; and the ids of those units. (A hub merged again lists
     thousands of units, and the lists of all of them were rebuilt: 10k of 45k units at 40k
     documents, where one unit's changed.)"""
     old_rows = [
@@ -178,7 +188,7 @@ def _text_units(
     units = units.join(lists, on="id", how="left", maintain_order="left").with_columns(
         pl.col(c).fill_null(empty) for c in LISTS
     )
-    return units, chunks.get_column("id").is_in(again).sum()
+    return units, pl.Series("id", again, dtype=pl.Utf8)
 
 
 def _moved(before: pl.DataFrame, now: pl.DataFrame) -> pl.Series:

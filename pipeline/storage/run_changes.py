@@ -110,10 +110,10 @@ def run_changes(
 
 def same_table(folder: Path, base: Path, table: str) -> bool:
     """Whether table `table` has the same files in `folder` as in `base` (same inode, or
-    else same bytes: see `_same_file`); True when neither has any."""
+    else same bytes: see `same_file`); True when neither has any."""
     ours = {p.name: p for p in store.table_files(folder, table)}
     theirs = {p.name: p for p in store.table_files(base, table)}
-    return ours.keys() == theirs.keys() and all(_same_file(p, theirs[n]) for n, p in ours.items())
+    return ours.keys() == theirs.keys() and all(same_file(p, theirs[n]) for n, p in ours.items())
 
 
 def _whole_reason(base: Path | None, tail_digest: str) -> str | None:
@@ -133,11 +133,17 @@ def _changed_shards(folder: Path, base: Path, table: str) -> list[str]:
     ours = {p.stem: p for p in store.table_files(folder, table)}
     theirs = {p.stem: p for p in store.table_files(base, table)}
     return sorted(
-        s for s in ours.keys() | theirs.keys() if not _same_file(ours.get(s), theirs.get(s))
+        s for s in ours.keys() | theirs.keys() if not same_file(ours.get(s), theirs.get(s))
     )
 
 
-def _same_file(a: Path | None, b: Path | None) -> bool:
+def same_file(a: Path | None, b: Path | None) -> bool:
+    """Whether the two files are one (same inode) or hold the same bytes; a file that is
+    not there is the same only as another that is not."""
+    if a is not None and not a.exists():
+        a = None
+    if b is not None and not b.exists():
+        b = None
     if a is None or b is None:
         return a is b
     sa, sb = os.stat(a), os.stat(b)

@@ -99,20 +99,22 @@ def report_table(
     sidecar: pl.DataFrame | None = None,
     evidence: pl.DataFrame | None = None,
     last_rows: pl.DataFrame | None = None,
+    listed: dict[str, pl.Series] | None = None,
 ) -> ReportTable:
     """`build_reports` with the digests of the reports' inputs, keeping the last run's text
     of every report whose inputs did not change (`previous`, the last table, and `sidecar`,
     its digests: pipeline.communities.reports.reuse_unchanged); ratings and numbers are today's.
     `evidence`: the last run's sentence mentions per source (evidence_cache), used for the
     sources whose text and candidates did not change. `last_rows`: the last run's input rows'
-    hashes (carry_digests), to carry the digests of communities none of whose rows changed."""
+    hashes (carry_digests), to carry the digests of communities none of whose rows changed;
+    `listed`: the rows that may differ from those (pipeline.storage.changed_rows)."""
     if communities.is_empty():
         return ReportTable(empty("community_reports"), None, 0)
     head = community_head(communities, entities, relationships)
     head = head.with_columns(stable_id_expr(pl.lit("report"), "id").alias("report_id"))
     used = [_used(f, n) for f, n in ((entities, "entities"), (relationships, "relationships"))]
     digests, input_rows, carried_digests = digests_of(
-        communities, *used, _used(text_units, "text_units"), settings, sidecar, last_rows
+        communities, *used, _used(text_units, "text_units"), settings, sidecar, last_rows, listed
     )
     kept = kept_reports(previous, sidecar, digests)
     todo = head if kept is None else head.join(kept, left_on="report_id", right_on="id", how="anti")
