@@ -121,7 +121,9 @@ def _reuse(
     assert changes.base is not None
     if not changes.unchanged("communities"):
         return None, "the run's communities table is not the base version's"
-    return reuse_from(changes.base, entities, relationships, folder), "members unchanged"
+    listed = changed_rows.read(folder, context.run.run_id, changes.base)
+    reuse = reuse_from(changes.base, entities, relationships, folder, listed)
+    return reuse, "members unchanged"
 
 
 def _rows_carried(df: pl.DataFrame, previous: pl.DataFrame) -> dict[str, int]:

@@ -41,13 +41,21 @@ class Reuse:
 
 
 def reuse_from(
-    base: Path, entities: pl.DataFrame, relationships: pl.DataFrame, previous: Path
+    base: Path,
+    entities: pl.DataFrame,
+    relationships: pl.DataFrame,
+    previous: Path,
+    listed: dict[str, pl.Series] | None = None,
 ) -> Reuse:
     """The Reuse of version `base` (its entities and relationships are what its communities
     table, `previous`'s, was built from) for a run whose graph is `entities` (id,
     text_unit_ids) and `relationships` (id, source_id, target_id): an entity changed when
     its text unit list did, or it was added or removed, or a relationship at either of its
-    ends was (same id, ends and all, or else changed)."""
+    ends was (same id, ends and all, or else changed). `listed`: the rows that may differ
+    from `base`'s (pipeline.storage.changed_rows), so that only those are compared."""
+    lists = pl.read_parquet(store.table_files(previous, "communities"), columns=["id", *LISTS])
+    if listed is not None:
+        return Reuse(lists, _listed_ends(base, relationships, listed))
 
     def differ(now: pl.DataFrame, then: pl.DataFrame, cols: list[str]) -> pl.DataFrame:
         """Rows of either whose id the other lacks or holds with other `cols` values."""
@@ -82,8 +90,18 @@ def reuse_from(
         .drop_nulls()
         .unique()
     )
-    lists = pl.read_parquet(store.table_files(previous, "communities"), columns=["id", *LISTS])
     return Reuse(lists, changed)
+
+
+def _listed_ends(base: Path, relationships: pl.DataFrame, listed: dict[str, pl.Series]):
+    """The entities listed and the ends, then and now, of the relationships listed: every
+    other row is the base's (changed_rows), its text units and ends included."""
+    rids = listed["relationships"].implode()
+    ends = ["source_id", "target_id"]
+    then = store.read_table(base, "relationships", ["id", *ends]).filter(pl.col("id").is_in(rids))
+    now = relationships.filter(pl.col("id").cast(pl.Utf8).is_in(rids))
+    parts = [f.get_column(c).cast(pl.Utf8) for f in (then, now) for c in ends]
+    return pl.concat([listed["entities"].cast(pl.Utf8), *parts]).unique()
 
 
 def _decode(frame: pl.DataFrame, column: str, names: pl.DataFrame) -> pl.DataFrame:
