@@ -155,16 +155,16 @@ def _sources(
         pl.concat_list("source_id", "target_id").alias("cands"),
     )
     linking = (
-        used_rels
-        if neighbour_rels is None
-        else rels.join(neighbour_rels.unique(), on="rel_id", how="semi")
+        used_rels if neighbour_rels is None else rels.join(neighbour_rels, on="rel_id", how="semi")
     )
+    # the members' neighbours only: `neighbour_rels` are every community's (at 40k documents
+    # an edit gathers ~7k members beside 373k such relationships)
     nbrs = pl.concat(
         [
             linking.select(pl.col("source_id").alias("entity_id"), pl.col("target_id").alias("n")),
             linking.select(pl.col("target_id").alias("entity_id"), pl.col("source_id").alias("n")),
         ]
-    )
+    ).join(member_ids, on="entity_id", how="semi")
     ent_src = (
         ents.join(member_ids, on="entity_id", how="semi")
         .select("entity_id", "e_hrid", "description")
