@@ -14,6 +14,7 @@ that version was published, so its rules are not run again (metadata `rules`); i
 a Lance table's null-vector scan reads only the fragments the run wrote (`null_vectors`).
 """
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from dagster import (
@@ -74,14 +75,12 @@ def integrity_checks(op: str, tables: list[str]) -> AssetChecksDefinition:
         # row counts from the Parquet footers: no table is read for them
         loaded = store.table_rows(root, "documents")
         selected = {key.asset_key.path[-1] for key in context.selected_asset_check_keys}
-        for name in (name for name in tables if name in selected):
-            problems = validate.schema_problems(root, name)
-            # what the rules read is the base's, which passed them: they pass again
-            kept = base is not None and all(
-                same_table(root, base, t) for t in validate.tables_read(name)
-            )
-            if not problems and not kept:
-                problems = validate.integrity_problems(root, name)
+        names = [name for name in tables if name in selected]
+        # side by side: reading and joining are polars' and pyarrow's, outside the GIL (the
+        # graph's three tables at 40k documents: 0.74 s one after another, 0.50 s so)
+        with ThreadPoolExecutor(max_workers=CHECK_THREADS) as pool:
+            found = list(pool.map(lambda name: _table_problems(root, base, name), names))
+        for name, (problems, kept) in zip(names, found, strict=True):
             warnings = []
             if name in NON_EMPTY and loaded and not store.table_rows(root, name):
                 warnings.append("no rows although documents were loaded")
@@ -98,6 +97,20 @@ def integrity_checks(op: str, tables: list[str]) -> AssetChecksDefinition:
             )
 
     return _checks
+
+
+# Tables checked at once in one step; what they read is held at once.
+CHECK_THREADS = 3
+
+
+def _table_problems(root: Path, base: Path | None, name: str) -> tuple[list[str], bool]:
+    """What is wrong with table `name` of `root`, and whether its rules were skipped: what
+    they read is the base's (`base`: a version that passed them), so they pass again."""
+    problems = validate.schema_problems(root, name)
+    kept = base is not None and all(same_table(root, base, t) for t in validate.tables_read(name))
+    if not problems and not kept:
+        problems = validate.integrity_problems(root, name)
+    return problems, kept
 
 
 def checked_base(folder: Path, settings: Settings) -> Path | None:
