@@ -258,9 +258,16 @@ def community_head(
 ) -> pl.DataFrame:
     """One row per community: its numbers, stats and rating (over all of `communities`: the
     rating is relative to the largest)."""
-    edges = _edges(communities, _relationship_frame(relationships), _entity_frame(entities))
-    stats = edges.group_by("community").agg(
-        pl.len().alias("n_rels"), pl.col("weight").sum().alias("total_weight")
+    # the relationships whose two ends are entities (`_edges`' rows), joined by id alone:
+    # `_edges` of every community (373k rows at 40k documents, three joins) took 0.25 s
+    ids = entities.get_column("id").implode()
+    linked = relationships.filter(pl.col("source_id").is_in(ids), pl.col("target_id").is_in(ids))
+    stats = (
+        communities.select("community", pl.col("relationship_ids").alias("rel_id"))
+        .explode("rel_id")
+        .join(_relationship_frame(linked).select("rel_id", "weight"), on="rel_id")
+        .group_by("community")
+        .agg(pl.len().alias("n_rels"), pl.col("weight").sum().alias("total_weight"))
     )
     return (
         communities.select(
