@@ -150,7 +150,9 @@ def _write_state(path: Path, state: dict) -> None:
     atomic_write_text(path, json.dumps(state, sort_keys=True, indent=1) + "\n")
 
 
-def _listed(context: AssetExecutionContext, settings: Settings, folder: Path):
+def _listed(
+    context: AssetExecutionContext, settings: Settings, folder: Path
+) -> dict[str, pl.Series] | None:
     """The rows the graph step merged again (pipeline.storage.changed_rows), when the last
     run's input rows (carry_digests.ROWS) are those of the version that list is against."""
     changes = tail_changes(context, settings, folder)

@@ -29,7 +29,8 @@ _STRINGS = pl.List(pl.Utf8)
 class Spliced(NamedTuple):
     """The three tables, per table how many rows were merged again (`recomputed`), patched
     (relationships whose combined degree changed with an end's degree) or kept, and the
-    text units whose rows may differ from the base's (given new lists, new or removed)."""
+    text units whose rows may differ from the base's (given new lists, new, removed, or of
+    a document the run added)."""
 
     entities: pl.DataFrame
     relationships: pl.DataFrame
