@@ -32,7 +32,7 @@ from pipeline.config import Settings
 from pipeline.failures import stage_failures_frame
 from pipeline.storage import changed_rows, store
 from pipeline.storage.files import atomic_write_text
-from pipeline.storage.run_changes import same_file
+from pipeline.storage.run_changes import base_version, same_file
 from resources import DocgraphConfig, LlmResource
 from resources.llm import llm_mode
 from resources.output import run_dir
@@ -154,13 +154,12 @@ def _listed(
     context: AssetExecutionContext, settings: Settings, folder: Path
 ) -> dict[str, pl.Series] | None:
     """The rows the graph step merged again (pipeline.storage.changed_rows), when the last
-    run's input rows (carry_digests.ROWS) are those of the version that list is against."""
-    changes = tail_changes(context, settings, folder)
-    if changes.whole is not None or changes.base is None:
+    run's input rows (carry_digests.ROWS) are those of the version that list is against
+    (a run that carries nothing over has no list: the graph step removed it)."""
+    base = base_version(settings.output_dir)
+    if base is None or not same_file(folder / ROWS, base / ROWS):
         return None
-    if not same_file(folder / ROWS, changes.base / ROWS):
-        return None
-    return changed_rows.read(folder, context.run.run_id, changes.base)
+    return changed_rows.read(folder, context.run.run_id, base)
 
 
 @multi_asset(

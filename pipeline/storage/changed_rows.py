@@ -37,12 +37,12 @@ def write(folder: Path, run_id: str, base: Path | None, keys: dict[str, pl.Serie
     if keys is None or base is None:
         path.unlink(missing_ok=True)
         return
-    frame = pl.DataFrame(
-        {
-            "table": [t for t, ids in keys.items() for _ in range(ids.len())],
-            "key": pl.concat([ids.cast(pl.Utf8) for ids in keys.values()]),
-        },
-        schema={"table": pl.Utf8, "key": pl.Utf8},
+    frame = pl.concat(
+        [pl.DataFrame(schema={"table": pl.Utf8, "key": pl.Utf8})]
+        + [
+            ids.cast(pl.Utf8).alias("key").to_frame().select(pl.lit(t).alias("table"), "key")
+            for t, ids in keys.items()
+        ]
     )
     stamp = {_RUN: run_id.encode(), _BASE: base.name.encode(), _TABLES: ",".join(keys).encode()}
     table = frame.to_arrow().replace_schema_metadata(stamp)
