@@ -11,6 +11,7 @@ from pipeline.lexical.bm25_carry import lexical_run
 from pipeline.storage import store
 from resources import DocgraphConfig, output_root_metadata
 from resources.output import run_dir
+from resources.side_lane import SIDE_TAG
 
 
 @asset(
@@ -19,6 +20,7 @@ from resources.output import run_dir
     description="BM25 index (bm25s) over the text units, each after its document's title; "
     "Cyrillic words stemmed as Russian, Latin ones in the corpus' language.",
     kinds={"bm25s"},
+    op_tags={SIDE_TAG: "true"},  # only published_index waits for it (resources.side_lane)
 )
 def lexical_index(context: AssetExecutionContext, docgraph: DocgraphConfig) -> MaterializeResult:
     started = time.perf_counter()

@@ -1,7 +1,8 @@
 """Which Dagster executor runs the index job: in one process, or its steps in other processes.
 
 `executor_for(name)` gives the executor definition for `in_process` (the default: one process,
-the embedding model loaded once), `multiprocess` (a child process per step) or `dask` (steps
+the embedding model loaded once; Dagster's in-process executor with a side lane,
+resources.side_lane), `multiprocess` (a child process per step) or `dask` (steps
 on a Dask cluster: the scheduler at `DASK_SCHEDULER_ADDRESS`, or a local cluster). The name
 comes from the argument, else `$DOCGRAPH_EXECUTOR`, else `in_process`.
 
@@ -19,9 +20,10 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from dagster import ExecutorDefinition, in_process_executor, multiprocess_executor
+from dagster import ExecutorDefinition, multiprocess_executor
 
 from pipeline.storage import lock
+from resources.side_lane import side_lane_executor
 
 if TYPE_CHECKING:
     from dagster._core.execution.context.system import PlanOrchestrationContext
@@ -129,7 +131,7 @@ def executor_for(
     environ = os.environ if environ is None else environ
     name = (name or environ.get(ENV_EXECUTOR) or "in_process").strip().lower().replace("-", "_")
     if name == "in_process":  # its steps run in the run's process: they hold the lock
-        return in_process_executor
+        return side_lane_executor
     if name == "multiprocess":
         return hold_output_lock(multiprocess_executor, lock_wait_s)
     if name == "dask":

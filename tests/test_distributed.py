@@ -167,10 +167,13 @@ def test_executor_for_names_the_executors():
     from dagster_dask.executor import DaskExecutor
 
     import definitions
+    from resources.side_lane import side_lane_executor
 
     assert executors.OUTPUT_TAG == definitions.OUTPUT_TAG
-    assert executors.executor_for(environ={}) is in_process_executor
-    assert executors.executor_for("in-process", environ={}) is in_process_executor
+    # Dagster's in-process executor with a side lane (resources.side_lane), under its name
+    assert executors.executor_for(environ={}) is side_lane_executor
+    assert executors.executor_for("in-process", environ={}) is side_lane_executor
+    assert side_lane_executor.name == in_process_executor.name
     assert executors.executor_for(environ={"DOCGRAPH_EXECUTOR": "dask"}).name == "dask"
     with pytest.raises(ValueError, match="in_process, multiprocess, dask"):
         executors.executor_for("celery", environ={})

@@ -1,0 +1,264 @@
+"""The index job's in-process executor, with a side lane: a step tagged SIDE_TAG runs in a
+thread of its own beside the main steps.
+
+Why: in a one-file edit at 40k documents `lexical_index` took 1.3-1.6 s, and only
+`published_index` waits for it, while the steps of the critical path (graph, communities,
+reports, vector tables) keep 1.1-1.4 of the machine's 2 cores busy (sampled from /proc, one
+edit, session 29). Dagster's in-process executor runs one step at a time; its multiprocess
+executor starts a process per step (seconds of imports each) and loses the run's shared
+embedding worker and read cache.
+
+Everything else is Dagster's in-process executor (`InProcessExecutor`, its config and
+name, so `resources.embedder` still sees one process): the main steps run one at a time in
+the run's main thread, where an interrupt stops them as before, in Dagster's order (the
+ready step of the highest `dagster/priority` next: `chunk_embeddings` waits for the worker
+last).
+The side lane runs side steps one at a time in a worker thread; the main thread takes its
+events between its own (Dagster's bookkeeping, hooks and skips stay in one thread; the event
+log storage has its own lock). A side step cannot be interrupted (Dagster raises interrupts
+in the main thread only); whatever way the run ends, it waits for the side step to finish,
+so no step writes after the run (and its output lock) ended. A side step's failure ends the
+run after the main step in hand, as the in-process executor's raise would have.
+
+A step belongs on the side lane when it is off the critical path, bounded in memory next to
+the main steps it can overlap, and needs nothing that is not safe from two threads: today
+`lexical_index` (text units and documents in, a BM25 folder out). Written against dagster
+1.13.27, which pyproject pins: `ActiveExecution`, `dagster_event_sequence_for_step` and the
+hook trigger are Dagster's private API (tests/test_side_lane.py runs the job through it).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import sys
+import threading
+from collections import deque
+from collections.abc import Iterator
+from contextlib import ExitStack
+
+from dagster import ExecutorDefinition, in_process_executor
+from dagster._core.events import DagsterEvent, EngineEventData
+from dagster._core.execution.api import ExecuteRunWithPlanIterable
+from dagster._core.execution.compute_logs import create_compute_log_file_key
+from dagster._core.execution.context.system import PlanExecutionContext, PlanOrchestrationContext
+from dagster._core.execution.context_creation_job import PlanExecutionContextManager
+from dagster._core.execution.plan.active import ActiveExecution
+from dagster._core.execution.plan.execute_plan import (
+    _handle_compute_log_setup_error,
+    _handle_compute_log_teardown_error,
+    _trigger_hook,
+    dagster_event_sequence_for_step,
+)
+from dagster._core.execution.plan.instance_concurrency_context import InstanceConcurrencyContext
+from dagster._core.execution.plan.plan import ExecutionPlan
+from dagster._core.execution.plan.step import ExecutionStep
+from dagster._core.executor.in_process import InProcessExecutor
+from dagster._core.storage.tags import PRIORITY_TAG
+
+SIDE_TAG = "docgraph/side"  # op tag: "true" puts the step on the side lane
+_DONE = object()  # a side step's last item on the queue
+_WAIT_S = 0.2  # how long the main thread blocks on the side lane before looking again
+
+
+def is_side(step: ExecutionStep) -> bool:
+    return step.tags.get(SIDE_TAG) == "true"
+
+
+def _priority(step: ExecutionStep) -> int:
+    """Dagster's order of ready steps (its default sort key): higher `dagster/priority` first."""
+    return -int(step.tags.get(PRIORITY_TAG, 0))
+
+
+class _SideLane:
+    """Side steps one at a time in a worker thread, their events queued for the main thread."""
+
+    def __init__(self, job_context: PlanExecutionContext, active: ActiveExecution):
+        self.job_context, self.active = job_context, active
+        self.waiting: deque[ExecutionStep] = deque()
+        self.items: queue.SimpleQueue = queue.SimpleQueue()
+        self.thread: threading.Thread | None = None
+        self.step_context = None
+        self.events: list[DagsterEvent] = []
+        self.error: BaseException | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self.step_context is not None
+
+    def start_next(self) -> None:
+        if self.busy or not self.waiting or self.error is not None:
+            return
+        step = self.waiting.popleft()
+        self.step_context = self.job_context.for_step(step, self.active.get_known_state())
+        self.events = []
+        self.thread = threading.Thread(
+            target=self._run, args=(self.step_context,), name=f"side-{step.key}", daemon=True
+        )
+        self.thread.start()
+
+    def _run(self, step_context) -> None:
+        try:
+            for event in dagster_event_sequence_for_step(step_context):
+                self.items.put(event)
+        except BaseException as exc:  # raise_on_error: re-raised in the main thread
+            self.items.put(exc)
+        finally:
+            self.items.put(_DONE)
+
+    def take(self, block: bool) -> Iterator[DagsterEvent]:
+        """The side step's events queued so far (with `block`, waiting up to _WAIT_S for
+        one), each handled as the main thread handles its own; the next side step started
+        when one ends."""
+        while self.busy:
+            try:
+                item = self.items.get(timeout=_WAIT_S) if block else self.items.get_nowait()
+            except queue.Empty:
+                return
+            block = False
+            if item is _DONE:
+                yield from self._finish()
+            elif isinstance(item, BaseException):
+                self.error = item
+            else:
+                self.events.append(item)
+                yield item
+                self.active.handle_event(item)
+
+    def _finish(self) -> Iterator[DagsterEvent]:
+        step_context, self.step_context = self.step_context, None
+        self.thread.join()
+        if self.error is not None:
+            return
+        self.active.verify_complete(self.job_context, step_context.step.key)
+        yield from _after_step(self.job_context, self.active, step_context, self.events)
+        self.start_next()
+
+    def close(self) -> None:
+        """Wait for the side step in hand (it cannot be stopped); start no other."""
+        self.waiting.clear()
+        if self.thread is not None:
+            self.thread.join()
+
+
+def _after_step(job_context, active, step_context, events) -> Iterator[DagsterEvent]:
+    """What Dagster's in-process loop does after a step: skips it caused, then its hooks."""
+    for event in active.plan_events_iterator(job_context):
+        events.append(event)
+        yield event
+    yield from _trigger_hook(step_context, events)
+
+
+def _main_step(
+    job_context: PlanExecutionContext, active: ActiveExecution, lane: _SideLane, step
+) -> Iterator[DagsterEvent]:
+    step_context = job_context.for_step(step, active.get_known_state())
+    events: list[DagsterEvent] = []
+    for event in dagster_event_sequence_for_step(step_context):
+        events.append(event)
+        yield event
+        active.handle_event(event)
+        yield from lane.take(block=False)
+    active.verify_complete(job_context, step.key)
+    yield from _after_step(job_context, active, step_context, events)
+
+
+def side_lane_iterator(
+    job_context: PlanExecutionContext,
+    execution_plan: ExecutionPlan,
+    instance_concurrency_context: InstanceConcurrencyContext | None = None,
+) -> Iterator[DagsterEvent]:
+    """Dagster's `inner_plan_execution_iterator`, with side steps on the side lane."""
+    compute_log_manager = job_context.instance.compute_log_manager
+    step_keys = [step.key for step in execution_plan.get_steps_to_execute_in_topo_order()]
+    with (
+        InstanceConcurrencyContext(job_context.instance, job_context.dagster_run) as concurrency,
+        execution_plan.start(
+            retry_mode=job_context.retry_mode,
+            instance_concurrency_context=concurrency,
+            step_dependency_config=job_context.step_dependency_config,
+        ) as active,
+        ExitStack() as capture_stack,
+    ):
+        log_key = compute_log_manager.build_log_key_for_run(
+            job_context.run_id, create_compute_log_file_key()
+        )
+        try:
+            log_context = capture_stack.enter_context(compute_log_manager.capture_logs(log_key))
+            yield DagsterEvent.capture_logs(job_context, step_keys, log_key, log_context)
+        except Exception:
+            yield from _handle_compute_log_setup_error(job_context, sys.exc_info())
+        lane = _SideLane(job_context, active)
+        main: list[ExecutionStep] = []  # ready, in the order they became ready
+        try:
+            while not active.is_complete:
+                for step in active.get_steps_to_execute():  # every ready step
+                    (lane.waiting if is_side(step) else main).append(step)
+                yield from active.concurrency_event_iterator(job_context)
+                lane.start_next()
+                if main:
+                    step = min(main, key=_priority)  # as Dagster picks: the first of the highest
+                    main.remove(step)
+                    yield from _main_step(job_context, active, lane, step)
+                elif lane.busy:
+                    yield from lane.take(block=True)
+                else:
+                    active.sleep_til_ready()
+                if lane.error is not None:
+                    raise lane.error
+        finally:
+            lane.close()
+        try:
+            capture_stack.close()
+        except Exception:
+            yield from _handle_compute_log_teardown_error(job_context, sys.exc_info())
+
+
+class SideLaneExecutor(InProcessExecutor):
+    """Dagster's in-process executor whose steps tagged SIDE_TAG run beside the others."""
+
+    def execute(
+        self, plan_context: PlanOrchestrationContext, execution_plan: ExecutionPlan
+    ) -> Iterator[DagsterEvent]:
+        keys = execution_plan.step_keys_to_execute
+        pid = os.getpid()
+        yield DagsterEvent.engine_event(
+            plan_context,
+            f"Executing steps in process (pid: {pid}), side steps in a thread beside them",
+            event_specific_data=EngineEventData.in_process(pid, keys),
+        )
+        yield from ExecuteRunWithPlanIterable(
+            execution_plan=plan_context.execution_plan,
+            iterator=side_lane_iterator,
+            execution_context_manager=PlanExecutionContextManager(
+                job=plan_context.job,
+                retry_mode=plan_context.retry_mode,
+                execution_plan=plan_context.execution_plan,
+                run_config=plan_context.run_config,
+                dagster_run=plan_context.dagster_run,
+                instance=plan_context.instance,
+                raise_on_error=plan_context.raise_on_error,
+                output_capture=plan_context.output_capture,
+                step_dependency_config=self.step_dependency_config,
+            ),
+        )
+        yield DagsterEvent.engine_event(
+            plan_context,
+            f"Finished steps in process (pid: {pid})",
+            event_specific_data=EngineEventData.in_process(pid, keys),
+        )
+
+
+def _create(init_context) -> SideLaneExecutor:
+    stock = in_process_executor.executor_creation_fn(init_context)
+    return SideLaneExecutor(stock.retries, stock.step_dependency_config, stock.marker_to_close)
+
+
+side_lane_executor = ExecutorDefinition(
+    name=in_process_executor.name,  # one process: what resources.embedder looks for
+    config_schema=in_process_executor.config_schema,
+    requirements=in_process_executor.get_requirements,
+    executor_creation_fn=_create,
+    description="Dagster's in-process executor; steps tagged docgraph/side run in a thread "
+    "beside the others.",
+)

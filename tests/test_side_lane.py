@@ -1,0 +1,122 @@
+"""The in-process executor's side lane (resources.side_lane): real Dagster runs of small jobs
+on it, and the index job's lexical index beside the communities."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from dagster import (
+    DagsterInstance,
+    Definitions,
+    asset,
+    build_reconstructable_job,
+    define_asset_job,
+    execute_job,
+)
+
+from resources.side_lane import SIDE_TAG, side_lane_executor
+
+HERE = Path(__file__).resolve().parent
+# the side step and the main step each wait here for the other: both must run at once
+MEET = threading.Barrier(2, timeout=30)
+SEEN: dict[str, str] = {}  # step -> the thread it ran in
+
+
+def lane_job(side_fails: bool):
+    @asset
+    def start() -> int:
+        return 1
+
+    @asset(op_tags={SIDE_TAG: "true"})
+    def side(start: int) -> int:
+        SEEN["side"] = threading.current_thread().name
+        MEET.wait()
+        if side_fails:
+            raise ValueError("the side step failed")
+        return start + 1
+
+    @asset
+    def main(start: int) -> int:
+        SEEN["main"] = threading.current_thread().name
+        MEET.wait()
+        return start + 2
+
+    @asset
+    def after(side: int, main: int) -> int:
+        SEEN["after"] = threading.current_thread().name
+        SEEN["sum"] = str(side + main)
+        return side + main
+
+    job = define_asset_job("lanes", executor_def=side_lane_executor)
+    defs = Definitions(assets=[start, side, main, after], jobs=[job])
+    return defs.resolve_job_def("lanes")
+
+
+def _run(side_fails: bool, instance: DagsterInstance, raise_on_error: bool = False):
+    MEET.reset()
+    SEEN.clear()
+    job = build_reconstructable_job(
+        __name__,
+        lane_job.__name__,
+        reconstructable_args=(side_fails,),
+        reconstructor_working_directory=str(HERE),
+    )
+    return execute_job(job, instance=instance, raise_on_error=raise_on_error)
+
+
+def _materialized(instance: DagsterInstance, run_id: str) -> set[str]:
+    records = instance.get_records_for_run(run_id).records
+    events = [r.event_log_entry.dagster_event for r in records if r.event_log_entry.dagster_event]
+    return {
+        e.asset_key.to_user_string()
+        for e in events
+        if e.is_step_materialization and e.asset_key is not None
+    }
+
+
+def test_a_side_step_runs_beside_a_main_step_in_a_thread():
+    with DagsterInstance.ephemeral() as instance:
+        with _run(False, instance) as result:
+            assert result.success
+            run_id = result.run_id
+        assert _materialized(instance, run_id) == {"start", "side", "main", "after"}
+    # the two met at the barrier: they ran at once; main steps stay in the main thread
+    assert SEEN["main"] == SEEN["after"] == threading.main_thread().name
+    assert SEEN["side"] == "side-side"
+    assert SEEN["sum"] == "5"  # the side step's output reached the step after it
+
+
+def test_a_failed_side_step_fails_the_run_and_keeps_the_main_steps_work():
+    with DagsterInstance.ephemeral() as instance:
+        with _run(True, instance) as result:
+            assert not result.success
+            failed = [e.step_key for e in result.all_events if e.is_step_failure]
+            started = [e.step_key for e in result.all_events if e.is_step_start]
+            run_id = result.run_id
+        assert failed == ["side"] and "after" not in started and "after" not in SEEN
+        assert _materialized(instance, run_id) == {"start", "main"}
+        with pytest.raises(ValueError, match="the side step failed"):
+            _run(True, instance, raise_on_error=True)
+        assert "after" not in SEEN  # raised before the step after it ran
+
+
+def test_the_index_job_builds_the_lexical_index_beside_the_communities(tmp_path):
+    from app.cli.demo import write_sample_corpus
+    from app.run import run_index
+
+    write_sample_corpus(tmp_path / "input")
+    with DagsterInstance.ephemeral() as instance:
+        result = run_index(
+            input_dir=str(tmp_path / "input"),
+            output_dir=str(tmp_path / "output"),
+            log_level="ERROR",
+            instance=instance,
+        )
+        assert result.success
+        stats = {s.step_key: s for s in instance.get_run_step_stats(result.run_id)}
+    lexical, communities = stats["lexical_index"], stats["communities"]
+    assert lexical.start_time < communities.end_time
+    assert communities.start_time < lexical.end_time
+    assert stats["published_index"].start_time >= lexical.end_time
