@@ -50,7 +50,7 @@ def chunks_asset(n_shards: int):
         emb = embedder.get() if settings.method == "semantic" else None
 
         def prefetch(texts: list[str]) -> int:
-            # chunk_embeddings runs late (its priority): the worker embeds meanwhile
+            # chunk_embeddings waits for them beside the other steps: the worker embeds meanwhile
             return embedder.prefetch(context, texts, "chunk_embeddings")
 
         carry = shard_carry(context, docgraph.settings())

@@ -33,6 +33,7 @@ from pipeline.vectors.texts import embedding_text
 from pipeline.vectors.topic_carry import same_topic_run, write_state
 from resources import DocgraphConfig, EmbedderResource, output_root_metadata
 from resources.output import run_dir
+from resources.side_lane import SIDE_TAG
 
 
 def _table_result(
@@ -80,9 +81,11 @@ def chunk_embeddings_asset(n_shards: int) -> AssetsDefinition:
     @asset(
         name="chunk_embeddings",
         deps=["chunks"],
-        # after every step that does not need it: the chunks step queued these texts on the
-        # worker (EmbedderResource.prefetch), which embeds them while those steps run
-        op_tags={"dagster/priority": "-1"},
+        # the chunks step queued these texts on the worker (EmbedderResource.prefetch), which
+        # embeds them while the steps that do not need them run: this step waits for them on
+        # the side lane (resources.side_lane), or, on an executor without one, after every
+        # step that does not need it (its priority)
+        op_tags={"dagster/priority": "-1", SIDE_TAG: "true"},
         partitions_def=shard_partitions(n_shards),
         backfill_policy=SHARD_POLICY,
         group_name="vectors",

@@ -139,8 +139,9 @@ def _metadata(result) -> dict[str, dict]:
 
 
 def test_an_in_process_index_queues_chunks_ahead(sample_index):
-    """The chunks step queues its texts; the step that needs their vectors (run later) takes
-    them, into the right rows. Entity titles need no model (static_titles): none queued."""
+    """The chunks step queues its texts; the step that takes their vectors waits for them
+    beside the others, and puts them into the right rows. Entity titles need no model
+    (static_titles): none queued."""
     _, out, result, _ = sample_index
     meta = _metadata(result)
     units = store.read_table(out, "text_units")
@@ -152,8 +153,13 @@ def test_an_in_process_index_queues_chunks_ahead(sample_index):
     rows = lance.join(units.select("id", "text"), on="id")
     expected = get_embedder(EmbeddingSettings()).embed(rows["text"].to_list())
     np.testing.assert_allclose(np.stack(rows["vector"].to_numpy()), expected, atol=1e-5)
-    steps = [e.step_key for e in result.all_events if e.event_type_value == "STEP_START"]
-    assert steps.index("chunk_embeddings") > steps.index("community_reports")
+    # it waits for them beside the steps that do not need them (the side lane), not before
+    events = [(e.event_type_value, e.step_key) for e in result.all_events]
+    started = events.index(("STEP_START", "chunk_embeddings"))
+    assert events.index(("STEP_START", "extracted_graph")) < events.index(
+        ("STEP_SUCCESS", "chunk_embeddings")
+    )
+    assert started < events.index(("STEP_SUCCESS", "extracted_graph"))
 
 
 def test_titles_for_the_model_are_queued_by_the_graph_step(tmp_path, monkeypatch):

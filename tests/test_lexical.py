@@ -59,14 +59,20 @@ def test_a_corpus_without_a_term_indexes_and_scores_nothing(tmp_path, texts):
     assert not lex.scores("и hello", rows).any() and lex.scores("hello").size == len(texts)
 
 
+@pytest.mark.parametrize("block", [None, 97])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_score_matrix_equals_bm25s_own_index_to_the_bit(seed):
+def test_score_matrix_equals_bm25s_own_index_to_the_bit(seed, block, monkeypatch):
     """pipeline.lexical.bm25_scores builds on whole arrays what bm25s builds a document at a
-    time: same data, indices and indptr (empty documents, repeats and unused ids too)."""
+    time: same data, indices and indptr (empty documents, repeats and unused ids too), scored
+    in one block or in many (`block` entries each)."""
     import bm25s
 
+    from pipeline.lexical import bm25_scores
     from pipeline.lexical.bm25 import K1, B
     from pipeline.lexical.bm25_scores import counts_of, score_matrix
+
+    if block is not None:
+        monkeypatch.setattr(bm25_scores, "SCORE_BLOCK", block)
 
     rng = np.random.default_rng(seed)
     n_vocab = 300
