@@ -21,10 +21,13 @@ so no step writes after the run (and its output lock) ended. A side step's failu
 run after the main step in hand, as the in-process executor's raise would have.
 
 A step belongs on the side lane when it is off the critical path, bounded in memory next to
-the main steps it can overlap, and needs nothing that is not safe from two threads: today
-`lexical_index` (text units and documents in, a BM25 folder out). Written against dagster
-1.13.27, which pyproject pins: `ActiveExecution`, `dagster_event_sequence_for_step` and the
-hook trigger are Dagster's private API (tests/test_side_lane.py runs the job through it).
+the main steps it can overlap, and needs nothing that is not safe from two threads. Today:
+`lexical_index` (text units and documents in, a BM25 folder out) and `chunk_embeddings` (it
+waits for the embedding worker, whose client and cache take concurrent callers).
+
+Written against dagster 1.13.27, which pyproject pins: `ActiveExecution`,
+`dagster_event_sequence_for_step` and the hook trigger are Dagster's private API
+(tests/test_side_lane.py runs the job through it).
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ on it, and the index job's lexical index beside the communities."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -21,10 +22,12 @@ from resources.side_lane import SIDE_TAG, side_lane_executor
 HERE = Path(__file__).resolve().parent
 # the side step and the main step each wait here for the other: both must run at once
 MEET = threading.Barrier(2, timeout=30)
-SEEN: dict[str, str] = {}  # step -> the thread it ran in
+SEEN: dict[str, str] = {}  # what the steps saw: the thread each ran in, what they made
 
 
-def lane_job(side_fails: bool):
+def lane_job(fails: str):
+    """start -> side (on the side lane) and main -> after; `fails`: the step that raises."""
+
     @asset
     def start() -> int:
         return 1
@@ -33,14 +36,18 @@ def lane_job(side_fails: bool):
     def side(start: int) -> int:
         SEEN["side"] = threading.current_thread().name
         MEET.wait()
-        if side_fails:
+        if fails == "side":
             raise ValueError("the side step failed")
+        time.sleep(0.5 if fails == "main" else 0)
+        SEEN["side_done"] = "yes"
         return start + 1
 
     @asset
     def main(start: int) -> int:
         SEEN["main"] = threading.current_thread().name
         MEET.wait()
+        if fails == "main":
+            raise ValueError("the main step failed")
         return start + 2
 
     @asset
@@ -54,13 +61,13 @@ def lane_job(side_fails: bool):
     return defs.resolve_job_def("lanes")
 
 
-def _run(side_fails: bool, instance: DagsterInstance, raise_on_error: bool = False):
+def _run(fails: str, instance: DagsterInstance, raise_on_error: bool = False):
     MEET.reset()
     SEEN.clear()
     job = build_reconstructable_job(
         __name__,
         lane_job.__name__,
-        reconstructable_args=(side_fails,),
+        reconstructable_args=(fails,),
         reconstructor_working_directory=str(HERE),
     )
     return execute_job(job, instance=instance, raise_on_error=raise_on_error)
@@ -78,7 +85,7 @@ def _materialized(instance: DagsterInstance, run_id: str) -> set[str]:
 
 def test_a_side_step_runs_beside_a_main_step_in_a_thread():
     with DagsterInstance.ephemeral() as instance:
-        with _run(False, instance) as result:
+        with _run("", instance) as result:
             assert result.success
             run_id = result.run_id
         assert _materialized(instance, run_id) == {"start", "side", "main", "after"}
@@ -90,7 +97,7 @@ def test_a_side_step_runs_beside_a_main_step_in_a_thread():
 
 def test_a_failed_side_step_fails_the_run_and_keeps_the_main_steps_work():
     with DagsterInstance.ephemeral() as instance:
-        with _run(True, instance) as result:
+        with _run("side", instance) as result:
             assert not result.success
             failed = [e.step_key for e in result.all_events if e.is_step_failure]
             started = [e.step_key for e in result.all_events if e.is_step_start]
@@ -98,8 +105,20 @@ def test_a_failed_side_step_fails_the_run_and_keeps_the_main_steps_work():
         assert failed == ["side"] and "after" not in started and "after" not in SEEN
         assert _materialized(instance, run_id) == {"start", "main"}
         with pytest.raises(ValueError, match="the side step failed"):
-            _run(True, instance, raise_on_error=True)
+            _run("side", instance, raise_on_error=True)
         assert "after" not in SEEN  # raised before the step after it ran
+
+
+def test_a_run_that_fails_in_a_main_step_waits_for_the_side_step():
+    """Nothing runs after the run ended (its output lock released): the side step in hand
+    finishes before the run returns, however the run ends."""
+    with DagsterInstance.ephemeral() as instance:
+        with pytest.raises(ValueError, match="the main step failed"):
+            _run("main", instance, raise_on_error=True)
+        assert SEEN.get("side_done") == "yes"
+        with _run("main", instance) as result:
+            assert not result.success
+        assert SEEN.get("side_done") == "yes" and "after" not in SEEN
 
 
 def test_the_index_job_builds_the_lexical_index_beside_the_communities(tmp_path):
