@@ -11,9 +11,8 @@ embedding worker and read cache.
 Everything else is Dagster's in-process executor (`InProcessExecutor`, its config and
 name, so `resources.embedder` still sees one process): the main steps run one at a time in
 the run's main thread, where an interrupt stops them as before, in Dagster's order (the
-ready step of the highest `dagster/priority` next: `chunk_embeddings` waits for the worker
-last).
-The side lane runs side steps one at a time in a worker thread; the main thread takes its
+ready step of the highest `dagster/priority` next). The side lane runs side steps one at a
+time, in the order they became ready, in a worker thread; the main thread takes its
 events between its own (Dagster's bookkeeping, hooks and skips stay in one thread; the event
 log storage has its own lock). A side step cannot be interrupted (Dagster raises interrupts
 in the main thread only); whatever way the run ends, it waits for the side step to finish,
@@ -22,8 +21,9 @@ run after the main step in hand, as the in-process executor's raise would have.
 
 A step belongs on the side lane when it is off the critical path, bounded in memory next to
 the main steps it can overlap, and needs nothing that is not safe from two threads. Today:
-`lexical_index` (text units and documents in, a BM25 folder out) and `chunk_embeddings` (it
-waits for the embedding worker, whose client and cache take concurrent callers).
+`lexical_index` (text units and documents in, a BM25 folder out), `chunk_embeddings` (it
+waits for the embedding worker, whose client and cache take concurrent callers),
+`structure_edges` and `publications` (small tables only the published index reads).
 
 Written against dagster 1.13.27, which pyproject pins: `ActiveExecution`,
 `dagster_event_sequence_for_step` and the hook trigger are Dagster's private API
