@@ -20,7 +20,6 @@ from pipeline.storage import store
 from pipeline.storage.carry import KeptDocuments
 from resources import DocgraphConfig
 from resources.output import run_dir
-from resources.side_lane import SIDE_TAG
 
 # A run tag naming the file where the process that launched the run saved the input
 # folder's walk (app/run.py): the steps read it instead of walking the folder again.
@@ -127,9 +126,8 @@ def documents_asset(n_shards: int):
         ),
     },
     deps=["documents"],
-    # nothing before the tail reads it: beside the other steps (resources.side_lane), or on
-    # an executor without a side lane after the steps that feed the embedding worker
-    op_tags={"dagster/priority": "-1", SIDE_TAG: "true"},
+    # nothing before the tail reads it: after the steps that feed the embedding worker
+    op_tags={"dagster/priority": "-1"},
     group_name="ingest",
 )
 def publications(context: AssetExecutionContext, docgraph: DocgraphConfig):

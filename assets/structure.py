@@ -29,7 +29,6 @@ from pipeline.structure.build import carry_structure
 from pipeline.structure.link_carry import link_edges, write_sidecar
 from resources import DocgraphConfig
 from resources.output import run_dir
-from resources.side_lane import SIDE_TAG
 
 TABLES = {
     "sections": "Section tree of every document (DOCUMENT root).",
@@ -119,7 +118,6 @@ def structure_asset(n_shards: int):
     group_name="structure",
     description="Every structure edge: within documents, and links resolved across all shards.",
     kinds=set(PARQUET_KINDS),
-    op_tags={SIDE_TAG: "true"},  # only published_index waits for it (resources.side_lane)
 )
 def structure_edges(
     context: AssetExecutionContext, docgraph: DocgraphConfig

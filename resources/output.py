@@ -11,6 +11,7 @@ to the store's current version and caches first (pipeline.storage.remote.pull).
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,10 @@ from resources.config import DocgraphConfig
 log = logging.getLogger(__name__)
 EPHEMERAL_RUN = "EPHEMERAL"  # an asset invoked directly, outside any run
 _UNFINISHED = ("STARTED", "STARTING", "NOT_STARTED", "CANCELING")
+# One thread at a time prepares the staging folder: the first call of a run discards another
+# run's and links the current version's files in, which a second step starting beside it
+# must wait for, not do again over it.
+_FIRST_CALL = threading.Lock()
 
 
 def _run_of(context: Any):
@@ -52,15 +57,16 @@ def run_dir(docgraph: DocgraphConfig, context: Any = None) -> Path:
     run = _run_of(context) if context is not None else None
     run_id = run.run_id if run is not None else EPHEMERAL_RUN
     lock.acquire(root, run_id, settings.storage.lock_wait_s)
-    orphan = lock.take_orphan(root)
-    if orphan and orphan.get("run_id") != run_id:
-        _fail_orphan(_instance_of(context), orphan)
-    if store.staging_owner(root) != run_id:
-        for path in remove_stray_temps(root):
-            log.warning("removed %s, left by a run that did not finish", path.relative_to(root))
-        if mirror.url_of(root) is not None:  # an object-store output: its local mirror
-            remote.pull(root, caches=True)
-    return store.begin(root, run_id, run.parent_run_id if run is not None else None)
+    with _FIRST_CALL:  # a run's first steps may start side by side (resources.side_lane)
+        orphan = lock.take_orphan(root)
+        if orphan and orphan.get("run_id") != run_id:
+            _fail_orphan(_instance_of(context), orphan)
+        if store.staging_owner(root) != run_id:
+            for path in remove_stray_temps(root):
+                log.warning("removed %s, left by a run that did not finish", path.relative_to(root))
+            if mirror.url_of(root) is not None:  # an object-store output: its local mirror
+                remote.pull(root, caches=True)
+        return store.begin(root, run_id, run.parent_run_id if run is not None else None)
 
 
 def _fail_orphan(instance: Any, stale: dict[str, Any]) -> None:

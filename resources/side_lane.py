@@ -21,9 +21,8 @@ run after the main step in hand, as the in-process executor's raise would have.
 
 A step belongs on the side lane when it is off the critical path, bounded in memory next to
 the main steps it can overlap, and needs nothing that is not safe from two threads. Today:
-`lexical_index` (text units and documents in, a BM25 folder out), `chunk_embeddings` (it
-waits for the embedding worker, whose client and cache take concurrent callers),
-`structure_edges` and `publications` (small tables only the published index reads).
+`lexical_index` (text units and documents in, a BM25 folder out) and `chunk_embeddings` (it
+waits for the embedding worker, whose client and cache take concurrent callers).
 
 Written against dagster 1.13.27, which pyproject pins: `ActiveExecution`,
 `dagster_event_sequence_for_step` and the hook trigger are Dagster's private API

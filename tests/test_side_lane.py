@@ -139,3 +139,36 @@ def test_the_index_job_builds_the_lexical_index_beside_the_communities(tmp_path)
     assert lexical.start_time < communities.end_time
     assert communities.start_time < lexical.end_time
     assert stats["published_index"].start_time >= lexical.end_time
+
+
+def test_steps_starting_side_by_side_begin_the_staging_folder_once(indexed_sample, monkeypatch):
+    """Two steps of one run calling run_dir at once (the side lane's first steps): one
+    discards the last staging folder and links the published version in, the other waits
+    for it and gets the same folder."""
+    from concurrent.futures import ThreadPoolExecutor
+    from types import SimpleNamespace
+
+    from pipeline.storage import lock, store
+    from resources import DocgraphConfig
+    from resources.output import run_dir
+
+    inp, out = indexed_sample
+    linked = []
+    link_tree = store._link_tree
+
+    def slow_link(src, dst, skip=frozenset()):
+        linked.append(dst)
+        time.sleep(0.3)  # the other thread arrives meanwhile
+        link_tree(src, dst, skip)
+
+    monkeypatch.setattr(store, "_link_tree", slow_link)
+    config = DocgraphConfig(input_dir=str(inp), output_dir=str(out))
+    step = SimpleNamespace(run=SimpleNamespace(run_id="side-by-side", parent_run_id=None))
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            folders = list(pool.map(lambda _: run_dir(config, step), range(2)))
+    finally:
+        lock.release(out)
+    assert folders[0] == folders[1] == store.staging_dir(out)
+    assert len(linked) == 1
+    assert store.read_table(folders[0], "documents").height > 0
