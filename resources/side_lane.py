@@ -20,9 +20,15 @@ so no step writes after the run (and its output lock) ended. A side step's failu
 run after the main step in hand, as the in-process executor's raise would have.
 
 A step belongs on the side lane when it is off the critical path, bounded in memory next to
-the main steps it can overlap, and needs nothing that is not safe from two threads. Today:
-`lexical_index` (text units and documents in, a BM25 folder out) and `chunk_embeddings` (it
-waits for the embedding worker, whose client and cache take concurrent callers).
+the main steps it can overlap, needs nothing that is not safe from two threads, and reads no
+table a step that may run beside it writes. Dependencies order only what they name: the
+chunks step rewrites the `documents` shards (their `text_unit_ids`), so a side step reading
+`documents` could start beside it and read a shard as it is replaced (most likely what
+failed once, "dictionary page beyond the first page", when `structure_edges` and
+`publications` were side steps: polars reading a new file at the old one's offsets). Today:
+`lexical_index` (text units and documents in, a BM25 folder out; it starts after the merge,
+which waits for the chunks) and `chunk_embeddings` (it reads the chunks and waits for the
+embedding worker, whose client and cache take concurrent callers).
 
 Written against dagster 1.13.27, which pyproject pins: `ActiveExecution`,
 `dagster_event_sequence_for_step` and the hook trigger are Dagster's private API
