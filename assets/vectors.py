@@ -3,7 +3,8 @@
 Text units are embedded first, a shard at a time (chunk_embeddings, into the embedding
 cache); content node, entity, relationship and report vectors are derived from them by
 default (see pipeline.vectors.lance), hence the chain of dependencies. The Lance tables are
-one step (vector_tables, pipeline.vectors.build_tables), each table an asset of its own.
+two steps (pipeline.vectors.build_tables), each table an asset of its own: the text units'
+and content nodes' (unit_vector_tables), then the graph's (vector_tables).
 """
 
 import time
@@ -143,45 +144,65 @@ _DESCRIPTIONS = {
 }
 
 
-@multi_asset(
-    name="vector_tables",
-    specs=[
-        AssetSpec(
-            f"{source}_vectors",
-            # the step reads each table itself (INPUT_COLUMNS), just when it makes its own
-            deps=_VECTOR_DEPS[source],
-            group_name="vectors",
-            description=_DESCRIPTIONS.get(
-                source, f"LanceDB table `{source}`: vectors + full-text index."
-            ),
-            kinds=set(LANCE_KINDS),
-            skippable=True,
-        )
-        for source in VECTOR_TABLES
-    ],
-    can_subset=True,
-)
-def vector_tables(
-    context: AssetExecutionContext, docgraph: DocgraphConfig, embedder: EmbedderResource
-) -> Iterator[MaterializeResult]:
-    """Every Lance table in one step, written side by side while they are small
-    (pipeline.vectors.build_tables): the run's last seconds on both cores."""
-    started = time.perf_counter()
-    emb = embedder.get()
-    folder = run_dir(docgraph, context)
-    names = [key.to_user_string().removesuffix("_vectors") for key in context.selected_asset_keys]
-    settings = docgraph.settings().embedding
-    # rows carried over from the version the run started from (its tables are the staging
-    # folder's until rewritten); the row digests say which rows changed
-    base = base_version(docgraph.settings().output_dir)
-    whole = "a full run (--full)" if context.run.tags.get(FULL_TAG) == "1" else None
-    whole = NO_BASE if base is None else whole
-    outcomes: dict[str, dict] = {}
-    built = build_vector_tables_at_once(
-        folder, names, emb, settings, whole=whole, outcomes=outcomes, base=base
+# The Lance tables in two steps: those made from the text units alone, which nothing on the
+# graph's path waits for until the graph's own vector tables (they run on the side lane,
+# beside the communities and reports: resources.side_lane), and the graph's.
+UNIT_VECTOR_TABLES = ("text_units", "content_nodes")
+GRAPH_VECTOR_TABLES = tuple(t for t in VECTOR_TABLES if t not in UNIT_VECTOR_TABLES)
+
+
+def vector_tables_step(name: str, sources: tuple[str, ...], op_tags: dict | None = None):
+    """The step making the Lance tables `sources` (of VECTOR_TABLES), each an asset."""
+
+    @multi_asset(
+        name=name,
+        specs=[
+            AssetSpec(
+                f"{source}_vectors",
+                # the step reads each table itself (INPUT_COLUMNS), just when it makes its own
+                deps=_VECTOR_DEPS[source],
+                group_name="vectors",
+                description=_DESCRIPTIONS.get(
+                    source, f"LanceDB table `{source}`: vectors + full-text index."
+                ),
+                kinds=set(LANCE_KINDS),
+                skippable=True,
+            )
+            for source in sources
+        ],
+        can_subset=True,
+        op_tags=op_tags,
     )
-    for source, rows in built:
-        yield _table_result(context, docgraph, emb, source, rows, started, outcomes[source])
+    def _step(
+        context: AssetExecutionContext, docgraph: DocgraphConfig, embedder: EmbedderResource
+    ) -> Iterator[MaterializeResult]:
+        """Its Lance tables, written side by side while they are small
+        (pipeline.vectors.build_tables)."""
+        started = time.perf_counter()
+        emb = embedder.get()
+        folder = run_dir(docgraph, context)
+        keys = context.selected_asset_keys
+        names = [key.to_user_string().removesuffix("_vectors") for key in keys]
+        settings = docgraph.settings().embedding
+        # rows carried over from the version the run started from (its tables are the
+        # staging folder's until rewritten); the row digests say which rows changed
+        base = base_version(docgraph.settings().output_dir)
+        whole = "a full run (--full)" if context.run.tags.get(FULL_TAG) == "1" else None
+        whole = NO_BASE if base is None else whole
+        outcomes: dict[str, dict] = {}
+        built = build_vector_tables_at_once(
+            folder, names, emb, settings, whole=whole, outcomes=outcomes, base=base
+        )
+        for source, rows in built:
+            yield _table_result(context, docgraph, emb, source, rows, started, outcomes[source])
+
+    return _step
+
+
+unit_vector_tables = vector_tables_step(
+    "unit_vector_tables", UNIT_VECTOR_TABLES, {SIDE_TAG: "true"}
+)
+vector_tables = vector_tables_step("vector_tables", GRAPH_VECTOR_TABLES)
 
 
 @asset(
@@ -189,6 +210,7 @@ def vector_tables(
     group_name="structure",
     description="SAME_TOPIC edges between sections of different documents, by embedding.",
     kinds=set(PARQUET_KINDS),
+    op_tags={SIDE_TAG: "true"},  # only published_index waits for it (resources.side_lane)
 )
 def same_topic_edges(
     context: AssetExecutionContext, docgraph: DocgraphConfig, embedder: EmbedderResource
@@ -231,6 +253,7 @@ def same_topic_edges(
 
 
 vector_assets = [
+    unit_vector_tables,
     vector_tables,
     same_topic_edges,
 ]

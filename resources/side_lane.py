@@ -27,8 +27,10 @@ chunks step rewrites the `documents` shards (their `text_unit_ids`), so a side s
 failed once, "dictionary page beyond the first page", when `structure_edges` and
 `publications` were side steps: polars reading a new file at the old one's offsets). Today:
 `lexical_index` (text units and documents in, a BM25 folder out; it starts after the merge,
-which waits for the chunks) and `chunk_embeddings` (it reads the chunks and waits for the
-embedding worker, whose client and cache take concurrent callers).
+which waits for the chunks), `chunk_embeddings` (it reads the chunks and waits for the
+embedding worker, whose client and cache take concurrent callers), and the unit vector tables
+and `same_topic_edges` (text units, sections and content nodes in; Lance tables and a small
+table out; after the merge, beside communities and reports).
 
 Written against dagster 1.13.27, which pyproject pins: `ActiveExecution`,
 `dagster_event_sequence_for_step` and the hook trigger are Dagster's private API

@@ -11,7 +11,7 @@ from dagster import asset, materialize
 from assets.chunking import chunks_asset
 from assets.ingest import documents_asset
 from assets.structure import structure_asset
-from assets.vectors import vector_tables
+from assets.vectors import unit_vector_tables
 from pipeline import schemas
 from pipeline.storage import store
 from resources import DocgraphConfig, EmbedderResource
@@ -108,7 +108,7 @@ def test_chunks_asset_chunks_inside_sections(tmp_path):
 
 
 def test_vector_asset_writes_a_lance_table_of_every_row(tmp_path):
-    """One table of the vector_tables step, selected alone (the step reads its table)."""
+    """One table of the unit_vector_tables step, selected alone (the step reads its table)."""
     config = DocgraphConfig(output_dir=str(tmp_path))
     units = pl.DataFrame(
         {"id": ["u1", "u2"], "text": ["Ada Lovelace", "Charles Babbage"], "document_id": ["d", "d"]}
@@ -120,7 +120,7 @@ def test_vector_asset_writes_a_lance_table_of_every_row(tmp_path):
         store.write_table(run_dir(docgraph, context), "text_units", typed)
 
     result = materialize(
-        [text_units, vector_tables],
+        [text_units, unit_vector_tables],
         selection=["text_units", "text_units_vectors"],
         resources={"docgraph": config, "embedder": FakeEmbedderResource(config=config)},
     )

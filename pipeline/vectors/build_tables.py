@@ -157,6 +157,9 @@ def build_vector_tables_at_once(
     digests = _Digests(folder, read, _settings_key(embedder, settings), settings)
     known: Known = {}
     order_by: dict = {"by_units": settings.relationship_vectors != "context"}
+    if "text_units" not in names and {"entities", "relationships"} & set(names):
+        # their layout follows their units' documents (carry_over.order): read, not made here
+        order_by["units"] = store.read_table(output_dir, "text_units", ["id", "document_id"])
     outcomes = {} if outcomes is None else outcomes
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="lance-write") as pool:
         written: dict[str, Future] = {}
