@@ -1,5 +1,6 @@
 """The index's five vector tables (text units, content nodes, entities, community reports,
-relationships) in one step.
+relationships), those of one step together (the index job makes them in two: the units'
+and content nodes', then the graph's; assets.vectors).
 
 They come last in an index, once the embedding worker is done and one core would otherwise
 idle: each is a little vector arithmetic (the text units' vectors come from the embedding
