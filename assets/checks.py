@@ -34,6 +34,7 @@ from pipeline.storage import store, validate
 from pipeline.storage.run_changes import base_version, same_table
 from resources import DocgraphConfig, EmbedderResource
 from resources.output import run_dir
+from resources.side_lane import SIDE_TAG
 
 # Every table the index writes is an asset with an integrity check.
 CHECKED_TABLES = tuple(schemas.TABLES)
@@ -50,7 +51,7 @@ NON_EMPTY = (
 )
 
 
-def integrity_checks(op: str, tables: list[str]) -> AssetChecksDefinition:
+def integrity_checks(op: str, tables: list[str], op_tags=None) -> AssetChecksDefinition:
     """The integrity checks of the tables step `op` makes, in one step (a step of its own
     per table cost Dagster ~35 ms of events and planning each, 28 of them 1.2 s of a
     MuSiQue run); each table is still a blocking check of its own, and runs alone when it
@@ -58,6 +59,7 @@ def integrity_checks(op: str, tables: list[str]) -> AssetChecksDefinition:
 
     @multi_asset_check(
         name=f"{op}_integrity",
+        op_tags=op_tags,
         specs=[
             AssetCheckSpec(
                 "integrity",
@@ -166,12 +168,13 @@ def null_vectors(ds, checked=None) -> int:
     return sum(f.count_rows("vector IS NULL") for f in fresh)
 
 
-def lance_checks(op: str, names: list[str]) -> AssetChecksDefinition:
+def lance_checks(op: str, names: list[str], op_tags=None) -> AssetChecksDefinition:
     """The `vectors` checks of the Lance tables step `op` writes (`<name>_vectors` assets),
     in one step, as `integrity_checks`."""
 
     @multi_asset_check(
         name=f"{op}_integrity",
+        op_tags=op_tags,
         specs=[
             AssetCheckSpec(
                 "vectors",
@@ -204,13 +207,16 @@ def lance_checks(op: str, names: list[str]) -> AssetChecksDefinition:
 
 def index_checks(assets: list[AssetsDefinition]) -> list[AssetChecksDefinition]:
     """Every index check, a step per asset step: the tables' integrity, then the Lance tables
-    against them."""
+    against them. A side step's checks are side steps too (resources.side_lane): what waits
+    for its tables waits for them, and they read only what it read and wrote."""
     checks = []
     for asset in assets:
         names = [key.path[-1] for key in asset.keys]
+        op = asset.node_def.name
+        tags = {SIDE_TAG: "true"} if asset.node_def.tags.get(SIDE_TAG) == "true" else None
         if tables := [name for name in names if name in CHECKED_TABLES]:
-            checks.append(integrity_checks(asset.node_def.name, tables))
+            checks.append(integrity_checks(op, tables, tags))
         lance = [name for name in schemas.VECTOR_TABLES if f"{name}_vectors" in names]
         if lance:
-            checks.append(lance_checks(asset.node_def.name, lance))
+            checks.append(lance_checks(op, lance, tags))
     return checks

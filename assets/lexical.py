@@ -20,7 +20,8 @@ from resources.side_lane import SIDE_TAG
     description="BM25 index (bm25s) over the text units, each after its document's title; "
     "Cyrillic words stemmed as Russian, Latin ones in the corpus' language.",
     kinds={"bm25s"},
-    op_tags={SIDE_TAG: "true"},  # only published_index waits for it (resources.side_lane)
+    # only published_index waits for it: on the side lane, after the vector tables
+    op_tags={SIDE_TAG: "true", "dagster/priority": "-1"},
 )
 def lexical_index(context: AssetExecutionContext, docgraph: DocgraphConfig) -> MaterializeResult:
     started = time.perf_counter()

@@ -3,8 +3,9 @@
 Text units are embedded first, a shard at a time (chunk_embeddings, into the embedding
 cache); content node, entity, relationship and report vectors are derived from them by
 default (see pipeline.vectors.lance), hence the chain of dependencies. The Lance tables are
-two steps (pipeline.vectors.build_tables), each table an asset of its own: the text units'
-and content nodes' (unit_vector_tables), then the graph's (vector_tables).
+three steps (pipeline.vectors.build_tables), each table an asset of its own: the text units'
+and content nodes' (unit_vector_tables), the entities' (entity_vector_tables), then the
+relationships' and reports' (graph_vector_tables).
 """
 
 import time
@@ -144,11 +145,18 @@ _DESCRIPTIONS = {
 }
 
 
-# The Lance tables in two steps: those made from the text units alone, which nothing on the
-# graph's path waits for until the graph's own vector tables (they run on the side lane,
-# beside the communities and reports: resources.side_lane), and the graph's.
+# The Lance tables in three steps. Those made from the text units alone and the entities'
+# need nothing of the communities: they run on the side lane (resources.side_lane), beside
+# the communities and reports, the units' first (the entities' are made from their vectors).
+# The relationships' and reports' wait for the reports (the reports' are made from the
+# entities' vectors; the relationships', the largest, hold too much beside the reports:
+# their source rows and digests, +0.3 GB at 40k documents).
 UNIT_VECTOR_TABLES = ("text_units", "content_nodes")
-GRAPH_VECTOR_TABLES = tuple(t for t in VECTOR_TABLES if t not in UNIT_VECTOR_TABLES)
+ENTITY_VECTOR_TABLES = ("entities",)
+GRAPH_VECTOR_TABLES = ("community_reports", "relationships")
+assert sorted(UNIT_VECTOR_TABLES + ENTITY_VECTOR_TABLES + GRAPH_VECTOR_TABLES) == sorted(
+    VECTOR_TABLES
+)
 
 
 def vector_tables_step(name: str, sources: tuple[str, ...], op_tags: dict | None = None):
@@ -202,7 +210,10 @@ def vector_tables_step(name: str, sources: tuple[str, ...], op_tags: dict | None
 unit_vector_tables = vector_tables_step(
     "unit_vector_tables", UNIT_VECTOR_TABLES, {SIDE_TAG: "true"}
 )
-vector_tables = vector_tables_step("vector_tables", GRAPH_VECTOR_TABLES)
+entity_vector_tables = vector_tables_step(
+    "entity_vector_tables", ENTITY_VECTOR_TABLES, {SIDE_TAG: "true"}
+)
+graph_vector_tables = vector_tables_step("graph_vector_tables", GRAPH_VECTOR_TABLES)
 
 
 @asset(
@@ -210,7 +221,8 @@ vector_tables = vector_tables_step("vector_tables", GRAPH_VECTOR_TABLES)
     group_name="structure",
     description="SAME_TOPIC edges between sections of different documents, by embedding.",
     kinds=set(PARQUET_KINDS),
-    op_tags={SIDE_TAG: "true"},  # only published_index waits for it (resources.side_lane)
+    # only published_index waits for it: on the side lane after the vector tables
+    op_tags={SIDE_TAG: "true", "dagster/priority": "-1"},
 )
 def same_topic_edges(
     context: AssetExecutionContext, docgraph: DocgraphConfig, embedder: EmbedderResource
@@ -234,7 +246,7 @@ def same_topic_edges(
         settings.same_topic,
         changes,
         store.read_table(folder, "text_units", ["id", "section_id"]),
-        read_vectors(folder, "text_units"),
+        lambda: read_vectors(folder, "text_units"),
     )
     # before the table is written: a run that fails after is never published
     write_state(store.resolve(folder), run.state)
@@ -254,6 +266,7 @@ def same_topic_edges(
 
 vector_assets = [
     unit_vector_tables,
-    vector_tables,
+    entity_vector_tables,
+    graph_vector_tables,
     same_topic_edges,
 ]

@@ -12,12 +12,15 @@ Everything else is Dagster's in-process executor (`InProcessExecutor`, its confi
 name, so `resources.embedder` still sees one process): the main steps run one at a time in
 the run's main thread, where an interrupt stops them as before, in Dagster's order (the
 ready step of the highest `dagster/priority` next). The side lane runs side steps one at a
-time, in the order they became ready, in a worker thread; the main thread takes its
-events between its own (Dagster's bookkeeping, hooks and skips stay in one thread; the event
-log storage has its own lock). A side step cannot be interrupted (Dagster raises interrupts
-in the main thread only); whatever way the run ends, it waits for the side step to finish,
-so no step writes after the run (and its output lock) ended. A side step's failure ends the
-run after the main step in hand, as the in-process executor's raise would have.
+time in a worker thread, in the same order. Dagster's bookkeeping of the run
+(`ActiveExecution`: events handled, steps made ready, skips, hooks) is done under one lock
+by the thread whose step made the event, so a side step that makes another ready starts it
+at once, not when the main step in hand ends; the main thread yields every event (Dagster
+logged each as it was made; the event log storage has its own lock). A side step cannot be
+interrupted (Dagster raises interrupts in the main thread only); whatever way the run ends,
+it waits for the side step to finish, so no step writes after the run (and its output lock)
+ended. A side step's failure ends the run after the main step in hand, as the in-process
+executor's raise would have.
 
 A step belongs on the side lane when it is off the critical path, bounded in memory next to
 the main steps it can overlap, needs nothing that is not safe from two threads, and reads no
@@ -26,11 +29,13 @@ chunks step rewrites the `documents` shards (their `text_unit_ids`), so a side s
 `documents` could start beside it and read a shard as it is replaced (most likely what
 failed once, "dictionary page beyond the first page", when `structure_edges` and
 `publications` were side steps: polars reading a new file at the old one's offsets). Today:
-`lexical_index` (text units and documents in, a BM25 folder out; it starts after the merge,
-which waits for the chunks), `chunk_embeddings` (it reads the chunks and waits for the
-embedding worker, whose client and cache take concurrent callers), and the unit vector tables
-and `same_topic_edges` (text units, sections and content nodes in; Lance tables and a small
-table out; after the merge, beside communities and reports).
+`chunk_embeddings` (it reads the chunks and waits for the embedding worker, whose client and
+cache take concurrent callers); after the merge, beside communities and reports, the unit
+vector tables, the entities' (`entity_vector_tables`), `lexical_index` and `same_topic_edges`
+(text units, entities, sections and documents in; Lance tables, a BM25 folder and a small
+table out), the last two at priority -1 (nothing waits for them but the publish step); and
+the checks of side steps (assets.checks). What runs beside the reports is bounded by the
+bound on a process's peak: each of these holds ~0.13-0.25 GB at 40k documents.
 
 Written against dagster 1.13.27, which pyproject pins: `ActiveExecution`,
 `dagster_event_sequence_for_step` and the hook trigger are Dagster's private API
@@ -40,10 +45,8 @@ Written against dagster 1.13.27, which pyproject pins: `ActiveExecution`,
 from __future__ import annotations
 
 import os
-import queue
 import sys
 import threading
-from collections import deque
 from collections.abc import Iterator
 from contextlib import ExitStack
 
@@ -67,8 +70,7 @@ from dagster._core.executor.in_process import InProcessExecutor
 from dagster._core.storage.tags import PRIORITY_TAG
 
 SIDE_TAG = "docgraph/side"  # op tag: "true" puts the step on the side lane
-_DONE = object()  # a side step's last item on the queue
-_WAIT_S = 0.2  # how long the main thread blocks on the side lane before looking again
+_WAIT_S = 0.2  # how long the main thread waits on the side lane at most before looking again
 
 
 def is_side(step: ExecutionStep) -> bool:
@@ -81,96 +83,101 @@ def _priority(step: ExecutionStep) -> int:
 
 
 class _SideLane:
-    """Side steps one at a time in a worker thread, their events queued for the main thread."""
+    """Side steps one at a time in a worker thread. Dagster's bookkeeping of the run (its
+    `ActiveExecution`) is done by the thread whose step made the event, under `lock`: a side
+    step that ends makes the next one ready and starts it at once, while a main step runs.
+    The main thread yields every event (`take`); Dagster logged each as it was made."""
 
     def __init__(self, job_context: PlanExecutionContext, active: ActiveExecution):
         self.job_context, self.active = job_context, active
-        self.waiting: deque[ExecutionStep] = deque()
-        self.items: queue.SimpleQueue = queue.SimpleQueue()
-        self.thread: threading.Thread | None = None
-        self.step_context = None
-        self.events: list[DagsterEvent] = []
+        self.lock = threading.Condition()  # over every use of `active`; notified by the lane
+        self.waiting: list[ExecutionStep] = []  # ready side steps, in the order they became so
+        self.main: list[ExecutionStep] = []  # ready main steps, likewise
+        self.out: list[DagsterEvent] = []  # handled side events, for the main thread to yield
+        self.running = self.closed = False
         self.error: BaseException | None = None
 
-    @property
-    def busy(self) -> bool:
-        return self.step_context is not None
+    def collect(self) -> None:
+        """Every step that became ready, to its lane (under the lock)."""
+        for step in self.active.get_steps_to_execute():
+            (self.waiting if is_side(step) else self.main).append(step)
 
     def start_next(self) -> None:
-        if self.busy or not self.waiting or self.error is not None:
+        """The ready side step of the highest priority started, if none runs (under the lock)."""
+        if self.running or self.closed or not self.waiting or self.error is not None:
             return
-        step = self.waiting.popleft()
-        self.step_context = self.job_context.for_step(step, self.active.get_known_state())
-        self.events = []
-        self.thread = threading.Thread(
-            target=self._run, args=(self.step_context,), name=f"side-{step.key}", daemon=True
-        )
-        self.thread.start()
+        step = min(self.waiting, key=_priority)  # as on the main lane
+        self.waiting.remove(step)
+        step_context = self.job_context.for_step(step, self.active.get_known_state())
+        self.running = True
+        threading.Thread(
+            target=self._run, args=(step_context,), name=f"side-{step.key}", daemon=True
+        ).start()
 
     def _run(self, step_context) -> None:
+        events: list[DagsterEvent] = []
         try:
             for event in dagster_event_sequence_for_step(step_context):
-                self.items.put(event)
+                with self.lock:
+                    events.append(event)
+                    self.out.append(event)
+                    self.active.handle_event(event)
+            with self.lock:
+                self.active.verify_complete(self.job_context, step_context.step.key)
+                self.out += _after_step(self.job_context, self.active, step_context, events)
         except BaseException as exc:  # raise_on_error: re-raised in the main thread
-            self.items.put(exc)
+            with self.lock:
+                self.error = exc
         finally:
-            self.items.put(_DONE)
+            with self.lock:
+                self.running = False
+                self.collect()
+                self.start_next()
+                self.lock.notify_all()
 
-    def take(self, block: bool) -> Iterator[DagsterEvent]:
-        """The side step's events queued so far (with `block`, waiting up to _WAIT_S for
-        one), each handled as the main thread handles its own; the next side step started
-        when one ends."""
-        while self.busy:
-            try:
-                item = self.items.get(timeout=_WAIT_S) if block else self.items.get_nowait()
-            except queue.Empty:
-                return
-            block = False
-            if item is _DONE:
-                yield from self._finish()
-            elif isinstance(item, BaseException):
-                self.error = item
-            else:
-                self.events.append(item)
-                yield item
-                self.active.handle_event(item)
+    def take(self) -> list[DagsterEvent]:
+        """The side steps' events handled since the last call."""
+        with self.lock:
+            events, self.out = self.out, []
+        return events
 
-    def _finish(self) -> Iterator[DagsterEvent]:
-        step_context, self.step_context = self.step_context, None
-        self.thread.join()
-        if self.error is not None:
-            return
-        self.active.verify_complete(self.job_context, step_context.step.key)
-        yield from _after_step(self.job_context, self.active, step_context, self.events)
-        self.start_next()
+    def wait(self) -> None:
+        """Block until the side lane has news (or _WAIT_S passed)."""
+        with self.lock:
+            if self.running and not self.out:
+                self.lock.wait(timeout=_WAIT_S)
 
     def close(self) -> None:
         """Wait for the side step in hand (it cannot be stopped); start no other."""
-        self.waiting.clear()
-        if self.thread is not None:
-            self.thread.join()
+        with self.lock:
+            self.closed = True
+            while self.running:
+                self.lock.wait()
 
 
-def _after_step(job_context, active, step_context, events) -> Iterator[DagsterEvent]:
+def _after_step(job_context, active, step_context, events) -> list[DagsterEvent]:
     """What Dagster's in-process loop does after a step: skips it caused, then its hooks."""
-    for event in active.plan_events_iterator(job_context):
-        events.append(event)
-        yield event
-    yield from _trigger_hook(step_context, events)
+    skips = list(active.plan_events_iterator(job_context))
+    events += skips  # the hooks are given the step's events and these
+    return skips + list(_trigger_hook(step_context, events))
 
 
 def _main_step(
     job_context: PlanExecutionContext, active: ActiveExecution, lane: _SideLane, step
 ) -> Iterator[DagsterEvent]:
-    step_context = job_context.for_step(step, active.get_known_state())
+    with lane.lock:
+        step_context = job_context.for_step(step, active.get_known_state())
     events: list[DagsterEvent] = []
     for event in dagster_event_sequence_for_step(step_context):
         events.append(event)
         yield event
-        active.handle_event(event)
-        yield from lane.take(block=False)
-    active.verify_complete(job_context, step.key)
-    yield from _after_step(job_context, active, step_context, events)
+        with lane.lock:
+            active.handle_event(event)
+        yield from lane.take()
+    with lane.lock:
+        active.verify_complete(job_context, step.key)
+        after = _after_step(job_context, active, step_context, events)
+    yield from after
 
 
 def side_lane_iterator(
@@ -199,29 +206,42 @@ def side_lane_iterator(
         except Exception:
             yield from _handle_compute_log_setup_error(job_context, sys.exc_info())
         lane = _SideLane(job_context, active)
-        main: list[ExecutionStep] = []  # ready, in the order they became ready
         try:
-            while not active.is_complete:
-                for step in active.get_steps_to_execute():  # every ready step
-                    (lane.waiting if is_side(step) else main).append(step)
-                yield from active.concurrency_event_iterator(job_context)
-                lane.start_next()
-                if main:
-                    step = min(main, key=_priority)  # as Dagster picks: the first of the highest
-                    main.remove(step)
-                    yield from _main_step(job_context, active, lane, step)
-                elif lane.busy:
-                    yield from lane.take(block=True)
-                else:
-                    active.sleep_til_ready()
-                if lane.error is not None:
-                    raise lane.error
+            yield from _lanes(job_context, active, lane)
         finally:
             lane.close()
         try:
             capture_stack.close()
         except Exception:
             yield from _handle_compute_log_teardown_error(job_context, sys.exc_info())
+
+
+def _lanes(job_context, active: ActiveExecution, lane: _SideLane) -> Iterator[DagsterEvent]:
+    """Main steps one at a time in this thread, side steps beside them, until all are done."""
+    while True:
+        with lane.lock:
+            if active.is_complete:
+                break
+            lane.collect()
+            events = list(active.concurrency_event_iterator(job_context))
+            lane.start_next()
+            step = min(lane.main, key=_priority, default=None)  # as Dagster picks its next
+            if step is not None:
+                lane.main.remove(step)
+            side_runs = lane.running
+        yield from events
+        yield from lane.take()
+        if lane.error is not None:
+            raise lane.error
+        if step is not None:
+            yield from _main_step(job_context, active, lane, step)
+        elif side_runs:
+            lane.wait()
+        else:
+            active.sleep_til_ready()
+    yield from lane.take()
+    if lane.error is not None:  # the run may be complete: the failure was handled first
+        raise lane.error
 
 
 class SideLaneExecutor(InProcessExecutor):

@@ -121,7 +121,61 @@ def test_a_run_that_fails_in_a_main_step_waits_for_the_side_step():
         assert SEEN.get("side_done") == "yes" and "after" not in SEEN
 
 
-def test_the_index_job_builds_the_lexical_index_beside_the_communities(tmp_path):
+ORDER: list[str] = []  # the side steps of chain_job, as they started
+
+
+def chain_job():
+    """start -> low, first, then second (all side steps; low of a lower priority) and a
+    main step that waits at the barrier for `second`, which becomes ready only when `first`
+    ends, while the main step runs."""
+
+    @asset
+    def start() -> int:
+        return 1
+
+    @asset(op_tags={SIDE_TAG: "true", "dagster/priority": "-1"})
+    def low(start: int) -> int:
+        ORDER.append("low")
+        return start
+
+    @asset(op_tags={SIDE_TAG: "true"})
+    def first(start: int) -> int:
+        ORDER.append("first")
+        return start
+
+    @asset(op_tags={SIDE_TAG: "true"})
+    def second(first: int) -> int:
+        ORDER.append("second")
+        MEET.wait()
+        return first
+
+    @asset
+    def main(start: int) -> int:
+        MEET.wait()
+        return start
+
+    job = define_asset_job("chain", executor_def=side_lane_executor)
+    defs = Definitions(assets=[start, low, first, second, main], jobs=[job])
+    return defs.resolve_job_def("chain")
+
+
+def test_a_side_step_made_ready_during_a_main_step_starts_at_once_by_priority():
+    MEET.reset()
+    ORDER.clear()
+    job = build_reconstructable_job(
+        __name__, chain_job.__name__, reconstructor_working_directory=str(HERE)
+    )
+    with (
+        DagsterInstance.ephemeral() as instance,
+        execute_job(job, instance=instance, raise_on_error=True) as result,
+    ):
+        assert result.success  # `second` met the main step: it did not wait for its end
+    # low and first were ready at once: the higher priority first; second, of the higher
+    # priority too, before low
+    assert ORDER == ["first", "second", "low"]
+
+
+def test_the_index_job_builds_the_vector_tables_beside_the_communities(tmp_path):
     from app.cli.demo import write_sample_corpus
     from app.run import run_index
 
@@ -135,10 +189,16 @@ def test_the_index_job_builds_the_lexical_index_beside_the_communities(tmp_path)
         )
         assert result.success
         stats = {s.step_key: s for s in instance.get_run_step_stats(result.run_id)}
-    lexical, communities = stats["lexical_index"], stats["communities"]
-    assert lexical.start_time < communities.end_time
-    assert communities.start_time < lexical.end_time
-    assert stats["published_index"].start_time >= lexical.end_time
+    units, communities = stats["unit_vector_tables"], stats["communities"]
+    assert units.start_time < communities.end_time
+    assert communities.start_time < units.end_time
+    # the side lane by priority: the entities' vector table before the lexical index
+    assert (
+        stats["unit_vector_tables_integrity"].end_time <= stats["entity_vector_tables"].start_time
+    )
+    assert stats["entity_vector_tables_integrity"].end_time <= stats["lexical_index"].start_time
+    side = ("lexical_index", "same_topic_edges", "entity_vector_tables")
+    assert all(stats["published_index"].start_time >= stats[key].end_time for key in side)
 
 
 def test_steps_starting_side_by_side_begin_the_staging_folder_once(indexed_sample, monkeypatch):

@@ -164,7 +164,9 @@ def build_vector_tables_at_once(
     outcomes = {} if outcomes is None else outcomes
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="lance-write") as pool:
         written: dict[str, Future] = {}
-        for name in names:  # vectors here (the model is asked from this thread only)
+        for at, name in enumerate(names):  # vectors here (the model is asked from here only)
+            # the tables a later one of the step is made from (their vectors are kept for it)
+            later = {dep for then in names[at + 1 :] for dep in DIGEST_DEPS[then]}
             frame = read(name)
             table_digests = digests.of(name, frame)
             if name == "entities" and "relationships" in names:  # from this frame, not re-read
@@ -187,7 +189,17 @@ def build_vector_tables_at_once(
             if plan.whole is None:
                 frame = _with_order(frame, plan, order_by)
             job = (_whole if plan.whole is not None else _carried)(
-                folder, name, frame, groups, plan, embedder, settings, known, side_by_side, base
+                folder,
+                name,
+                frame,
+                groups,
+                plan,
+                embedder,
+                settings,
+                known,
+                side_by_side,
+                base,
+                keep=name in later,
             )
             # a carried table's job holds only its new rows: it is written beside the next
             # table's digests and plan; a whole one as memory allows (the relationships',
@@ -239,8 +251,9 @@ def _then_record(job: Callable[[], int], folder: Path, name: str, digests, key: 
     return rows
 
 
-def _whole(folder, name, frame, groups, plan, embedder, settings, known, side_by_side, base):
-    """The table written whole, as a first index does; returns its job."""
+def _whole(folder, name, frame, groups, plan, embedder, settings, known, side_by_side, base, keep):
+    """The table written whole, as a first index does; returns its job. `keep`: a later
+    table of the step is made from its vectors (they are put in `known`)."""
     # one after another, the nodes' vectors are made as their table is written, a block at
     # a time (pipeline.vectors.lance): no other table is made from them; the relationships'
     # always so (the largest: streamed, never whole in memory)
@@ -249,16 +262,18 @@ def _whole(folder, name, frame, groups, plan, embedder, settings, known, side_by
         if (name == "content_nodes" and not side_by_side) or name == "relationships"
         else compute_vectors(folder, name, frame, embedder, settings, groups, known)
     )
-    if name in ("text_units", "entities"):  # the later tables are made from these
+    if keep:
         known[name] = (frame["id"].to_list(), vectors)
     return lambda: build_vector_table(
         folder, name, frame, embedder, settings, groups, known=known, vectors=vectors
     )
 
 
-def _carried(folder, name, frame, groups, plan, embedder, settings, known, side_by_side, base):
+def _carried(
+    folder, name, frame, groups, plan, embedder, settings, known, side_by_side, base, keep
+):
     """The table's new and changed rows made and written into the folder's table, the
-    other rows left as they are; returns its job."""
+    other rows left as they are; returns its job (`keep`: as `_whole`'s)."""
     redo = pl.col("id").is_in(pl.Series(plan.append, dtype=pl.Utf8).implode())
     todo = frame.filter(redo)
     vectors = compute_vectors(folder, name, todo, embedder, settings, groups, known)
@@ -267,7 +282,7 @@ def _carried(folder, name, frame, groups, plan, embedder, settings, known, side_
         record_use(
             carry_over.model_texts(folder, name, frame.filter(~redo), embedder, settings, groups)
         )
-    if name in ("text_units", "entities"):  # the whole table's, for the later tables
+    if keep:  # the whole table's
         before = carry_over.carried_vectors(folder, base, name)
         known[name] = carry_over.patched(before, set(plan.delete), todo["id"].to_list(), vectors)
     model, created_at, dim = model_label(embedder, settings), datetime.now(UTC), embedder.dim

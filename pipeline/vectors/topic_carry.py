@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -286,19 +287,23 @@ def same_topic_run(
     settings: SameTopicSettings,
     changes: RunChanges | None,
     text_units: pl.DataFrame | None = None,
-    unit_vectors: tuple[list[str], np.ndarray] | None = None,
+    unit_vectors: Callable[[], tuple[list[str], np.ndarray]] | None = None,
 ) -> TopicRun:
     """SAME_TOPIC edges (pipeline.vectors.same_topic) and the state to keep, carried over
-    from `changes.base` where it can be (see the module docstring)."""
+    from `changes.base` where it can be (see the module docstring). `unit_vectors` reads
+    the text units' (ids, vectors), held only while the sections' means are made (it runs
+    beside the reports: 69 MB at 40k documents)."""
     if not settings.enabled:
         return TopicRun(schemas.empty("structure_edges"), None, _whole(0, "disabled"))
+    units = None if unit_vectors is None else unit_vectors()
     rows, vecs, method = section_vectors(
-        sections, content_nodes, embedder, settings, text_units, unit_vectors
+        sections, content_nodes, embedder, settings, text_units, units
     )
+    del units
     n = rows.height
     if n < 2:
         return TopicRun(schemas.empty("structure_edges"), None, _whole(n, "under two sections"))
-    unit, groups, ids = unit_rows(vecs), group_codes(rows), rows["id"]
+    unit, groups, ids = unit_rows(vecs, in_place=True), group_codes(rows), rows["id"]
     reason = changes.whole if changes is not None else "no base version"
     state = read_state(changes.base) if changes is not None and reason is None else None
     if reason is None and state is None:

@@ -48,8 +48,13 @@ def cosines(q: np.ndarray, c: np.ndarray) -> np.ndarray:
     return out[:m, :n] if (rows_q, rows_c) != (m, n) else out
 
 
-def unit_rows(vectors: np.ndarray) -> np.ndarray:
+def unit_rows(vectors: np.ndarray, in_place: bool = False) -> np.ndarray:
+    """The rows scaled to unit length (zero rows stay zero), as float32; `in_place`: into
+    `vectors` when they are float32 (the sections' at 40k documents: 60 MB not copied)."""
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    if in_place and vectors.dtype == np.float32:
+        vectors /= np.where(norms == 0, 1.0, norms)
+        return vectors
     return (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32)
 
 
