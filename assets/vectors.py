@@ -4,8 +4,8 @@ Text units are embedded first, a shard at a time (chunk_embeddings, into the emb
 cache); content node, entity, relationship and report vectors are derived from them by
 default (see pipeline.vectors.lance), hence the chain of dependencies. The Lance tables are
 three steps (pipeline.vectors.build_tables), each table an asset of its own: the text units'
-and content nodes' (unit_vector_tables), the entities' (entity_vector_tables), then the
-relationships' and reports' (graph_vector_tables).
+and content nodes' (unit_vector_tables), the entities' and relationships'
+(graph_vector_tables), then the reports' (report_vector_tables).
 """
 
 import time
@@ -26,7 +26,7 @@ from assets.metadata import LANCE_KINDS, PARQUET_KINDS, frame_metadata, lance_me
 from assets.shards import FULL_TAG, SHARD_POLICY, shard_partitions, tail_changes
 from pipeline import schemas
 from pipeline.compat.lance_names import write_alias
-from pipeline.storage import shard_files, store
+from pipeline.storage import changed_rows, shard_files, store
 from pipeline.storage.run_changes import base_version
 from pipeline.vectors.build_tables import NO_BASE, VECTOR_TABLES, build_vector_tables_at_once
 from pipeline.vectors.lance import read_vectors
@@ -145,16 +145,14 @@ _DESCRIPTIONS = {
 }
 
 
-# The Lance tables in three steps. Those made from the text units alone and the entities'
-# need nothing of the communities: they run on the side lane (resources.side_lane), beside
-# the communities and reports, the units' first (the entities' are made from their vectors).
-# The relationships' and reports' wait for the reports (the reports' are made from the
-# entities' vectors; the relationships', the largest, hold too much beside the reports:
-# their source rows and digests, +0.3 GB at 40k documents).
+# The Lance tables in three steps. Those made from the text units alone and the graph's
+# (entities, relationships) need nothing of the communities: they run on the side lane
+# (resources.side_lane), beside the communities and reports, the units' first (the graph's
+# are made from their vectors). Only the reports' table waits for the reports.
 UNIT_VECTOR_TABLES = ("text_units", "content_nodes")
-ENTITY_VECTOR_TABLES = ("entities",)
-GRAPH_VECTOR_TABLES = ("community_reports", "relationships")
-assert sorted(UNIT_VECTOR_TABLES + ENTITY_VECTOR_TABLES + GRAPH_VECTOR_TABLES) == sorted(
+GRAPH_VECTOR_TABLES = ("entities", "relationships")
+REPORT_VECTOR_TABLES = ("community_reports",)
+assert sorted(UNIT_VECTOR_TABLES + GRAPH_VECTOR_TABLES + REPORT_VECTOR_TABLES) == sorted(
     VECTOR_TABLES
 )
 
@@ -198,8 +196,10 @@ def vector_tables_step(name: str, sources: tuple[str, ...], op_tags: dict | None
         whole = "a full run (--full)" if context.run.tags.get(FULL_TAG) == "1" else None
         whole = NO_BASE if base is None else whole
         outcomes: dict[str, dict] = {}
+        # the rows the graph step merged again (pipeline.storage.changed_rows)
+        listed = None if whole else changed_rows.read(folder, context.run.run_id, base)
         built = build_vector_tables_at_once(
-            folder, names, emb, settings, whole=whole, outcomes=outcomes, base=base
+            folder, names, emb, settings, whole=whole, outcomes=outcomes, base=base, listed=listed
         )
         for source, rows in built:
             yield _table_result(context, docgraph, emb, source, rows, started, outcomes[source])
@@ -210,10 +210,10 @@ def vector_tables_step(name: str, sources: tuple[str, ...], op_tags: dict | None
 unit_vector_tables = vector_tables_step(
     "unit_vector_tables", UNIT_VECTOR_TABLES, {SIDE_TAG: "true"}
 )
-entity_vector_tables = vector_tables_step(
-    "entity_vector_tables", ENTITY_VECTOR_TABLES, {SIDE_TAG: "true"}
+graph_vector_tables = vector_tables_step(
+    "graph_vector_tables", GRAPH_VECTOR_TABLES, {SIDE_TAG: "true"}
 )
-graph_vector_tables = vector_tables_step("graph_vector_tables", GRAPH_VECTOR_TABLES)
+report_vector_tables = vector_tables_step("report_vector_tables", REPORT_VECTOR_TABLES)
 
 
 @asset(
@@ -266,7 +266,7 @@ def same_topic_edges(
 
 vector_assets = [
     unit_vector_tables,
-    entity_vector_tables,
     graph_vector_tables,
+    report_vector_tables,
     same_topic_edges,
 ]

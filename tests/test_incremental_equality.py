@@ -37,6 +37,8 @@ from pipeline.graph.titles import title_key
 from pipeline.ids import stable_id
 from pipeline.schemas import TABLES, VECTOR_TABLES
 from pipeline.storage import store
+from pipeline.vectors import end_titles, row_digests
+from pipeline.vectors.build_tables import read_source
 from pipeline.vectors.texts import row_text
 
 # operations between two incremental runs: 2 keeps the test near a minute on the 2-core
@@ -96,8 +98,11 @@ def _index(config: Path, inp: Path, out: Path, modes: list | None = None) -> flo
     if modes is not None:
         events = [e.materialization for e in result.get_asset_materialization_events()]
         mode = {m.asset_key.to_user_string(): m.metadata.get("incremental") for m in events}
-        ways = [m.metadata["input_rows"].value for m in events if "input_rows" in m.metadata]
-        modes.append({k: v.value for k, v in mode.items() if v is not None} | {"input_rows": ways})
+        ways = {
+            key: [m.metadata[key].value for m in events if key in m.metadata]
+            for key in ("input_rows", "digests_hashed")
+        }
+        modes.append({k: v.value for k, v in mode.items() if v is not None} | ways)
     return round(time.perf_counter() - start, 1)
 
 
@@ -117,6 +122,25 @@ def _rows_difference(out: Path) -> str:
         return "no rows recorded"
     now = now.select(recorded.columns).sort(by)
     return table_difference("rows", recorded.sort(by), now, sides=("recorded", "hashed_now"))
+
+
+def _digests_difference(out: Path, config: Path) -> str:
+    """'' when the relationships' recorded row digests (patched from the rows the graph step
+    listed: pipeline.vectors.listed_digests) are those made from the index's whole tables
+    now; else how they differ. A row left out keeps a stale digest, and with it a stale
+    vector the next runs never rewrite."""
+    version = store.resolve(out)
+    settings = load_settings(str(config)).embedding
+    recorded = pl.read_parquet(row_digests.digest_path(version, "relationships"))
+    units = row_digests.table_digests("text_units", read_source(version, "text_units"), {})
+    ents = read_source(version, "entities")
+    titles = row_digests.title_digests(ents, end_titles.titled_rows(ents, settings))
+    known = {"text_units": units, row_digests.ENTITY_TITLES: titles}
+    rels = read_source(version, "relationships")
+    now = row_digests.table_digests(
+        "relationships", rels, known, relationships=settings.relationship_vectors
+    )
+    return table_difference("relationship digests", recorded.sort("id"), now.sort("id"))
 
 
 # The steps that carry rows over from the version a run started from (issue 49): each must
@@ -148,13 +172,14 @@ def indexes(shared_data: Path, tmp_path_factory) -> dict:
     times = {"first": _index(config, inp, inc)}
     titles = {"first": _title(inc)}
     first = {name: store.read_table(inc, name) for name in SNAPSHOT}
-    log, runs, kinds, modes, rows = [], [], operations(), [], []
+    log, runs, kinds, modes, rows, digests = [], [], operations(), [], [], []
     for at in range(0, N_OPS, OPS_PER_RUN):
         batch = kinds[at : at + OPS_PER_RUN]
         log += [getattr(corpus, f"op_{kind}")() for kind in batch]
         runs.append(_index(config, inp, inc, modes))
         log.append(f"-- incremental run {len(runs)}")
         rows.append(_rows_difference(inc))
+        digests.append(_digests_difference(inc, config))
         if "form" in batch:
             titles["form"] = _title(inc)
     times["incremental"] = runs
@@ -170,6 +195,7 @@ def indexes(shared_data: Path, tmp_path_factory) -> dict:
         "config": config,
         "modes": modes,
         "rows": rows,
+        "digests": digests,
     }
 
 
@@ -179,6 +205,15 @@ def test_the_reports_input_rows_are_the_tables_rows_after_every_run(indexes):
     assert not [p for p in indexes["rows"] if p], "\n\n".join(p for p in indexes["rows"] if p)
     ways = [w for m in indexes["modes"] for w in m["input_rows"]]
     assert "listed by the graph step hashed" in ways, ways
+
+
+def test_the_relationship_digests_are_the_tables_after_every_run(indexes):
+    """Every incremental run recorded the relationships' row digests as the whole tables
+    make them, and some patched them from the graph step's list (else this proves nothing)."""
+    found = [p for p in indexes["digests"] if p]
+    assert not found, "\n\n".join(found)
+    ways = [w for m in indexes["modes"] for w in m["digests_hashed"]]
+    assert any("listed by the graph step" in w for w in ways), ways
 
 
 def test_every_carrying_step_carried_rows_over_in_the_sequence(indexes):

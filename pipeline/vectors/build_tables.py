@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from pipeline.config import EmbeddingSettings
 from pipeline.storage import store
-from pipeline.vectors import carry_over, end_titles, lance_write, row_digests
+from pipeline.vectors import carry_over, end_titles, lance_write, listed_digests, row_digests
 from pipeline.vectors.lance import (
     BLOCK_ROWS,
     INPUT_COLUMNS,
@@ -75,6 +75,13 @@ RELATIONSHIP_DEPS = {
 }
 
 
+def _made_from(name: str, settings: EmbeddingSettings) -> tuple[str, ...]:
+    """The tables whose digests (and vectors) table `name`'s are made from."""
+    if name == "relationships":
+        return RELATIONSHIP_DEPS[settings.relationship_vectors]
+    return DIGEST_DEPS[name]
+
+
 class _Digests:
     """Each table's row digests, made once: from its source table when this step builds it,
     else from the staging folder's record (or its source table, when that is missing).
@@ -104,14 +111,13 @@ class _Digests:
                 self.made[name] = recorded
                 return recorded
             frame = self.read(name)
-        mode = self.settings.relationship_vectors
-        deps = RELATIONSHIP_DEPS[mode] if name == "relationships" else DIGEST_DEPS[name]
-        known = {dep: self.of(dep) for dep in deps}
+        known = {dep: self.of(dep) for dep in _made_from(name, self.settings)}
         holders = communities = None
         if name == "content_nodes":
             holders = store.read_table(self.folder, "text_units", ["id", "content_node_ids"])
         if name == "community_reports":
             communities = self.read("communities")
+        mode = self.settings.relationship_vectors
         self.made[name] = row_digests.table_digests(
             name, frame, known, holders, communities, relationships=mode
         )
@@ -138,6 +144,7 @@ def build_vector_tables_at_once(
     whole: str | None = NO_BASE,
     outcomes: dict[str, dict] | None = None,
     base: Path | None = None,
+    listed: dict[str, pl.Series] | None = None,
 ) -> Iterator[tuple[str, int]]:
     """The Lance tables `names` (of VECTOR_TABLES), yielding (name, rows) in VECTOR_TABLES'
     order once all are written. `read(table)` gives a source table (default: its
@@ -145,7 +152,9 @@ def build_vector_tables_at_once(
     another is made from its vectors. `whole`: why every row is made anew; None: carry
     unchanged rows over from the tables the folder holds (`base`: the published version it
     started from, whose vector copies are read where they match); `outcomes` gets each
-    table's `carry_outcome`."""
+    table's `carry_outcome`; `listed`: the rows the graph step merged again against `base`
+    (pipeline.storage.changed_rows: the relationships' digests are patched from it,
+    pipeline.vectors.listed_digests)."""
     if read is None:
 
         def read(table: str) -> pl.DataFrame:
@@ -166,17 +175,30 @@ def build_vector_tables_at_once(
         written: dict[str, Future] = {}
         for at, name in enumerate(names):  # vectors here (the model is asked from here only)
             # the tables a later one of the step is made from (their vectors are kept for it)
-            later = {dep for then in names[at + 1 :] for dep in DIGEST_DEPS[then]}
-            frame = read(name)
-            table_digests = digests.of(name, frame)
+            later = {dep for then in names[at + 1 :] for dep in _made_from(then, settings)}
+            only = None  # the rows to hash again, where the others' digests are the record's
+            if name == "relationships" and whole is None:
+                only = listed_digests.relationships_to_hash(folder, base, listed, settings)
+            if only is None:
+                frame = read(name)
+                table_digests = digests.of(name, frame)
+            else:
+                frame = read_source(output_dir, name, only)
+                units = digests.of("text_units")
+                table_digests = listed_digests.patched_digests(
+                    folder, digests.key, only, frame, units, settings
+                )
             if name == "entities" and "relationships" in names:  # from this frame, not re-read
                 digests.of(row_digests.ENTITY_TITLES, frame)
             plan = (
-                carry_over.plan(folder, name, table_digests, digests.key)
+                carry_over.plan(folder, name, table_digests, digests.key, only)
                 if whole is None
                 else carry_over.Plan(name, whole, frame.height)
             )
             outcomes[name] = carry_outcome(plan)
+            if name == "relationships" and whole is None:
+                hashed = "all" if only is None else "listed by the graph step and their kin"
+                outcomes[name]["digests_hashed"] = f"{frame.height} rows: {hashed}"
             if name == "text_units":
                 order_by["units"] = frame.select("id", "document_id")
             if plan.whole is not None or name == "entities":  # carried: the new rows only
@@ -297,7 +319,8 @@ def _carried(
     path = lance_write.table_dir(folder / store.LANCE_DIR, name)
     schema = lance_schema(name, dim)
 
-    rows = frame.height  # not the frame: the job may run after the caller let it go
+    rows = plan.rows  # not the frame (it may hold only some rows; the job may run after the
+    # caller let it go)
 
     def job() -> int:
         lance_write.update(path, schema, plan.delete, batches())
@@ -312,13 +335,18 @@ def _carried(
 CODED_LIST = "text_unit_ids"
 
 
-def read_source(output_dir: str | Path, table: str) -> pl.DataFrame:
-    """Source table `table`'s INPUT_COLUMNS, its CODED_LIST as codes."""
+def read_source(output_dir: str | Path, table: str, ids: pl.Series | None = None) -> pl.DataFrame:
+    """Source table `table`'s INPUT_COLUMNS, its CODED_LIST as codes (only the rows `ids`
+    names, when given)."""
     columns, files = INPUT_COLUMNS.get(table), store.table_files(output_dir, table)
-    if not files or columns is None or CODED_LIST not in columns:
+    if ids is None and (not files or columns is None or CODED_LIST not in columns):
         return store.read_table(output_dir, table, columns)
-    coded = pl.col(CODED_LIST).cast(pl.List(pl.Categorical))
-    return pl.scan_parquet(files).select(columns).with_columns(coded).collect(engine="streaming")
+    scan = pl.scan_parquet(files).select(columns)
+    if ids is not None:
+        scan = scan.filter(pl.col("id").is_in(ids.implode()))
+    if CODED_LIST in columns:
+        scan = scan.with_columns(pl.col(CODED_LIST).cast(pl.List(pl.Categorical)))
+    return scan.collect(engine="streaming")
 
 
 def _now(fn: Callable[..., int], *args, **kwargs) -> Future:

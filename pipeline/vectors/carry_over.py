@@ -71,9 +71,16 @@ class Plan:
     append: list[str] = field(default_factory=list)
 
 
-def plan(folder: str | Path, name: str, digests: pl.DataFrame, settings: str) -> Plan:
+def plan(
+    folder: str | Path,
+    name: str,
+    digests: pl.DataFrame,
+    settings: str,
+    only: pl.Series | None = None,
+) -> Plan:
     """How Lance table `name` of the staging folder `folder` becomes the table whose rows'
-    digests are `digests` (id, own, vec)."""
+    digests are `digests` (id, own, vec); `only`: the ids of the rows that may differ from
+    the recorded digests (the others are the record's: pipeline.vectors.listed_digests)."""
     rows = digests.height
     lance_dir = Path(folder) / "lancedb"
     path = lance_write.table_dir(lance_dir, name)
@@ -93,6 +100,9 @@ def plan(folder: str | Path, name: str, digests: pl.DataFrame, settings: str) ->
         return Plan(
             name, "its fragments were not cut by their text (written before they were)", rows
         )
+    if only is not None:  # the other rows are the same in both
+        digests = digests.filter(pl.col("id").is_in(only.implode()))
+        old = old.filter(pl.col("id").is_in(only.implode()))
     both = digests.join(old, on="id", how="full", suffix="_old", coalesce=True)
     now, before = pl.col("own").is_not_null(), pl.col("own_old").is_not_null()
     differs = pl.col("vec") != pl.col("vec_old")  # stored columns or vector inputs (vec holds own)
