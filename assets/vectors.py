@@ -3,9 +3,8 @@
 Text units are embedded first, a shard at a time (chunk_embeddings, into the embedding
 cache); content node, entity, relationship and report vectors are derived from them by
 default (see pipeline.vectors.lance), hence the chain of dependencies. The Lance tables are
-three steps (pipeline.vectors.build_tables), each table an asset of its own: the text units'
-and content nodes' (unit_vector_tables), the entities' and relationships'
-(graph_vector_tables), then the reports' (report_vector_tables).
+two steps (pipeline.vectors.build_tables), each table an asset of its own: the text units'
+and content nodes' (unit_vector_tables), then the graph's (vector_tables).
 """
 
 import time
@@ -145,16 +144,11 @@ _DESCRIPTIONS = {
 }
 
 
-# The Lance tables in three steps. Those made from the text units alone and the graph's
-# (entities, relationships) need nothing of the communities: they run on the side lane
-# (resources.side_lane), beside the communities and reports, the units' first (the graph's
-# are made from their vectors). Only the reports' table waits for the reports.
+# The Lance tables in two steps: those made from the text units alone, which nothing on the
+# graph's path waits for until the graph's own vector tables (they run on the side lane,
+# beside the communities and reports: resources.side_lane), and the graph's.
 UNIT_VECTOR_TABLES = ("text_units", "content_nodes")
-GRAPH_VECTOR_TABLES = ("entities", "relationships")
-REPORT_VECTOR_TABLES = ("community_reports",)
-assert sorted(UNIT_VECTOR_TABLES + GRAPH_VECTOR_TABLES + REPORT_VECTOR_TABLES) == sorted(
-    VECTOR_TABLES
-)
+GRAPH_VECTOR_TABLES = tuple(t for t in VECTOR_TABLES if t not in UNIT_VECTOR_TABLES)
 
 
 def vector_tables_step(name: str, sources: tuple[str, ...], op_tags: dict | None = None):
@@ -210,10 +204,7 @@ def vector_tables_step(name: str, sources: tuple[str, ...], op_tags: dict | None
 unit_vector_tables = vector_tables_step(
     "unit_vector_tables", UNIT_VECTOR_TABLES, {SIDE_TAG: "true"}
 )
-graph_vector_tables = vector_tables_step(
-    "graph_vector_tables", GRAPH_VECTOR_TABLES, {SIDE_TAG: "true"}
-)
-report_vector_tables = vector_tables_step("report_vector_tables", REPORT_VECTOR_TABLES)
+vector_tables = vector_tables_step("vector_tables", GRAPH_VECTOR_TABLES)
 
 
 @asset(
@@ -266,7 +257,6 @@ def same_topic_edges(
 
 vector_assets = [
     unit_vector_tables,
-    graph_vector_tables,
-    report_vector_tables,
+    vector_tables,
     same_topic_edges,
 ]

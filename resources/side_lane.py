@@ -31,13 +31,12 @@ failed once, "dictionary page beyond the first page", when `structure_edges` and
 `publications` were side steps: polars reading a new file at the old one's offsets). Today:
 `chunk_embeddings` (it reads the chunks and waits for the embedding worker, whose client and
 cache take concurrent callers); after the merge, beside communities and reports, the unit
-vector tables, the graph's (`graph_vector_tables`: entities, relationships), `lexical_index`
-and `same_topic_edges` (text units, entities, relationships, sections and documents in;
-Lance tables, a BM25 folder and a small table out), the last two at priority -1 (nothing
-waits for them but the publish step); and the checks of side steps (assets.checks). What
-runs beside the reports is bounded by the bound on a process's peak: each of these holds
-~0.13-0.25 GB at 40k documents (the relationships' digests are patched from the graph
-step's list, pipeline.vectors.listed_digests, not made from all their rows).
+vector tables, then `lexical_index` and `same_topic_edges` (text units, sections and
+documents in; Lance tables, a BM25 folder and a small table out; priority -1: nothing waits
+for them but the publish step); and the checks of side steps (assets.checks). What runs
+beside the reports is bounded by the bound on a process's peak: the reports' step holds
+~0.35 GB at 40k documents, each of these ~0.2-0.25 GB (the graph's vector tables were side
+steps for a while: with them, a 40k edit's peak passed 1.9 GB).
 
 Written against dagster 1.13.27, which pyproject pins: `ActiveExecution`,
 `dagster_event_sequence_for_step` and the hook trigger are Dagster's private API

@@ -192,12 +192,9 @@ def test_the_index_job_builds_the_vector_tables_beside_the_communities(tmp_path)
     units, communities = stats["unit_vector_tables"], stats["communities"]
     assert units.start_time < communities.end_time
     assert communities.start_time < units.end_time
-    # the side lane by priority: the graph's vector tables before the lexical index
-    assert (
-        stats["unit_vector_tables_integrity"].end_time <= stats["graph_vector_tables"].start_time
-    )
-    assert stats["graph_vector_tables_integrity"].end_time <= stats["lexical_index"].start_time
-    side = ("lexical_index", "same_topic_edges", "graph_vector_tables")
+    # the side lane by priority: the units' checks before the lexical index (priority -1)
+    assert stats["unit_vector_tables_integrity"].end_time <= stats["lexical_index"].start_time
+    side = ("lexical_index", "same_topic_edges", "unit_vector_tables_integrity")
     assert all(stats["published_index"].start_time >= stats[key].end_time for key in side)
 
 

@@ -3,8 +3,8 @@ it merged again (pipeline.storage.changed_rows), not made again from the whole t
 
 Why: to find the few relationships a one-file edit at 40k documents changes, their Lance
 table's step read all 487k source rows (0.45 s, +0.29 GB at its peak), hashed them and
-compared every digest with the last run's (0.36 s, +0.15 GB), while the graph step lists
-the rows it merged again. With it, the step is light enough to run beside the reports.
+compared every digest with the last run's (0.36 s, +0.15 GB), on the run's critical path,
+while the graph step lists the rows it merged again.
 
 A relationship's digests (pipeline.vectors.row_digests) are made from its own row, its text
 units' digests and, under relationship_vectors "titles+units" (the default), its ends'
