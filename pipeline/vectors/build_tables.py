@@ -176,18 +176,12 @@ def build_vector_tables_at_once(
         for at, name in enumerate(names):  # vectors here (the model is asked from here only)
             # the tables a later one of the step is made from (their vectors are kept for it)
             later = {dep for then in names[at + 1 :] for dep in _made_from(then, settings)}
-            only = None  # the rows to hash again, where the others' digests are the record's
+            where = None  # the relationships' rows to hash again, where the list says
             if name == "relationships" and whole is None:
-                only = listed_digests.relationships_to_hash(folder, base, listed, settings)
-            if only is None:
-                frame = read(name)
-                table_digests = digests.of(name, frame)
-            else:
-                frame = read_source(output_dir, name, only)
-                units = digests.of("text_units")
-                table_digests = listed_digests.patched_digests(
-                    folder, digests.key, only, frame, units, settings
-                )
+                where = listed_digests.relationships_to_hash(folder, base, listed, settings)
+            frame, table_digests, only = _source_and_digests(
+                output_dir, name, read, digests, where, listed, settings
+            )
             if name == "entities" and "relationships" in names:  # from this frame, not re-read
                 digests.of(row_digests.ENTITY_TITLES, frame)
             plan = (
@@ -199,6 +193,8 @@ def build_vector_tables_at_once(
             if name == "relationships" and whole is None:
                 hashed = "all" if only is None else "listed by the graph step and their kin"
                 outcomes[name]["digests_hashed"] = f"{frame.height} rows: {hashed}"
+            if only is not None and plan.whole is not None:  # written whole: every row read
+                frame = read(name)
             if name == "text_units":
                 order_by["units"] = frame.select("id", "document_id")
             if plan.whole is not None or name == "entities":  # carried: the new rows only
@@ -232,6 +228,31 @@ def build_vector_tables_at_once(
             del frame, groups, job
         for name in names:  # in dependency order, as Dagster wants them
             yield name, written[name].result()
+
+
+def _source_and_digests(
+    output_dir: str | Path,
+    name: str,
+    read: Callable[[str], pl.DataFrame],
+    digests: _Digests,
+    where: pl.Expr | None,
+    listed: dict[str, pl.Series] | None,
+    settings: EmbeddingSettings,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series | None]:
+    """Table `name`'s source rows, the digests of all its rows, and the ids of the rows
+    hashed again: with `where` (pipeline.vectors.listed_digests) only the rows it keeps are
+    read and hashed, the others' digests are the record's; without it (None), every row."""
+    if where is None:
+        frame = read(name)
+        return frame, digests.of(name, frame), None
+    assert listed is not None
+    frame = read_source(output_dir, name, where)
+    only = listed_digests.hashed_ids(frame, listed)
+    units = digests.of("text_units")
+    patched = listed_digests.patched_digests(
+        digests.folder, digests.key, only, frame, units, settings
+    )
+    return frame, patched, only
 
 
 def _with_order(frame: pl.DataFrame, plan: carry_over.Plan, order_by: dict) -> pl.DataFrame:
@@ -335,15 +356,15 @@ def _carried(
 CODED_LIST = "text_unit_ids"
 
 
-def read_source(output_dir: str | Path, table: str, ids: pl.Series | None = None) -> pl.DataFrame:
-    """Source table `table`'s INPUT_COLUMNS, its CODED_LIST as codes (only the rows `ids`
-    names, when given)."""
+def read_source(output_dir: str | Path, table: str, where: pl.Expr | None = None) -> pl.DataFrame:
+    """Source table `table`'s INPUT_COLUMNS, its CODED_LIST as codes (only the rows `where`
+    keeps, when given: a filter over those columns)."""
     columns, files = INPUT_COLUMNS.get(table), store.table_files(output_dir, table)
-    if ids is None and (not files or columns is None or CODED_LIST not in columns):
+    if where is None and (not files or columns is None or CODED_LIST not in columns):
         return store.read_table(output_dir, table, columns)
     scan = pl.scan_parquet(files).select(columns)
-    if ids is not None:
-        scan = scan.filter(pl.col("id").is_in(ids.implode()))
+    if where is not None:
+        scan = scan.filter(where)
     if CODED_LIST in columns:
         scan = scan.with_columns(pl.col(CODED_LIST).cast(pl.List(pl.Categorical)))
     return scan.collect(engine="streaming")

@@ -37,29 +37,33 @@ def relationships_to_hash(
     base: Path | None,
     listed: dict[str, pl.Series] | None,
     settings: EmbeddingSettings,
-) -> pl.Series | None:
-    """The ids of the relationships whose digests may differ from those recorded in
-    `folder` (the module's doc), or None: no list, a record that is not the base
-    version's, or a vector mode whose digests are made whole."""
+) -> pl.Expr | None:
+    """Which relationships' digests may differ from those recorded in `folder` (the
+    module's doc), as a filter of their rows (read in one scan with their columns), or None:
+    no list, a record that is not the base version's, or a vector mode whose digests are
+    made whole."""
     if listed is None or base is None or settings.relationship_vectors != end_titles.MODE:
         return None
     if not same_file(row_digests.digest_path(folder, NAME), row_digests.digest_path(base, NAME)):
         return None
-    ends = listed["entities"].implode()
-    with_end = (
-        pl.scan_parquet(store.table_files(folder, NAME))
-        .select("id", "source_id", "target_id")
-        .filter(pl.col("source_id").is_in(ends) | pl.col("target_id").is_in(ends))
-        .select("id")
-    )
     held = (
         pl.scan_parquet(store.table_files(folder, "text_units"))
         .select("id", "relationship_ids")
         .filter(pl.col("id").is_in(listed["text_units"].implode()))
         .select(pl.col("relationship_ids").explode().alias("id"))
+        .collect()["id"]
     )
-    found = pl.concat([with_end, held]).collect()["id"]
-    return pl.concat([listed[NAME].cast(pl.Utf8), found.cast(pl.Utf8)]).drop_nulls().unique()
+    ids = pl.concat([listed[NAME].cast(pl.Utf8), held.cast(pl.Utf8)]).implode()
+    ends = listed["entities"].cast(pl.Utf8).implode()
+    return (
+        pl.col("id").is_in(ids) | pl.col("source_id").is_in(ends) | pl.col("target_id").is_in(ends)
+    )
+
+
+def hashed_ids(frame: pl.DataFrame, listed: dict[str, pl.Series]) -> pl.Series:
+    """The ids whose digests `patched_digests` makes again: the rows read (`frame`) and the
+    listed ones gone since the base version."""
+    return pl.concat([listed[NAME].cast(pl.Utf8), frame["id"].cast(pl.Utf8)]).unique()
 
 
 def patched_digests(
