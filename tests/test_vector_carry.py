@@ -535,3 +535,22 @@ def test_relationships_by_units_lie_by_their_documents():
     ordered = carry_over.order("relationships", rels, units, None, by_units=True)
     assert ordered["id"].to_list() == ["c", "d", "a", "b"]
     assert ordered.columns == rels.columns
+
+
+def test_relationship_digests_recorded_under_other_settings_are_not_patched(tmp_path):
+    """The vector settings changed since the base version: its record of the relationships'
+    digests is not patched from the graph step's list (build_tables hashes every row)."""
+    from pipeline.config import EmbeddingSettings
+    from pipeline.vectors import listed_digests, row_digests
+
+    digests = pl.DataFrame(
+        {"id": ["r1"], "own": [1], "vec": [2]},
+        schema_overrides={"own": pl.UInt64, "vec": pl.UInt64},
+    )
+    row_digests.write_digests(tmp_path, "relationships", digests, "old-settings")
+    frame = pl.DataFrame({"id": ["r1"], "source_id": ["e1"], "target_id": ["e2"]})
+    only = pl.Series(["r1"])
+    units = digests.clear()
+    settings = EmbeddingSettings()
+    got = listed_digests.patched_digests(tmp_path, "new-settings", only, frame, units, settings)
+    assert got is None

@@ -242,17 +242,18 @@ def _source_and_digests(
     """Table `name`'s source rows, the digests of all its rows, and the ids of the rows
     hashed again: with `where` (pipeline.vectors.listed_digests) only the rows it keeps are
     read and hashed, the others' digests are the record's; without it (None), every row."""
-    if where is None:
-        frame = read(name)
-        return frame, digests.of(name, frame), None
-    assert listed is not None
-    frame = read_source(output_dir, name, where)
-    only = listed_digests.hashed_ids(frame, listed)
-    units = digests.of("text_units")
-    patched = listed_digests.patched_digests(
-        digests.folder, digests.key, only, frame, units, settings
-    )
-    return frame, patched, only
+    if where is not None:
+        assert listed is not None
+        frame = read_source(output_dir, name, where)
+        only = listed_digests.hashed_ids(frame, listed)
+        units = digests.of("text_units")
+        patched = listed_digests.patched_digests(
+            digests.folder, digests.key, only, frame, units, settings
+        )
+        if patched is not None:
+            return frame, patched, only
+    frame = read(name)
+    return frame, digests.of(name, frame), None
 
 
 def _with_order(frame: pl.DataFrame, plan: carry_over.Plan, order_by: dict) -> pl.DataFrame:

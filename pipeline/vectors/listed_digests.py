@@ -73,12 +73,14 @@ def patched_digests(
     frame: pl.DataFrame,
     units: pl.DataFrame,
     settings: EmbeddingSettings,
-) -> pl.DataFrame:
+) -> pl.DataFrame | None:
     """The digests of every relationship: those recorded in `folder` (under settings digest
     `key`), the rows `only` names hashed again from `frame` (their rows that still exist;
-    `units`: the text units' digests)."""
+    `units`: the text units' digests); None when the record was made under other settings
+    (the vector settings changed since the base version: every row is hashed)."""
     recorded = row_digests.read_digests(folder, NAME, key)
-    assert recorded is not None  # relationships_to_hash found it the base version's
+    if recorded is None:
+        return None
     ends = pl.concat([frame["source_id"], frame["target_id"]]).drop_nulls().unique()
     entities = (
         pl.scan_parquet(store.table_files(folder, "entities"))
