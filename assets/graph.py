@@ -78,6 +78,7 @@ def graph(
             part, chunks, added, settings, llm
         )
         recomputed = ents.filter(pl.col("id").is_in(part.entities.get_column("id").to_list()))
+    del part  # the base version's tables, held by the plan: not beside the writes
     # the rows later steps may find changed (the others are the base version's), before the
     # tables it describes are written
     changed_rows.write(folder, context.run.run_id, changes.base, keys)
@@ -92,39 +93,28 @@ def graph(
     prefetched = embedder.prefetch(context, titles, "entities_vectors")
     by_type = dict(ents.group_by("type").len().sort("len", descending=True).iter_rows())
     degrees = degree_summary(ents)
-    by_type_table = counts_table(by_type, ("type", "entities"))
-    yield Output(
-        ents,
-        output_name="entities",
-        metadata=frame_metadata(
+    metadata = {
+        "entities": frame_metadata(
             ents,
             started,
             "entities",
-            by_type=by_type_table,
+            by_type=counts_table(by_type, ("type", "entities")),
             prefetched=prefetched,
             **degrees,
             **counts["entities"],
         ),
-    )
-    # each table let go once written: the text units' copy into Arrow as they are written is
-    # the step's peak (one 151 MB file: +0.6 GB), and these were 0.3 GB more beside it
-    del ents
-    yield Output(
-        rels,
-        output_name="relationships",
-        metadata=frame_metadata(
+        "relationships": frame_metadata(
             rels, started, "relationships", **degrees, **llm_meta, **counts["relationships"]
         ),
-    )
-    del rels
-    # in one piece: its id lists come a slice at a time, and Arrow took +0.15 GB more to
-    # convert them so (one 151 MB file) than to convert them whole
-    units = units.rechunk()
-    yield Output(
-        units,
-        output_name="text_units",
-        metadata=frame_metadata(units, started, "text_units", **counts["text_units"]),
-    )
+        "text_units": frame_metadata(units, started, "text_units", **counts["text_units"]),
+    }
+    # the largest first, beside the other two (store.write_tables); the text units in one
+    # piece: their id lists come a slice at a time, and Arrow took +0.15 GB more to convert
+    # them so (one 151 MB file) than to convert them whole
+    tables = {"relationships": rels, "entities": ents, "text_units": units.rechunk()}
+    del ents, rels, units
+    for name, path in store.write_tables(folder, tables).items():
+        yield Output(path, output_name=name, metadata=metadata[name])
     fails = stage_failures_frame("summarize", [(f["id"], f["reason"]) for f in failures])
     yield Output(
         fails,

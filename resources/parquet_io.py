@@ -11,6 +11,8 @@ partition key reads that shard of a sharded table."""
 
 # No `from __future__ import annotations`: Dagster reads the `config` annotation as a class to
 # accept the launch-configured `docgraph` resource there (see resources.config).
+from pathlib import Path
+
 import polars as pl
 from dagster import (
     ConfigurableIOManager,
@@ -34,11 +36,16 @@ _last_collected: list[tuple[str, str] | None] = [None]  # (run id, step key) of 
 class ParquetIOManager(ConfigurableIOManager):
     config: DocgraphConfig  # the run's `docgraph` resource (build_resources)
 
-    def handle_output(self, context: OutputContext, obj: pl.DataFrame | None) -> None:
+    def handle_output(self, context: OutputContext, obj: pl.DataFrame | Path | None) -> None:
+        """Write the frame a step returned; a Path is a table the step wrote itself
+        (store.write_tables: several at once)."""
         metadata = output_root_metadata(self.config)
         if obj is not None:
             name = context.asset_key.path[-1]
-            path = store.write_table(run_dir(self.config, context), name, obj)
+            if isinstance(obj, Path):
+                path = obj
+            else:
+                path = store.write_table(run_dir(self.config, context), name, obj)
             metadata["path"] = str(path.relative_to(path.parent.parent))
         context.add_output_metadata(metadata)
 

@@ -35,6 +35,7 @@ import contextlib
 import json
 import os
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -321,6 +322,19 @@ def table_rows(root: str | Path, name: str) -> int:
 def write_table(root: str | Path, name: str, df: pl.DataFrame) -> Path:
     """Write `df` as table `name` (conformed to its schema), atomically."""
     return write_arrow(root, name, schemas.conform(df, name))
+
+
+def write_tables(root: str | Path, frames: dict[str, pl.DataFrame]) -> dict[str, Path]:
+    """`write_table` of each frame, WRITE_THREADS at a time in the given order: Parquet's
+    encoding and compression run outside the GIL (the graph step's three tables at 40k
+    documents: 1.2-1.5 s one after another, 0.7 s the largest beside the other two)."""
+    with ThreadPoolExecutor(max_workers=WRITE_THREADS) as pool:
+        paths = {n: pool.submit(write_table, root, n, f) for n, f in frames.items()}
+        return {n: p.result() for n, p in paths.items()}
+
+
+# The machine the pipeline is measured on has two cores.
+WRITE_THREADS = 2
 
 
 def write_arrow(root: str | Path, name: str, table: pa.Table) -> Path:
