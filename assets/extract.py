@@ -8,7 +8,7 @@ from dagster import AssetExecutionContext, multi_asset
 
 from assets.metadata import counts_table, llm_delta
 from assets.shards import SHARD_POLICY, run_shards, shard_carry, shard_partitions, specs
-from pipeline.extract import extract_carried, get_extractor, kept_units
+from pipeline.extract import extract_carried, get_extractor, kept_units, lexicon_preload
 from pipeline.storage import shard_files, store
 from resources import DocgraphConfig, LlmResource
 from resources.llm import llm_mode
@@ -84,5 +84,6 @@ def extraction_asset(n_shards: int):
         yield from run_shards(
             context, folder, EXTRACTION_TABLES, extract, metadata, carry, "text_units"
         )
+        lexicon_preload.release()  # the corpus-wide steps after it hold the largest frames
 
     return extracted_graph

@@ -9,12 +9,16 @@ only grows, stage by stage, to the sum of their peaks instead of the largest one
   a 10k-document tail with the default 8 per core);
 - polars' own jemalloc, which polars configures to keep freed pages 0.5-1 s and to return
   them only on its later allocations: a merge's group-bys stayed resident through the next
-  stages (600 MB at 10k documents). `configure()` gives it a background thread that returns
-  them JEMALLOC_DECAY_MS after they were freed, allocations or not. Returning them at once
-  (the setting before) made every polars operation fault its pages in anew: a one-file edit
-  at 40k documents took 3.2M page faults and 11 s of its 30 s of CPU in the kernel. polars
-  appends this variable to its settings when it loads, so `configure` must run first
-  (pipeline/__init__.py calls it).
+  stages (600 MB at 10k documents). `configure()` makes it return them at once (the merge
+  ~8% slower); polars appends this variable to its settings when it loads, so `configure`
+  must run first (pipeline/__init__.py calls it). Returning them at once costs time: every
+  polars operation faults its pages in anew (a one-file edit at 40k documents: 3.2M page
+  faults, 11 of its 30 CPU s in the kernel). Kept a little from a background thread
+  (`_RJEM_MALLOC_CONF=background_thread:true,dirty_decay_ms:250,muzzy_decay_ms:0`) the
+  edit took ~17 s instead of ~21, adding 100 documents ~52 s instead of ~62, but the add
+  run's peak rose from 1.84-1.86 to 1.93-2.07 GB, over the 1.88 GB the index is held to
+  (any delay from 25 ms to 1 s did; docs/scale.md, issue 49 session 32): a machine with
+  memory to spare may set it.
 - Arrow's pool (Parquet and Lance I/O): `release()`.
 
 Settings the user made (`MALLOC_ARENA_MAX`, `_RJEM_MALLOC_CONF`) are kept.
@@ -29,17 +33,11 @@ import os
 from collections.abc import Iterator
 
 _M_ARENA_MAX = -8  # glibc mallopt parameter
-# How long polars' jemalloc keeps a freed page for its next allocation. A one-file edit at
-# 40k documents (the 2-core machine; wall s, page faults, peak RSS): at once (0 ms) 20.7-21.6
-# s, 3.2M, 1.75-1.77 GB; 100 ms 18.0 s, 1.9M, 1.83 GB; 250 ms 16.4-17.1 s, 1.6M, 1.79-1.84
-# GB; 1 s 16.6 s, 1.3M, 1.88 GB (docs/scale.md, issue 49, session 32).
-JEMALLOC_DECAY_MS = 250
 
 
 def configure() -> None:
     """Allocator settings for the whole process; before polars loads, once."""
-    decay = f"dirty_decay_ms:{JEMALLOC_DECAY_MS},muzzy_decay_ms:0"
-    os.environ.setdefault("_RJEM_MALLOC_CONF", f"background_thread:true,{decay}")
+    os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")
     if "MALLOC_ARENA_MAX" not in os.environ:
         with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to cap
             ctypes.CDLL("libc.so.6").mallopt(_M_ARENA_MAX, 2)

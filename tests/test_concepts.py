@@ -108,3 +108,28 @@ def test_the_extractor_waits_for_a_lexicon_preload_in_another_thread(monkeypatch
     assert [f.equals(e) for f, e in zip(done[0], expected, strict=True)] == [True, True]
     lexicon_preload.start()  # once per process: nothing more starts
     assert len(lexicon_preload._LOADING) == 1
+
+
+def test_released_lexicons_are_let_go_and_load_again_on_first_use():
+    """After the extraction step (pipeline.extract.lexicon_preload.release) the process holds
+    no lexicon: every cache is empty; a later extraction loads them again and reads the same."""
+    import polars as pl
+    import wordfreq
+    from lemminflect.utils.Singleton import _Singleton
+
+    from pipeline.config import load_settings
+    from pipeline.extract import concepts, lexicon_preload
+    from pipeline.extract.nlp import NlpExtractor
+
+    units = pl.DataFrame({"id": ["u1"], "text": ["Marie Curie studied radium in Paris."]})
+    extractor = NlpExtractor(load_settings(None, {}).extraction)
+    expected = extractor.extract(units)
+    assert reads_as_concept(["gold", "foil", "experiment"], "en")
+    assert _Singleton._instances and wordfreq.get_frequency_dict.cache_info().currsize
+    lexicon_preload.release()
+    assert not _Singleton._instances
+    assert wordfreq.get_frequency_dict.cache_info().currsize == 0
+    assert concepts.lemmas.cache_info().currsize == concepts.everyday.cache_info().currsize == 0
+    again = extractor.extract(units)
+    assert [f.equals(e) for f, e in zip(again, expected, strict=True)] == [True, True]
+    assert concepts.lemmas("houses", "en") == {"NOUN": {"house"}, "VERB": {"house"}}

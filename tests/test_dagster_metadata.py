@@ -92,6 +92,8 @@ def test_materializations_carry_row_count_schema_and_preview(sample_index):
             assert (COLUMN_SCHEMA in meta) != sharded, name
             schema = specs[name].metadata[COLUMN_SCHEMA] if sharded else meta[COLUMN_SCHEMA]
             assert [c.name for c in schema.schema.columns] == written, name
+            if not sharded:  # where the IO manager, or the step itself, wrote it
+                assert meta["path"].value.endswith(f"/{name}.parquet"), name
             preview = meta["preview"].value
             assert len(preview.records) == min(5, store.table_rows(out, name)), name
             assert "vector" not in {c.name for c in preview.schema.columns}

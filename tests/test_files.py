@@ -1,7 +1,11 @@
-"""Atomic writes respect the umask; stray temp files of a killed writer are removed."""
+"""Atomic writes respect the umask; stray temp files of a killed writer are removed; tables
+written side by side are those written alone."""
 
 import os
 import stat
+
+import pyarrow.parquet as pq
+import pytest
 
 from pipeline.storage import store
 from pipeline.storage.files import atomic_write_text, remove_stray_temps
@@ -48,3 +52,20 @@ def test_remove_stray_temps_spares_live_writers_and_real_files(tmp_path):
     hidden.write_bytes(b"not a temp")
     assert sorted(remove_stray_temps(tmp_path)) == sorted([stray, unnamed])
     assert keep.exists() and hidden.exists() and live.exists()
+
+
+def test_tables_written_side_by_side_are_those_written_one_at_a_time(sample_index, tmp_path):
+    """store.write_tables (the graph step's three tables, two at a time): every table as
+    write_table writes it alone, each path returned; a write that fails raises."""
+    out = sample_index[1]
+    frames = {n: store.read_table(out, n) for n in ("relationships", "entities", "text_units")}
+    for folder in ("together", "alone"):
+        (tmp_path / folder).mkdir()
+    paths = store.write_tables(tmp_path / "together", frames)
+    for name, frame in frames.items():
+        alone = store.write_table(tmp_path / "alone", name, frame)
+        assert paths[name] == tmp_path / "together" / f"{name}.parquet"
+        assert pq.read_table(paths[name]).equals(pq.read_table(alone)), name
+        assert pq.read_schema(paths[name]) == pq.read_schema(alone), name
+    with pytest.raises(ValueError, match="published output folder"):
+        store.write_tables(out, frames)  # a published folder is never written into
