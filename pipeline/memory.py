@@ -17,7 +17,7 @@ only grows, stage by stage, to the sum of their peaks instead of the largest one
   (`_RJEM_MALLOC_CONF=background_thread:true,dirty_decay_ms:250,muzzy_decay_ms:0`) the
   edit took ~17 s instead of ~21, adding 100 documents ~52 s instead of ~62, but the add
   run's peak rose from 1.84-1.86 to 1.93-2.07 GB, over the 1.88 GB the index is held to
-  (any delay from 25 ms to 1 s did; docs/scale.md, issue 49 session 32): a machine with
+  (any delay from 25 to 250 ms did; docs/scale.md, issue 49 session 32): a machine with
   memory to spare may set it.
 - Arrow's pool (Parquet and Lance I/O): `release()`.
 
