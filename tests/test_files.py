@@ -54,18 +54,25 @@ def test_remove_stray_temps_spares_live_writers_and_real_files(tmp_path):
     assert keep.exists() and hidden.exists() and live.exists()
 
 
-def test_tables_written_side_by_side_are_those_written_one_at_a_time(sample_index, tmp_path):
-    """store.write_tables (the graph step's three tables, two at a time): every table as
-    write_table writes it alone, each path returned; a write that fails raises."""
+@pytest.mark.parametrize("together", [512 * 2**20, 0])
+def test_tables_written_side_by_side_are_those_written_one_at_a_time(
+    sample_index, tmp_path, monkeypatch, together
+):
+    """store.write_tables (the graph step's three tables, two at a time under a size, else
+    one at a time): every table as write_table writes it alone, each path returned, the
+    frames taken out of the caller's dict; a write that fails raises."""
+    monkeypatch.setattr(store, "WRITE_TOGETHER_BYTES", together)
     out = sample_index[1]
     frames = {n: store.read_table(out, n) for n in ("relationships", "entities", "text_units")}
     for folder in ("together", "alone"):
         (tmp_path / folder).mkdir()
-    paths = store.write_tables(tmp_path / "together", frames)
+    handed = dict(frames)
+    paths = store.write_tables(tmp_path / "together", handed)
+    assert handed == {} and list(paths) == list(frames)
     for name, frame in frames.items():
         alone = store.write_table(tmp_path / "alone", name, frame)
         assert paths[name] == tmp_path / "together" / f"{name}.parquet"
         assert pq.read_table(paths[name]).equals(pq.read_table(alone)), name
         assert pq.read_schema(paths[name]) == pq.read_schema(alone), name
     with pytest.raises(ValueError, match="published output folder"):
-        store.write_tables(out, frames)  # a published folder is never written into
+        store.write_tables(out, dict(frames))  # a published folder is never written into

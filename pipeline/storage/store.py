@@ -325,16 +325,20 @@ def write_table(root: str | Path, name: str, df: pl.DataFrame) -> Path:
 
 
 def write_tables(root: str | Path, frames: dict[str, pl.DataFrame]) -> dict[str, Path]:
-    """`write_table` of each frame, WRITE_THREADS at a time in the given order: Parquet's
-    encoding and compression run outside the GIL (the graph step's three tables at 40k
-    documents: 1.2-1.5 s one after another, 0.7 s the largest beside the other two)."""
-    with ThreadPoolExecutor(max_workers=WRITE_THREADS) as pool:
-        paths = {n: pool.submit(write_table, root, n, f) for n, f in frames.items()}
-        return {n: p.result() for n, p in paths.items()}
+    """`write_table` of each frame (taken out of `frames`, let go once written), in order,
+    two at a time when they hold WRITE_TOGETHER_BYTES or less: Parquet encodes outside the
+    GIL (a 40k edit's graph tables, 382 MB: 1.2-1.5 s one at a time, 0.7 s two), but one
+    151 MB file's (817 MB) made its graph step peak 112 MB higher so."""
+    together = sum(f.estimated_size() for f in frames.values()) <= WRITE_TOGETHER_BYTES
+    with ThreadPoolExecutor(max_workers=2 if together else 1) as pool:
+        written = {}
+        while frames:
+            name = next(iter(frames))
+            written[name] = pool.submit(write_table, root, name, frames.pop(name))
+        return {name: path.result() for name, path in written.items()}
 
 
-# The machine the pipeline is measured on has two cores.
-WRITE_THREADS = 2
+WRITE_TOGETHER_BYTES = 512 * 2**20  # the frames' estimated size in memory, all together
 
 
 def write_arrow(root: str | Path, name: str, table: pa.Table) -> Path:
