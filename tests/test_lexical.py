@@ -103,6 +103,33 @@ def test_stable_order_is_numpys_stable_argsort():
     assert len(stable_order(np.zeros(0, dtype=np.int64))) == 0
 
 
+@pytest.mark.parametrize("batch", [1, 7])
+def test_an_index_counted_in_batches_is_the_one_batch_build_file_for_file(
+    tmp_path, batch, monkeypatch
+):
+    """LexicalIndex.build counts a batch of texts at a time (bm25_scores.Counts.concat): its
+    files equal those of one batch, empty texts and texts of stop words only among them."""
+    import filecmp
+
+    from pipeline.lexical import bm25
+    from pipeline.lexical.bm25 import LexicalIndex
+
+    rng = np.random.default_rng(batch)
+    words = [f"w{i}" for i in range(200)] + ["Москве", "the"]
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(0, 25)))) for _ in range(60)] + [
+        "",
+        "the and",
+    ]
+    ids = [f"u{i}" for i in range(len(texts))]
+    LexicalIndex.build(ids, pl.Series(texts)).save(tmp_path / "one")
+    monkeypatch.setattr(bm25, "BUILD_BATCH", batch)
+    LexicalIndex.build(ids, pl.Series(texts)).save(tmp_path / "batched")
+    names = sorted(p.name for p in (tmp_path / "one").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "batched").iterdir())
+    for name in names:
+        assert filecmp.cmp(tmp_path / "one" / name, tmp_path / "batched" / name, shallow=False)
+
+
 def test_a_carried_index_is_the_whole_build_file_for_file(tmp_path):
     """pipeline.lexical.bm25_carry: after random edits, additions and deletions, the index
     built from the base's terms plus the changed units' analysis is the whole build's."""
