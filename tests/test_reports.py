@@ -308,6 +308,40 @@ def test_parent_communities_get_reports_too(graph) -> None:
             assert sum(hit) >= 2, rep["summary"]
 
 
+def test_reports_gathered_in_slices_and_batches_equal_those_gathered_at_once(
+    graph, monkeypatch
+) -> None:
+    """gather_frames joins the communities' units to their sources a few at a time
+    (UNITS_PER_SLICE) and scores candidates a batch of communities at a time, each batch
+    with its own mentions and sources only: the reports equal those of one slice and one
+    batch, on a hierarchy where a unit belongs to communities of every level."""
+    from pipeline.communities.reports import gather_frames
+
+    entities, relationships, text_units = graph
+    communities = hierarchical_leiden(entities, relationships, GraphSettings(max_cluster_size=3))
+    settings = ReportSettings()
+    monkeypatch.setattr(gather_frames, "UNITS_PER_SLICE", 10**9)
+    monkeypatch.setattr(gather_frames, "CANDIDATE_BATCH_PAIRS", 10**9)
+    whole = build_reports(communities, entities, relationships, text_units, settings)
+    monkeypatch.setattr(gather_frames, "UNITS_PER_SLICE", 2)
+    monkeypatch.setattr(gather_frames, "CANDIDATE_BATCH_PAIRS", 3)
+    sliced = build_reports(communities, entities, relationships, text_units, settings)
+    assert sliced.equals(whole)
+    assert whole["summary"].str.contains("Scrooge").any()
+
+
+def test_sorted_pairs_are_polars_unique_and_sort() -> None:
+    """find_evidence._sorted_pairs (one 64-bit key) gives the distinct (src, e) pairs in
+    order, as polars' unique over the two columns and a sort do, up to the largest codes."""
+    from pipeline.communities.reports.find_evidence import _sorted_pairs
+
+    rng = random.Random(7)
+    top = 2**32 - 1
+    values = [(rng.choice([0, 1, 5, top]), rng.choice([0, 2, 9, top])) for _ in range(200)]
+    pairs = pl.DataFrame(values, schema={"src": pl.UInt32, "e": pl.UInt32}, orient="row")
+    assert _sorted_pairs(pairs).equals(pairs.unique().sort("src", "e"))
+
+
 def test_empty_and_sparse_inputs(graph) -> None:
     entities, relationships, text_units = graph
     empty_comms = pl.from_arrow(TABLES["communities"].empty_table())

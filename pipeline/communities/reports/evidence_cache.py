@@ -97,22 +97,17 @@ def hit_pool(hits: pl.DataFrame, cands: pl.DataFrame):
 
 
 def fresh_rows(
-    fresh: pl.DataFrame,
-    digests: pl.DataFrame,
-    pool: pl.DataFrame,
-    named: pl.DataFrame,
-    cands: pl.DataFrame,
+    fresh: pl.DataFrame, digests: pl.DataFrame, lengths: pl.DataFrame, named: pl.DataFrame
 ) -> pl.DataFrame:
-    """Cache rows of the sources split and matched this run (`fresh`: src, kind, key; `pool`:
-    src, rank, length; `named`: src, rank, e)."""
+    """Cache rows of the sources split and matched this run (`fresh`: src, kind, key;
+    `lengths`: src, rank, length of their sentences; `named`: src, rank, e, pos)."""
     lengths = (
-        pool.sort("src", "rank")
+        lengths.sort("src", "rank")
         .group_by("src", maintain_order=True)
         .agg(pl.col("length").cast(pl.UInt32).alias("lengths"))
     )
     pairs = (
-        named.join(cands.select("src", "e", "pos"), on=["src", "e"])
-        .sort("src", "rank", "pos")
+        named.sort("src", "rank", "pos")
         .group_by("src", maintain_order=True)
         .agg(pl.col("rank").cast(pl.UInt32).alias("at"), pl.col("pos").cast(pl.UInt32))
     )

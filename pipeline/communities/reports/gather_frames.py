@@ -9,6 +9,9 @@ shows, which keeps memory flat at 40k documents.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import numpy as np
 import polars as pl
 
 from pipeline.communities.reports.evidence_cache import fill_sentences
@@ -26,6 +29,10 @@ from pipeline.config import ReportSettings
 # (50k), a 151 MB file repeating its text 15 times made one batch of 15.9M pairs, +2.6 GB;
 # batches of 1M pairs took no longer there than batches of 2M.
 CANDIDATE_BATCH_PAIRS = 1_000_000
+# Community x text unit pairs joined to their sources at a time (`_own_sources`): one 151 MB
+# file's communities list 4.7M units; exploded and joined at once on (kind, key) strings
+# they took the reports step 0.6 GB over its frames.
+UNITS_PER_SLICE = 500_000
 
 
 def gather(
@@ -126,21 +133,26 @@ def _own_sources(
     made the report depend on rows its digest (reuse_unchanged) does not cover, and on
     which communities were gathered together."""
     keys = found.sources.select("src", "kind", "key")
-    owned = pl.concat(
-        [
-            f.select("community", pl.lit(kind).alias("kind"), pl.col(col).alias("key"))
-            for kind, f, col in (
-                ("Entities", members, "entity_id"),
-                ("Relationships", edges, "rel_id"),
-                (
-                    "Sources",
-                    communities.select("community", "text_unit_ids").explode("text_unit_ids"),
-                    "text_unit_ids",
-                ),
-            )
-        ]
+
+    def own(kind: str, frame: pl.DataFrame, col: str) -> pl.DataFrame:
+        of_kind = keys.filter(pl.col("kind") == kind).select("src", pl.col("key").alias(col))
+        return frame.select("community", col).join(of_kind, on=col).select("community", "src")
+
+    lists = communities.select("community", "text_unit_ids")
+    return pl.concat(
+        [own("Entities", members, "entity_id"), own("Relationships", edges, "rel_id")]
+        + [own("Sources", part.explode("text_unit_ids"), "text_unit_ids") for part in _spans(lists)]
     )
-    return owned.join(keys, on=["kind", "key"]).select("community", "src").unique()
+
+
+def _spans(lists: pl.DataFrame) -> Iterator[pl.DataFrame]:
+    """Slices of `lists` (community, text_unit_ids) listing ~UNITS_PER_SLICE ids each."""
+    listed = lists.get_column("text_unit_ids").list.len().fill_null(0).cum_sum().to_numpy()
+    at = 0
+    while at < len(listed):
+        end = max(at + 1, int(np.searchsorted(listed, listed[at] + UNITS_PER_SLICE, side="right")))
+        yield lists.slice(at, end - at)
+        at = end
 
 
 def _candidate_sentences(members: pl.DataFrame, found: Evidence, own: pl.DataFrame) -> pl.DataFrame:
@@ -172,10 +184,17 @@ def _candidate_sentences(members: pl.DataFrame, found: Evidence, own: pl.DataFra
     )
     del pairs
     scored = scored.join(batch, on="community")
+
+    def of_batch(frame: pl.DataFrame, part: pl.DataFrame, col: str) -> pl.DataFrame:
+        # a batch's own rows only: joined whole, every batch hashed all of the mentions or
+        # own sources (+0.6 GB a batch for one 151 MB file's 5.4M mentions, 4.8M sources)
+        return frame.filter(pl.col(col).is_in(part.get_column(col).unique().implode()))
+
+    parts = [scored.filter(pl.col("b") == b).drop("b") for b in batch["b"].unique().sort()]
     cand = pl.concat(
         [
-            candidates(mentions, scored.filter(pl.col("b") == b).drop("b"), pool, own)
-            for b in batch["b"].unique().sort().to_list()
+            candidates(of_batch(mentions, part, "e"), part, pool, of_batch(own, part, "community"))
+            for part in parts
         ]
         or [candidates(mentions, scored.drop("b"), pool, own)]
     )
