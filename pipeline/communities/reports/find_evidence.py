@@ -270,8 +270,8 @@ def candidates(
     sums first; the members each one names (ranks and weights, in rank order) are listed for
     the best only (listing them for every pair of a batch, 1M pairs, took most of its time)."""
     # in member rank order within each community: a sentence's sum and lists follow it;
-    # (community, source) and (community, sentence) as one integer each (pair_key): a
-    # batch's 1M pairs joined and grouped on two columns took twice as long
+    # (community, source) and (community, sentence) as one integer each (pair_key): joined
+    # and grouped on two columns, a 40k add run's batches took 2.35 s against 1.9-2.2
     key = evidence_cache.pair_key
     owned = own.select(key("community", "src").alias("owned"))
     pairs = (
