@@ -70,6 +70,14 @@ def pair_key(high: str, low: str) -> pl.Expr:
     return (pl.col(high).cast(pl.UInt64) * 2**32 + pl.col(low)).alias("key")
 
 
+def key_parts(high: str, low: str, high_type: type[pl.DataType] = pl.UInt32) -> list[pl.Expr]:
+    """The two columns a `pair_key` was made of (`low` UInt32, `high` as `high_type`)."""
+    return [
+        (pl.col("key") // 2**32).cast(high_type).alias(high),
+        (pl.col("key") % 2**32).cast(pl.UInt32).alias(low),
+    ]
+
+
 def cached(
     sources: pl.DataFrame, digests: pl.DataFrame, cache: pl.DataFrame | None
 ) -> pl.DataFrame:
