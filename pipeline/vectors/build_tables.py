@@ -37,7 +37,14 @@ import pyarrow as pa
 
 from pipeline.config import EmbeddingSettings
 from pipeline.storage import store
-from pipeline.vectors import carry_over, end_titles, lance_write, listed_digests, row_digests
+from pipeline.vectors import (
+    carry_over,
+    end_titles,
+    held_rows,
+    lance_write,
+    listed_digests,
+    row_digests,
+)
 from pipeline.vectors.lance import (
     BLOCK_ROWS,
     INPUT_COLUMNS,
@@ -308,9 +315,14 @@ def _whole(folder, name, frame, groups, plan, embedder, settings, known, side_by
     )
     if keep:
         known[name] = (frame["id"].to_list(), vectors)
-    return lambda: build_vector_table(
-        folder, name, frame, embedder, settings, groups, known=known, vectors=vectors
-    )
+
+    def job() -> int:
+        held_rows.drop_record(folder, name)  # no deleted rows in a table written whole
+        return build_vector_table(
+            folder, name, frame, embedder, settings, groups, known=known, vectors=vectors
+        )
+
+    return job
 
 
 def _carried(
@@ -345,7 +357,10 @@ def _carried(
     # caller let it go)
 
     def job() -> int:
-        lance_write.update(path, schema, plan.delete, batches())
+        fragments, record = held_rows.may_hold(folder, base, name, plan.deleted_at)
+        held_rows.drop_record(folder, name)
+        done = lance_write.update(path, schema, plan.delete, batches(), fragments)
+        held_rows.write_record(folder, name, record, done["held"])
         return rows
 
     return job

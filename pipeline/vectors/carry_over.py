@@ -69,6 +69,8 @@ class Plan:
     rows: int
     delete: list[str] = field(default_factory=list)
     append: list[str] = field(default_factory=list)
+    # (id, fragment): where the rows `delete` lie
+    deleted_at: pl.DataFrame = field(default_factory=lambda: lance_write.FRAGMENT_OF)
 
 
 def plan(
@@ -111,12 +113,13 @@ def plan(
     # look them up in took ~0.1 s per table at 40k documents)
     delete = pl.concat([both.filter(~now)["id"], both.filter(now & before & differs)["id"]])
     where = lance_write.fragments_of(path)
-    hit = where.filter(pl.col("id").is_in(delete.implode()))["fragment"].unique()
+    deleted_at = where.filter(pl.col("id").is_in(delete.implode()))
+    hit = deleted_at["fragment"].unique()
     compacted = where.filter(pl.col("fragment").is_in(hit.implode())).height
     cost = COMPACT_WEIGHT * compacted + changed.len()
     if rows and cost >= WHOLE_SHARE * max(rows, shape.rows):
         return Plan(name, f"a carry-over would write {cost:.0f} row-equivalents of {rows}", rows)
-    return Plan(name, None, rows, delete=delete.to_list(), append=changed.to_list())
+    return Plan(name, None, rows, delete.to_list(), changed.to_list(), deleted_at)
 
 
 def order(

@@ -18,7 +18,10 @@ indexes (pipeline.lexical has its own); LanceDB readers such as GraphRAG do.
 An update (`update`):
 - rows removed or changed are deleted, and every fragment holding one is compacted at
   once (its deletions materialized) and its segment re-mapped: their text and vectors are
-  in no file of the new version (the old version's files are cleaned up);
+  in no file of the new version (the old version's files are cleaned up). But for the
+  fragments the caller lets hold their deleted rows (`may_hold`: rows whose text is still
+  in the corpus, pipeline.vectors.held_rows) while under HOLD_SHARE of their rows are
+  deleted: Lance hides those rows (a deletion file) until their fragment is compacted;
 - new and changed rows are appended as new fragments, a delta segment each; once
   MERGE_SMALL fragments hold under half a fragment's rows each (a run's appended rows,
   fragments shrunk by deletions), their rows are written again together;
@@ -41,10 +44,11 @@ import itertools
 import os
 import shutil
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pyarrow as pa
@@ -76,6 +80,9 @@ FRAGMENT_KEY = "docgraph.fragment_rows"
 # Fragments under half a table's rows per fragment written again together once this many
 # pile up.
 MERGE_SMALL = 4
+# A fragment the caller lets hold deleted rows is compacted once this share of its rows is
+# deleted: Lance's own default (compact_files' materialize_deletions_threshold).
+HOLD_SHARE = 0.1
 # Ids per delete predicate (an IN list): Lance parses the SQL text.
 DELETE_IDS = 2_000
 TEXT_INDEX = "text_idx"
@@ -202,6 +209,9 @@ def own_files(path: Path) -> int:
     return copied
 
 
+FRAGMENT_OF = pl.DataFrame(schema={"id": pl.Utf8, "fragment": pl.Int64})
+
+
 def fragments_of(path: Path) -> pl.DataFrame:
     """(id, fragment): each row's fragment."""
     table = _lance().dataset(str(path)).to_table(columns=["id"], with_row_address=True)
@@ -267,18 +277,27 @@ def _delete(path: Path, ids: list[str]) -> int:
 
 
 def update(
-    path: Path, schema: pa.Schema, delete: list[str], append: Iterable[pa.RecordBatch]
-) -> dict[str, int]:
+    path: Path,
+    schema: pa.Schema,
+    delete: list[str],
+    append: Iterable[pa.RecordBatch],
+    may_hold: Collection[int] = (),
+) -> dict[str, Any]:
     """Change Lance table `path` in place: rows `delete` deleted (their fragments compacted
-    and re-indexed), the batches `append` appended and indexed; small fragments merged, old
-    versions removed. Returns counts of what it did."""
+    and re-indexed, but those of `may_hold` under HOLD_SHARE deleted), the batches `append`
+    appended and indexed; small fragments merged, old versions removed. Returns counts of
+    what it did, and `held`: the fragments left holding deleted rows."""
     lance = _lance()
     own_files(path)
-    done = {"deleted": _delete(path, delete), "compacted": 0}
+    done: dict[str, Any] = {"deleted": _delete(path, delete), "compacted": 0}
     ds = lance.dataset(str(path))
     per = _rows_per_fragment(ds) or FRAGMENT_ROWS
-    touched = [f.fragment_id for f in ds.get_fragments() if f.metadata.deletion_file]
-    if touched:  # every deletion materialized: the deleted text leaves the files
+    touched = [
+        f.fragment_id
+        for f in ds.get_fragments()
+        if f.metadata.deletion_file and not _holds(f, may_hold)
+    ]
+    if touched:  # their deletions materialized: the deleted text leaves the files
         keep = [f.fragment_id for f in ds.get_fragments() if f.fragment_id not in touched]
         ds.optimize.compact_files(
             target_rows_per_fragment=per,
@@ -289,8 +308,18 @@ def update(
         done["compacted"] = len(touched)
     done["appended"] = _append(path, schema, append, per)
     done["merged"] = _merge_small(path, schema, per)
+    frags = lance.dataset(str(path)).get_fragments()
+    done["held"] = sorted(f.fragment_id for f in frags if f.metadata.deletion_file)
     cleanup(path)
     return done
+
+
+def _holds(fragment, may_hold: Collection[int]) -> bool:
+    """Whether `fragment`'s deleted rows may stay: it is one of `may_hold`, and under
+    HOLD_SHARE of its rows are deleted."""
+    physical = fragment.metadata.physical_rows
+    deleted = physical - fragment.count_rows()
+    return fragment.fragment_id in may_hold and deleted < HOLD_SHARE * physical
 
 
 def _merge_small(path: Path, schema: pa.Schema, per: int) -> int:
