@@ -197,9 +197,10 @@ def _added_beating(
     for rows, cands in batches:
         cands = cands[is_kept[cands]]
         step = max(1, BLOCK_ELEMENTS // max(len(cands), 1))
+        matrix = unit[cands].astype(np.float64)  # once, not per block (cosines)
         for at in range(0, len(rows), step):
             q = rows[at : at + step]
-            s = cosines(unit[q], unit if len(cands) == len(unit) else unit[cands])
+            s = cosines(unit[q], matrix)
             ok = s >= bar[cands][None, :]
             if groups is not None:
                 ok &= groups[q][:, None] != groups[cands][None, :]

@@ -97,7 +97,8 @@ def top_among(
     ascending) above `min_similarity`, itself and, with `groups`, its own group's rows
     excluded, and with `lists` the rows outside its list's probed lists; a block of query
     rows at a time (memory ~`block_elements` floats)."""
-    cand = unit if len(candidates) == len(unit) else unit[candidates]  # all: no copy
+    # float64 once, not per block (cosines)
+    cand = (unit if len(candidates) == len(unit) else unit[candidates]).astype(np.float64)
     cand_groups = None if groups is None else groups[candidates]
     kk = min(k, len(candidates))
     rows = max(1, block_elements // max(len(candidates), 1))
