@@ -317,9 +317,10 @@ def update(
 def _holds(fragment, may_hold: Collection[int]) -> bool:
     """Whether `fragment`'s deleted rows may stay: it is one of `may_hold`, and under
     HOLD_SHARE of its rows are deleted."""
+    if fragment.fragment_id not in may_hold:  # no deletion file read for it
+        return False
     physical = fragment.metadata.physical_rows
-    deleted = physical - fragment.count_rows()
-    return fragment.fragment_id in may_hold and deleted < HOLD_SHARE * physical
+    return physical - fragment.count_rows() < HOLD_SHARE * physical
 
 
 def _merge_small(path: Path, schema: pa.Schema, per: int) -> int:
