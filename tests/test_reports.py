@@ -684,3 +684,30 @@ def test_a_report_reads_only_its_own_communitys_rows(graph, tmp_path) -> None:
     for keep in (sidecar.gather_every(2), sidecar.gather_every(2, offset=1)):
         some = report_table(*args, again.reports, keep)
         assert 0 < some.kept < fresh.height and some.reports.equals(fresh)
+
+
+def test_sentences_whose_member_weights_sum_alike_tie_whatever_the_float_order() -> None:
+    """find_evidence.candidates: a sentence naming members of weights 0.1, 0.2 and 0.4 and
+    one naming a member of weight 0.7 score alike (their sums differ in the last bit only),
+    so the better-ranked member decides, as it does when polars sums either in another
+    order (a kept report once differed from a fresh one so)."""
+    from pipeline.communities.reports.find_evidence import candidates
+
+    summed = pl.Series([0.1, 0.2, 0.4]).sum()
+    assert summed != 0.7  # the float sums this test is about differ
+    u32 = pl.UInt32
+    scored = pl.DataFrame(
+        {"community": [0] * 4, "e": [0, 1, 2, 3], "rank": [0, 1, 2, 3], "mw": [0.7, 0.1, 0.2, 0.4]},
+        schema={"community": u32, "e": u32, "rank": u32, "mw": pl.Float64},
+    )
+    mentions = pl.DataFrame(
+        {"sid": [0, 0, 0, 1], "src": [0] * 4, "e": [1, 2, 3, 0]},
+        schema={"sid": u32, "src": u32, "e": u32},
+    )
+    pool = pl.DataFrame(
+        {"sid": [0, 1], "length": [100, 100], "sentence": ["three members", "one member"]},
+        schema={"sid": u32, "length": pl.Int64, "sentence": pl.Utf8},
+    )
+    own = pl.DataFrame({"community": [0], "src": [0]}, schema={"community": u32, "src": u32})
+    best = candidates(mentions, scored, pool, own)
+    assert best.get_column("sentence").to_list() == ["one member", "three members"]
