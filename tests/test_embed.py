@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from pathlib import Path
 
 import lancedb
 import numpy as np
@@ -160,6 +161,31 @@ def _frames() -> dict[str, pl.DataFrame]:
         }
     )
     return {"text_units": tu, "entities": ents, "relationships": rels, "community_reports": reps}
+
+
+def test_a_lookup_reads_only_the_cache_files_that_hold_its_keys(tmp_path, monkeypatch):
+    """A nightly run asks the cache for a few texts: only the files holding them are read
+    (each file's keys are known once per process), and their vectors are the ones cached."""
+    fake = FakeEmbedder()
+    cached = CachedEmbedder(fake, tmp_path)
+    first = {t: cached.embed([t])[0] for t in ("a", "b", "c")}  # one file each
+    files = cached._shards()
+    read: list[list[str]] = []
+    scan = pl.scan_parquet
+
+    def recording(source, *args, **kwargs):
+        read.append(sorted(Path(p).name for p in source))
+        return scan(source, *args, **kwargs)
+
+    monkeypatch.setattr(pl, "scan_parquet", recording)
+    again = CachedEmbedder(fake, tmp_path)
+    out = again.embed(["b", "new"])
+    np.testing.assert_array_equal(out[0], first["b"])
+    assert fake.calls[-1] == ["new"] and (again.hits, again.misses) == (1, 1)
+    assert read == [[files[1].name]]  # the files are named in the order they were written
+    read.clear()
+    again.embed(["nothing cached"])  # no file holds it: none is read
+    assert read == []
 
 
 def test_compaction_bounds_the_cache_files_and_keeps_every_vector(tmp_path):

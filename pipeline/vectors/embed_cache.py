@@ -81,7 +81,7 @@ def _keep_only(path: Path, used: pl.DataFrame) -> int:
 
 
 # Files of one model's cache above which `compact_cache` merges: each embed call that met a new
-# text wrote one, and every lookup scans them all (a nightly run adds 2-4).
+# text wrote one, and a process reads every file's keys once (a nightly run adds 2-4).
 CACHE_MAX_FILES = 64
 
 
