@@ -12,6 +12,7 @@ from dagster import AssetExecutionContext, AssetIn, AssetOut, Output, asset, mul
 
 from assets.metadata import PARQUET_KINDS, community_sizes, frame_metadata, llm_delta
 from assets.shards import tail_changes
+from pipeline import schemas
 from pipeline.communities.leiden import INPUT_COLUMNS as COMMUNITY_INPUTS
 from pipeline.communities.leiden import (
     PREVIOUS_COLUMNS,
@@ -236,7 +237,7 @@ def community_reports(
     write_evidence(folder, built.evidence)  # what it says holds in LLM mode too
     write_rows(folder, None if llm_mode(settings) else built.rows)
     yield Output(
-        df,
+        _unless_kept(folder, df, previous),
         output_name="community_reports",
         metadata=frame_metadata(df, started, "community_reports", **llm_meta),
     )
@@ -246,3 +247,16 @@ def community_reports(
         output_name="report_failures",
         metadata=frame_metadata(fails, started, "report_failures"),
     )
+
+
+def _unless_kept(
+    folder: Path, df: pl.DataFrame, previous: pl.DataFrame | None
+) -> pl.DataFrame | Path:
+    """`df` to write, or the folder's table when it holds exactly these rows already (an edit
+    that changed no report: at 40k documents its 15 MB were written again, and every later
+    reader read a new file): the file stays, after an edit the base version's hard link."""
+    if previous is not None and pl.from_arrow(schemas.conform(df, "community_reports")).equals(
+        previous
+    ):
+        return store.table_path(folder, "community_reports")
+    return df

@@ -89,3 +89,36 @@ def test_an_incremental_graph_equals_a_fresh_index(tmp_path):
     meta = _graph_metadata(run(out, full=True))
     assert {m["incremental_reason"] for m in meta.values()} == {"a full run (--full)"}
     assert _tables(out)["entities"].equals(want["entities"])
+
+
+def test_an_edit_that_changes_no_report_keeps_the_reports_file(tmp_path):
+    """A sentence naming nothing, added to a note: its text unit is replaced, and with it
+    the unit lists of its communities, whose reports are assembled again, but to the same
+    rows: the reports' file stays the base version's (a hard link), not written again. An
+    edit that changes a report writes the file."""
+    from app.run import run_index
+
+    inp, out = tmp_path / "in", tmp_path / "out"
+    inp.mkdir()
+    for i in range(12):
+        (inp / f"note{i:02d}.md").write_text(_doc(i))
+
+    def index():
+        result = run_index(input_dir=str(inp), output_dir=str(out), log_level="ERROR")
+        assert result.success
+        path = store.table_path(out, "community_reports")
+        return (
+            materialization_metadata(result),
+            path.stat().st_ino,
+            store.read_table(out, path.stem),
+        )
+
+    _, before, rows = index()
+    assert rows.height
+    (inp / "note02.md").write_text(_doc(2) + "It was a quiet morning.\n")
+    meta, after, again = index()
+    assert meta["community_reports"]["rows_recomputed"] > 0  # assembled again, the same
+    assert again.equals(rows) and after == before
+    (inp / "note03.md").write_text(_doc(3) + "Alan Turing met Mary Somerville in Geneva.\n")
+    _, changed, newer = index()
+    assert changed != before and not newer.equals(rows)
