@@ -255,8 +255,7 @@ def _unless_kept(
     """`df` to write, or the folder's table when it holds exactly these rows already (an edit
     that changed no report: at 40k documents its 15 MB were written again, and every later
     reader read a new file): the file stays, after an edit the base version's hard link."""
-    if previous is not None and pl.from_arrow(schemas.conform(df, "community_reports")).equals(
-        previous
-    ):
-        return store.table_path(folder, "community_reports")
-    return df
+    if previous is None:
+        return df
+    same = pl.from_arrow(schemas.conform(df, "community_reports")).equals(previous)
+    return store.table_path(folder, "community_reports") if same else df
