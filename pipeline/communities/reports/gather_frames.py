@@ -18,6 +18,7 @@ from pipeline.communities.reports.evidence_cache import fill_sentences
 from pipeline.communities.reports.find_evidence import (
     Evidence,
     candidates,
+    held_by_some,
     hrid,
     sentence_mentions,
     sentence_pool,
@@ -56,7 +57,7 @@ def gather(
     rels = _relationship_frame(relationships)
     edges = _edges(communities, rels, ents)
     members = _ranked_members(communities, ents, edges)
-    neighbour_rels = None if everyone is None else _edges(everyone, rels, ents).select("rel_id")
+    neighbour_rels = None if everyone is None else held_by_some(everyone, rels, members)
     found = sentence_mentions(
         members, edges, rels, text_units, ents, communities, neighbour_rels, evidence
     )
