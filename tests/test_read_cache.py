@@ -1,5 +1,7 @@
 """Columns kept across reads of one in-process run (pipeline.storage.read_cache): a table read
-again comes from memory, a table written again is read anew, and the bytes kept stay bounded."""
+again comes from memory, a table written again is never read stale (its columns as written,
+its free text from the new file), what a write keeps is what the file gives back, and the
+bytes kept stay bounded."""
 
 from __future__ import annotations
 
@@ -47,10 +49,13 @@ def test_kept_columns_are_read_once_and_never_stale(tmp_path, monkeypatch) -> No
         assert_frame_equal(again.select("id", "title"), first)
         whole = store.read_table(tmp_path, "entities")  # every column, in the file's order
         assert whole.columns == schemas.TABLES["entities"].names
-        # a table written again (a new file renamed into place) is read from the new file
+        # a table written again (a new file renamed into place): its columns as written,
+        # its free text read from the new file
+        reads.clear()
         store.write_table(tmp_path, "entities", _entities(50, "b"))
-        fresh = store.read_table(tmp_path, "entities", ["id", "title"])
-        assert fresh["id"][0] == "b0" and reads[-1] == ["id", "title"]
+        fresh = store.read_table(tmp_path, "entities", ["id", "title", "description"])
+        assert fresh["id"][0] == "b0" and fresh["description"][0].startswith("b description")
+        assert reads == [["description"]]
     reads.clear()
     store.read_table(tmp_path, "entities", ["id"])  # outside a run nothing is kept
     store.read_table(tmp_path, "entities", ["id"])
@@ -70,3 +75,23 @@ def test_kept_bytes_stay_within_the_budget(tmp_path, monkeypatch) -> None:
         assert [key[1] for key in kept.columns] == ["title"]
         store.read_table(tmp_path, "entities", ["description"])
     assert reads[-1] == ["description"]
+
+
+def test_what_a_write_keeps_is_what_the_file_gives_back(sample_run, tmp_path, monkeypatch) -> None:
+    """Every single-file table of a real index, written again inside a run: the columns kept
+    from the written table equal a read of the new file, values and types; only its free
+    text is read."""
+    version = store.resolve(sample_run[1])
+    names = [n for n in schemas.TABLES if (version / f"{n}.parquet").is_file()]
+    assert {"entities", "relationships", "text_units", "communities"} <= set(names)
+    for name in names:
+        frame = pl.read_parquet(version / f"{name}.parquet")
+        reads = _counting_reads(monkeypatch)
+        with read_cache.keeping(2**30):
+            path = store.write_table(tmp_path, name, frame)
+            kept = store.read_table(tmp_path, name)  # every column: kept, or read (free text)
+        free = [c for c in frame.columns if c in store.FREE_TEXT]
+        assert reads == ([free] if free else [])
+        monkeypatch.undo()
+        assert_frame_equal(kept, pl.read_parquet(path), check_exact=True)
+        assert kept.height == frame.height

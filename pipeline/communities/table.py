@@ -98,7 +98,13 @@ def _listed_ends(base: Path, relationships: pl.DataFrame, listed: dict[str, pl.S
     other row is the base's (changed_rows), its text units and ends included."""
     rids = listed["relationships"].implode()
     ends = ["source_id", "target_id"]
-    then = store.read_table(base, "relationships", ["id", *ends]).filter(pl.col("id").is_in(rids))
+    # scanned, filtered: the run's steps have let go of the base's columns (read_cache.seed)
+    then = (
+        store.scan_table(base, "relationships")
+        .select("id", *ends)
+        .filter(pl.col("id").is_in(rids))
+        .collect()
+    )
     now = relationships.filter(pl.col("id").cast(pl.Utf8).is_in(rids))
     parts = [f.get_column(c).cast(pl.Utf8) for f in (then, now) for c in ends]
     return pl.concat([listed["entities"].cast(pl.Utf8), *parts]).unique()

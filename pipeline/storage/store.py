@@ -346,8 +346,11 @@ def write_arrow(root: str | Path, name: str, table: pa.Table) -> Path:
         raise ValueError(f"{root} is a published output folder: write into a run's staging")
     path = Path(root) / f"{name}.parquet"
     options = parquet_options(table.schema)
+    replaced = read_cache.identity(path)
     atomic_write_with(path, lambda tmp: pq.write_table(table, tmp, **options))
     shutil.rmtree(Path(root) / name, ignore_errors=True)  # it was sharded before
+    # free text is read again by few steps, and most of the bytes kept (read_cache.RUN_BYTES)
+    read_cache.seed(path, table, skip=FREE_TEXT, replaced=replaced)
     return path
 
 
