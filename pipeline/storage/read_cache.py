@@ -54,12 +54,12 @@ class _Kept:
                     self._keep((file, s.name), s)
         return pl.DataFrame([got[c] for c in names])
 
-    def seed(self, path: Path, frame: pl.DataFrame, replaced: tuple | None) -> None:
+    def seed(self, path: Path, columns: list[pl.Series], replaced: tuple | None) -> None:
         file = identity(path)
         with self.lock:
             for key in [key for key in self.columns if key[0] == replaced]:
                 self.bytes -= self.columns.pop(key).estimated_size()
-            for s in frame.get_columns():
+            for s in columns:
                 self._keep((file, s.name), s)
 
     def _keep(self, key: tuple, column: pl.Series) -> None:
@@ -97,20 +97,22 @@ def keeping(budget: int) -> Iterator[None]:
 
 
 def seed(
-    path: Path, table: pa.Table, skip: frozenset[str] = frozenset(), replaced: tuple | None = None
+    path: Path, table: pa.Table, columns: list[pl.Series | str], replaced: tuple | None
 ) -> None:
-    """Keep the columns of `table`, just written as the Parquet file `path`, but those in
-    `skip`, as if read from it, and let go of those of the file it replaced (`replaced`, its
-    `identity`: the steps after read the run's tables, not the base version's it replaced);
-    inside `keeping` only. The next steps of a run read
-    the tables the one before wrote: at 40k documents an edit's checks, communities and
-    reports read the graph's three tables again (0.3 s for the relationships alone), and a
-    column converted from the written Arrow table is what the file gives back
-    (tests/test_read_cache.py)."""
+    """Keep `columns` of `table`, just written as the Parquet file `path`, as if read from
+    it, and let go of those of the file it replaced (`replaced`, its `identity`: the steps
+    after read the run's tables, not the base version's it replaced); inside `keeping`
+    only. A column is a Series equal to the file's (its values and type), or the name of
+    one of `table`'s (converted). The next steps of a run read the tables the one before
+    wrote: at 40k documents an edit's checks, communities and reports read the graph's
+    three tables again (0.3 s for the relationships alone)."""
     kept = _kept
-    if kept is not None:
-        names = [c for c in table.schema.names if c not in skip]
-        kept.seed(path, pl.from_arrow(table.select(names)), replaced)
+    if kept is None:
+        return
+    named = [c for c in columns if isinstance(c, str)]
+    converted = pl.from_arrow(table.select(named)) if named else pl.DataFrame()
+    series = [converted.get_column(c) if isinstance(c, str) else c for c in columns]
+    kept.seed(path, series, replaced)
 
 
 def read(path: Path, columns: list[str] | None = None) -> pl.DataFrame:

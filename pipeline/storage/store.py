@@ -320,8 +320,22 @@ def table_rows(root: str | Path, name: str) -> int:
 
 
 def write_table(root: str | Path, name: str, df: pl.DataFrame) -> Path:
-    """Write `df` as table `name` (conformed to its schema), atomically."""
-    return write_arrow(root, name, schemas.conform(df, name))
+    """Write `df` as table `name` (conformed to its schema), atomically; inside an in-process
+    run its columns but free text are kept as if read from the file (read_cache.seed)."""
+    table = schemas.conform(df, name)
+    replaced = read_cache.identity(Path(root) / f"{name}.parquet")
+    path = write_arrow(root, name, table)
+    # the frame's own columns where the file gives them back as they are (no copy held
+    # beside the frame while it is written: the graph step's peak is the edit's); free text
+    # is read again by few steps, and would be most of the bytes kept (read_cache.RUN_BYTES)
+    back = pl.from_arrow(table.schema.empty_table()).schema
+    kept = [
+        df.get_column(c) if c in df.columns and df.schema[c] == back[c] else c
+        for c in back
+        if c not in FREE_TEXT
+    ]
+    read_cache.seed(path, table, kept, replaced)
+    return path
 
 
 def write_tables(root: str | Path, frames: dict[str, pl.DataFrame]) -> dict[str, Path]:
@@ -346,11 +360,8 @@ def write_arrow(root: str | Path, name: str, table: pa.Table) -> Path:
         raise ValueError(f"{root} is a published output folder: write into a run's staging")
     path = Path(root) / f"{name}.parquet"
     options = parquet_options(table.schema)
-    replaced = read_cache.identity(path)
     atomic_write_with(path, lambda tmp: pq.write_table(table, tmp, **options))
     shutil.rmtree(Path(root) / name, ignore_errors=True)  # it was sharded before
-    # free text is read again by few steps, and most of the bytes kept (read_cache.RUN_BYTES)
-    read_cache.seed(path, table, skip=FREE_TEXT, replaced=replaced)
     return path
 
 
