@@ -54,8 +54,7 @@ class _Kept:
                     self._keep((file, s.name), s)
         return pl.DataFrame([got[c] for c in names])
 
-    def seed(self, path: Path, columns: list[pl.Series], replaced: tuple | None) -> None:
-        file = identity(path)
+    def seed(self, file: tuple | None, columns: list[pl.Series], replaced: tuple | None) -> None:
         with self.lock:
             for key in [key for key in self.columns if key[0] == replaced]:
                 self.bytes -= self.columns.pop(key).estimated_size()
@@ -96,23 +95,31 @@ def keeping(budget: int) -> Iterator[None]:
         _kept = None
 
 
-def seed(
-    path: Path, table: pa.Table, columns: list[pl.Series | str], replaced: tuple | None
-) -> None:
-    """Keep `columns` of `table`, just written as the Parquet file `path`, as if read from
-    it, and let go of those of the file it replaced (`replaced`, its `identity`: the steps
-    after read the run's tables, not the base version's it replaced); inside `keeping`
-    only. A column is a Series equal to the file's (its values and type), or the name of
-    one of `table`'s (converted). The next steps of a run read the tables the one before
+@contextmanager
+def written(
+    path: Path, frame: pl.DataFrame, table: pa.Table, skip: frozenset[str]
+) -> Iterator[None]:
+    """Around the write of `frame` (as Arrow `table`) to the Parquet file `path`: inside
+    `keeping`, its columns but those in `skip` are then kept as if read from the new file,
+    and those of the file it replaced let go (the steps after read the run's tables, not the
+    base version's it replaced). The next steps of a run read the tables the one before
     wrote: at 40k documents an edit's checks, communities and reports read the graph's
-    three tables again (0.3 s for the relationships alone)."""
+    three tables again (0.3 s for the relationships alone). A column is the frame's own
+    where the file gives it back as it is (no copy held beside the frame while it is
+    written: the graph step's peak is the edit's), else converted from `table`; free text
+    is read again by few steps, and would be most of the bytes kept (RUN_BYTES)."""
+    replaced = identity(path)
+    yield
     kept = _kept
     if kept is None:
         return
-    named = [c for c in columns if isinstance(c, str)]
+    back = pl.from_arrow(table.schema.empty_table()).schema
+    own = {c for c in back if c in frame.columns and frame.schema[c] == back[c]}
+    wanted = [c for c in back if c not in skip]
+    named = [c for c in wanted if c not in own]
     converted = pl.from_arrow(table.select(named)) if named else pl.DataFrame()
-    series = [converted.get_column(c) if isinstance(c, str) else c for c in columns]
-    kept.seed(path, series, replaced)
+    columns = [frame.get_column(c) if c in own else converted.get_column(c) for c in wanted]
+    kept.seed(identity(path), columns, replaced)
 
 
 def read(path: Path, columns: list[str] | None = None) -> pl.DataFrame:

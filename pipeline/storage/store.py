@@ -92,11 +92,8 @@ def read_manifest(root: str | Path) -> dict[str, Any] | None:
 
 
 def _read_manifest(root: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) and isinstance(data.get("version"), str) else None
+    data = _read_json(root / MANIFEST)
+    return data if isinstance(data.get("version"), str) else None
 
 
 def manifest_stamp(root: str | Path) -> tuple[int, int, int] | None:
@@ -321,21 +318,10 @@ def table_rows(root: str | Path, name: str) -> int:
 
 def write_table(root: str | Path, name: str, df: pl.DataFrame) -> Path:
     """Write `df` as table `name` (conformed to its schema), atomically; inside an in-process
-    run its columns but free text are kept as if read from the file (read_cache.seed)."""
+    run its columns but free text are kept as if read from the file (read_cache.written)."""
     table = schemas.conform(df, name)
-    replaced = read_cache.identity(Path(root) / f"{name}.parquet")
-    path = write_arrow(root, name, table)
-    # the frame's own columns where the file gives them back as they are (no copy held
-    # beside the frame while it is written: the graph step's peak is the edit's); free text
-    # is read again by few steps, and would be most of the bytes kept (read_cache.RUN_BYTES)
-    back = pl.from_arrow(table.schema.empty_table()).schema
-    kept = [
-        df.get_column(c) if c in df.columns and df.schema[c] == back[c] else c
-        for c in back
-        if c not in FREE_TEXT
-    ]
-    read_cache.seed(path, table, kept, replaced)
-    return path
+    with read_cache.written(Path(root) / f"{name}.parquet", df, table, skip=FREE_TEXT):
+        return write_arrow(root, name, table)
 
 
 def write_tables(root: str | Path, frames: dict[str, pl.DataFrame]) -> dict[str, Path]:
