@@ -98,7 +98,7 @@ def _listed_ends(base: Path, relationships: pl.DataFrame, listed: dict[str, pl.S
     other row is the base's (changed_rows), its text units and ends included."""
     rids = listed["relationships"].implode()
     ends = ["source_id", "target_id"]
-    # scanned, filtered: the run's steps have let go of the base's columns (read_cache.seed)
+    # scanned, filtered: the run's steps have let go of the base's columns (read_cache.written)
     then = (
         store.scan_table(base, "relationships")
         .select("id", *ends)
