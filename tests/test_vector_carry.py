@@ -39,6 +39,7 @@ TOWNS = ["Aberdeen", "Bergen", "Coimbra", "Dresden", "Eindhoven", "Florence", "G
          "Uppsala", "Valencia", "Vienna", "Zurich", "Bruges", "Seville"]  # fmt: skip
 HUBS = ["London", "Paris", "Berlin"]  # shared: in every third document each
 SECRET = "Quokkaville"  # only in the document that is deleted
+FARADAY = " Faraday lectured at the Royal Institution."  # added to a note
 
 
 def _doc(i: int, extra: str = "") -> str:
@@ -108,7 +109,7 @@ def runs(tmp_path_factory):
         facts["base_before"] = _file_hashes(facts["base_lance"])
         facts["secret_in_base"] = _holds(facts["base_lance"], SECRET)
 
-        (inp / "note03.md").write_text(_doc(3, " Faraday lectured at the Royal Institution."))
+        (inp / "note03.md").write_text(_doc(3, FARADAY))
         (inp / "note11.md").write_text(_doc(11).replace("observatory", "museum"))
         (inp / "secret.md").unlink()
         (inp / "added1.md").write_text(_doc(45, " Somerville translated Laplace in Kew."))
@@ -117,6 +118,8 @@ def runs(tmp_path_factory):
         facts["second_lance"] = store.resolve(out) / store.LANCE_DIR
 
         (inp / "note20.md").write_text(_doc(20, " Turing ran the Pilot ACE at Teddington."))
+        # note03 grew in the second run (its rows were held); now its town leaves it
+        (inp / "note03.md").write_text(_doc(3, FARADAY).replace(TOWNS[3], "Dover"))
         (inp / "note30.md").unlink()
         (inp / "added2.md").write_text(_doc(46))
         facts["third"] = run()
@@ -155,6 +158,14 @@ def test_held_rows_leave_with_the_text_they_were_made_from(runs):
     no file of the version it makes."""
     assert _holds(runs["second_lance"], "Ghent")
     assert _holds(runs["third_lance"], "Ghent") == []
+
+
+def test_rows_held_after_an_addition_leave_when_their_text_does(runs):
+    """The second run only added to note03 (the rows made from it held, its text still in
+    the file); the third takes its town out of it: the town is in no file of the version
+    it makes."""
+    assert _holds(runs["second_lance"], TOWNS[3])
+    assert _holds(runs["third_lance"], TOWNS[3]) == []
 
 
 def _rows(lance_dir: Path, name: str) -> pl.DataFrame:
@@ -363,24 +374,50 @@ def test_a_fragment_holds_deleted_rows_only_where_allowed_and_under_its_share(
     assert len(live()) == 36
 
 
-def test_rows_may_be_held_while_every_unit_they_were_made_from_is_there(tmp_path):
-    """held_rows.may_hold: a deleted row's fragment may hold it when all its text units
-    are still text units (none: too); a fragment an earlier run left holding rows keeps
-    them until one of their units is gone."""
+def _version(root: Path, docs: dict[str, tuple[str, str]], units: dict[str, tuple[str, str]]):
+    """A version folder's documents {id: (source_path, text)} and text units {id: (document
+    id, text)}."""
+    root.mkdir()
+    pl.DataFrame(
+        [(i, p, t) for i, (p, t) in docs.items()], ["id", "source_path", "text"], orient="row"
+    ).write_parquet(root / "documents.parquet")
+    pl.DataFrame(
+        [(i, d, t) for i, (d, t) in units.items()], ["id", "document_id", "text"], orient="row"
+    ).write_parquet(root / "text_units.parquet")
+
+
+def test_rows_may_be_held_while_the_text_they_were_made_from_is_there(tmp_path):
+    """held_rows.may_hold: a deleted row's fragment may hold it when the text of each of its
+    units is still in the corpus: the unit is, or its file still holds its text (an edit
+    that added to it: the units it grew into stand for it); a fragment an earlier run left
+    holding rows keeps them until one of their units' text leaves."""
     folder, base = tmp_path / "run", tmp_path / "base"
-    folder.mkdir(), base.mkdir()
-    pl.DataFrame({"id": ["u1", "u2", "u3"]}).write_parquet(folder / "text_units.parquet")
-    units = {"e1": ["u1", "u2"], "e2": ["u2", "u4"], "e3": []}
-    made = pl.DataFrame({"id": list(units), "text_unit_ids": list(units.values())})
-    made.write_parquet(base / "entities.parquet")
-    earlier = pl.DataFrame({"fragment": [7, 8], "unit": ["u1", "u4"]})
-    held_rows.write_record(folder, "entities", earlier, [7, 8])
-    deleted_at = pl.DataFrame({"id": ["e1", "e2", "e3"], "fragment": [1, 2, 3]})
+    old = {"u1": ("d1", "One."), "u2": ("d1", "Two."), "u4": ("d2", "Four."), "u5": ("d3", "Five.")}
+    old["u6"] = ("d4", "# Six\n\nSix. Sixty.")
+    paths = {"d1": "a.md", "d2": "b.md", "d3": "c.md", "d4": "e.md"}
+    _version(base, {d: (p, "") for d, p in paths.items()}, old)
+    # b.md lost "Four.", c.md grew after "Five.", e.md's unit grew (its heading is no text
+    # of the file), d.md is new
+    now = {"d1": ("a.md", ""), "d2x": ("b.md", "Forty."), "d3x": ("c.md", "Five. Fifty.")}
+    now["d4x"] = ("e.md", "Six. Sixty. Sixty-one.")
+    units = {"u1": ("d1", "One."), "u2": ("d1", "Two."), "u3": ("d5", "Three.")}
+    units |= {"u40": ("d2x", "Forty."), "u50": ("d3x", "Five. Fifty."), "u51": ("d3x", "x")}
+    units["u60"] = ("d4x", "# Six\n\nSix. Sixty. Sixty-one.")
+    _version(folder, now | {"d5": ("d.md", "Three.")}, units)
+    made = {"e1": ["u1", "u2"], "e2": ["u2", "u4"], "e3": [], "e5": ["u5"], "e6": ["u6", "u1"]}
+    frame = pl.DataFrame({"id": list(made), "text_unit_ids": list(made.values())})
+    frame.write_parquet(base / "entities.parquet")
+    earlier = pl.DataFrame({"fragment": [7, 8, 9], "unit": ["u1", "u4", "u5"]})
+    held_rows.write_record(folder, "entities", earlier, [7, 8, 9])
+    deleted_at = pl.DataFrame({"id": list(made), "fragment": [1, 2, 3, 5, 6]})
     fragments, record = held_rows.may_hold(folder, base, "entities", deleted_at)
-    assert fragments == {1, 3, 7}  # e2 was made from u4, gone; so was fragment 8's row
-    held_rows.write_record(folder, "entities", record, [1, 3, 7])
+    assert fragments == {1, 3, 5, 6, 7, 9}  # e2 was made from u4, gone; so was 8's row
+    held_rows.write_record(folder, "entities", record, fragments)
     kept = held_rows.read_record(folder, "entities")
-    assert kept.rows() == [(1, "u1"), (1, "u2"), (3, None), (7, "u1")]
+    assert kept.rows() == [
+        (1, "u1"), (1, "u2"), (3, None), (5, "u50"), (5, "u51"), (6, "u1"), (6, "u60"),
+        (7, "u1"), (9, "u50"), (9, "u51"),
+    ]  # fmt: skip
     assert held_rows.may_hold(folder, base, "text_units", deleted_at)[0] == set()
 
 

@@ -9,19 +9,25 @@ their units' documents, pipeline.vectors.carry_over): materialising the deletion
 31 of 33 fragments and re-mapped their full-text segments, 14.2 s (3.9 s without the
 segments) of a 130 s run on the 2-core machine, for 0.4% of the rows.
 
-A changed row's last version was made from its text units (text_unit_ids): when every one of
-them is still a text unit of the corpus (a unit's id is a digest of its text, so an edited
-or removed text leaves with its id), nothing a user removed is in that old row, and it may
-stay in its fragment, hidden by Lance's deletion file, as Lance itself leaves deleted rows
-until a compaction. The record (`<table>.held.parquet` beside the row digests) names each
-fragment holding such rows and their units; a run in which one of those units is gone
-compacts the fragment, so a document's deleted or replaced text still leaves every file in
-the run that removes it. lance_write compacts a fragment anyway once HOLD_SHARE of its rows
-are deleted.
+A changed row's last version was made from its text units (text_unit_ids; a report's, its
+community's): when the text of every one of them is still in the corpus, nothing a user
+removed is in that old row, and it may stay in its fragment, hidden by Lance's deletion
+file, as Lance itself leaves deleted rows until a compaction. A unit's id is a digest of its
+text, so an edited text leaves with its id; but an edit that only adds text (a journal, a
+chat log, notes appended to) leaves the old unit's text in its file, within its text or one
+of its units now (`_moved`), and those units stand for it from then on. The record
+(`<table>.held.parquet` beside the row digests) names each fragment holding such rows and
+their units; a run in which the text of one of those units leaves its file compacts the
+fragment, so a document's deleted or replaced text still leaves every file in the run that
+removes it. lance_write compacts a fragment anyway once HOLD_SHARE of its rows are deleted.
+
+Reports were compacted on every edit before: a report's vector is the mean of its members'
+entity vectors, so an edit changes the reports of every community above a changed entity,
+the largest top-level ones included, and their rows lie in every fragment of the table.
 
 What held rows change: until their fragment is compacted, the full-text statistics of its
 segment (row count, lengths, term frequencies) still count them, so LanceDB's BM25 scores on
-these two tables differ slightly from a whole write's (docgraph's own queries rank with
+these tables differ slightly from a whole write's (docgraph's own queries rank with
 pipeline.lexical); their rows, vectors and full-text hits do not.
 """
 
@@ -37,11 +43,12 @@ from pipeline.storage import store
 from pipeline.storage.files import atomic_write_with
 from pipeline.vectors.row_digests import DIGESTS_DIR
 
-# The tables whose rows are made from text units listed on them (text_unit_ids); the text
-# units' and content nodes' rows change only with their own text, the reports' table is
-# small and mostly written whole.
-HOLD_TABLES = ("entities", "relationships")
+# The tables whose rows are made from text units listed on them (text_unit_ids), or on their
+# community's (reports); the text units' and content nodes' rows change only with their own
+# text.
+HOLD_TABLES = ("entities", "relationships", "community_reports")
 _EMPTY = pl.DataFrame(schema={"fragment": pl.Int64, "unit": pl.Utf8})
+_MOVED = pl.DataFrame(schema={"unit": pl.Utf8, "successor": pl.Utf8})
 
 
 def record_path(root: str | Path, name: str) -> Path:
@@ -80,20 +87,88 @@ def may_hold(
     whose rows those are."""
     if name not in HOLD_TABLES or base is None:
         return set(), _EMPTY
+    rows = deleted_at.join(_made_from(base, name, deleted_at.get_column("id")), on="id", how="left")
+    record = read_record(folder, name)
     present = store.read_table(folder, "text_units", ["id"]).get_column("id").implode()
-    ids = deleted_at.get_column("id").implode()
-    made_from = (
-        pl.scan_parquet(store.table_files(base, name))
-        .select("id", pl.col("text_unit_ids").alias("unit"))
-        .filter(pl.col("id").is_in(ids))
-        .collect()
-        .explode("unit")
-    )
-    rows = deleted_at.join(made_from, on="id", how="left")
-    gone = pl.col("unit").is_not_null() & ~pl.col("unit").is_in(present)
+    units = pl.concat([rows.get_column("unit"), record.get_column("unit")]).drop_nulls().unique()
+    absent = units.filter(~units.is_in(present))
+    moved = _moved(folder, base, absent)
+    gone = pl.col("unit").is_in(absent.filter(~absent.is_in(moved["unit"].implode())).implode())
     lost = rows.filter(gone).get_column("id").implode()  # text no longer in the corpus
     lost_at = rows.filter(pl.col("id").is_in(lost)).get_column("fragment")
-    kept = rows.filter(~pl.col("id").is_in(lost)).select("fragment", "unit")
-    record = pl.concat([read_record(folder, name), kept])
-    purge = set(record.filter(gone).get_column("fragment").to_list()) | set(lost_at.to_list())
-    return set(record.get_column("fragment").to_list()) - purge, record
+    held = pl.concat([record, rows.filter(~pl.col("id").is_in(lost)).select("fragment", "unit")])
+    purge = set(held.filter(gone).get_column("fragment").to_list()) | set(lost_at.to_list())
+    held = _successors(held, moved)
+    return set(held.get_column("fragment").to_list()) - purge, held
+
+
+def _made_from(base: Path, name: str, ids: pl.Series) -> pl.DataFrame:
+    """(id, unit): the text units the rows `ids` of table `name` in version `base` were made
+    from. A report's are its community's: its members' units, which hold their descriptions
+    and every relationship between them (a relationship's units are units of both its ends,
+    pipeline.graph.encode_mentions), the evidence it quotes and its sub-communities'."""
+    scan = pl.scan_parquet(store.table_files(base, name))
+    if name == "community_reports":
+        lists = pl.scan_parquet(store.table_files(base, "communities"))
+        scan = scan.select("id", "community").join(
+            lists.select("community", "text_unit_ids"), on="community", how="left"
+        )
+    made = scan.select("id", pl.col("text_unit_ids").alias("unit"))
+    return made.filter(pl.col("id").is_in(ids.implode())).collect().explode("unit")
+
+
+def _rows(root: Path, name: str, columns: list[str], key: str, values: pl.Series) -> pl.DataFrame:
+    """Table `name`'s `columns` of the rows whose `key` is one of `values`."""
+    scan = pl.scan_parquet(store.table_files(root, name)).select(columns)
+    return scan.filter(pl.col(key).is_in(values.unique().implode())).collect()
+
+
+def _moved(folder: Path, base: Path, absent: pl.Series) -> pl.DataFrame:
+    """(unit, successor): the text units `absent` (units of version `base` the run's folder
+    no longer has) whose text their file still holds, in its text or in one of its units
+    (an edit that only added text: a unit's id is a digest of its text, so the unit it
+    grew into has another); `successor`: each of that file's units now, which hold the
+    text from here on (a later run that removes one of them checks it again)."""
+    if absent.is_empty():
+        return _MOVED
+    old = _rows(base, "text_units", ["id", "text", "document_id"], "id", absent)
+    paths = _rows(base, "documents", ["id", "source_path"], "id", old["document_id"])
+    old = old.join(paths.rename({"id": "document_id"}), on="document_id")
+    docs = _rows(
+        folder, "documents", ["id", "source_path", "text"], "source_path", old["source_path"]
+    )
+    units = _rows(folder, "text_units", ["id", "document_id", "text"], "document_id", docs["id"])
+    units = units.join(
+        docs.select(pl.col("id").alias("document_id"), "source_path"), on="document_id"
+    )
+    texts = {
+        path: (list(t), list(u), list(i)) for path, t, u, i in _by_path(docs, units).iter_rows()
+    }
+    pairs = [
+        (unit, successor)
+        for unit, text, path in old.select("id", "text", "source_path").iter_rows()
+        if path in texts and any(text in t for t in texts[path][0] + texts[path][1])
+        for successor in texts[path][2]
+    ]
+    return pl.DataFrame(pairs, schema=_MOVED.schema, orient="row")
+
+
+def _by_path(docs: pl.DataFrame, units: pl.DataFrame) -> pl.DataFrame:
+    """(source_path, document texts, unit texts, unit ids) of each file."""
+    return (
+        docs.group_by("source_path")
+        .agg(pl.col("text"))
+        .join(
+            units.group_by("source_path").agg(pl.col("text").alias("units"), pl.col("id")),
+            on="source_path",
+            how="left",
+        )
+        .with_columns(pl.col("units", "id").fill_null(pl.lit([], dtype=pl.List(pl.Utf8))))
+    )
+
+
+def _successors(held: pl.DataFrame, moved: pl.DataFrame) -> pl.DataFrame:
+    """`held` (fragment, unit) with each moved unit replaced by its successors."""
+    stays = held.filter(~pl.col("unit").is_in(moved["unit"].implode()).fill_null(False))
+    carried = held.join(moved, on="unit").select("fragment", pl.col("successor").alias("unit"))
+    return pl.concat([stays, carried])
