@@ -418,7 +418,9 @@ def test_rows_may_be_held_while_the_text_they_were_made_from_is_there(tmp_path):
         (1, "u1"), (1, "u2"), (3, None), (5, "u50"), (5, "u51"), (6, "u1"), (6, "u60"),
         (7, "u1"), (9, "u50"), (9, "u51"),
     ]  # fmt: skip
-    assert held_rows.may_hold(folder, base, "text_units", deleted_at)[0] == set()
+    units_at = pl.DataFrame({"id": ["u4", "u5"], "fragment": [1, 2]})  # a unit's own text
+    assert held_rows.may_hold(folder, base, "text_units", units_at)[0] == {2}
+    assert held_rows.may_hold(folder, base, "content_nodes", deleted_at)[0] == set()
 
 
 def test_long_texts_are_cut_in_fragments_of_fewer_rows(tmp_path, monkeypatch):

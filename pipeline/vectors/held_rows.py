@@ -43,10 +43,10 @@ from pipeline.storage import store
 from pipeline.storage.files import atomic_write_with
 from pipeline.vectors.row_digests import DIGESTS_DIR
 
-# The tables whose rows are made from text units listed on them (text_unit_ids), or on their
-# community's (reports); the text units' and content nodes' rows change only with their own
-# text.
-HOLD_TABLES = ("entities", "relationships", "community_reports")
+# The tables whose rows are made from text units: their own (text units), those listed on
+# them (text_unit_ids), or on their community (reports). A content node's text is its
+# document's, not always within a unit (a heading): its rows are never held.
+HOLD_TABLES = ("text_units", "entities", "relationships", "community_reports")
 _EMPTY = pl.DataFrame(schema={"fragment": pl.Int64, "unit": pl.Utf8})
 _MOVED = pl.DataFrame(schema={"unit": pl.Utf8, "successor": pl.Utf8})
 
@@ -107,6 +107,8 @@ def _made_from(base: Path, name: str, ids: pl.Series) -> pl.DataFrame:
     from. A report's are its community's: its members' units, which hold their descriptions
     and every relationship between them (a relationship's units are units of both its ends,
     pipeline.graph.encode_mentions), the evidence it quotes and its sub-communities'."""
+    if name == "text_units":
+        return pl.DataFrame({"id": ids, "unit": ids})
     scan = pl.scan_parquet(store.table_files(base, name))
     if name == "community_reports":
         lists = pl.scan_parquet(store.table_files(base, "communities"))
