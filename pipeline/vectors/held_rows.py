@@ -33,13 +33,14 @@ pipeline.lexical); their rows, vectors and full-text hits do not.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Collection
 from pathlib import Path
 
 import polars as pl
 import pyarrow.parquet as pq
 
-from pipeline.storage import store
+from pipeline.storage import read_cache, store
 from pipeline.storage.files import atomic_write_with
 from pipeline.vectors.row_digests import DIGESTS_DIR
 
@@ -92,7 +93,7 @@ def may_hold(
     present = store.read_table(folder, "text_units", ["id"]).get_column("id").implode()
     units = pl.concat([rows.get_column("unit"), record.get_column("unit")]).drop_nulls().unique()
     absent = units.filter(~units.is_in(present))
-    moved = _moved(folder, base, absent)
+    moved = _moved_since(folder, base)
     gone = pl.col("unit").is_in(absent.filter(~absent.is_in(moved["unit"].implode())).implode())
     lost = rows.filter(gone).get_column("id").implode()  # text no longer in the corpus
     lost_at = rows.filter(pl.col("id").is_in(lost)).get_column("fragment")
@@ -109,20 +110,40 @@ def _made_from(base: Path, name: str, ids: pl.Series) -> pl.DataFrame:
     pipeline.graph.encode_mentions), the evidence it quotes and its sub-communities'."""
     if name == "text_units":
         return pl.DataFrame({"id": ids, "unit": ids})
-    scan = pl.scan_parquet(store.table_files(base, name))
     if name == "community_reports":
-        lists = pl.scan_parquet(store.table_files(base, "communities"))
-        scan = scan.select("id", "community").join(
-            lists.select("community", "text_unit_ids"), on="community", how="left"
+        reports = _rows(base, name, ["id", "community"], "id", ids)
+        lists = _rows(
+            base, "communities", ["community", "text_unit_ids"], "community", reports["community"]
         )
-    made = scan.select("id", pl.col("text_unit_ids").alias("unit"))
-    return made.filter(pl.col("id").is_in(ids.implode())).collect().explode("unit")
+        made = reports.join(lists, on="community", how="left").drop("community")
+    else:
+        made = _rows(base, name, ["id", "text_unit_ids"], "id", ids)
+    return made.explode("text_unit_ids").rename({"text_unit_ids": "unit"})
 
 
 def _rows(root: Path, name: str, columns: list[str], key: str, values: pl.Series) -> pl.DataFrame:
     """Table `name`'s `columns` of the rows whose `key` is one of `values`."""
     scan = pl.scan_parquet(store.table_files(root, name)).select(columns)
     return scan.filter(pl.col(key).is_in(values.unique().implode())).collect()
+
+
+def _moved_since(folder: Path, base: Path) -> pl.DataFrame:
+    """`_moved` of the text units of version `base` that staging folder `folder` no longer
+    has, made once for the tables a run holds rows of (the text units files' identities say
+    when it holds)."""
+    global _last
+    files = (store.table_path(folder, "text_units"), store.table_path(base, "text_units"))
+    key = tuple((str(f), read_cache.identity(f)) for f in files)
+    with _lock:
+        if _last is None or _last[0] != key:
+            was = store.read_table(base, "text_units", ["id"]).get_column("id")
+            now = store.read_table(folder, "text_units", ["id"]).get_column("id")
+            _last = (key, _moved(folder, base, was.filter(~was.is_in(now.implode()))))
+        return _last[1]
+
+
+_lock = threading.Lock()
+_last: tuple[tuple, pl.DataFrame] | None = None
 
 
 def _moved(folder: Path, base: Path, absent: pl.Series) -> pl.DataFrame:
