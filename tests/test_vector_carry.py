@@ -378,15 +378,15 @@ def _version(root: Path, docs: dict[str, tuple[str, str]], units: dict[str, tupl
     """A version folder's documents {id: (source_path, text)} and text units {id: (document
     id, text)}."""
     root.mkdir()
-    pl.DataFrame(
-        [(i, p, t) for i, (p, t) in docs.items()], ["id", "source_path", "text"], orient="row"
-    ).write_parquet(root / "documents.parquet")
+    rows = [(i, p, t, len(t)) for i, (p, t) in docs.items()]
+    columns = ["id", "source_path", "text", "byte_size"]
+    pl.DataFrame(rows, columns, orient="row").write_parquet(root / "documents.parquet")
     pl.DataFrame(
         [(i, d, t) for i, (d, t) in units.items()], ["id", "document_id", "text"], orient="row"
     ).write_parquet(root / "text_units.parquet")
 
 
-def test_rows_may_be_held_while_the_text_they_were_made_from_is_there(tmp_path):
+def test_rows_may_be_held_while_the_text_they_were_made_from_is_there(tmp_path, monkeypatch):
     """held_rows.may_hold: a deleted row's fragment may hold it when the text of each of its
     units is still in the corpus: the unit is, or its file still holds its text (an edit
     that added to it: the units it grew into stand for it); a fragment an earlier run left
@@ -396,8 +396,7 @@ def test_rows_may_be_held_while_the_text_they_were_made_from_is_there(tmp_path):
     old["u6"] = ("d4", "# Six\n\nSix. Sixty.")
     paths = {"d1": "a.md", "d2": "b.md", "d3": "c.md", "d4": "e.md"}
     _version(base, {d: (p, "") for d, p in paths.items()}, old)
-    # b.md lost "Four.", c.md grew after "Five.", e.md's unit grew (its heading is no text
-    # of the file), d.md is new
+    # b.md lost "Four.", c.md grew after "Five.", e.md's unit grew, d.md is new
     now = {"d1": ("a.md", ""), "d2x": ("b.md", "Forty."), "d3x": ("c.md", "Five. Fifty.")}
     now["d4x"] = ("e.md", "Six. Sixty. Sixty-one.")
     units = {"u1": ("d1", "One."), "u2": ("d1", "Two."), "u3": ("d5", "Three.")}
@@ -421,6 +420,13 @@ def test_rows_may_be_held_while_the_text_they_were_made_from_is_there(tmp_path):
     units_at = pl.DataFrame({"id": ["u4", "u5"], "fragment": [1, 2]})  # a unit's own text
     assert held_rows.may_hold(folder, base, "text_units", units_at)[0] == {2}
     assert held_rows.may_hold(folder, base, "content_nodes", deleted_at)[0] == set()
+    # a file past the bounds is not searched: its rows are compacted
+    absent = pl.Series(["u5", "u6"])
+    assert held_rows._moved(folder, base, absent)["unit"].unique().sort().to_list() == ["u5", "u6"]
+    monkeypatch.setattr(held_rows, "MOVED_FILE_BYTES", len("Five. Fifty."))
+    assert held_rows._moved(folder, base, absent)["unit"].unique().to_list() == ["u5"]
+    monkeypatch.setattr(held_rows, "MOVED_SEARCH_BYTES", len("Five. Fifty.") - 1)
+    assert held_rows._moved(folder, base, absent).is_empty()
 
 
 def test_long_texts_are_cut_in_fragments_of_fewer_rows(tmp_path, monkeypatch):

@@ -148,46 +148,47 @@ _last: tuple[tuple, pl.DataFrame] | None = None
 
 def _moved(folder: Path, base: Path, absent: pl.Series) -> pl.DataFrame:
     """(unit, successor): the text units `absent` (units of version `base` the run's folder
-    no longer has) whose text their file still holds, in its text or in one of its units
-    (an edit that only added text: a unit's id is a digest of its text, so the unit it
-    grew into has another); `successor`: each of that file's units now, which hold the
-    text from here on (a later run that removes one of them checks it again)."""
+    no longer has) whose text their file still holds within one of its units (an edit that
+    only added text: a unit's id is a digest of its text, so the unit it grew into has
+    another; a unit's text is its file's, after its headings); `successor`: each of that
+    file's units now, which hold the text from here on (a later run that removes one of
+    them checks it again). Files past the MOVED_ bounds are not checked."""
     if absent.is_empty():
         return _MOVED
     old = _rows(base, "text_units", ["id", "text", "document_id"], "id", absent)
     paths = _rows(base, "documents", ["id", "source_path"], "id", old["document_id"])
     old = old.join(paths.rename({"id": "document_id"}), on="document_id")
-    docs = _rows(
-        folder, "documents", ["id", "source_path", "text"], "source_path", old["source_path"]
+    files = ["id", "source_path", "byte_size"]
+    docs = _rows(folder, "documents", files, "source_path", old["source_path"])
+    checked = docs.join(old.group_by("source_path").len(), on="source_path").filter(
+        (pl.col("byte_size") <= MOVED_FILE_BYTES)
+        & (pl.col("byte_size") * pl.col("len") <= MOVED_SEARCH_BYTES)
     )
-    units = _rows(folder, "text_units", ["id", "document_id", "text"], "document_id", docs["id"])
+    units = _rows(folder, "text_units", ["id", "document_id", "text"], "document_id", checked["id"])
     units = units.join(
-        docs.select(pl.col("id").alias("document_id"), "source_path"), on="document_id"
+        checked.select(document_id="id", source_path="source_path"), on="document_id"
     )
-    texts = {
-        path: (list(t), list(u), list(i)) for path, t, u, i in _by_path(docs, units).iter_rows()
+    now = {
+        path: (ids, _APART.join(texts))
+        for path, ids, texts in units.group_by("source_path").agg("id", "text").iter_rows()
     }
     pairs = [
         (unit, successor)
         for unit, text, path in old.select("id", "text", "source_path").iter_rows()
-        if path in texts and any(text in t for t in texts[path][0] + texts[path][1])
-        for successor in texts[path][2]
+        if path in now and _APART not in text and text in now[path][1]
+        for successor in now[path][0]
     ]
     return pl.DataFrame(pairs, schema=_MOVED.schema, orient="row")
 
 
-def _by_path(docs: pl.DataFrame, units: pl.DataFrame) -> pl.DataFrame:
-    """(source_path, document texts, unit texts, unit ids) of each file."""
-    return (
-        docs.group_by("source_path")
-        .agg(pl.col("text"))
-        .join(
-            units.group_by("source_path").agg(pl.col("text").alias("units"), pl.col("id")),
-            on="source_path",
-            how="left",
-        )
-        .with_columns(pl.col("units", "id").fill_null(pl.lit([], dtype=pl.List(pl.Utf8))))
-    )
+# What `_moved` reads and searches at most, bounds rather than fitted figures: the units of
+# files of MOVED_FILE_BYTES or fewer (it holds ~3 copies of their text: Arrow, Python, joined;
+# tens of MB against a 40k edit's 1.7 GB peak), and MOVED_SEARCH_BYTES of searching per file
+# (its size times its old units; str's search runs at GB/s). An edit that only adds to a
+# note replaces a unit or two of kilobytes; past the bounds, its rows are compacted.
+MOVED_FILE_BYTES = 16 * 2**20
+MOVED_SEARCH_BYTES = 256 * 2**20
+_APART = "\x00"  # between a file's units: a text that holds it is not searched
 
 
 def _successors(held: pl.DataFrame, moved: pl.DataFrame) -> pl.DataFrame:
