@@ -107,7 +107,8 @@ def _made_from(base: Path, name: str, ids: pl.Series) -> pl.DataFrame:
     """(id, unit): the text units the rows `ids` of table `name` in version `base` were made
     from. A report's are its community's: its members' units, which hold their descriptions
     and every relationship between them (a relationship's units are units of both its ends,
-    pipeline.graph.encode_mentions), the evidence it quotes and its sub-communities'."""
+    pipeline.graph.encode_mentions), the evidence it quotes and its sub-communities'. A row
+    `base` does not have gets the unit "", which no corpus has: its fragment is compacted."""
     if name == "text_units":
         return pl.DataFrame({"id": ids, "unit": ids})
     if name == "community_reports":
@@ -115,10 +116,12 @@ def _made_from(base: Path, name: str, ids: pl.Series) -> pl.DataFrame:
         lists = _rows(
             base, "communities", ["community", "text_unit_ids"], "community", reports["community"]
         )
-        made = reports.join(lists, on="community", how="left").drop("community")
+        made = reports.join(lists, on="community").drop("community")
     else:
         made = _rows(base, name, ["id", "text_unit_ids"], "id", ids)
-    return made.explode("text_unit_ids").rename({"text_unit_ids": "unit"})
+    unknown = ids.filter(~ids.is_in(made.get_column("id").implode()))
+    made = made.explode("text_unit_ids").rename({"text_unit_ids": "unit"})
+    return pl.concat([made, pl.DataFrame({"id": unknown, "unit": ""})])
 
 
 def _rows(root: Path, name: str, columns: list[str], key: str, values: pl.Series) -> pl.DataFrame:
