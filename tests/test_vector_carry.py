@@ -418,6 +418,14 @@ def test_rows_may_be_held_while_the_text_they_were_made_from_is_there(tmp_path, 
         (1, "u1"), (1, "u2"), (3, None), (5, "u50"), (5, "u51"), (6, "u1"), (6, "u60"),
         (7, "u1"), (9, "u50"), (9, "u51"),
     ]  # fmt: skip
+    # a report's units are its community's
+    pl.DataFrame({"id": ["r1", "r2"], "community": [1, 2]}).write_parquet(
+        base / "community_reports.parquet"
+    )
+    lists = {"community": [1, 2], "text_unit_ids": [["u1", "u5"], ["u2", "u4"]]}
+    pl.DataFrame(lists).write_parquet(base / "communities.parquet")
+    reports_at = pl.DataFrame({"id": ["r1", "r2", "r3"], "fragment": [1, 2, 3]})
+    assert held_rows.may_hold(folder, base, "community_reports", reports_at)[0] == {1}
     units_at = pl.DataFrame({"id": ["u4", "u5"], "fragment": [1, 2]})  # a unit's own text
     assert held_rows.may_hold(folder, base, "text_units", units_at)[0] == {2}
     assert held_rows.may_hold(folder, base, "content_nodes", deleted_at)[0] == set()
