@@ -65,15 +65,16 @@ def digests_of(
     if changed is None or known is None:
         fresh = community_digests(communities, rows, settings)
         return fresh.join(shape, on=["community", "id"]).select(*_OUT), rows, 0
-    touched = pl.concat(
-        [
-            communities.select("community", pl.col(column).alias("k"))
-            .explode("k")
-            .join(changed.filter(pl.col("kind") == kind).select("k"), on="k", how="semi")
-            .select("community")
+    # each list searched in place: exploding them (2.5M ids at 40k documents) took 0.26 s
+    # of an edit's run, the search 0.02-0.05 s
+    touched = communities.filter(
+        pl.any_horizontal(
+            pl.col(column)
+            .list.eval(pl.element().is_in(changed.filter(pl.col("kind") == kind)["k"].implode()))
+            .list.any()
             for kind, column in enumerate(_LISTS)
-        ]
-    ).unique()
+        )
+    ).select("community")
     carried = (
         shape.join(touched, on="community", how="anti")
         .join(known, on=["id", "shape"])
