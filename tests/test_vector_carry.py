@@ -428,7 +428,17 @@ def test_rows_may_be_held_while_the_text_they_were_made_from_is_there(tmp_path, 
     assert held_rows.may_hold(folder, base, "community_reports", reports_at)[0] == {1}
     units_at = pl.DataFrame({"id": ["u4", "u5"], "fragment": [1, 2]})  # a unit's own text
     assert held_rows.may_hold(folder, base, "text_units", units_at)[0] == {2}
-    assert held_rows.may_hold(folder, base, "content_nodes", deleted_at)[0] == set()
+    # a content node's units are those holding it; one with a description, or none, is compacted
+    holding = {"u4": ["n4"], "u5": ["n5", "n9"], "u6": ["n6"], "u1": ["n7", "n9"]}
+    frame = pl.read_parquet(base / "text_units.parquet")
+    held_by = [holding.get(u, []) for u in frame["id"]]
+    frame.with_columns(content_node_ids=pl.Series(held_by, dtype=pl.List(pl.Utf8))).write_parquet(
+        base / "text_units.parquet"
+    )
+    nodes = {"id": ["n4", "n5", "n6", "n7", "n8", "n9"], "description": ["", None, "", "a", "", ""]}
+    pl.DataFrame(nodes).write_parquet(base / "content_nodes.parquet")
+    nodes_at = pl.DataFrame({"id": nodes["id"], "fragment": [4, 5, 6, 7, 8, 9]})
+    assert held_rows.may_hold(folder, base, "content_nodes", nodes_at)[0] == {5, 6, 9}
     # a file past the bounds is not searched: its rows are compacted
     absent = pl.Series(["u5", "u6"])
     assert held_rows._moved(folder, base, absent)["unit"].unique().sort().to_list() == ["u5", "u6"]

@@ -10,7 +10,7 @@ their units' documents, pipeline.vectors.carry_over): materialising the deletion
 segments) of a 130 s run on the 2-core machine, for 0.4% of the rows.
 
 A changed row's last version was made from its text units (text_unit_ids; a report's, its
-community's): when the text of every one of them is still in the corpus, nothing a user
+community's; a content node's, those holding it): when the text of every one of them is still in the corpus, nothing a user
 removed is in that old row, and it may stay in its fragment, hidden by Lance's deletion
 file, as Lance itself leaves deleted rows until a compaction. A unit's id is a digest of its
 text, so an edited text leaves with its id; but an edit that only adds text (a journal, a
@@ -45,9 +45,8 @@ from pipeline.storage.files import atomic_write_with
 from pipeline.vectors.row_digests import DIGESTS_DIR
 
 # The tables whose rows are made from text units: their own (text units), those listed on
-# them (text_unit_ids), or on their community (reports). A content node's text is its
-# document's, not always within a unit (a heading): its rows are never held.
-HOLD_TABLES = ("text_units", "entities", "relationships", "community_reports")
+# them (text_unit_ids), on their community (reports), or those holding them (content nodes).
+HOLD_TABLES = ("text_units", "content_nodes", "entities", "relationships", "community_reports")
 _EMPTY = pl.DataFrame(schema={"fragment": pl.Int64, "unit": pl.Utf8})
 _MOVED = pl.DataFrame(schema={"unit": pl.Utf8, "successor": pl.Utf8})
 
@@ -111,6 +110,8 @@ def _made_from(base: Path, name: str, ids: pl.Series) -> pl.DataFrame:
     `base` does not have gets the unit "", which no corpus has: its fragment is compacted."""
     if name == "text_units":
         return pl.DataFrame({"id": ids, "unit": ids})
+    if name == "content_nodes":
+        return _holders(base, ids)
     if name == "community_reports":
         reports = _rows(base, name, ["id", "community"], "id", ids)
         lists = _rows(
@@ -122,6 +123,20 @@ def _made_from(base: Path, name: str, ids: pl.Series) -> pl.DataFrame:
     unknown = ids.filter(~ids.is_in(made.get_column("id").implode()))
     made = made.explode("text_unit_ids").rename({"text_unit_ids": "unit"})
     return pl.concat([made, pl.DataFrame({"id": unknown, "unit": ""})])
+
+
+def _holders(base: Path, ids: pl.Series) -> pl.DataFrame:
+    """(id, unit): the text units of version `base` holding each content node `ids`: its
+    text lies within them (a paragraph cut in two, across two), and a derived vector is their
+    mean (pipeline.vectors.lance.node_units). A node with a description (text of its own)
+    or no holder gets the unit "": its fragment is compacted."""
+    plain = _rows(base, "content_nodes", ["id", "description"], "id", ids)
+    plain = plain.filter(pl.col("description").fill_null("") == "").get_column("id")
+    units = pl.scan_parquet(store.table_files(base, "text_units"))
+    held = units.select(pl.col("content_node_ids").alias("id"), pl.col("id").alias("unit"))
+    held = held.explode("id").filter(pl.col("id").is_in(plain.implode())).collect()
+    unknown = ids.filter(~ids.is_in(held.get_column("id").implode()))
+    return pl.concat([held, pl.DataFrame({"id": unknown, "unit": ""})])
 
 
 def _rows(root: Path, name: str, columns: list[str], key: str, values: pl.Series) -> pl.DataFrame:
