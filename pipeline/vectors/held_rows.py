@@ -10,9 +10,10 @@ their units' documents, pipeline.vectors.carry_over): materialising the deletion
 segments) of a 130 s run on the 2-core machine, for 0.4% of the rows.
 
 A changed row's last version was made from its text units (text_unit_ids; a report's, its
-community's; a content node's, those holding it): when the text of every one of them is still in the corpus, nothing a user
-removed is in that old row, and it may stay in its fragment, hidden by Lance's deletion
-file, as Lance itself leaves deleted rows until a compaction. A unit's id is a digest of its
+community's; a content node's, those holding it): when the text of every one of them is
+still in the corpus, nothing a user removed is in that old row, and it may stay in its
+fragment, hidden by Lance's deletion file, as Lance itself leaves deleted rows until a
+compaction. A unit's id is a digest of its
 text, so an edited text leaves with its id; but an edit that only adds text (a journal, a
 chat log, notes appended to) leaves the old unit's text in its file, within its text or one
 of its units now (`_moved`), and those units stand for it from then on. The record
