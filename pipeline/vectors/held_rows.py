@@ -110,34 +110,39 @@ def _made_from(base: Path, name: str, ids: pl.Series) -> pl.DataFrame:
     pipeline.graph.encode_mentions), the evidence it quotes and its sub-communities'. A row
     `base` does not have gets the unit "", which no corpus has: its fragment is compacted."""
     if name == "text_units":
-        return pl.DataFrame({"id": ids, "unit": ids})
-    if name == "content_nodes":
-        return _holders(base, ids)
-    if name == "community_reports":
-        reports = _rows(base, name, ["id", "community"], "id", ids)
-        lists = _rows(
-            base, "communities", ["community", "text_unit_ids"], "community", reports["community"]
-        )
-        made = reports.join(lists, on="community").drop("community")
+        made, listed = pl.DataFrame({"id": ids, "unit": ids}), ids
+    elif name == "content_nodes":
+        made = _holders(base, ids)
+        listed = made.get_column("id")
     else:
-        made = _rows(base, name, ["id", "text_unit_ids"], "id", ids)
-    unknown = ids.filter(~ids.is_in(made.get_column("id").implode()))
-    made = made.explode("text_unit_ids").rename({"text_unit_ids": "unit"})
+        if name == "community_reports":
+            reports = _rows(base, name, ["id", "community"], "id", ids)
+            lists = _rows(
+                base,
+                "communities",
+                ["community", "text_unit_ids"],
+                "community",
+                reports["community"],
+            )
+            made = reports.join(lists, on="community").drop("community")
+        else:
+            made = _rows(base, name, ["id", "text_unit_ids"], "id", ids)
+        listed = made.get_column("id")  # before exploding: an empty list drops its row
+        made = made.explode("text_unit_ids").rename({"text_unit_ids": "unit"})
+    unknown = ids.filter(~ids.is_in(listed.implode()))
     return pl.concat([made, pl.DataFrame({"id": unknown, "unit": ""})])
 
 
 def _holders(base: Path, ids: pl.Series) -> pl.DataFrame:
     """(id, unit): the text units of version `base` holding each content node `ids`: its
     text lies within them (a paragraph cut in two, across two), and a derived vector is their
-    mean (pipeline.vectors.lance.node_units). A node with a description (text of its own)
-    or no holder gets the unit "": its fragment is compacted."""
+    mean (pipeline.vectors.lance.node_units). None for a node with a description (text of
+    its own) or no holder: `_made_from` gives it the unit ""."""
     plain = _rows(base, "content_nodes", ["id", "description"], "id", ids)
     plain = plain.filter(pl.col("description").fill_null("") == "").get_column("id")
     units = pl.scan_parquet(store.table_files(base, "text_units"))
     held = units.select(pl.col("content_node_ids").alias("id"), pl.col("id").alias("unit"))
-    held = held.explode("id").filter(pl.col("id").is_in(plain.implode())).collect()
-    unknown = ids.filter(~ids.is_in(held.get_column("id").implode()))
-    return pl.concat([held, pl.DataFrame({"id": unknown, "unit": ""})])
+    return held.explode("id").filter(pl.col("id").is_in(plain.implode())).collect()
 
 
 def _rows(root: Path, name: str, columns: list[str], key: str, values: pl.Series) -> pl.DataFrame:
