@@ -26,7 +26,7 @@ from pipeline.ids import carry_short_ids, stable_id
 from pipeline.llm.client import LlmClient
 from pipeline.llm.fake_server import FakeLlm
 from pipeline.storage import store
-from pipeline.storage.run_changes import RunChanges
+from pipeline.storage.run_changes import RunChanges, row_changes
 
 SHARDS = 4
 FIRST = ["Ada", "Charles", "Mary", "Michael", "George", "Emmy", "Lise", "Niels"]
@@ -221,7 +221,8 @@ def _write_graph(folder: Path, ents, rels, units) -> None:
 def _carried(folder: Path, base: Path, shards: set[str], max_share: float = 1.0, llm=None):
     """The incremental merge as the asset runs it (in LLM mode: the rows merged again
     summarised before they are spliced)."""
-    changes = RunChanges(folder, base, None, frozenset(shards))
+    shards = frozenset(shards)
+    changes = RunChanges(folder, base, None, shards, row_changes(folder, base, shards))
     chunks = path_ordered_chunks(folder)
     part = recompute(changes, chunks, SETTINGS, max_share)
     if isinstance(part, str):
@@ -321,7 +322,7 @@ def test_a_seeded_sequence_of_changes_merges_as_a_whole_merge(
     monkeypatch.setattr(merge_carry, "READ_ALL_SHARE", read_all)
     corpus, base = start
     rng = random.Random(3)
-    recomputed = carried = 0
+    recomputed = carried = renamed = 0
     for i in range(1, 21):
         op = rng.choice(["edit", "edit", "edit", "add", "delete"])
         paths = [getattr(corpus, op)() for _ in range(rng.choice([1, 1, 2]))]
@@ -330,9 +331,29 @@ def test_a_seeded_sequence_of_changes_merges_as_a_whole_merge(
         ents, rels, units, counts, _ = got
         recomputed += counts["entities"]["rows_recomputed"]
         carried += counts["entities"]["rows_carried"]
+        renamed += counts["entities"]["rows_units_renamed"]
         _write_graph(folder, ents, rels, units)
         base = folder
-    assert carried > 0 and recomputed > 0
+    assert carried > 0 and recomputed > 0 and renamed > 0
+
+
+def test_a_unit_renamed_by_an_edit_moves_its_keys_rows(start, tmp_path):
+    """A sentence naming no one appended to a unit: the unit's id changes (its text did), its
+    mentions do not, so its keys' and relationships' rows are the base's with the new unit
+    id, not merged again from every mention; a unit whose sentence changed merges its keys."""
+    corpus, base = start
+    path = sorted(corpus.docs)[0]
+    corpus.docs[path]["units"][0] = [*corpus.docs[path]["units"][0], (40, None)]
+    folder, shards = _next(tmp_path, base, corpus, [path], 1)
+    got, _ = _carried_equals_whole(folder, base, shards)
+    counts = got[3]
+    assert counts["entities"]["rows_units_renamed"] == counts["entities"]["rows_recomputed"] > 0
+    assert counts["relationships"]["rows_units_renamed"] > 0
+    _write_graph(folder, *got[:3])
+    corpus.docs[path]["units"][0] = [*corpus.docs[path]["units"][0], (3, None)]
+    again, shards = _next(tmp_path, folder, corpus, [path], 2)
+    counts = _carried_equals_whole(again, folder, shards)[0][3]
+    assert counts["entities"]["rows_recomputed"] > counts["entities"]["rows_units_renamed"]
 
 
 def test_a_repeated_sentence_counts_its_keys_over_the_corpus(start, tmp_path):
@@ -387,6 +408,34 @@ def test_a_sentence_repeated_elsewhere_counts_the_keys_there(start, tmp_path):
     corpus.docs[one]["units"].append([(n, None)])
     run, shards = _next(tmp_path, folder, corpus, [one], 2)
     _carried_equals_whole(run, folder, shards)
+
+
+def test_a_moved_row_is_merged_again_when_its_neighbours_or_sentences_change(start, tmp_path):
+    """Rows whose mentions only moved to a renamed unit are merged again when something
+    else reaches them: a sentence whose count of keys changed elsewhere (a deleted
+    document's extra mention beside it), a relationship whose end's title flipped."""
+    corpus, base = start
+    n = len(corpus.bank)
+    zed, yan = ("Zed Alpha", "PERSON"), ("Yan Beta", "PERSON")
+    corpus.bank += [
+        ("A shared line.", [], []),
+        ("Zed Alpha met Yan Beta.", [zed, yan], [("Zed Alpha", "Yan Beta", "RELATED_TO", 1.0)]),
+        ("ZED ALPHA again.", [("ZED ALPHA", "PERSON")] * 3, []),
+    ]
+    one, two, three = corpus.add(), corpus.add(), corpus.add()
+    corpus.docs[one]["units"] = [[(n, "Paris"), (n + 1, None)]]
+    corpus.docs[two]["units"] = [[(n, "Oslo")]]
+    folder, _ = _next(tmp_path, base, corpus, [one, two, three], 1)
+    _write_graph(folder, *_whole(folder, base))
+    corpus.docs[one]["units"][0].append((40, None))  # renamed: Paris, Zed, Yan moved
+    del corpus.docs[two]  # the shared line is now evidence of Paris only
+    corpus.docs[three]["units"].append([(n + 2, None)])  # Zed's title flips
+    run, shards = _next(tmp_path, folder, corpus, [one, two, three], 2)
+    got, want = _carried_equals_whole(run, folder, shards)
+    counts = got[3]
+    assert counts["entities"]["rows_units_renamed"] < counts["entities"]["rows_recomputed"]
+    zed_id = stable_id("zed alpha")
+    assert want[0].filter(pl.col("id") == zed_id)["title"].item() == "ZED ALPHA"
 
 
 def test_llm_summaries_of_the_rows_merged_again_equal_the_whole_merge_s(start, tmp_path):
@@ -446,6 +495,7 @@ def test_a_replaced_row_relists_only_the_units_it_joins_or_leaves():
         relationships=new_rels,
         mentions=(pl.DataFrame(), pl.DataFrame()),
         units_read=0,
+        moved=(new_ents.clear(), new_rels.clear()),
     )
     chunks = pl.DataFrame({"id": ["u1", "u2", "u3", "u4"]})
     units, again = _text_units(r, chunks, base_lists)

@@ -24,6 +24,13 @@ again; a sentence whose centrality changed changes the rows of every key it is e
 of; a key whose title changed, the rows of its relationships (their source/target and
 description head). Degrees come from the spliced relationships, so they need no mentions.
 
+A text unit an edit renamed (its text changed, so its id did) is compared as the unit it
+replaced at the same place (pipeline.graph.touched): the keys and relationships whose
+mentions there are the same are not merged again but take the base's rows with the new
+unit id in their lists (`touched.moved_rows`), unless the changes above reach them. Merging
+them again would read every mention of a hub the unit names (1,409 units at 40k
+documents) for a row whose only change is one id in its list.
+
 When the rows to merge again pass `max_share` of the corpus' (counted as the base version
 counts them: their text units, `_Sizes`), or the base version cannot be used, the
 caller merges everything instead (`recompute` returns why). Their units may still be most
@@ -33,7 +40,7 @@ every hub): past READ_ALL_SHARE every mention is then read at once, unfiltered.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import polars as pl
@@ -52,6 +59,7 @@ from pipeline.graph.touched import (
     KeyCache,
     Touched,
     entity_ids,
+    moved_rows,
     touched,
     with_ends,
     with_keys,
@@ -74,7 +82,9 @@ class Recomputed:
     relationship ids whose rows are replaced (a replaced id with no new row is gone);
     `entities`/`relationships`: their new rows (degrees not yet final); `mentions`: the
     entity and relation mentions they were merged from (what LLM summaries read);
-    `units_read`: the text units whose mentions were read; `base`: the base version."""
+    `units_read`: the text units whose mentions were read; `base`: the base version;
+    `moved`: the rows (entities, relationships) whose mentions only moved to renamed units
+    the base's with their new unit ids (among `ids`/`rids`, not merged again)."""
 
     base: Path
     base_entities: pl.DataFrame
@@ -85,6 +95,17 @@ class Recomputed:
     relationships: pl.DataFrame
     mentions: tuple[pl.DataFrame, pl.DataFrame]
     units_read: int
+    moved: tuple[pl.DataFrame, pl.DataFrame]
+
+    def with_moved(self) -> Recomputed:
+        """The rows merged again and the moved ones (`touched.moved_rows`) as one."""
+        ents, rels = self.moved
+        return replace(
+            self,
+            entities=pl.concat([self.entities, ents.select(self.entities.columns)]),
+            relationships=pl.concat([self.relationships, rels.select(self.relationships.columns)]),
+            moved=(ents.clear(), rels.clear()),
+        )
 
 
 class _Mentions:
@@ -171,7 +192,9 @@ def recompute(
     ents_b = store.read_table(base, "entities")
     rels_b = store.read_table(base, "relationships")
     m = _Mentions(changes.folder, frozenset(changes.shards))
-    keys, rids = set(t.keys.to_list()), set(t.rids.to_list())
+    moved_keys, moved_rids = _moved(t, ents_b, rels_b)
+    keys = set(t.keys.to_list()) | (set(t.moved_keys.to_list()) - moved_keys)
+    rids = set(t.rids.to_list()) | (set(t.moved_rids.to_list()) - moved_rids)
     changed, sentences = set(t.units.to_list()), set(t.sentences.to_list())
     present = set(chunks.get_column("id").to_list())
     sizes = _Sizes(ents_b, rels_b)
@@ -198,18 +221,30 @@ def recompute(
         ents, rels, xe, xr = _merge_part(m, keys, rids, ents_b, chunks, changes.folder, settings)
         flipped = _incident(rels_b, _flipped(ents, ents_b)) - rids
         if not flipped:
+            moved = moved_rows(
+                ents_b, rels_b, _ids(moved_keys - keys).values(), moved_rids - rids, t.renamed
+            )
             return Recomputed(
                 base=base,
                 base_entities=ents_b,
                 base_relationships=rels_b,
-                ids=pl.Series("id", sorted(_ids(keys).values()), dtype=pl.Utf8),
-                rids=pl.Series("id", sorted(rids), dtype=pl.Utf8),
+                ids=pl.Series("id", sorted(_ids(keys | moved_keys).values()), dtype=pl.Utf8),
+                rids=pl.Series("id", sorted(rids | moved_rids), dtype=pl.Utf8),
                 entities=ents,
                 relationships=rels,
                 mentions=(xe, xr),
                 units_read=len(m.units | m.relation_units),
+                moved=moved,
             )
         rids |= flipped
+
+
+def _moved(t: Touched, ents_b: pl.DataFrame, rels_b: pl.DataFrame) -> tuple[set, set]:
+    """The moved keys and relationship ids (`Touched`) whose rows the base version holds."""
+    held = ents_b.get_column("id").implode()
+    keys = entity_ids(t.moved_keys).filter(pl.col("id").is_in(held)).get_column("key")
+    rids = t.moved_rids.filter(t.moved_rids.is_in(rels_b.get_column("id").implode()))
+    return set(keys.to_list()), set(rids.to_list())
 
 
 def path_ordered_chunks(folder: str | Path) -> pl.DataFrame:

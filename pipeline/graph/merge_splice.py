@@ -46,6 +46,8 @@ def splice(
     path order (what the merge numbers them in); `base_lists`: the base's text units (id,
     entity_ids, relationship_ids); `added`: the documents the run added (a unit of an edited
     document may keep its id, its text's, while its document's id and place change)."""
+    moved = [f.height for f in r.moved]
+    r = r.with_moved()
     ids = r.ids.to_list()
     kept = r.base_relationships.filter(~pl.col("id").is_in(r.rids.to_list()))
     rels = _in_order(kept, r.relationships.select(kept.columns))
@@ -57,9 +59,10 @@ def splice(
     )
     relisted = int(units.get_column("id").is_in(again.implode()).sum())
     counts = {
-        "entities": _count(ents.height, r.entities.height),
+        "entities": {**_count(ents.height, r.entities.height), "rows_units_renamed": moved[0]},
         "relationships": {
             **_count(rels.height, r.relationships.height),
+            "rows_units_renamed": moved[1],
             "rows_degree_updated": patched,
         },
         "text_units": _count(units.height, relisted),

@@ -110,23 +110,32 @@ def entity_ids(keys: pl.Series) -> pl.DataFrame:
 class Touched:
     """What differs between the base version's and the run's files of the shards that ran.
     `keys`: merge keys whose entity rows may change; `rids`: relationship ids whose rows may
-    change; `units`: text units with differing mention rows (either side); `sentences`:
-    evidence sentences of the entity mentions that differ (either side); `base_ee`: the
-    base's entity mentions of those sentences in the shards that ran, with keys (how many
-    keys each sentence was evidence of before)."""
+    change; `units`: text units with differing mention rows (either side) and the renamed
+    ones; `sentences`: evidence sentences of the entity mentions that differ (either side);
+    `base_ee`: the base's entity mentions of those sentences in the shards that ran, with
+    keys (how many keys each sentence was evidence of before). `renamed` (old, new): text
+    units the run replaced by one at the same place (file and position) whose mentions and
+    homes are compared as the old one's; `moved_keys` / `moved_rids`: keys and relationships
+    not in `keys` / `rids` with mentions in a renamed unit: only their units' ids changed."""
 
     keys: pl.Series
     rids: pl.Series
     units: pl.Series
     sentences: pl.Series
     base_ee: pl.DataFrame
+    renamed: pl.DataFrame
+    moved_keys: pl.Series
+    moved_rids: pl.Series
 
 
 def touched(changes: RunChanges) -> Touched:
     """What changed between the base version's and the run's files of the shards that ran:
     rows compared as strings, keys computed for the rows that differ only. In a shard whose
     rows were carried by text unit, only the rows of units that may differ are compared
-    (`_compared_units`)."""
+    (`_compared_units`). A unit an edit gave a new id (its text changed) is compared as the
+    one it replaced (`_renamed`): a key whose mentions are the same there is moved, not
+    changed (an edit to one sentence of a unit naming a hub changes the hub's unit list
+    only, where merging it again reads all of its mentions)."""
     assert changes.base is not None
     shards, base, run = sorted(changes.shards), changes.base, changes.folder
     carried, units = _compared_units(changes)
@@ -140,27 +149,36 @@ def touched(changes: RunChanges) -> Touched:
         ]
         return pl.concat([schemas.empty(table).select(columns), *parts])
 
-    ee = with_keys(_both_ways(read(run, "extracted_entities"), read(base, "extracted_entities")))
-    er = with_ends(
-        _both_ways(read(run, "extracted_relationships"), read(base, "extracted_relationships"))
-    )
-    keys = pl.concat(
-        [ee.get_column("key"), er.get_column("sk"), er.get_column("tk"), _home_keys(changes)]
-    )
+    (homes, places), (base_homes, base_places) = (_places(r, shards) for r in (run, base))
+    renamed = _renamed(changes, places, base_places)
+    cache = KeyCache()
+    mentions = [(read(run, t), read(base, t)) for t in MENTION_COLUMNS]
+    ee, er = (_both_ways(now, _rename(before, renamed)) for now, before in mentions)
+    ee, er = with_keys(ee, cache), with_ends(er, cache)
+    home_diff = _both_ways(homes, _rename(base_homes, renamed)).get_column("title")
+    home_keys = key_map(home_diff).get_column("key")
+    keys = pl.concat([ee.get_column("key"), er.get_column("sk"), er.get_column("tk"), home_keys])
+    keys = keys.filter(keys != "").unique().sort()
+    rids = er.get_column("rid").unique().sort()
+    moved_keys, moved_rids = _in_renamed(mentions, renamed, cache)
     sentences = ee.get_column("description").drop_nulls()
     sentences = sentences.filter(sentences != "").unique().sort()
     return Touched(
-        keys=keys.unique().sort(),
-        rids=er.get_column("rid").unique().sort(),
-        units=pl.concat([ee.get_column("text_unit_id"), er.get_column("text_unit_id")])
+        keys=keys,
+        rids=rids,
+        units=pl.concat([ee.get_column("text_unit_id"), er.get_column("text_unit_id"), *renamed])
         .unique()
         .sort(),
         sentences=sentences,
         base_ee=with_keys(
             read(base, "extracted_entities", compared=False).filter(
                 pl.col("description").is_in(sentences.implode())
-            )
+            ),
+            cache,
         ),
+        renamed=renamed,
+        moved_keys=moved_keys.filter(~moved_keys.is_in(keys.implode())),
+        moved_rids=moved_rids.filter(~moved_rids.is_in(rids.implode())),
     )
 
 
@@ -216,24 +234,68 @@ def _both_ways(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
     return rows.unique(maintain_order=True).drop("_h")
 
 
-def _home_keys(changes: RunChanges) -> pl.Series:
-    """Keys of the document and section titles whose units or positions (`unit_titles`, the
-    merge's `homes`) differ in the shards that ran: an entity of that name ranks its
-    sentences from there first."""
-    assert changes.base is not None
+# The columns of the units' homes and places (`_places`).
+HOMES = {"text_unit_id": pl.Utf8, "title": pl.Utf8, "seq": pl.Int64}
+PLACES = {"text_unit_id": pl.Utf8, "source_path": pl.Utf8, "seq": pl.Int64}
 
-    def homes(root: Path) -> pl.DataFrame:
-        parts = []
-        for s in sorted(changes.shards):
-            units = _shard(root, "chunks", s, ["id", "document_id", "section_id", "seq"])
-            docs = _shard(root, "documents", s, ["id", "title"])
-            sections = _shard(root, "sections", s, ["id", "path"])
-            parts.append(unit_titles(units, docs, sections))
-        schema = {"text_unit_id": pl.Utf8, "title": pl.Utf8, "seq": pl.Int64}
-        return pl.concat(
-            [pl.DataFrame(schema=schema), *(p.select(list(schema)).cast(schema) for p in parts)]
+
+def _places(root: Path, shards: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Of the text units of `shards` in `root`: their homes (`unit_titles`: the document
+    and section titles an entity of that name ranks its sentences from first) and places
+    (the file and position in it)."""
+    homes, places = [pl.DataFrame(schema=HOMES)], [pl.DataFrame(schema=PLACES)]
+    for s in shards:
+        units = _shard(root, "chunks", s, ["id", "document_id", "section_id", "seq"])
+        docs = _shard(root, "documents", s, ["id", "title", "source_path"])
+        sections = _shard(root, "sections", s, ["id", "path"])
+        homes.append(unit_titles(units, docs, sections).select(list(HOMES)).cast(HOMES))
+        at = units.join(docs.select(document_id="id", source_path="source_path"), on="document_id")
+        places.append(
+            at.select(text_unit_id="id", source_path="source_path", seq="seq").cast(PLACES)
         )
+    return pl.concat(homes), pl.concat(places)
 
-    titles = _both_ways(homes(changes.folder), homes(changes.base)).get_column("title")
-    keys = key_map(titles).get_column("key")
-    return keys.filter(keys != "")
+
+def _renamed(changes: RunChanges, places: pl.DataFrame, base_places: pl.DataFrame) -> pl.DataFrame:
+    """(old, new): each text unit the run removed paired with the unit it added at the same
+    place (file and position in it): the unit an edit of its text renamed."""
+    chunks = changes.of("chunks")
+    old = base_places.filter(pl.col("text_unit_id").is_in(sorted(chunks.removed)))
+    new = places.filter(pl.col("text_unit_id").is_in(sorted(chunks.added)))
+    return old.join(new, on=["source_path", "seq"]).select(
+        old="text_unit_id", new="text_unit_id_right"
+    )
+
+
+def _rename(frame: pl.DataFrame, renamed: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with its old text units' ids replaced by the new ones'."""
+    unit = pl.col("text_unit_id")
+    return frame.with_columns(unit.replace(renamed.get_column("old"), renamed.get_column("new")))
+
+
+def _in_renamed(
+    mentions: list[tuple[pl.DataFrame, pl.DataFrame]], renamed: pl.DataFrame, cache: KeyCache
+) -> tuple[pl.Series, pl.Series]:
+    """The keys and relationship ids with a mention in a renamed unit, either side."""
+    in_old = pl.col("text_unit_id").is_in(renamed.get_column("old").implode())
+    in_new = pl.col("text_unit_id").is_in(renamed.get_column("new").implode())
+    (ee, ee_b), (er, er_b) = mentions
+    ee = with_keys(pl.concat([ee.filter(in_new), ee_b.filter(in_old)]), cache)
+    er = with_ends(pl.concat([er.filter(in_new), er_b.filter(in_old)]), cache)
+    keys = pl.concat([ee.get_column("key"), er.get_column("sk"), er.get_column("tk")])
+    return keys.unique().sort(), er.get_column("rid").unique().sort()
+
+
+def moved_rows(
+    ents: pl.DataFrame, rels: pl.DataFrame, ids, rids, renamed: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Base rows `ids` of `ents` and `rids` of `rels`, whose mentions only moved to renamed
+    units (`Touched`), with those units' new ids in their sorted lists: a row is a function
+    of its mentions, its units' places and homes and its neighbours, none of which a
+    renaming changes (degrees are counted again with the others')."""
+    old, new = renamed.get_column("old"), renamed.get_column("new")
+    units = pl.col("text_unit_ids").list.eval(pl.element().replace(old, new).sort())
+    return (
+        ents.filter(pl.col("id").is_in(list(ids))).with_columns(units),
+        rels.filter(pl.col("id").is_in(list(rids))).with_columns(units),
+    )

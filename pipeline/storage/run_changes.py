@@ -96,6 +96,11 @@ def run_changes(
         return RunChanges(folder, base, whole)
     assert base is not None
     shards = frozenset(s for t in SHARDED + MENTIONS for s in _changed_shards(folder, base, t))
+    return RunChanges(folder, base, None, shards, row_changes(folder, base, shards))
+
+
+def row_changes(folder: Path, base: Path, shards: frozenset[str]) -> dict[str, RowChanges]:
+    """Per sharded table, the ids shards `shards` of `folder` add to the base's and drop."""
     rows = {}
     for table in SHARDED:
         added, removed = set(), set()
@@ -105,7 +110,7 @@ def run_changes(
             added |= new - old
             removed |= old - new
         rows[table] = RowChanges(frozenset(added), frozenset(removed))
-    return RunChanges(folder, base, None, shards, rows)
+    return rows
 
 
 def same_table(folder: Path, base: Path, table: str) -> bool:
