@@ -198,7 +198,10 @@ def recompute(
     changed, sentences = set(t.units.to_list()), set(t.sentences.to_list())
     present = set(chunks.get_column("id").to_list())
     sizes = _Sizes(ents_b, rels_b)
-    while True:
+    # nothing to merge again when every touched row only moved (an edit to a sentence naming
+    # no one): the mentions are then not read at all (a scan of every shard)
+    ents, rels, xe, xr = ents_b.clear(), rels_b.clear(), m.ee.clear(), m.er.clear()
+    while keys or rids:
         if (share := sizes.share(_ids(keys), rids)) > max_share:
             return (
                 f"the touched rows are merged from {share:.0%} of the corpus' mentions "
@@ -221,22 +224,23 @@ def recompute(
         ents, rels, xe, xr = _merge_part(m, keys, rids, ents_b, chunks, changes.folder, settings)
         flipped = _incident(rels_b, _flipped(ents, ents_b)) - rids
         if not flipped:
-            moved = moved_rows(
-                ents_b, rels_b, _ids(moved_keys - keys).values(), moved_rids - rids, t.renamed
-            )
-            return Recomputed(
-                base=base,
-                base_entities=ents_b,
-                base_relationships=rels_b,
-                ids=pl.Series("id", sorted(_ids(keys | moved_keys).values()), dtype=pl.Utf8),
-                rids=pl.Series("id", sorted(rids | moved_rids), dtype=pl.Utf8),
-                entities=ents,
-                relationships=rels,
-                mentions=(xe, xr),
-                units_read=len(m.units | m.relation_units),
-                moved=moved,
-            )
+            break
         rids |= flipped
+    moved = moved_rows(
+        ents_b, rels_b, _ids(moved_keys - keys).values(), moved_rids - rids, t.renamed
+    )
+    return Recomputed(
+        base=base,
+        base_entities=ents_b,
+        base_relationships=rels_b,
+        ids=pl.Series("id", sorted(_ids(keys | moved_keys).values()), dtype=pl.Utf8),
+        rids=pl.Series("id", sorted(rids | moved_rids), dtype=pl.Utf8),
+        entities=ents,
+        relationships=rels,
+        mentions=(xe, xr),
+        units_read=len(m.units | m.relation_units),
+        moved=moved,
+    )
 
 
 def _moved(t: Touched, ents_b: pl.DataFrame, rels_b: pl.DataFrame) -> tuple[set, set]:
