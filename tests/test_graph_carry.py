@@ -93,9 +93,11 @@ def test_an_incremental_graph_equals_a_fresh_index(tmp_path):
 
 def test_an_edit_that_changes_no_report_keeps_the_reports_file(tmp_path):
     """A sentence naming nothing, added to a note: its text unit is replaced, and with it
-    the unit lists of its communities, whose reports are assembled again, but to the same
-    rows: the reports' file stays the base version's (a hard link), not written again. An
-    edit that changes a report writes the file."""
+    the unit lists of its communities, but no report reads more of it than the sentences
+    naming its entities, so none is assembled again; a sentence naming one that no report
+    picks: they are assembled again, to the same rows. Either way the reports' file stays
+    the base version's (a hard link), not written again. An edit that changes a report
+    writes the file."""
     from app.run import run_index
 
     inp, out = tmp_path / "in", tmp_path / "out"
@@ -116,6 +118,11 @@ def test_an_edit_that_changes_no_report_keeps_the_reports_file(tmp_path):
     _, before, rows = index()
     assert rows.height
     (inp / "note02.md").write_text(_doc(2) + "It was a quiet morning.\n")
+    meta, after, again = index()
+    # the unit's sentences naming its entities are the same: no report is assembled again
+    assert meta["community_reports"]["rows_recomputed"] == 0
+    assert again.equals(rows) and after == before
+    (inp / "note02.md").write_text(_doc(2) + f"{NAMES[2]} was there.\n")
     meta, after, again = index()
     assert meta["community_reports"]["rows_recomputed"] > 0  # assembled again, the same
     assert again.equals(rows) and after == before

@@ -548,7 +548,13 @@ def test_sentence_mentions_are_kept_per_source_from_the_last_run(graph, tmp_path
 
     split: list[int] = []  # the sources split: for matching, then for the shown sentences
     real = find_evidence.sentence_pool
-    monkeypatch.setattr(find_evidence, "sentence_pool", lambda s: split.append(s.height) or real(s))
+
+    def pool(sources: pl.DataFrame) -> pl.DataFrame:
+        if "key" in sources.columns:  # a gather's (a unit's view splits its text too)
+            split.append(sources.height)
+        return real(sources)
+
+    monkeypatch.setattr(find_evidence, "sentence_pool", pool)
     again = report_table(*args, None, None, cache)
     assert again.reports.equals(first.reports)
     assert split[0] == 0  # every source's mentions came from the sidecar
@@ -634,6 +640,50 @@ def test_report_digests_are_carried_where_no_input_row_changed(graph, tmp_path) 
     assert run(entities, text_units, ReportSettings(max_findings=2)) == 0
     (tmp_path / carry_digests.ROWS).write_bytes(b"not parquet")
     assert carry_digests.read_rows(tmp_path) is None
+
+
+def test_a_unit_whose_edit_names_no_one_keeps_its_reports(graph, tmp_path) -> None:
+    """An edit that renames a unit (its text changed) where no changed sentence names one of
+    its entities: the unit's communities keep their digests and reports, which equal those
+    built afresh; a changed sentence naming a member has them built again."""
+    from pipeline.communities.reports import carry_digests
+    from pipeline.communities.reports.offline import report_table
+    from pipeline.communities.reports.reuse_unchanged import read_sidecar, write_sidecar
+
+    entities, relationships, text_units = graph
+    communities = hierarchical_leiden(entities, relationships, GraphSettings(max_cluster_size=3))
+    settings = ReportSettings()
+    first = report_table(communities, entities, relationships, text_units, settings)
+    write_sidecar(tmp_path, first.reports, first.digests)
+    carry_digests.write_rows(tmp_path, first.rows)
+    holding = communities.filter(pl.col("text_unit_ids").list.contains("unit1")).height
+    assert holding > 0
+
+    def edited(added: str) -> int:
+        units = text_units.with_columns(
+            pl.when(pl.col("id") == "unit1").then(pl.lit("unit1b")).otherwise("id").alias("id"),
+            pl.when(pl.col("id") == "unit1")
+            .then(pl.col("text") + added)
+            .otherwise("text")
+            .alias("text"),
+        )
+        renamed = pl.element().replace("unit1", "unit1b")
+        comms = communities.with_columns(pl.col("text_unit_ids").list.eval(renamed.sort()))
+        listed = {  # as the graph step lists them: the unit's entities (their unit lists)
+            "entities": entities.filter(pl.col("text_unit_ids").list.contains("unit1"))["id"],
+            "relationships": pl.Series([], dtype=pl.Utf8),
+            "text_units": pl.Series(["unit1", "unit1b"]),
+        }
+        args = (comms, entities, relationships, units, settings, first.reports)
+        last = carry_digests.read_rows(tmp_path)
+        built = report_table(*args, read_sidecar(tmp_path), None, last, listed)
+        fresh = report_table(*args[:5])
+        assert built.reports.equals(fresh.reports)
+        assert built.rows.sort("kind", "k").equals(fresh.rows.sort("kind", "k"))
+        return built.digests_carried
+
+    assert edited(" The weather was fine.") == communities.height
+    assert edited(" Tiny Tim laughed.") == communities.height - holding
 
 
 def test_a_report_reads_only_its_own_communitys_rows(graph, tmp_path) -> None:

@@ -59,6 +59,7 @@ from pipeline.graph.touched import (
     KeyCache,
     Touched,
     entity_ids,
+    held_moved,
     moved_rows,
     touched,
     with_ends,
@@ -192,7 +193,7 @@ def recompute(
     ents_b = store.read_table(base, "entities")
     rels_b = store.read_table(base, "relationships")
     m = _Mentions(changes.folder, frozenset(changes.shards))
-    moved_keys, moved_rids = _moved(t, ents_b, rels_b)
+    moved_keys, moved_rids = held_moved(t, ents_b, rels_b)
     keys = set(t.keys.to_list()) | (set(t.moved_keys.to_list()) - moved_keys)
     rids = set(t.rids.to_list()) | (set(t.moved_rids.to_list()) - moved_rids)
     changed, sentences = set(t.units.to_list()), set(t.sentences.to_list())
@@ -241,14 +242,6 @@ def recompute(
         units_read=len(m.units | m.relation_units),
         moved=moved,
     )
-
-
-def _moved(t: Touched, ents_b: pl.DataFrame, rels_b: pl.DataFrame) -> tuple[set, set]:
-    """The moved keys and relationship ids (`Touched`) whose rows the base version holds."""
-    held = ents_b.get_column("id").implode()
-    keys = entity_ids(t.moved_keys).filter(pl.col("id").is_in(held)).get_column("key")
-    rids = t.moved_rids.filter(t.moved_rids.is_in(rels_b.get_column("id").implode()))
-    return set(keys.to_list()), set(rids.to_list())
 
 
 def path_ordered_chunks(folder: str | Path) -> pl.DataFrame:

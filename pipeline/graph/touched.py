@@ -299,3 +299,11 @@ def moved_rows(
         ents.filter(pl.col("id").is_in(list(ids))).with_columns(units),
         rels.filter(pl.col("id").is_in(list(rids))).with_columns(units),
     )
+
+
+def held_moved(t: Touched, ents_b: pl.DataFrame, rels_b: pl.DataFrame) -> tuple[set, set]:
+    """The moved keys and relationship ids (`Touched`) whose rows the base version holds."""
+    held = ents_b.get_column("id").implode()
+    keys = entity_ids(t.moved_keys).filter(pl.col("id").is_in(held)).get_column("key")
+    rids = t.moved_rids.filter(t.moved_rids.is_in(rels_b.get_column("id").implode()))
+    return set(keys.to_list()), set(rids.to_list())

@@ -54,9 +54,12 @@ def digests_of(
     digests were carried over from `sidecar`, the last run's digests, and `last_rows`, its
     input rows). `listed`: the rows that may differ from those `last_rows` hash
     (changed_rows), given only when `last_rows` are the rows of the version it is against."""
+    renamed = None
     if last_rows is not None and listed is not None:
         rows, changed = patched_rows(last_rows, entities, relationships, text_units, listed)
         changed = None if _units_moved(rows, last_rows) else changed
+        if changed is not None:
+            changed, renamed = same_evidence(rows, changed, last_rows)
     else:
         rows = input_rows(entities, relationships, text_units)
         changed = changed_keys(rows, last_rows)
@@ -76,9 +79,12 @@ def digests_of(
         )
     ).select("community")
     carried = (
-        shape.join(touched, on="community", how="anti")
+        _shapes_before(communities, shape, renamed, settings)
+        .join(touched, on="community", how="anti")
         .join(known, on=["id", "shape"])
         .filter(~pl.col("untitled") | (pl.col("community") == pl.col("last_community")))
+        .drop("shape")
+        .join(shape, on=["community", "id"])
         .select(*_OUT)
     )
     todo = communities.join(carried.select("community"), on="community", how="anti")
@@ -90,6 +96,22 @@ def digests_of(
         rows,
         carried.height,
     )
+
+
+def _shapes_before(
+    communities: pl.DataFrame,
+    shape: pl.DataFrame,
+    renamed: pl.DataFrame | None,
+    settings: ReportSettings,
+) -> pl.DataFrame:
+    """The communities' shapes with the units `renamed` (old, new: `same_evidence`) back
+    under their old ids, as the last run's sidecar holds them (lists sorted, as built)."""
+    if renamed is None or renamed.is_empty():
+        return shape
+    old, new = renamed.get_column("old"), renamed.get_column("new")
+    units = pl.col("text_unit_ids")
+    back = communities.with_columns(units.list.eval(pl.element().replace(new, old).sort()))
+    return shapes(back, settings)
 
 
 _OUT = ["id", "digest", "shape", "untitled", "community"]
@@ -163,13 +185,17 @@ def patched_rows(
         ]
     ).unique()
     picked = relationships.filter(pl.col("id").is_in(rels.implode()))
-    held = pl.concat([ents, picked["source_id"], picked["target_id"]]).implode()
-    fresh = input_rows(
-        entities.filter(pl.col("id").is_in(held)),
-        picked,
-        text_units.filter(pl.col("id").is_in(listed["text_units"].implode())),
-    ).join(changed, on=["kind", "k"], how="semi")
+    units = text_units.filter(pl.col("id").is_in(listed["text_units"].implode()))
+    named = units.get_column("entity_ids").explode().drop_nulls()  # for the units' views
+    held = pl.concat([ents, picked["source_id"], picked["target_id"], named]).implode()
+    fresh = input_rows(entities.filter(pl.col("id").is_in(held)), picked, units).join(
+        changed, on=["kind", "k"], how="semi"
+    )
     rows = pl.concat([last.join(changed, on=["kind", "k"], how="anti"), fresh.select(last.columns)])
+    # a listed row whose hash is the last run's changed nothing a report reads (an entity
+    # whose text units were renamed: reports do not read its list)
+    same = fresh.join(last, on=["kind", "k", "h"], how="semi").select("kind", "k")
+    changed = changed.join(same, on=["kind", "k"], how="anti")
     today = text_units.select(pl.col("id").alias("k"), hrid(text_units).alias("today"))
     units = (
         rows.filter(pl.col("kind") == 2)
@@ -178,6 +204,26 @@ def patched_rows(
         .drop("today")
     )
     return pl.concat([rows.filter(pl.col("kind") != 2), units]), changed
+
+
+def same_evidence(
+    rows: pl.DataFrame, changed: pl.DataFrame, last: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(changed, renamed: old, new) with each text unit of `last` that a new unit of `rows`
+    replaced at its reference number with the same hash (its view: `input_rows`; an edit to
+    sentences naming none of its entities) taken as unchanged: a report reads no more of a
+    unit than that and its number."""
+    units = changed.filter(pl.col("kind") == 2).get_column("k").implode()
+    before = last.filter(pl.col("kind") == 2)
+    old = before.filter(pl.col("k").is_in(units)).select(old="k", order="order", h="h")
+    new = rows.filter(
+        (pl.col("kind") == 2)
+        & pl.col("k").is_in(units)
+        & ~pl.col("k").is_in(before.get_column("k").implode())
+    ).select(new="k", order="order", h="h")
+    renamed = old.join(new, on=["order", "h"]).drop_nulls("order").select("old", "new")
+    both = pl.concat([renamed["old"], renamed["new"]]).implode()
+    return changed.filter((pl.col("kind") != 2) | ~pl.col("k").is_in(both)), renamed
 
 
 def _carriable(sidecar: pl.DataFrame | None) -> pl.DataFrame | None:
@@ -191,10 +237,19 @@ def _carriable(sidecar: pl.DataFrame | None) -> pl.DataFrame | None:
     ).drop_nulls("shape")
 
 
+# A column the rows' sidecar is written with since a unit's hash is its view (`input_rows`):
+# one written before holds other hashes of the units, and is not read.
+_VIEWS = "unit_views"
+
+
 def read_rows(folder: Path) -> pl.DataFrame | None:
-    return read_hashes(folder / ROWS, ("kind", "k", "h", "order"))
+    rows = read_hashes(folder / ROWS, ("kind", "k", "h", "order", _VIEWS))
+    return None if rows is None else rows.drop(_VIEWS)
 
 
 def write_rows(folder: Path, rows: pl.DataFrame | None) -> None:
     """Today's input rows, atomically; None: the sidecar goes."""
-    write_hashes(folder / ROWS, rows)
+    write_hashes(
+        folder / ROWS,
+        None if rows is None else rows.with_columns(pl.lit(True, pl.Boolean).alias(_VIEWS)),
+    )

@@ -225,6 +225,57 @@ def sentence_pool(sources: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def aliases(entities: pl.DataFrame) -> pl.Expr:
+    """The entities' aliases as reports read them (none where the column is absent)."""
+    listed = pl.col("aliases") if "aliases" in entities.columns else pl.lit([], pl.List(pl.Utf8))
+    return listed.cast(pl.List(pl.Utf8)).fill_null([]).alias("aliases")
+
+
+def unit_views(units: pl.DataFrame, entities: pl.DataFrame) -> pl.DataFrame:
+    """(id, view): a hash of what a report can read of each text unit (id, text,
+    entity_ids), found as `sentence_mentions` finds it: its entities and those of its
+    sentences that name one of them (as `sentence_pool` orders them), each with the entities
+    it names. A sentence naming none of them is no report's candidate, so two units with
+    one view at one reference number give every report the same evidence."""
+    listed = units.get_column("entity_ids").explode().drop_nulls().unique().implode()
+    ents = entities.filter(pl.col("id").is_in(listed)).select(
+        pl.col("id").alias("entity_id"),
+        pl.col("title").cast(pl.Utf8).fill_null(""),
+        aliases(entities),
+    )
+    surface = _surface_forms(ents)
+    sources = units.select(
+        pl.lit("Sources").alias("kind"), "text", pl.col("entity_ids").alias("cands")
+    ).with_row_index("src")
+    sources = sources.with_columns(pl.col("src").alias("ref"))
+    split = sentence_pool(sources)
+    codes = surface.select("e", "entity_id").unique()
+    cands = _source_candidates(sources, codes).with_columns(pos=pl.lit(0, pl.UInt32))
+    named = (
+        _named(split, cands, surface.select("e", "nform"))
+        .join(codes, on="e")
+        .group_by("src", "rank")
+        .agg(pl.col("entity_id").sort())
+        .join(split.select("src", "rank", "sentence"), on=["src", "rank"])
+        .sort("src", "rank")
+        .group_by("src", maintain_order=True)
+        .agg(pl.struct("sentence", "entity_id").hash(_VIEW_SEED).alias("said"))
+    )
+    return (
+        sources.join(named, on="src", how="left")
+        .join(units.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("src"), "id"), on="src")
+        .select(
+            "id",
+            pl.struct(pl.col("cands").list.sort(), pl.col("said").fill_null([]))
+            .hash(_VIEW_SEED)
+            .alias("view"),
+        )
+    )
+
+
+_VIEW_SEED = 20_251
+
+
 def _surface_forms(ents: pl.DataFrame) -> pl.DataFrame:
     """(entity_id, nform, e): each entity's title and aliases normalised (`_norm`), with
     the entity's integer code `e`."""

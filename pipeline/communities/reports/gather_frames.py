@@ -17,6 +17,7 @@ import polars as pl
 from pipeline.communities.reports.evidence_cache import fill_sentences
 from pipeline.communities.reports.find_evidence import (
     Evidence,
+    aliases,
     candidates,
     held_by_some,
     hrid,
@@ -319,10 +320,7 @@ def _entity_frame(entities: pl.DataFrame) -> pl.DataFrame:
         .cast(pl.Int64)
         .fill_null(0)
         .alias("g_degree"),
-        (pl.col("aliases") if "aliases" in entities.columns else pl.lit([], pl.List(pl.Utf8)))
-        .cast(pl.List(pl.Utf8))
-        .fill_null([])
-        .alias("aliases"),
+        aliases(entities),
     ).with_columns(pl.col("title").rank("dense").alias("trank"))
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.communities.reports.find_evidence import hrid
+from pipeline.communities.reports.find_evidence import hrid, unit_views
 from pipeline.config import ReportSettings
 from pipeline.ids import stable_id_expr
 from pipeline.storage.files import atomic_write_with
@@ -50,7 +50,8 @@ def input_rows(
     entities: pl.DataFrame, relationships: pl.DataFrame, text_units: pl.DataFrame
 ) -> pl.DataFrame:
     """(kind, k, h, order): a hash of each input row a report reads (kind 0: entity, 1: a
-    relationship with its two ends' rows, 2: a text unit; `order`: a unit's reference number)."""
+    relationship with its two ends' rows, 2: a text unit's view; `order`: a unit's reference
+    number). `entities` must hold those the units list."""
     ents = entities.select(pl.col("id").alias("k"), pl.struct(pl.all()).hash(_SEED + 1).alias("h"))
     rels = (
         relationships.select(
@@ -67,11 +68,11 @@ def input_rows(
     )
     # a unit's reference number never shows in a report, only the order of the numbers
     # (it breaks ties between equal sentences): its units are hashed in that order, so an
-    # edit that adds a unit before them (renumbering them all) keeps their reports
-    units = text_units.select(
-        pl.col("id").alias("k"),
-        pl.struct(pl.exclude("human_readable_id")).hash(_SEED + 3).alias("h"),
-        hrid(text_units).alias("order"),
+    # edit that adds a unit before them (renumbering them all) keeps their reports; a
+    # unit's hash is its view (what a report can read of it: its entities and its sentences
+    # naming one), so an edit to its other sentences keeps them too (carry_digests)
+    units = text_units.select(pl.col("id").alias("k"), hrid(text_units).alias("order")).join(
+        unit_views(text_units, entities).select(k="id", h="view"), on="k", maintain_order="left"
     )
     return pl.concat(
         [
