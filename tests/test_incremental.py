@@ -517,7 +517,7 @@ def test_asset_keeps_the_state_sidecar_and_reports_the_mode(sample_index, tmp_pa
     # their digests carried over too (carry_digests), the evidence sidecars written
     assert report_meta["report_digests_carried"] == reports.height
     assert report_meta["incremental"] == "carried"
-    for name in ("community_reports_evidence.parquet", "community_reports_rows.parquet"):
+    for name in ("community_reports_evidence.parquet", "community_reports_view_rows.parquet"):
         assert (store.resolve(again) / name).exists()
     assert (store.resolve(again) / "communities_state.json").read_bytes() == (
         state_path.read_bytes()

@@ -2,7 +2,7 @@
 handed from the step that wrote them to the steps after it (issue 49).
 
 Why: a later step keeps a hash of every input row it read, to tell what changed since the
-last run (the reports' `community_reports_rows.parquet`): hashing the 490k relationships,
+last run (the reports' `community_reports_view_rows.parquet`): hashing the 490k relationships,
 64k entities and 45k text units of a 40k-document index took 0.5 s of a one-file edit, and
 comparing them with the last run's 0.26 s more, although the graph step knows which rows
 it merged again. A list names, per table, the keys of the rows that may differ from the

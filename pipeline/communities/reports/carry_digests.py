@@ -35,7 +35,10 @@ from pipeline.config import ReportSettings
 from pipeline.ids import stable_id_expr
 from pipeline.storage.files import read_hashes, write_hashes
 
-ROWS = "community_reports_rows.parquet"
+ROWS = "community_reports_view_rows.parquet"
+# The sidecar's name before a unit's hash was its view (`input_rows`): removed when the new
+# one is written; the docgraph that wrote it finds none then, and hashes every row.
+_OLD_ROWS = "community_reports_rows.parquet"
 _SEED = 20_237
 _LISTS = ("entity_ids", "relationship_ids", "text_unit_ids")
 
@@ -237,19 +240,11 @@ def _carriable(sidecar: pl.DataFrame | None) -> pl.DataFrame | None:
     ).drop_nulls("shape")
 
 
-# A column the rows' sidecar is written with since a unit's hash is its view (`input_rows`):
-# one written before holds other hashes of the units, and is not read.
-_VIEWS = "unit_views"
-
-
 def read_rows(folder: Path) -> pl.DataFrame | None:
-    rows = read_hashes(folder / ROWS, ("kind", "k", "h", "order", _VIEWS))
-    return None if rows is None else rows.drop(_VIEWS)
+    return read_hashes(folder / ROWS, ("kind", "k", "h", "order"))
 
 
 def write_rows(folder: Path, rows: pl.DataFrame | None) -> None:
     """Today's input rows, atomically; None: the sidecar goes."""
-    write_hashes(
-        folder / ROWS,
-        None if rows is None else rows.with_columns(pl.lit(True, pl.Boolean).alias(_VIEWS)),
-    )
+    write_hashes(folder / ROWS, rows)
+    (folder / _OLD_ROWS).unlink(missing_ok=True)
