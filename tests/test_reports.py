@@ -598,20 +598,31 @@ def test_sentence_mentions_are_kept_per_source_from_the_last_run(graph, tmp_path
     assert not (tmp_path / evidence_cache.EVIDENCE).exists()
 
 
+def _first_run(graph, folder):
+    """Communities of `graph` and their reports, whose digests and input rows are written
+    to `folder` as a run leaves them."""
+    from pipeline.communities.reports import carry_digests
+    from pipeline.communities.reports.offline import report_table
+    from pipeline.communities.reports.reuse_unchanged import write_sidecar
+
+    communities = hierarchical_leiden(*graph[:2], GraphSettings(max_cluster_size=3))
+    first = report_table(communities, *graph, ReportSettings())
+    write_sidecar(folder, first.reports, first.digests)
+    carry_digests.write_rows(folder, first.rows)
+    return communities, first
+
+
 def test_report_digests_are_carried_where_no_input_row_changed(graph, tmp_path) -> None:
     """A community's digest is the last run's when its row, the rows it names, its units'
     order and the settings are the same: the carried digests are those computed afresh, and
     a changed row, a reordering of units or other settings are computed again."""
     from pipeline.communities.reports import carry_digests
     from pipeline.communities.reports.offline import report_table
-    from pipeline.communities.reports.reuse_unchanged import read_sidecar, write_sidecar
+    from pipeline.communities.reports.reuse_unchanged import read_sidecar
 
     entities, relationships, text_units = graph
-    communities = hierarchical_leiden(entities, relationships, GraphSettings(max_cluster_size=3))
+    communities, first = _first_run(graph, tmp_path)
     settings = ReportSettings()
-    first = report_table(communities, entities, relationships, text_units, settings)
-    write_sidecar(tmp_path, first.reports, first.digests)
-    carry_digests.write_rows(tmp_path, first.rows)
     last = carry_digests.read_rows(tmp_path)
     assert last is not None and last.height == entities.height + relationships.height + 7
 
@@ -648,14 +659,11 @@ def test_a_unit_whose_edit_names_no_one_keeps_its_reports(graph, tmp_path) -> No
     built afresh; a changed sentence naming a member has them built again."""
     from pipeline.communities.reports import carry_digests
     from pipeline.communities.reports.offline import report_table
-    from pipeline.communities.reports.reuse_unchanged import read_sidecar, write_sidecar
+    from pipeline.communities.reports.reuse_unchanged import read_sidecar
 
     entities, relationships, text_units = graph
-    communities = hierarchical_leiden(entities, relationships, GraphSettings(max_cluster_size=3))
+    communities, first = _first_run(graph, tmp_path)
     settings = ReportSettings()
-    first = report_table(communities, entities, relationships, text_units, settings)
-    write_sidecar(tmp_path, first.reports, first.digests)
-    carry_digests.write_rows(tmp_path, first.rows)
     holding = communities.filter(pl.col("text_unit_ids").list.contains("unit1")).height
     assert holding > 0
 
