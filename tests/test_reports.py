@@ -694,6 +694,23 @@ def test_a_unit_whose_edit_names_no_one_keeps_its_reports(graph, tmp_path) -> No
     assert edited(" Tiny Tim laughed.") == communities.height - holding
 
 
+def test_only_a_gone_unit_and_a_new_one_with_its_view_and_number_pair() -> None:
+    """`same_evidence` pairs a unit gone today with a new unit at its reference number and
+    with its hash; a unit in both runs is never paired, whatever took its old number."""
+    from pipeline.communities.reports.carry_digests import same_evidence
+
+    def frame(rows):
+        schema = {"kind": pl.UInt8, "k": pl.Utf8, "h": pl.UInt64, "order": pl.Int64}
+        return pl.DataFrame(rows, schema=schema, orient="row")
+
+    last = frame([(0, "e", 1, None), (2, "gone", 5, 1), (2, "kept", 6, 2)])
+    rows = frame([(0, "e", 1, None), (2, "new", 5, 1), (2, "other", 6, 2), (2, "kept", 7, 3)])
+    listed = frame([(2, k, 0, 0) for k in ("gone", "new", "other", "kept")]).select("kind", "k")
+    changed, renamed = same_evidence(rows, listed, last)
+    assert renamed.rows() == [("gone", "new")]
+    assert sorted(changed["k"]) == ["kept", "other"]
+
+
 def test_a_report_reads_only_its_own_communitys_rows(graph, tmp_path) -> None:
     """A community's candidate sentences are those of its own rows (members' descriptions,
     its relationships, its units). A sentence naming a member in a non-member's description

@@ -217,13 +217,12 @@ def same_evidence(
     sentences naming none of its entities) taken as unchanged: a report reads no more of a
     unit than that and its number."""
     units = changed.filter(pl.col("kind") == 2).get_column("k").implode()
-    before = last.filter(pl.col("kind") == 2)
-    old = before.filter(pl.col("k").is_in(units)).select(old="k", order="order", h="h")
-    new = rows.filter(
-        (pl.col("kind") == 2)
-        & pl.col("k").is_in(units)
-        & ~pl.col("k").is_in(before.get_column("k").implode())
-    ).select(new="k", order="order", h="h")
+    before, now = (f.filter((pl.col("kind") == 2) & pl.col("k").is_in(units)) for f in (last, rows))
+    # a unit gone today, and one new today (a unit in both runs is compared with itself)
+    old = before.filter(~pl.col("k").is_in(now.get_column("k").implode()))
+    new = now.filter(~pl.col("k").is_in(before.get_column("k").implode()))
+    old = old.select(old="k", order="order", h="h")
+    new = new.select(new="k", order="order", h="h")
     renamed = old.join(new, on=["order", "h"]).drop_nulls("order").select("old", "new")
     both = pl.concat([renamed["old"], renamed["new"]]).implode()
     return changed.filter((pl.col("kind") != 2) | ~pl.col("k").is_in(both)), renamed
