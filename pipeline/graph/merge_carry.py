@@ -84,7 +84,7 @@ class Recomputed:
     `entities`/`relationships`: their new rows (degrees not yet final); `mentions`: the
     entity and relation mentions they were merged from (what LLM summaries read);
     `units_read`: the text units whose mentions were read; `base`: the base version;
-    `moved`: the rows (entities, relationships) whose mentions only moved to renamed units
+    `moved`: the rows (entities, relationships) whose mentions only moved to renamed units:
     the base's with their new unit ids (among `ids`/`rids`, not merged again)."""
 
     base: Path

@@ -166,7 +166,7 @@ def touched(changes: RunChanges) -> Touched:
     return Touched(
         keys=keys,
         rids=rids,
-        units=pl.concat([ee.get_column("text_unit_id"), er.get_column("text_unit_id"), *renamed])
+        units=pl.concat([ee["text_unit_id"], er["text_unit_id"], renamed["old"], renamed["new"]])
         .unique()
         .sort(),
         sentences=sentences,
