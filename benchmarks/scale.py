@@ -158,22 +158,20 @@ def write_corpus(target: Path, size: int, real: int | None = None, start: int = 
 # ------------------------------------------------------------------------------ memory
 
 
+# Whether the kernel lists each thread's children (CONFIG_PROC_CHILDREN): a few small reads
+# per sample. Without it every process's stat is read, 20 times a second: ~5 % of a core,
+# which the runs measured on a 2-core machine lost.
+_HAS_CHILDREN = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists()
+
+
 def _children(pid: int) -> list[int]:
-    """The child processes of `pid`, from its threads' `children` files (a few small reads:
-    scanning every process's stat, 20 times a second, took ~5 % of a core, which the runs
-    measured on a 2-core machine lost); the scan where the kernel has no such files."""
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return []
+    """The child processes of `pid`, from its threads' `children` files."""
     kids: list[int] = []
-    for tid in tasks:
-        try:
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
             kids += [int(k) for k in Path(f"/proc/{pid}/task/{tid}/children").read_text().split()]
-        except FileNotFoundError:
-            return _children_map().get(pid, [])
-        except OSError:
-            continue
+    except OSError:  # gone, or a thread gone while listed: the next sample sees it
+        pass
     return kids
 
 
@@ -228,11 +226,12 @@ class TreeRssSampler(threading.Thread):
         self._halt = threading.Event()
 
     def sample(self) -> None:
+        kids = None if _HAS_CHILDREN else _children_map()
         tree, todo = [], [self.root]
         while todo:
             pid = todo.pop()
             tree.append(pid)
-            todo.extend(_children(pid))
+            todo.extend(_children(pid) if kids is None else kids.get(pid, ()))
         rss = [_rss_kb(pid) for pid in tree]
         for pid, kb in zip(tree, rss, strict=True):
             if kb and pid not in self.commands:
